@@ -1,0 +1,104 @@
+/*
+ * L7 protocol analysis: streaming parsers over the two byte streams of one
+ * connection.  Parsers see only bytes (never sockets, never pcap), so the same
+ * code runs on live socket data in the analyzer and on captures in
+ * `ember analyze-pcap`.
+ *
+ * A parser is a table of function pointers (struct l7_parser_ops) registered by
+ * name in analyzer/l7/registry.c; adding a protocol touches its own file and one
+ * line there.
+ *
+ * Ownership: the record handed to an l7_emit_fn and everything it points to is
+ * valid only during the call; copy what you keep.
+ */
+#ifndef EMBER_L7_H
+#define EMBER_L7_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+enum l7_dir {
+	L7_DIR_REQ = 0,  /* client -> server */
+	L7_DIR_RESP = 1, /* server -> client */
+};
+
+struct l7_config {
+	size_t max_conn_mem;   /* per-connection buffering cap, bytes (default 256 KiB) */
+	size_t max_query_len;  /* truncate query text / URIs to this (default 256) */
+	size_t max_body_len;   /* HTTP body sampling cap, 0 = no bodies (default 0) */
+	const char *req_encoding;  /* charset label for sampled request bodies ("UTF-8") */
+	const char *resp_encoding; /* charset label for sampled response bodies ("UTF-8") */
+};
+
+#define L7_CONFIG_DEFAULTS { .max_conn_mem = 256 * 1024, .max_query_len = 256, \
+	.max_body_len = 0, .req_encoding = "UTF-8", .resp_encoding = "UTF-8" }
+
+/*
+ * Protocol-specific columns.  Keys are static strings named like the columns of
+ * shared/testdata/pcap/oracle.sh ("method", "uri", "status", "stream_id",
+ * "qname", "qtype", "rcode", "command", "result", "api_key", "correlation_id",
+ * "opcode", "request_id", ...), so JSON output lines up with the oracle.
+ */
+#define L7_MAX_FIELDS 12
+#define L7_FIELD_MAX 256
+struct l7_field {
+	const char *key;
+	char val[L7_FIELD_MAX]; /* NUL-terminated, truncated to fit */
+};
+
+/* One request/response exchange. */
+struct l7_record {
+	const char *protocol;   /* parser name: "http1", "http2", "mysql", ... */
+	uint64_t req_ts_ns;     /* time of the first byte of the request, 0 if none */
+	uint64_t resp_ts_ns;    /* time the response completed, 0 if none (unanswered) */
+	uint64_t req_bytes;
+	uint64_t resp_bytes;
+	int32_t status;         /* protocol status (HTTP status, rcode, error code), -1 none */
+	bool is_error;          /* error by the protocol's own rule (HTTP 5xx, ERR packet, rcode!=0...) */
+	bool is_client_error;   /* HTTP 4xx (flagged apart from errors, as Rover does) */
+	bool has_request, has_response;
+	unsigned nfields;
+	struct l7_field fields[L7_MAX_FIELDS];
+	/* Sampled bodies (HTTP only), up to max_body_len; NULL when not captured. */
+	const uint8_t *req_body;  size_t req_body_len;
+	const uint8_t *resp_body; size_t resp_body_len;
+};
+
+typedef void (*l7_emit_fn)(void *ctx, const struct l7_record *rec);
+
+struct l7_parser_ops {
+	const char *name;
+	/*
+	 * Confidence 0..100 that a direction whose stream begins with data[0..len)
+	 * carries this protocol.  server_port is a hint only (0 = unknown); a
+	 * parser must not claim a stream from the port alone.
+	 */
+	int (*detect)(const uint8_t *data, size_t len, enum l7_dir dir, uint16_t server_port);
+	/* Per-connection state; NULL with errno set on failure. */
+	void *(*create)(const struct l7_config *cfg, l7_emit_fn emit, void *emit_ctx);
+	/*
+	 * Bytes of one direction, in order, arbitrarily split (1-byte chunks must
+	 * work).  Returns 0, or -ENOBUFS when the connection would need more than
+	 * cfg->max_conn_mem (the caller marks it unparseable and counts it), or
+	 * -EPROTO when the stream can no longer be parsed.
+	 */
+	int (*feed)(void *st, enum l7_dir dir, const uint8_t *data, size_t len, uint64_t ts_ns);
+	/* len bytes of this direction were lost: resynchronise or return -EPROTO. */
+	int (*gap)(void *st, enum l7_dir dir, size_t len, uint64_t ts_ns);
+	/* Connection closed: emit pending exchanges (requests without response). */
+	void (*finish)(void *st, uint64_t ts_ns);
+	void (*free)(void *st);
+};
+
+/* Registry (analyzer/l7/registry.c). */
+const struct l7_parser_ops *l7__find(const char *name);
+/* Iterate: returns NULL past the end. */
+const struct l7_parser_ops *l7__at(unsigned idx);
+
+/* Helper for parsers: append a field, truncating.  Returns 0 or -ENOSPC. */
+int l7_record__add(struct l7_record *rec, const char *key, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void l7_record__init(struct l7_record *rec, const char *protocol);
+
+#endif

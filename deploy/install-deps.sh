@@ -1,0 +1,18 @@
+#!/bin/sh
+# Installs ember's build, run and test dependencies from Debian's registry.
+# Idempotent: skips apt entirely when every package is already present.
+set -eu
+PKGS="build-essential clang llvm lld libbpf-dev bpftool linux-perf libelf-dev zlib1g-dev libzstd-dev \
+ liburing-dev libzmq3-dev libprotobuf-c-dev protobuf-c-compiler libjemalloc-dev \
+ libyaml-dev libcmocka-dev libcap-dev libpcap-dev libmicrohttpd-dev libjson-c-dev \
+ libclang-rt-14-dev pkg-config binutils tshark procps passwd"
+missing=""
+for p in $PKGS; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+echo "install-deps: installing:$missing"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
+apt-get install -y -qq --no-install-recommends $missing

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Runs ember's test suite and prints one closing line "N passed, N failed, N skipped".
+#   unit tests   build/san/tests/test_*           (cmocka, ASan+UBSan)
+#   fuzzers      tests/fuzz/fuzz_*.c              (libFuzzer, bounded time, ASan+UBSan)
+#   integration  tests/integration/test_*.sh      (root, real BPF; exit 77 = skip)
+# Options: --unit-only (no fuzzers), --with-fuzz, --integration-only, --only PATTERN
+set -u
+cd "$(dirname "$0")/.."
+mode=all; only=""; with_fuzz=1
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --unit-only) mode=unit; with_fuzz=0 ;;
+    --with-fuzz) with_fuzz=1 ;;
+    --integration-only) mode=integration ;;
+    --only) only=$2; shift ;;
+    *) echo "run-tests: unknown option $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+pass=0; fail=0; skip=0; failed=()
+logdir=build/test-logs; mkdir -p "$logdir"
+export EMBER_ROOT=$PWD EMBER_BUILD=$PWD/build SHARED=${SHARED:-$PWD/../shared}
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0} UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+
+run_one() { # name cmd...
+  local name=$1; shift
+  [ -n "$only" ] && [[ "$name" != *$only* ]] && return
+  local log="$logdir/${name//\//_}.log" start=$SECONDS rc
+  timeout 600 "$@" >"$log" 2>&1; rc=$?
+  local dt=$((SECONDS - start))
+  if [ $rc -eq 0 ]; then pass=$((pass+1)); echo "PASS  $name (${dt}s)"
+  elif [ $rc -eq 77 ]; then skip=$((skip+1)); echo "SKIP  $name: $(grep -m1 -i 'skip' "$log" || tail -1 "$log")"
+  else fail=$((fail+1)); failed+=("$name"); echo "FAIL  $name (rc=$rc, ${dt}s) — last lines of $log:"; tail -25 "$log" | sed 's/^/      /'
+  fi
+}
+
+if [ "$mode" != integration ]; then
+  for t in build/san/tests/test_*; do
+    [ -x "$t" ] || continue
+    run_one "unit/$(basename "$t")" "$t"
+  done
+  if [ "$with_fuzz" = 1 ] && [ -n "$(ls tests/fuzz/fuzz_*.c 2>/dev/null)" ]; then
+    if make -s BUILD=build/fuzz CC=clang SAN=1 CFLAGS="-O1 -g -fsanitize=fuzzer-no-link" fuzz-bins >"$logdir/fuzz-build.log" 2>&1; then
+      for f in build/fuzz/fuzzers/fuzz_*; do
+        n=$(basename "$f"); corp=tests/fuzz/corpus/${n#fuzz_}
+        mkdir -p "build/fuzz/corpus/$n"
+        run_one "fuzz/$n" "$f" -max_total_time="${FUZZ_TIME:-15}" -rss_limit_mb=2048 -print_final_stats=1 "build/fuzz/corpus/$n" $( [ -d "$corp" ] && echo "$corp")
+      done
+    else
+      fail=$((fail+1)); failed+=("fuzz-build"); echo "FAIL  fuzz-build"; tail -20 "$logdir/fuzz-build.log"
+    fi
+  fi
+fi
+if [ "$mode" != unit ]; then
+  for t in tests/integration/test_*.sh; do
+    [ -f "$t" ] || continue
+    run_one "integration/$(basename "$t" .sh)" bash "$t"
+  done
+fi
+[ ${#failed[@]} -gt 0 ] && echo "failed: ${failed[*]}"
+echo "$pass passed, $fail failed, $skip skipped"
+[ $fail -eq 0 ]
