@@ -1,0 +1,325 @@
+#include "symbolizer/maps.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/cleanup.h"
+#include "symbolizer/lines.h"
+
+#define MAPS_DEFAULT_MAX_ENTRIES 65536
+#define DELETED_SUFFIX " (deleted)"
+
+struct proc_maps {
+	struct maps_entry *entries;
+	size_t n;
+	char *arena;
+	size_t arena_len;
+	struct proc_maps_stats stats;
+};
+
+/* Parses lowercase/uppercase hex up to `stop`; at least one digit, no overflow. */
+static int parse_hex(const char **p, const char *end, char stop, uint64_t *ret)
+{
+	const char *s = *p;
+	uint64_t v = 0;
+	size_t digits = 0;
+
+	while (s < end && *s != stop) {
+		unsigned d;
+		char c = *s;
+
+		if (c >= '0' && c <= '9')
+			d = (unsigned)(c - '0');
+		else if (c >= 'a' && c <= 'f')
+			d = (unsigned)(c - 'a' + 10);
+		else if (c >= 'A' && c <= 'F')
+			d = (unsigned)(c - 'A' + 10);
+		else
+			return -EINVAL;
+		if (v >> 60)
+			return -EINVAL;
+		v = (v << 4) | d;
+		digits++;
+		s++;
+	}
+	if (!digits || s >= end)
+		return -EINVAL;
+	*ret = v;
+	*p = s + 1; /* skip the stop character */
+	return 0;
+}
+
+static int parse_dec(const char **p, const char *end, uint64_t *ret)
+{
+	const char *s = *p;
+	uint64_t v = 0;
+	size_t digits = 0;
+
+	while (s < end && *s >= '0' && *s <= '9') {
+		unsigned d = (unsigned)(*s - '0');
+
+		if (v > (UINT64_MAX - d) / 10)
+			return -EINVAL;
+		v = v * 10 + d;
+		digits++;
+		s++;
+	}
+	if (!digits || (s < end && *s != ' '))
+		return -EINVAL;
+	*ret = v;
+	*p = s;
+	return 0;
+}
+
+int maps__parse_line(const char *line, size_t len, struct maps_line *ret)
+{
+	const char *p = line, *end = line + len;
+	struct maps_line m = { 0 };
+	uint64_t maj, min;
+	static const char *const perm_chars = "rwx";
+
+	if (!line || !ret)
+		return -EINVAL;
+	if (parse_hex(&p, end, '-', &m.start) || parse_hex(&p, end, ' ', &m.end))
+		return -EINVAL;
+	if (m.start >= m.end)
+		return -EINVAL;
+	if (end - p < 5 || p[4] != ' ')
+		return -EINVAL;
+	for (int i = 0; i < 3; i++) {
+		if (p[i] == perm_chars[i])
+			m.perms |= 1u << i;
+		else if (p[i] != '-')
+			return -EINVAL;
+	}
+	if (p[3] == 's')
+		m.perms |= MAPS_PERM_SHARED;
+	else if (p[3] != 'p')
+		return -EINVAL;
+	p += 5;
+	if (parse_hex(&p, end, ' ', &m.offset) || parse_hex(&p, end, ':', &maj) ||
+	    parse_hex(&p, end, ' ', &min))
+		return -EINVAL;
+	if (maj > UINT32_MAX || min > UINT32_MAX)
+		return -EINVAL;
+	m.dev_major = (uint32_t)maj;
+	m.dev_minor = (uint32_t)min;
+	if (parse_dec(&p, end, &m.inode))
+		return -EINVAL;
+	while (p < end && *p == ' ')
+		p++;
+	m.path = p;
+	m.path_len = (size_t)(end - p);
+	if (memchr(m.path, '\0', m.path_len))
+		return -EINVAL;
+
+	if (m.path_len == 0) {
+		m.kind = MAPS_ANON;
+	} else if (m.path[0] == '/') {
+		size_t sl = sizeof(DELETED_SUFFIX) - 1;
+
+		m.kind = MAPS_FILE;
+		if (m.path_len > sl && !memcmp(m.path + m.path_len - sl, DELETED_SUFFIX, sl)) {
+			m.deleted = true;
+			m.path_len -= sl;
+		}
+	} else if (m.path_len == 6 && !memcmp(m.path, "[vdso]", 6)) {
+		m.kind = MAPS_VDSO;
+	} else {
+		m.kind = MAPS_SPECIAL;
+	}
+	*ret = m;
+	return 0;
+}
+
+static int cmp_entry(const void *a, const void *b)
+{
+	const struct maps_entry *x = a, *y = b;
+
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return (x->end > y->end) - (x->end < y->end);
+}
+
+struct proc_maps *proc_maps__read(int fd, size_t max_entries)
+{
+	_cleanup_free_ struct line_reader *lr = NULL;
+	_cleanup_free_ struct maps_entry *entries = NULL;
+	_cleanup_free_ char *arena = NULL;
+	_cleanup_free_ struct proc_maps *pm = NULL;
+	size_t n = 0, cap = 0, alen = 0, acap = 0;
+	bool sorted = true;
+	const char *line;
+	size_t len;
+	int r;
+
+	if (fd < 0) {
+		errno = EBADF;
+		return NULL;
+	}
+	if (!max_entries)
+		max_entries = MAPS_DEFAULT_MAX_ENTRIES;
+	if (max_entries > INT32_MAX) /* proc_maps__find() returns an int index */
+		max_entries = INT32_MAX;
+	pm = calloc(1, sizeof(*pm));
+	lr = malloc(sizeof(*lr));
+	if (!pm || !lr) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	line_reader__init(lr, fd);
+	while ((r = line_reader__next(lr, &line, &len)) > 0) {
+		struct maps_line m;
+		struct maps_entry *e;
+		size_t need;
+
+		pm->stats.lines++;
+		if (maps__parse_line(line, len, &m)) {
+			pm->stats.bad_lines++;
+			continue;
+		}
+		if (n >= max_entries) {
+			pm->stats.dropped_entries++;
+			continue;
+		}
+		if (n == cap) {
+			size_t ncap = cap ? cap * 2 : 64;
+			struct maps_entry *t = reallocarray(entries, ncap, sizeof(*t));
+
+			if (!t) {
+				errno = ENOMEM;
+				return NULL;
+			}
+			entries = t;
+			cap = ncap;
+		}
+		need = m.path_len + 1;
+		if (acap - alen < need) {
+			size_t ncap = acap ? acap : 4096;
+			char *t;
+
+			while (ncap - alen < need)
+				ncap *= 2;
+			t = realloc(arena, ncap);
+			if (!t) {
+				errno = ENOMEM;
+				return NULL;
+			}
+			arena = t;
+			acap = ncap;
+		}
+		e = &entries[n];
+		*e = (struct maps_entry){
+			.start = m.start, .end = m.end, .offset = m.offset, .inode = m.inode,
+			.dev_major = m.dev_major, .dev_minor = m.dev_minor,
+			.perms = m.perms, .kind = m.kind, .deleted = m.deleted,
+		};
+		memcpy(arena + alen, m.path, m.path_len);
+		arena[alen + m.path_len] = '\0';
+		/* Offsets for now: the arena may still move. */
+		e->path = (const char *)(uintptr_t)alen;
+		alen += need;
+		if (n && cmp_entry(&entries[n - 1], e) > 0)
+			sorted = false;
+		n++;
+	}
+	if (r < 0) {
+		errno = -r;
+		return NULL;
+	}
+	pm->stats.overlong_lines = lr->overlong;
+	if (!sorted)
+		qsort(entries, n, sizeof(*entries), cmp_entry);
+	if (!arena) {
+		arena = malloc(1);
+		if (!arena) {
+			errno = ENOMEM;
+			return NULL;
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct maps_entry *e = &entries[i];
+		const char *path = arena + (uintptr_t)e->path;
+		const char *slash;
+
+		e->path = path;
+		switch (e->kind) {
+		case MAPS_ANON:
+			e->name = "[anon]";
+			break;
+		case MAPS_FILE:
+			slash = strrchr(path, '/');
+			e->name = slash && slash[1] ? slash + 1 : path;
+			break;
+		default:
+			e->name = path;
+			break;
+		}
+	}
+	pm->entries = TAKE_PTR(entries);
+	pm->n = n;
+	pm->arena = TAKE_PTR(arena);
+	pm->arena_len = acap;
+	return TAKE_PTR(pm);
+}
+
+int proc_maps__find(const struct proc_maps *pm, uint64_t addr)
+{
+	size_t lo = 0, hi;
+
+	if (!pm)
+		return -ENOENT;
+	hi = pm->n;
+	/* First entry with start > addr; the candidate is the one before it. */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (pm->entries[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return -ENOENT;
+	/* Overlaps are not produced by the kernel; still look back a little. */
+	for (size_t i = lo, k = 0; i > 0 && k < 4; i--, k++) {
+		const struct maps_entry *e = &pm->entries[i - 1];
+
+		if (addr >= e->start && addr < e->end)
+			return (int)(i - 1);
+	}
+	return -ENOENT;
+}
+
+size_t proc_maps__count(const struct proc_maps *pm)
+{
+	return pm ? pm->n : 0;
+}
+
+const struct maps_entry *proc_maps__entry(const struct proc_maps *pm, size_t idx)
+{
+	return pm && idx < pm->n ? &pm->entries[idx] : NULL;
+}
+
+void proc_maps__stats(const struct proc_maps *pm, struct proc_maps_stats *ret)
+{
+	if (pm)
+		*ret = pm->stats;
+	else
+		*ret = (struct proc_maps_stats){ 0 };
+}
+
+size_t proc_maps__memory(const struct proc_maps *pm)
+{
+	return pm ? sizeof(*pm) + pm->n * sizeof(*pm->entries) + pm->arena_len : 0;
+}
+
+void proc_maps__free(struct proc_maps *pm)
+{
+	if (!pm)
+		return;
+	free(pm->entries);
+	free(pm->arena);
+	free(pm);
+}

@@ -1,0 +1,182 @@
+/*
+ * Stack address -> function name, for the unprivileged analyzer.
+ *
+ * The analyzer cannot open /proc/<pid>/maps, the target's binaries or (with
+ * kptr_restrict) /proc/kallsyms itself: every file comes as an fd from the
+ * privileged collector's fd broker, through the callbacks in
+ * struct symbolizer_opts.  symbolizer__direct_opts() supplies callbacks that
+ * open the files directly, for tests and root tooling.
+ *
+ * User frames:  addr --/proc/<pid>/maps--> (file, file offset)
+ *                    --PT_LOAD--> ELF vaddr --.symtab/.dynsym--> name + offset.
+ * Kernel frames: /proc/kallsyms, parsed once and sorted.
+ *
+ * Caches: ELF modules are keyed by build id (else dev+inode) and shared by
+ * every process that maps them; they are evicted LRU beyond max_modules.
+ * Each pid's maps are cached, re-read when an address falls outside every
+ * known mapping (at most once per maps_refresh_ms), and dropped by
+ * symbolizer__forget_pid() -- call it when a process exits or execs.
+ *
+ * Frames are never dropped: an address that cannot be named gets the name
+ * "[unknown]" plus a module label and an offset (see struct sym_frame).
+ *
+ * Addresses are used as given.  For return addresses (every user frame but
+ * the first), callers wanting the call site should pass addr - 1.
+ *
+ * Lifetimes: every string and build id pointer in a struct sym_frame is owned
+ * by the symbolizer and stays valid until the next call of
+ * symbolizer__resolve_user(), symbolizer__resolve_kernel(),
+ * symbolizer__forget_pid() or symbolizer__free() on the same object (a later
+ * call may evict the module or re-read the maps they point into).  Copy what
+ * you keep.
+ *
+ * Not thread-safe: use one symbolizer per thread.  Library code: it never
+ * logs or prints; it returns -errno and counts (symbolizer__stats()).
+ *
+ * Planned (issue 3): perf maps (/tmp/perf-<pid>.map) for [anon] JIT code,
+ * separate debug files by build id / .gnu_debuglink (elf_syms__debuglink()
+ * already reads the link), through new opts callbacks appended after the
+ * current fields (the sz field keeps old callers valid).
+ */
+#ifndef EMBER_SYMBOLIZER_H
+#define EMBER_SYMBOLIZER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct symbolizer_opts {
+	size_t sz;     /* sizeof(struct symbolizer_opts); larger sizes need zeroed tails */
+	void *ctx;     /* passed to every callback */
+	/*
+	 * Returns an O_RDONLY fd of /proc/<pid>/maps, or -errno.  The
+	 * symbolizer closes it.
+	 */
+	int (*open_maps)(void *ctx, uint32_t pid);
+	/*
+	 * Returns an O_RDONLY fd of the file that pid maps at [start, end), or
+	 * -errno.  path is the file's path as seen in the process's maps, or
+	 * NULL if it was deleted (only the mapping itself can name it then).
+	 * The fd must be the mapped file (e.g. /proc/<pid>/map_files/<start>-<end>),
+	 * not whatever is now at path.  The symbolizer closes it.
+	 */
+	int (*open_mapped_file)(void *ctx, uint32_t pid, uint64_t start, uint64_t end, const char *path);
+	/* Returns an fd of /proc/kallsyms or -errno.  The symbolizer closes it. */
+	int (*open_kallsyms)(void *ctx);
+	size_t max_modules;            /* ELF modules cached, 0 = 256 */
+	size_t max_pids;               /* pids whose maps are cached, 0 = 1024 */
+	size_t max_symbols_per_module; /* 0 = 4M; beyond, symbols are dropped and counted */
+	/*
+	 * Minimum interval between two re-reads of one pid's maps caused by
+	 * addresses outside every known mapping: 0 = 250 ms, < 0 = no limit.
+	 */
+	int64_t maps_refresh_ms;
+	/* Same for /proc/kallsyms on a kernel address no symbol covers: 0 = 60 s, < 0 = no limit. */
+	int64_t kallsyms_refresh_ms;
+	/*
+	 * [vdso] frames are named from this process's own vDSO (same kernel,
+	 * same image) unless this is set.
+	 */
+	bool no_vdso;
+};
+
+enum sym_reason {
+	SYM_OK = 0,
+	SYM_NO_MAPPING,         /* address in no mapping of the process; module "[unmapped]" */
+	SYM_NO_MAPS,            /* the pid's maps could not be read; module "[unmapped]" */
+	SYM_ANON,               /* anonymous memory (JIT code, ...); module "[anon]" */
+	SYM_SPECIAL,            /* [heap], [stack], [vsyscall], [anon:x], ...; module is that label */
+	SYM_OPEN_FAILED,        /* the file could not be obtained; module is its basename */
+	SYM_BAD_ELF,            /* not an ELF executable/library, or malformed */
+	SYM_NO_SYMBOL,          /* no function symbol covers the address (stripped, gap) */
+	SYM_KERNEL_UNAVAILABLE, /* kallsyms could not be read or was hidden (kptr_restrict) */
+	SYM_REASON_MAX
+};
+
+struct sym_frame {
+	const char *name;          /* symbol name, or "[unknown]" */
+	/*
+	 * User: basename of the mapped file ("libc.so.6"), "[vdso]", "[anon]",
+	 * "[unmapped]", "[heap]"...  Kernel: "[kernel]" or the kallsyms module
+	 * label ("[ext4]").
+	 */
+	const char *module;
+	/*
+	 * resolved: addr - symbol start.  Otherwise: the file offset in a file
+	 * mapping (so "libfoo.so+0x1234" can be symbolized elsewhere), addr -
+	 * mapping start for [anon]/[heap]/..., the address itself for
+	 * [unmapped] and kernel frames.
+	 */
+	uint64_t offset;
+	/* Canonical frame key for remote symbolization: (build id, file offset); 0/NULL when none. */
+	uint64_t file_offset;
+	const uint8_t *build_id;
+	size_t build_id_len;
+	enum sym_reason reason;
+	bool resolved;
+	bool kernel;
+};
+
+struct symbolizer_stats {
+	uint64_t resolved, unknown;       /* frames, user + kernel */
+	uint64_t by_reason[SYM_REASON_MAX]; /* unknown frames per enum sym_reason (SYM_OK unused) */
+	uint64_t no_mapping;              /* = by_reason[SYM_NO_MAPPING] + by_reason[SYM_NO_MAPS] */
+	uint64_t open_failed;             /* broker/open failures (files, maps, kallsyms) */
+	uint64_t kernel_resolved, kernel_unknown;
+	uint64_t modules_loaded;          /* ELF symbol tables parsed */
+	uint64_t modules_cached;          /* currently cached (including bad-ELF markers) */
+	uint64_t modules_shared;          /* files matched to a cached module by build id */
+	uint64_t modules_evicted;
+	uint64_t module_bytes;            /* heap held by cached modules */
+	uint64_t bad_elf;                 /* files rejected as ELF */
+	uint64_t symbols_dropped;         /* over max_symbols_per_module, or malformed */
+	uint64_t maps_reads, maps_refresh_limited, maps_bad_lines, pids_cached, pids_evicted;
+	uint64_t kallsyms_loads, kallsyms_symbols;
+};
+
+/* NULL+errno: EINVAL (bad sz or non-zero unknown tail), ENOMEM. */
+struct symbolizer *symbolizer__new(const struct symbolizer_opts *opts);
+
+/*
+ * Fills ret[0..n) for user addresses of process pid.  Returns the number of
+ * frames resolved to a symbol, or -EINVAL (NULL arguments).  Never fails
+ * per frame: unresolved frames are labelled (see struct sym_frame).
+ */
+int symbolizer__resolve_user(struct symbolizer *s, uint32_t pid, const uint64_t *addrs, size_t n,
+			     struct sym_frame *ret);
+
+/* Same for kernel addresses. */
+int symbolizer__resolve_kernel(struct symbolizer *s, const uint64_t *addrs, size_t n,
+			       struct sym_frame *ret);
+
+/* Drops pid's cached maps (modules stay cached for other processes). */
+void symbolizer__forget_pid(struct symbolizer *s, uint32_t pid);
+
+/*
+ * Flame-graph text of a frame, one rule: resolved -> "name"; unresolved ->
+ * "module+0xoffset" (e.g. "libfoo.so+0x1234", "[anon]+0x40",
+ * "[unmapped]+0x7f00dead", "[kernel]+0xffffffff81234567").  Bytes that
+ * would break folded stacks (';', control characters) become '_'.
+ * Returns the length written (excluding NUL), -ENOSPC if truncated (buf is
+ * still NUL-terminated), -EINVAL on NULL arguments or len 0.
+ */
+int sym_frame__format(const struct sym_frame *f, char *buf, size_t len);
+
+const char *sym_reason__str(enum sym_reason r);
+
+void symbolizer__stats(const struct symbolizer *s, struct symbolizer_stats *ret);
+void symbolizer__free(struct symbolizer *s);
+
+/*
+ * Direct callbacks for root tools and tests: /proc/<pid>/maps,
+ * /proc/<pid>/map_files/<start>-<end> (then /proc/<pid>/root/<path>),
+ * /proc/kallsyms.  symbolizer__direct_opts() zeroes *ret and sets sz and
+ * the three callbacks.
+ */
+int symbolizer__direct_open_maps(void *ctx, uint32_t pid);
+int symbolizer__direct_open_mapped_file(void *ctx, uint32_t pid, uint64_t start, uint64_t end,
+					const char *path);
+int symbolizer__direct_open_kallsyms(void *ctx);
+void symbolizer__direct_opts(struct symbolizer_opts *ret);
+
+#endif
