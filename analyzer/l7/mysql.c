@@ -1,0 +1,784 @@
+/*
+ * MySQL client/server protocol (classic protocol 4.1+).
+ *
+ * Packets are [len:3 LE][seq:1][payload]; a payload of exactly 0xffffff bytes
+ * continues in the next packet.  A command is a client packet with seq 0;
+ * its response packets carry seq 1, 2, ...  The handshake (server greeting,
+ * handshake response, auth switch / more-data rounds) becomes one LOGIN
+ * exchange whose result is the first OK or ERR, as tshark reports it; an SSL
+ * request or the compressed protocol make the rest unreadable (-EPROTO).
+ *
+ * Responses: OK / ERR / EOF, result sets (column count, column definitions,
+ * optional EOF, rows until an EOF or OK terminator, repeated while the
+ * status says more results exist), COM_STMT_PREPARE's parameter and column
+ * definitions, COM_FIELD_LIST's definitions.  Whether EOF packets are
+ * deprecated is learned from the handshake, or from the first result set
+ * when the capture starts mid-connection.
+ *
+ * Pairing is FIFO: the classic protocol has no request ids, so after a gap
+ * no response can be tied to a request with certainty and the connection is
+ * given up (-EPROTO) unless the gap fell inside a discarded row body.
+ */
+#include "analyzer/l7/l7.h"
+#include "analyzer/l7/l7_framer.h"
+#include "analyzer/l7/l7_pendq.h"
+#include "analyzer/l7/l7_util.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MYSQL_MAX_PKT     0xffffffu
+#define CLIENT_PROTOCOL_41 0x00000200u
+#define CLIENT_SSL         0x00000800u
+#define CLIENT_COMPRESS    0x00000020u
+#define CLIENT_DEPRECATE_EOF 0x01000000u
+#define CLIENT_QUERY_ATTRIBUTES 0x08000000u
+#define SERVER_MORE_RESULTS 0x0008u
+
+#define CMD_LOGIN 0x100   /* pseudo command: the handshake response */
+
+enum {
+	COM_QUIT = 0x01, COM_INIT_DB = 0x02, COM_QUERY = 0x03, COM_FIELD_LIST = 0x04,
+	COM_STATISTICS = 0x09, COM_PING = 0x0e, COM_CHANGE_USER = 0x11, COM_BINLOG_DUMP = 0x12,
+	COM_STMT_PREPARE = 0x16, COM_STMT_EXECUTE = 0x17, COM_STMT_SEND_LONG_DATA = 0x18,
+	COM_STMT_CLOSE = 0x19, COM_STMT_RESET = 0x1a, COM_STMT_FETCH = 0x1c,
+	COM_BINLOG_DUMP_GTID = 0x1e, COM_RESET_CONNECTION = 0x1f,
+};
+
+static const char *const cmd_names[] = {
+	"SLEEP", "QUIT", "INIT_DB", "QUERY", "FIELD_LIST", "CREATE_DB", "DROP_DB", "REFRESH",
+	"SHUTDOWN", "STATISTICS", "PROCESS_INFO", "CONNECT", "PROCESS_KILL", "DEBUG", "PING",
+	"TIME", "DELAYED_INSERT", "CHANGE_USER", "BINLOG_DUMP", "TABLE_DUMP", "CONNECT_OUT",
+	"REGISTER_SLAVE", "STMT_PREPARE", "STMT_EXECUTE", "STMT_SEND_LONG_DATA", "STMT_CLOSE",
+	"STMT_RESET", "SET_OPTION", "STMT_FETCH", "DAEMON", "BINLOG_DUMP_GTID", "RESET_CONNECTION",
+};
+
+enum conn_state { CS_START, CS_GREETED, CS_AUTH, CS_CMD };
+enum eof_mode { EOF_UNKNOWN, EOF_CLASSIC, EOF_DEPRECATED };
+enum phase {
+	PH_FIRST,      /* waiting for the first response packet */
+	PH_AUTH,       /* login: auth switch / more data until OK or ERR */
+	PH_COLDEFS,    /* result set column definitions */
+	PH_AFTER_COLS, /* EOF separator (classic) or first row / terminator */
+	PH_ROWS,
+	PH_DEFS,       /* STMT_PREPARE parameter + column definitions */
+	PH_FIELDS,     /* COM_FIELD_LIST definitions until EOF */
+	PH_INFILE,     /* LOCAL INFILE: client sends the file, then OK / ERR */
+};
+
+struct pend {
+	uint64_t ts, req_bytes;
+	uint16_t cmd;
+	uint8_t seq;          /* seq of the command's last packet */
+	uint16_t arg_len;
+	char arg[L7_FIELD_MAX];
+};
+
+struct mysql {
+	struct l7_config cfg;
+	l7_emit_fn emit;
+	void *emit_ctx;
+	struct l7_mem mem;
+	struct l7_framer fr[2];
+	struct l7_pendq q;
+	enum conn_state cs;
+	enum eof_mode eof;
+	uint32_t server_caps;
+	int qattr;             /* query attributes negotiated: 1 yes, 0 no, -1 unknown */
+	bool cont[2];          /* last packet of the direction was 0xffffff long */
+	/* Response to the head of q in progress. */
+	enum phase ph;
+	uint8_t next_seq;
+	uint64_t left;         /* definitions still expected */
+	uint64_t rows;
+	uint64_t resp_bytes;
+	uint64_t resp_ts;
+	bool absorb_eof;       /* a trailing EOF of an already emitted response may follow */
+	uint8_t absorb_seq;
+	bool done;             /* emit at the end of the current packet */
+	bool have_result;
+	bool is_error;
+	int32_t status;
+	char result[32];
+	char errmsg[L7_FIELD_MAX];
+	/* Request emitted without response (QUIT, STMT_CLOSE...) at packet end. */
+	bool noresp_pending;
+	struct pend noresp;
+	size_t prefix;
+	int fatal;             /* -EPROTO (TLS, compression) or -ENOBUFS, sticky */
+};
+
+static void emit_rec(struct mysql *m, const struct pend *p, bool has_resp, uint64_t resp_ts)
+{
+	struct l7_record rec;
+	const char *name;
+	char tmp[16];
+
+	l7_record__init(&rec, "mysql");
+	rec.has_request = true;
+	rec.req_ts_ns = p->ts;
+	rec.req_bytes = p->req_bytes;
+	if (p->cmd == CMD_LOGIN) {
+		name = "LOGIN";
+	} else if (p->cmd < sizeof(cmd_names) / sizeof(cmd_names[0])) {
+		name = cmd_names[p->cmd];
+	} else {
+		memcpy(tmp, "COM_", 4);
+		l7_fmt_u64(tmp + 4, p->cmd);
+		name = tmp;
+	}
+	l7_rec_str(&rec, "command", name);
+	if (p->arg_len)
+		l7_rec_strn(&rec, "argument", p->arg, p->arg_len);
+	if (has_resp) {
+		rec.has_response = true;
+		rec.resp_ts_ns = resp_ts;
+		rec.resp_bytes = m->resp_bytes;
+		rec.status = m->status;
+		rec.is_error = m->is_error;
+		if (m->have_result)
+			l7_rec_str(&rec, "result", m->result);
+		if (m->rows || !strcmp(m->result, "RESULTSET"))
+			l7_rec_u64(&rec, "rows", m->rows);
+		if (m->is_error && m->errmsg[0])
+			l7_rec_str(&rec, "error_message", m->errmsg);
+	}
+	m->emit(m->emit_ctx, &rec);
+}
+
+static void resp_reset(struct mysql *m)
+{
+	m->ph = PH_FIRST;
+	m->left = m->rows = m->resp_bytes = 0;
+	m->done = m->have_result = m->is_error = false;
+	m->status = -1;
+	m->result[0] = m->errmsg[0] = 0;
+}
+
+static void set_result(struct mysql *m, const char *r)
+{
+	if (m->have_result)
+		return;
+	m->have_result = true;
+	strncpy(m->result, r, sizeof(m->result) - 1);
+	m->result[sizeof(m->result) - 1] = 0;
+}
+
+/* Length-encoded integer at p[0..n): bytes used, 0 when truncated or NULL (0xfb). */
+static size_t lenenc(const uint8_t *p, size_t n, uint64_t *v)
+{
+	if (!n)
+		return 0;
+	if (p[0] < 0xfb) {
+		*v = p[0];
+		return 1;
+	}
+	if (p[0] == 0xfc && n >= 3) {
+		*v = l7_le16(p + 1);
+		return 3;
+	}
+	if (p[0] == 0xfd && n >= 4) {
+		*v = l7_le24(p + 1);
+		return 4;
+	}
+	if (p[0] == 0xfe && n >= 9) {
+		*v = l7_le64(p + 1);
+		return 9;
+	}
+	return 0;
+}
+
+static void parse_err(struct mysql *m, const uint8_t *p, size_t n)
+{
+	char tmp[24];
+	size_t off = 3;
+
+	m->is_error = true;
+	if (n >= 3) {
+		m->status = l7_le16(p + 1);
+		memcpy(tmp, "ERR:", 4);
+		l7_fmt_u64(tmp + 4, (uint64_t)m->status);
+		set_result(m, tmp);
+	} else {
+		set_result(m, "ERR");
+	}
+	if (n > off && p[off] == '#')
+		off += 6;
+	if (n > off)
+		memcpy(m->errmsg, p + off, l7_min(n - off, sizeof(m->errmsg) - 1)),
+		m->errmsg[l7_min(n - off, sizeof(m->errmsg) - 1)] = 0;
+}
+
+/* Status flags of an OK packet (0x00 or 0xfe header) or of a 5-byte EOF. */
+static uint16_t term_status(const uint8_t *p, size_t n, uint32_t plen)
+{
+	uint64_t v;
+	size_t off = 1, k;
+
+	if (p[0] == 0xfe && plen < 9)
+		return n >= 5 ? l7_le16(p + 3) : 0;
+	if (!(k = lenenc(p + off, n - off, &v)))
+		return 0;
+	off += k;
+	if (!(k = lenenc(p + off, n - off, &v)))
+		return 0;
+	off += k;
+	return n >= off + 2 ? l7_le16(p + off) : 0;
+}
+
+static bool is_eof(const uint8_t *p, size_t n, uint32_t plen)
+{
+	return n >= 1 && p[0] == 0xfe && plen < 9;
+}
+
+/* 0xfe packet that ends a row stream: EOF, or OK with 0xfe header (deprecated EOF). */
+static bool is_terminator(const uint8_t *p, size_t n, uint32_t plen)
+{
+	return n >= 1 && p[0] == 0xfe && plen < MYSQL_MAX_PKT;
+}
+
+static void finish_resp(struct mysql *m)
+{
+	m->done = true;
+}
+
+static void client_packet(struct mysql *m, const uint8_t *p, size_t n, uint32_t plen, uint8_t seq, uint64_t total)
+{
+	struct pend *e;
+	uint16_t cmd;
+	size_t off;
+
+	if (m->cs == CS_AUTH || (m->cs == CS_CMD && seq != 0) || (m->cs == CS_START && seq != 0 && seq != 1)) {
+		/* Auth data, LOCAL INFILE contents, CHANGE_USER auth rounds: part of the open exchange. */
+		if ((e = l7_pendq__at(&m->q, 0)))
+			e->req_bytes += total;
+		return;
+	}
+	if (m->cs == CS_GREETED || (m->cs == CS_START && seq == 1)) {
+		uint32_t caps;
+
+		if (n < 4)
+			return;
+		caps = l7_le32(p);
+		if (m->cs == CS_START && (!(caps & CLIENT_PROTOCOL_41) || n < 33))
+			return;
+		if (caps & CLIENT_PROTOCOL_41 && plen == 32 && (caps & CLIENT_SSL)) {
+			m->fatal = -EPROTO;   /* SSL request: the rest is TLS */
+			return;
+		}
+		if (m->server_caps & caps & CLIENT_COMPRESS) {
+			m->fatal = -EPROTO;   /* compressed protocol */
+			return;
+		}
+		if (!(e = l7_pendq__push(&m->q))) {
+			m->fatal = -ENOBUFS;
+			return;
+		}
+		e->cmd = CMD_LOGIN;
+		e->ts = m->fr[L7_DIR_REQ].msg_ts;
+		e->req_bytes = total;
+		e->seq = seq;
+		m->cs = CS_AUTH;
+		off = caps & CLIENT_PROTOCOL_41 ? 32 : 5;
+		if (m->server_caps)
+			m->qattr = !!(caps & m->server_caps & CLIENT_QUERY_ATTRIBUTES);
+		if (caps & m->server_caps & CLIENT_DEPRECATE_EOF)
+			m->eof = EOF_DEPRECATED;
+		else if (m->server_caps)
+			m->eof = EOF_CLASSIC;
+		if (n > off) {
+			const uint8_t *z = memchr(p + off, 0, n - off);
+			size_t ulen = z ? (size_t)(z - (p + off)) : n - off;
+			e->arg_len = (uint16_t)l7_min(ulen, l7_min(m->cfg.max_query_len, L7_FIELD_MAX - 1));
+			memcpy(e->arg, p + off, e->arg_len);
+		}
+		return;
+	}
+	/* A command. */
+	if (n < 1)
+		return;
+	m->cs = CS_CMD;
+	cmd = p[0];
+	if (cmd == COM_QUIT || cmd == COM_STMT_CLOSE || cmd == COM_STMT_SEND_LONG_DATA) {
+		e = &m->noresp;
+		memset(e, 0, offsetof(struct pend, arg));
+		m->noresp_pending = true;
+	} else if (!(e = l7_pendq__push(&m->q))) {
+		m->fatal = -ENOBUFS;
+		return;
+	}
+	e->cmd = cmd;
+	e->ts = m->fr[L7_DIR_REQ].msg_ts;
+	e->req_bytes = total;
+	e->seq = seq;
+	e->arg_len = 0;
+	switch (cmd) {
+	case COM_QUERY:
+	case COM_STMT_PREPARE:
+	case COM_INIT_DB:
+	case COM_FIELD_LIST:
+	case COM_CHANGE_USER: {
+		size_t alen = n - 1, skip = 0;
+		const uint8_t *z;
+
+		/*
+		 * With query attributes (MySQL 8.0.23+) COM_QUERY starts with a
+		 * parameter count and a parameter set count; mid-connection we
+		 * recognise the usual "no attributes" form 00 01.
+		 */
+		if (cmd == COM_QUERY && (m->qattr == 1 || (m->qattr < 0 && n >= 3 && p[1] == 0 && p[2] == 1))) {
+			uint64_t pc = 0, sc = 0;
+			size_t k1 = lenenc(p + 1, n - 1, &pc), k2 = k1 ? lenenc(p + 1 + k1, n - 1 - k1, &sc) : 0;
+
+			if (!k1 || !k2 || pc)
+				alen = 0;   /* attribute values precede the text: not worth decoding */
+			else
+				skip = k1 + k2;
+			alen = alen ? alen - skip : 0;
+		}
+		p += skip;
+
+		if (cmd == COM_FIELD_LIST || cmd == COM_CHANGE_USER) {
+			z = memchr(p + 1, 0, n - 1);
+			if (z)
+				alen = (size_t)(z - (p + 1));
+		}
+		e->arg_len = (uint16_t)l7_min(alen, l7_min(m->cfg.max_query_len, L7_FIELD_MAX - 1));
+		memcpy(e->arg, p + 1, e->arg_len);
+		break;
+	}
+	case COM_STMT_EXECUTE:
+	case COM_STMT_CLOSE:
+	case COM_STMT_SEND_LONG_DATA:
+	case COM_STMT_RESET:
+	case COM_STMT_FETCH:
+		if (n >= 5)
+			e->arg_len = (uint16_t)l7_fmt_u64(e->arg, l7_le32(p + 1));
+		break;
+	}
+	if (cmd == COM_CHANGE_USER)
+		m->cs = CS_CMD;
+}
+
+/* Returns 1 when the packet should be looked at again as a fresh response. */
+static int server_packet(struct mysql *m, const uint8_t *p, size_t n, uint32_t plen, uint8_t seq, uint64_t total)
+{
+	struct pend *e;
+	uint64_t v;
+
+	if (m->cs == CS_START && seq == 0 && n >= 2 && p[0] == 0x0a) {
+		/* Server greeting: version string, thread id, scramble, capabilities. */
+		const uint8_t *z = memchr(p + 1, 0, n - 1);
+		size_t off;
+
+		m->cs = CS_GREETED;
+		if (z) {
+			off = (size_t)(z - p) + 1 + 4 + 8 + 1;
+			if (n >= off + 2)
+				m->server_caps = l7_le16(p + off);
+			if (n >= off + 2 + 1 + 2 + 2)
+				m->server_caps |= (uint32_t)l7_le16(p + off + 5) << 16;
+		}
+		return 0;
+	}
+	if (m->absorb_eof) {
+		m->absorb_eof = false;
+		if (seq == m->absorb_seq && is_eof(p, n, plen)) {
+			m->eof = EOF_CLASSIC;
+			return 0;
+		}
+	}
+	e = l7_pendq__at(&m->q, 0);
+	if (!e)
+		return 0;   /* nobody asked: a response from before the capture */
+	if (m->ph == PH_FIRST && e->cmd != CMD_LOGIN && e->cmd != COM_CHANGE_USER && seq != (uint8_t)(e->seq + 1))
+		return 0;   /* not the start of this request's response */
+	if (!m->resp_bytes)
+		m->resp_ts = m->fr[L7_DIR_RESP].msg_ts;
+	m->resp_bytes += total;
+	m->next_seq = (uint8_t)(seq + 1);
+	if (n < 1)
+		return 0;
+
+	switch (m->ph) {
+	case PH_FIRST:
+		if (e->cmd == CMD_LOGIN || e->cmd == COM_CHANGE_USER) {
+			m->ph = PH_AUTH;
+			/* fall through to PH_AUTH handling */
+		} else if (p[0] == 0xff) {
+			parse_err(m, p, n);
+			finish_resp(m);
+			return 0;
+		} else if (p[0] == 0x00 && plen >= 7 && e->cmd == COM_STMT_PREPARE) {
+			set_result(m, "OK");
+			m->status = 0;
+			if (n >= 9) {
+				uint64_t cols = l7_le16(p + 5), params = l7_le16(p + 7);
+				m->left = cols + params;
+				/* Classic mode puts an EOF after each non-empty block. */
+				if (m->eof == EOF_CLASSIC)
+					m->left += (cols > 0) + (params > 0);
+			}
+			if (!m->left)
+				finish_resp(m);
+			else
+				m->ph = PH_DEFS;
+			return 0;
+		} else if (p[0] == 0x00 && plen >= 7) {
+			set_result(m, "OK");
+			m->status = 0;
+			if (term_status(p, n, plen) & SERVER_MORE_RESULTS)
+				return 0;   /* another result follows, still PH_FIRST */
+			finish_resp(m);
+			return 0;
+		} else if (is_eof(p, n, plen)) {
+			set_result(m, "EOF");
+			m->status = 0;
+			finish_resp(m);
+			return 0;
+		} else if (e->cmd == COM_FIELD_LIST) {
+			set_result(m, "FIELDS");
+			m->ph = PH_FIELDS;
+			return 0;
+		} else if (p[0] == 0xfb && (e->cmd == COM_QUERY)) {
+			set_result(m, "DATA");
+			m->ph = PH_INFILE;
+			return 0;
+		} else if ((e->cmd == COM_QUERY || e->cmd == COM_STMT_EXECUTE || e->cmd == COM_STMT_FETCH) &&
+			   lenenc(p, n, &v) && v > 0) {
+			set_result(m, "RESULTSET");
+			m->left = v;
+			m->ph = PH_COLDEFS;
+			return 0;
+		} else {
+			set_result(m, "DATA");
+			finish_resp(m);
+			return 0;
+		}
+		/* fallthrough */
+	case PH_AUTH:
+		if (p[0] == 0x00 && plen >= 7) {
+			set_result(m, "OK");
+			m->status = 0;
+			m->cs = CS_CMD;
+			finish_resp(m);
+		} else if (p[0] == 0xff) {
+			parse_err(m, p, n);
+			m->cs = CS_CMD;
+			finish_resp(m);
+		}
+		/* 0xfe auth switch, 0x01 more data: the login goes on. */
+		return 0;
+	case PH_INFILE:
+		if (p[0] == 0xff)
+			parse_err(m, p, n), finish_resp(m);
+		else if (p[0] == 0x00)
+			finish_resp(m);
+		return 0;
+	case PH_FIELDS:
+		if (p[0] == 0xff) {
+			m->is_error = true;
+			finish_resp(m);
+		} else if (is_terminator(p, n, plen)) {
+			finish_resp(m);
+		}
+		return 0;
+	case PH_DEFS:
+		if (is_eof(p, n, plen) && m->eof != EOF_CLASSIC) {
+			/* An EOF between definition blocks: the classic protocol after all. */
+			m->eof = EOF_CLASSIC;
+			return 0;
+		}
+		if (m->left)
+			m->left--;
+		if (!m->left) {
+			if (m->eof == EOF_UNKNOWN) {
+				m->absorb_eof = true;
+				m->absorb_seq = m->next_seq;
+			}
+			finish_resp(m);
+		}
+		return 0;
+	case PH_COLDEFS:
+		if (p[0] == 0xff && plen < 0x100) {
+			parse_err(m, p, n);
+			finish_resp(m);
+			return 0;
+		}
+		if (m->left)
+			m->left--;
+		if (!m->left)
+			m->ph = PH_AFTER_COLS;
+		return 0;
+	case PH_AFTER_COLS:
+		if (p[0] == 0xfe && plen < 7 && m->eof != EOF_DEPRECATED) {
+			m->eof = EOF_CLASSIC;
+			m->ph = PH_ROWS;
+			return 0;
+		}
+		if (m->eof == EOF_UNKNOWN && !is_terminator(p, n, plen))
+			m->eof = EOF_DEPRECATED;
+		m->ph = PH_ROWS;
+		/* fallthrough */
+	case PH_ROWS:
+		if (is_terminator(p, n, plen)) {
+			if (term_status(p, n, plen) & SERVER_MORE_RESULTS) {
+				m->ph = PH_FIRST;
+				/* Further result sets answer the same request: no seq check. */
+				e->seq = seq;
+				return 0;
+			}
+			finish_resp(m);
+		} else if (p[0] == 0xff && plen < 0x1000) {
+			parse_err(m, p, n);
+			finish_resp(m);
+		} else {
+			m->rows++;
+		}
+		return 0;
+	}
+	return 0;
+}
+
+static ssize_t mysql_frame(void *ctx, struct l7_framer *f, const uint8_t *p, size_t avail, size_t *need)
+{
+	struct mysql *m = ctx;
+	uint32_t plen;
+	uint8_t seq;
+	size_t want, n;
+	bool cont;
+
+	if (avail < 4) {
+		*need = 4;
+		return 0;
+	}
+	plen = l7_le24(p);
+	seq = p[3];
+	want = 4 + l7_min(plen, m->prefix);
+	if (avail < want) {
+		*need = want;
+		return 0;
+	}
+	n = l7_min(avail - 4, plen);
+	cont = m->cont[f->tag];
+	m->cont[f->tag] = plen == MYSQL_MAX_PKT;
+	if (cont) {
+		/* Continuation of a >16 MB payload: belongs to the packet before. */
+		struct pend *e = l7_pendq__at(&m->q, 0);
+		if (f->tag == L7_DIR_RESP)
+			m->resp_bytes += 4 + (uint64_t)plen;
+		else if (e)
+			e->req_bytes += 4 + (uint64_t)plen;
+		return (ssize_t)(4 + (uint64_t)plen);
+	}
+	if (f->tag == L7_DIR_REQ) {
+		client_packet(m, p + 4, n, plen, seq, 4 + (uint64_t)plen);
+		if (m->fatal)
+			return m->fatal;
+	} else {
+		server_packet(m, p + 4, n, plen, seq, 4 + (uint64_t)plen);
+	}
+	return (ssize_t)(4 + (uint64_t)plen);
+}
+
+static int mysql_end(void *ctx, struct l7_framer *f)
+{
+	struct mysql *m = ctx;
+	struct pend *e;
+
+	if (f->tag == L7_DIR_REQ) {
+		if (m->noresp_pending) {
+			m->noresp_pending = false;
+			emit_rec(m, &m->noresp, false, 0);
+		}
+		return 0;
+	}
+	if (!m->done)
+		return 0;
+	e = l7_pendq__at(&m->q, 0);
+	if (e) {
+		emit_rec(m, e, true, f->ts);
+		l7_pendq__remove(&m->q, 0);
+	}
+	resp_reset(m);
+	return 0;
+}
+
+static const struct l7_framer_ops mysql_fops = {
+	.frame = mysql_frame,
+	.end = mysql_end,
+	.sync = NULL,
+};
+
+static void *mysql_create(const struct l7_config *cfg, l7_emit_fn emit, void *emit_ctx)
+{
+	struct mysql *m = calloc(1, sizeof(*m));
+
+	if (!m)
+		return NULL;
+	m->cfg = *cfg;
+	m->emit = emit;
+	m->emit_ctx = emit_ctx;
+	m->mem.cap = cfg->max_conn_mem;
+	m->mem.used = sizeof(*m);
+	m->qattr = -1;
+	/* Enough of a packet for the command, its argument, error texts and OK fields. */
+	m->prefix = l7_min(cfg->max_query_len, L7_FIELD_MAX) + 64;
+	if (m->prefix < 512)
+		m->prefix = 512;
+	l7_framer__init(&m->fr[L7_DIR_REQ], &mysql_fops, m, &m->mem, L7_DIR_REQ);
+	l7_framer__init(&m->fr[L7_DIR_RESP], &mysql_fops, m, &m->mem, L7_DIR_RESP);
+	l7_pendq__init(&m->q, sizeof(struct pend), &m->mem);
+	resp_reset(m);
+	return m;
+}
+
+static int mysql_feed(void *st, enum l7_dir dir, const uint8_t *data, size_t len, uint64_t ts)
+{
+	struct mysql *m = st;
+
+	if (dir != L7_DIR_REQ && dir != L7_DIR_RESP)
+		return -EINVAL;
+	if (m->fatal)
+		return m->fatal;
+	return l7_framer__feed(&m->fr[dir], data, len, ts);
+}
+
+static int mysql_gap(void *st, enum l7_dir dir, size_t len, uint64_t ts)
+{
+	struct mysql *m = st;
+	int r;
+
+	if (dir != L7_DIR_REQ && dir != L7_DIR_RESP)
+		return -EINVAL;
+	r = l7_framer__gap(&m->fr[dir], len, ts);
+	return r == 0 ? 0 : r < 0 ? r : -EPROTO;
+}
+
+static void mysql_finish(void *st, uint64_t ts)
+{
+	struct mysql *m = st;
+	struct pend *e;
+	bool first = true;
+
+	(void)ts;
+	while ((e = l7_pendq__at(&m->q, 0))) {
+		/* The head may have a partial response (e.g. rows cut by the close). */
+		bool partial = first && (m->resp_bytes > 0);
+		emit_rec(m, e, partial, partial ? m->fr[L7_DIR_RESP].ts : 0);
+		l7_pendq__remove(&m->q, 0);
+		resp_reset(m);
+		first = false;
+	}
+}
+
+static void mysql_free(void *st)
+{
+	struct mysql *m = st;
+
+	if (!m)
+		return;
+	l7_framer__release(&m->fr[0]);
+	l7_framer__release(&m->fr[1]);
+	l7_pendq__release(&m->q);
+	free(m);
+}
+
+static bool printable(const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if ((p[i] < 0x20 && p[i] != '\t' && p[i] != '\n' && p[i] != '\r') || p[i] == 0x7f)
+			return false;
+	return true;
+}
+
+static int mysql_detect(const uint8_t *d, size_t len, enum l7_dir dir, uint16_t port)
+{
+	uint32_t plen;
+	uint8_t seq;
+	int score = 0;
+
+	if (len < 5)
+		return 0;
+	plen = l7_le24(d);
+	seq = d[3];
+	if (plen == 0)
+		return 0;
+	if (dir == L7_DIR_RESP) {
+		if (seq == 0 && d[4] == 0x0a && plen >= 20 && plen < 1024) {
+			/* Greeting: "5.7.33-log\0" etc. */
+			size_t i = 5;
+			while (i < len && i < 4 + plen && d[i] && d[i] >= 0x20 && d[i] < 0x7f)
+				i++;
+			if (i > 5 && i < len && d[i] == 0 && d[5] >= '0' && d[5] <= '9')
+				score = 90;
+		} else if (seq == 0 && d[4] == 0xff && plen >= 3 && plen < 1024 && 4 + plen == len) {
+			score = 50;   /* connection refused with ERR */
+		} else if (seq == 1 && d[4] == 0xff && plen >= 9 && plen < 1024 && len >= 8 && d[7] == '#') {
+			score = 60;
+		} else if (seq == 1 && d[4] == 0x00 && plen >= 7 && plen < 256 && 4 + plen == len) {
+			score = 40;
+		} else if (seq == 1 && plen == 1 && d[4] > 0 && d[4] < 0xfb && len >= 13 &&
+			   d[6] == 0 && d[7] == 0 && d[8] == 2 && d[9] == 3 && !memcmp(d + 10, "def", 3)) {
+			score = 75;   /* column count, then a column definition ("def" catalog) */
+		}
+	} else {
+		size_t n = l7_min(len - 4, plen);
+
+		if (seq == 1 && plen >= 32 && len >= 36 && (l7_le32(d + 4) & CLIENT_PROTOCOL_41)) {
+			bool zero = true;
+			for (size_t i = 13; i < 36; i++)
+				zero &= d[i] == 0;
+			if (zero)
+				score = 85;
+		} else if (seq == 0 && plen < (1u << 24) - 1) {
+			uint8_t cmd = d[4];
+			bool exact = 4 + plen == len;
+			switch (cmd) {
+			case COM_QUERY:
+			case COM_STMT_PREPARE:
+				if (cmd == COM_QUERY && n >= 4 && d[5] == 0 && d[6] == 1) {
+					/* query attributes header (no attributes), then the text */
+					if (printable(d + 7, n - 3))
+						score = exact ? 70 : 50;
+				} else if (plen >= 2 && printable(d + 5, n - 1)) {
+					score = exact ? 70 : 50;
+				}
+				break;
+			case COM_INIT_DB:
+				if (plen >= 2 && plen < 256 && printable(d + 5, n - 1))
+					score = exact ? 55 : 0;
+				break;
+			case COM_QUIT:
+			case COM_PING:
+			case COM_STATISTICS:
+			case COM_RESET_CONNECTION:
+				score = plen == 1 && exact ? 45 : 0;
+				break;
+			case COM_STMT_EXECUTE:
+				score = plen >= 10 && d[9] <= 0x0f && (exact || plen > n) ? 35 : 0;
+				break;
+			case COM_STMT_CLOSE:
+			case COM_STMT_RESET:
+				score = plen == 5 && exact ? 35 : 0;
+				break;
+			default:
+				break;
+			}
+		}
+	}
+	if (score && port == 3306)
+		score = score + 10 > 100 ? 100 : score + 10;
+	return score;
+}
+
+const struct l7_parser_ops l7_mysql_ops = {
+	.name = "mysql",
+	.detect = mysql_detect,
+	.create = mysql_create,
+	.feed = mysql_feed,
+	.gap = mysql_gap,
+	.finish = mysql_finish,
+	.free = mysql_free,
+};
