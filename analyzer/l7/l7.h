@@ -23,12 +23,23 @@ enum l7_dir {
 	L7_DIR_RESP = 1, /* server -> client */
 };
 
+/* How a connection's bytes are framed (see l7_config.transport). */
+enum l7_transport {
+	L7_TRANSPORT_TCP = 0, /* byte streams: feed() gets arbitrary splits */
+	L7_TRANSPORT_UDP = 1, /* datagrams: every feed() is exactly one datagram */
+};
+
 struct l7_config {
 	size_t max_conn_mem;   /* per-connection buffering cap, bytes (default 256 KiB) */
 	size_t max_query_len;  /* truncate query text / URIs to this (default 256) */
 	size_t max_body_len;   /* HTTP body sampling cap, 0 = no bodies (default 0) */
 	const char *req_encoding;  /* charset label for sampled request bodies ("UTF-8") */
 	const char *resp_encoding; /* charset label for sampled response bodies ("UTF-8") */
+	/*
+	 * Added later, zero by default: the framing of this connection.  The
+	 * connection layer (l7_conn) hands each parser a per-connection copy.
+	 */
+	enum l7_transport transport;
 };
 
 #define L7_CONFIG_DEFAULTS { .max_conn_mem = 256 * 1024, .max_query_len = 256, \
@@ -73,6 +84,14 @@ struct l7_parser_ops {
 	 * Confidence 0..100 that a direction whose stream begins with data[0..len)
 	 * carries this protocol.  server_port is a hint only (0 = unknown); a
 	 * parser must not claim a stream from the port alone.
+	 *
+	 * Scale used by l7_conn (analyzer/l7/l7_conn.c): >= L7_CONF_CERTAIN
+	 * decides at once (a signature that cannot be anything else, e.g.
+	 * "GET / HTTP/1.1", the HTTP/2 preface); >= L7_CONF_MIN is considered
+	 * once the first message of a direction is complete (the other side
+	 * answered, or the detection window is full); below that, no claim.
+	 * detect is called again as more bytes arrive, so return 0 rather than
+	 * guess while a prefix is too short to judge.
 	 */
 	int (*detect)(const uint8_t *data, size_t len, enum l7_dir dir, uint16_t server_port);
 	/* Per-connection state; NULL with errno set on failure. */
@@ -89,7 +108,16 @@ struct l7_parser_ops {
 	/* Connection closed: emit pending exchanges (requests without response). */
 	void (*finish)(void *st, uint64_t ts_ns);
 	void (*free)(void *st);
+	/*
+	 * Added later, false by default: the parser also understands UDP
+	 * datagrams (cfg->transport == L7_TRANSPORT_UDP, one datagram per feed).
+	 * Parsers without it are never offered UDP flows.
+	 */
+	bool udp;
 };
+
+#define L7_CONF_CERTAIN 80
+#define L7_CONF_MIN     25
 
 /* Registry (analyzer/l7/registry.c). */
 const struct l7_parser_ops *l7__find(const char *name);

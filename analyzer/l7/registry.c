@@ -11,10 +11,16 @@
  * Adding a protocol: one extern and one table line here.
  */
 /* L7_EXTERNS_BEGIN */
+extern const struct l7_parser_ops l7_http1_ops;
+extern const struct l7_parser_ops l7_http2_ops;
+extern const struct l7_parser_ops l7_dns_ops;
 /* L7_EXTERNS_END */
 
 static const struct l7_parser_ops *const parsers[] = {
 	/* L7_TABLE_BEGIN */
+	&l7_http1_ops,
+	&l7_http2_ops,
+	&l7_dns_ops,
 	/* L7_TABLE_END */
 	NULL,
 };
