@@ -50,6 +50,33 @@ static inline void l7_rec_strn(struct l7_record *r, const char *key, const void 
 	f->val[n] = 0;
 }
 
+/*
+ * Query text: runs of white space become one space and the ends are trimmed,
+ * so that multi-line SQL stays on one output line; stops at a NUL.
+ */
+static inline void l7_rec_text(struct l7_record *r, const char *key, const void *s, size_t n)
+{
+	struct l7_field *f = l7_rec_field(r, key);
+	const unsigned char *p = s;
+	size_t o = 0;
+	int sp = 0;
+
+	if (!f)
+		return;
+	for (size_t i = 0; i < n && p[i] && o < L7_FIELD_MAX - 1; i++) {
+		unsigned char c = p[i];
+		if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f') {
+			sp = o > 0;
+			continue;
+		}
+		if (sp && o < L7_FIELD_MAX - 2)
+			f->val[o++] = ' ';
+		sp = 0;
+		f->val[o++] = (char)c;
+	}
+	f->val[o] = 0;
+}
+
 static inline void l7_rec_str(struct l7_record *r, const char *key, const char *s)
 {
 	l7_rec_strn(r, key, s, strlen(s));

@@ -130,7 +130,7 @@ static void emit_rec(struct mysql *m, const struct pend *p, bool has_resp, uint6
 	}
 	l7_rec_str(&rec, "command", name);
 	if (p->arg_len)
-		l7_rec_strn(&rec, "argument", p->arg, p->arg_len);
+		l7_rec_text(&rec, "argument", p->arg, p->arg_len);
 	if (has_resp) {
 		rec.has_response = true;
 		rec.resp_ts_ns = resp_ts;
