@@ -476,7 +476,8 @@ int elf_syms__load_symbols(struct elf_syms *es, size_t max_symbols)
 		}
 	}
 
-	qsort(cv.v, cv.n, sizeof(*cv.v), cmp_cand);
+	if (cv.n)
+		qsort(cv.v, cv.n, sizeof(*cv.v), cmp_cand);
 	w = 0;
 	for (size_t i = 0; i < cv.n; i++) {
 		if (w && cv.v[w - 1].addr == cv.v[i].addr) {
