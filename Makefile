@@ -13,12 +13,13 @@ BPFTOOL  ?= bpftool
 ARCH     := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
 
 WARN     := -Wall -Wextra -Werror -Wno-unused-parameter -Wmissing-field-initializers
+# CFLAGS is the user's (e.g. CFLAGS="-O1 -g -fsanitize=fuzzer-no-link"); the rest is always added.
 CFLAGS   ?= -O2 -g
-CFLAGS   += $(WARN) -std=gnu11 -D_GNU_SOURCE -fno-omit-frame-pointer -I. -I$(BUILD)/gen
+ALL_CFLAGS = $(CFLAGS) $(WARN) -std=gnu11 -D_GNU_SOURCE -fno-omit-frame-pointer -I. -I$(BUILD)/gen $(SAN_CFLAGS)
 LDLIBS   := -lbpf -lelf -lz -luring -lzmq -lprotobuf-c -lyaml -lcap -lpcap -ljson-c -lmicrohttpd -lpthread -lm
 JEMALLOC := -ljemalloc
 ifeq ($(SAN),1)
-  CFLAGS  += -fsanitize=address,undefined -fno-sanitize-recover=undefined -DEMBER_SANITIZED
+  SAN_CFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -DEMBER_SANITIZED
   LDFLAGS += -fsanitize=address,undefined
   JEMALLOC :=
 endif
@@ -69,11 +70,11 @@ $(BUILD)/gen/proto/%.pb-c.c $(BUILD)/gen/proto/%.pb-c.h: proto/%.proto
 # ---- C objects ------------------------------------------------------------
 $(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c
 	@mkdir -p $(@D)
-	$(CC) $(filter-out -Wextra,$(CFLAGS)) -MMD -MP -c $< -o $@
+	$(CC) $(filter-out -Wextra,$(ALL_CFLAGS)) -MMD -MP -c $< -o $@
 
 $(BUILD)/obj/%.o: %.c | $(GEN_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
 
 $(LIB): $(LIB_OBJS)
 	@rm -f $@

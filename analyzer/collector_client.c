@@ -1,0 +1,184 @@
+#include "analyzer/collector_client.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "bpf/ember_abi.h"
+#include "common/cleanup.h"
+
+struct collector_client {
+	int fd;
+	int broken;
+};
+
+static int dial(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct timeval tv = { .tv_sec = 10 };
+	int fd;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	/* A collector that stops answering must not hang the analyzer forever. */
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		int err = -errno;
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+struct collector_client *collector_client__connect(const char *sock_path, uint32_t shard, int ret_fds[3],
+						   uint32_t *ret_nshards)
+{
+	struct ctl_hello h = { .shard = shard, .abi_version = EMBER_ABI_VERSION };
+	struct ctl_hello_ans a;
+	struct collector_client *cc;
+	unsigned nfds = 0;
+	int fds[3], r;
+
+	cc = calloc(1, sizeof(*cc));
+	if (!cc)
+		return NULL;
+	cc->fd = dial(sock_path);
+	if (cc->fd < 0) {
+		r = cc->fd;
+		goto fail;
+	}
+	r = ctl__call(cc->fd, CTL_REQ_HELLO, &h, sizeof(h), CTL_ANS_HELLO, &a, sizeof(a), fds, 3, &nfds);
+	if (!r && a.err)
+		r = a.err;
+	if (!r && nfds != 3)
+		r = -EBADMSG;
+	if (r) {
+		for (unsigned i = 0; i < nfds; i++)
+			close(fds[i]);
+		goto fail;
+	}
+	memcpy(ret_fds, fds, sizeof(fds));
+	if (ret_nshards)
+		*ret_nshards = a.nshards;
+	return cc;
+fail:
+	collector_client__free(cc);
+	errno = -r;
+	return NULL;
+}
+
+static int call(struct collector_client *cc, uint16_t type, const void *req, uint32_t len, uint16_t ans_type,
+		void *ans, uint32_t ans_len, int *fd)
+{
+	unsigned nfds = 0;
+	int r;
+
+	if (cc->broken)
+		return -ENOTCONN;
+	r = ctl__call(cc->fd, type, req, len, ans_type, ans, ans_len, fd, fd ? 1 : 0, &nfds);
+	if (r == -ECONNRESET || r == -EPIPE || r == -EAGAIN || r == -EBADMSG)
+		cc->broken = 1;
+	if (!r && fd && !nfds)
+		*fd = -1;
+	return r;
+}
+
+int collector_client__attach(struct collector_client *cc, uint64_t task_id, uint32_t kind, const uint32_t *pids,
+			     uint32_t npids, uint64_t period_ns, uint64_t min_block_ns, struct ctl_attach_ans *ret)
+{
+	size_t len = sizeof(struct ctl_attach) + npids * sizeof(uint32_t);
+	_cleanup_free_ struct ctl_attach *a = NULL;
+	int r;
+
+	if (!npids || npids > CTL_MAX_PIDS)
+		return -EINVAL;
+	a = calloc(1, len);
+	if (!a)
+		return -ENOMEM;
+	a->task_id = task_id;
+	a->kind = kind;
+	a->npids = npids;
+	a->period_ns = period_ns;
+	a->min_block_ns = min_block_ns;
+	memcpy(a->pids, pids, npids * sizeof(uint32_t));
+	r = call(cc, CTL_REQ_ATTACH, a, len, CTL_ANS_ATTACH, ret, sizeof(*ret), NULL);
+	return r ? r : ret->err;
+}
+
+int collector_client__detach(struct collector_client *cc, uint64_t task_id)
+{
+	struct ctl_detach d = { .task_id = task_id };
+	struct ctl_err_ans a;
+	int r = call(cc, CTL_REQ_DETACH, &d, sizeof(d), CTL_ANS_DETACH, &a, sizeof(a), NULL);
+	return r ? r : a.err;
+}
+
+static int open_call(struct collector_client *cc, uint16_t type, const void *req, uint32_t len)
+{
+	struct ctl_err_ans a;
+	int fd = -1;
+	int r = call(cc, type, req, len, type + 1, &a, sizeof(a), &fd);
+
+	if (r)
+		return r;
+	if (a.err) {
+		if (fd >= 0)
+			close(fd);
+		return a.err;
+	}
+	return fd >= 0 ? fd : -EBADMSG;
+}
+
+int collector_client__open_maps(struct collector_client *cc, uint32_t pid)
+{
+	struct ctl_open_maps r = { .pid = pid };
+	return open_call(cc, CTL_REQ_OPEN_MAPS, &r, sizeof(r));
+}
+
+int collector_client__open_file(struct collector_client *cc, uint32_t pid, uint64_t start, uint64_t end)
+{
+	struct ctl_open_file r = { .pid = pid, .start = start, .end = end };
+	return open_call(cc, CTL_REQ_OPEN_FILE, &r, sizeof(r));
+}
+
+int collector_client__open_kallsyms(struct collector_client *cc)
+{
+	return open_call(cc, CTL_REQ_OPEN_KALLSYMS, NULL, 0);
+}
+
+int collector_client__stats(struct collector_client *cc, struct ctl_stats_ans *ret)
+{
+	int r = call(cc, CTL_REQ_STATS, NULL, 0, CTL_ANS_STATS, ret, sizeof(*ret), NULL);
+	return r ? r : ret->err;
+}
+
+int collector_client__broken(const struct collector_client *cc) { return cc->broken; }
+
+void collector_client__free(struct collector_client *cc)
+{
+	if (!cc)
+		return;
+	if (cc->fd >= 0)
+		close(cc->fd);
+	free(cc);
+}
+
+int collector_client__query_stats(const char *sock_path, struct ctl_stats_ans *ret)
+{
+	_cleanup_close_ int fd = dial(sock_path);
+	int r;
+
+	if (fd < 0)
+		return fd;
+	r = ctl__call(fd, CTL_REQ_STATS, NULL, 0, CTL_ANS_STATS, ret, sizeof(*ret), NULL, 0, NULL);
+	return r ? r : ret->err;
+}

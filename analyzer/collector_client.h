@@ -1,0 +1,31 @@
+/* The analyzer's side of the collector's control protocol (common/ctl_proto.h). */
+#ifndef EMBER_COLLECTOR_CLIENT_H
+#define EMBER_COLLECTOR_CLIENT_H
+
+#include <stdint.h>
+#include "common/ctl_proto.h"
+
+struct collector_client;
+
+/*
+ * Connects to the collector's socket and says HELLO for shard.  On success
+ * the ring's three fds are stored in ret_fds (caller owns them).  NULL+errno.
+ */
+struct collector_client *collector_client__connect(const char *sock_path, uint32_t shard, int ret_fds[3],
+						   uint32_t *ret_nshards);
+int collector_client__attach(struct collector_client *cc, uint64_t task_id, uint32_t kind, const uint32_t *pids,
+			     uint32_t npids, uint64_t period_ns, uint64_t min_block_ns, struct ctl_attach_ans *ret);
+int collector_client__detach(struct collector_client *cc, uint64_t task_id);
+/* Return an fd or -errno. */
+int collector_client__open_maps(struct collector_client *cc, uint32_t pid);
+int collector_client__open_file(struct collector_client *cc, uint32_t pid, uint64_t start, uint64_t end);
+int collector_client__open_kallsyms(struct collector_client *cc);
+int collector_client__stats(struct collector_client *cc, struct ctl_stats_ans *ret);
+/* Connection lost (the collector restarted or closed us). */
+int collector_client__broken(const struct collector_client *cc);
+void collector_client__free(struct collector_client *cc);
+
+/* Stats only, for `ember stats` (root). */
+int collector_client__query_stats(const char *sock_path, struct ctl_stats_ans *ret);
+
+#endif

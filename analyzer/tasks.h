@@ -1,0 +1,45 @@
+/*
+ * The task manager: what is being profiled, for how long.  Pure bookkeeping
+ * (no I/O) so the CLI, the REST API, the OAP poller and continuous-profiling
+ * triggers all drive the same object.
+ */
+#ifndef EMBER_TASKS_H
+#define EMBER_TASKS_H
+
+#include <stdint.h>
+#include "common/ctl_proto.h"
+
+#define TASK_ID_LEN 64
+
+struct task_def {
+	char id[TASK_ID_LEN];     /* printable, [A-Za-z0-9._:-] */
+	uint64_t num_id;          /* id on the collector's side */
+	uint32_t kind;            /* enum ember_task_kind */
+	uint32_t npids;
+	uint32_t pids[CTL_MAX_PIDS];
+	uint64_t start_unix_ms;
+	uint64_t duration_ms;
+	uint64_t period_ns;
+	uint64_t min_block_ns;
+	char origin[16];
+	uint32_t attach_point;
+};
+
+struct task_mgr;
+
+struct task_mgr *task_mgr__new(unsigned max_tasks);
+/* Validates and copies def.  -EINVAL (bad id/kind/pids/duration), -EEXIST (same
+ * id, or a pid already profiled with the same kind), -ENOSPC (too many). */
+int task_mgr__add(struct task_mgr *tm, const struct task_def *def, struct task_def **ret);
+struct task_def *task_mgr__find(struct task_mgr *tm, const char *id);
+struct task_def *task_mgr__find_pid(struct task_mgr *tm, uint32_t pid, uint32_t kind);
+int task_mgr__remove(struct task_mgr *tm, const char *id);
+/* Iteration: NULL past the end; removal during iteration is not allowed. */
+struct task_def *task_mgr__at(struct task_mgr *tm, unsigned idx);
+unsigned task_mgr__count(const struct task_mgr *tm);
+/* Earliest end (unix ms) over all tasks, UINT64_MAX if none. */
+uint64_t task_mgr__next_deadline(struct task_mgr *tm);
+int task_def__valid_id(const char *id);
+void task_mgr__free(struct task_mgr *tm);
+
+#endif

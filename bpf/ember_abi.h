@@ -1,0 +1,92 @@
+/*
+ * The ABI shared by ember's BPF programs, the collector and the analyzer:
+ * BPF map keys/values, counter ids, and the records the collector writes into
+ * the shared-memory ring.  Fixed-width types only, no pointers, explicit
+ * padding; every size is checked at compile time on both sides.
+ */
+#ifndef EMBER_BPF_ABI_H
+#define EMBER_BPF_ABI_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+#define EMBER_ABI_VERSION 1
+#define EMBER_MAX_STACK_DEPTH 127 /* kernel.perf_event_max_stack default */
+#define EMBER_COMM_LEN 16
+
+/* What a profiling task samples. Values are stable: they cross processes. */
+enum ember_task_kind {
+	EMBER_TASK_ONCPU = 1,
+	EMBER_TASK_OFFCPU = 2,
+	EMBER_TASK_MEM = 3,
+};
+
+/* Key of the in-kernel stack aggregation: one entry per (process, stacks). */
+struct stack_key {
+	__u32 tgid;
+	__s32 kstack_id; /* < 0: no kernel stack (sample taken in user mode) */
+	__s32 ustack_id; /* < 0: user stack unavailable */
+	__u32 kind;      /* enum ember_task_kind */
+	char comm[EMBER_COMM_LEN]; /* group leader's comm: the flame graph's root frame */
+};
+
+struct stack_val {
+	__u64 count;  /* samples / switches / faults */
+	__u64 weight; /* off-CPU: blocked ns; otherwise equal to count */
+};
+
+/*
+ * Every place a BPF program gives up increments one of these (per-CPU array
+ * "counters"); the collector sums them into its stats.  Append only.
+ */
+enum ember_bpf_counter {
+	BPF_CNT_SAMPLES = 0,      /* samples of target processes */
+	BPF_CNT_KSTACK_ERR,       /* kernel stack walk failed (other than "user mode") */
+	BPF_CNT_USTACK_ERR,       /* user stack walk failed */
+	BPF_CNT_STACKMAP_FULL,    /* stack map full or hash collision: stack lost */
+	BPF_CNT_AGG_FULL,         /* aggregation map full: sample lost */
+	BPF_CNT_MAX,
+};
+
+/* ------------------------------------------------------------------------
+ * Ring records (collector -> analyzer).  Each record is one of these types
+ * with the ring's own length header in front.
+ */
+enum ember_rec_type {
+	EMBER_REC_STACK = 1,      /* struct ember_rec_stack */
+	EMBER_REC_WINDOW = 2,     /* struct ember_rec_window: end of one drain */
+};
+
+/* One aggregated stack: nkern kernel ips then nuser user ips, innermost first. */
+struct ember_rec_stack {
+	__u32 kind;   /* enum ember_task_kind */
+	__u32 tgid;
+	__u64 count;
+	__u64 weight;
+	__u16 nkern;
+	__u16 nuser;
+	__u32 flags;  /* EMBER_STACK_F_* */
+	char comm[EMBER_COMM_LEN];
+	__u64 ips[];  /* nkern + nuser entries */
+};
+#define EMBER_STACK_F_KSTACK_LOST 1u /* kernel stack id referenced but not found */
+#define EMBER_STACK_F_USTACK_LOST 2u
+
+/* Sent after each drain of the in-kernel maps, for every kind drained. */
+struct ember_rec_window {
+	__u32 kind;
+	__u32 pad;
+	__u64 start_ns;     /* CLOCK_REALTIME ns */
+	__u64 end_ns;
+	__u64 stacks;       /* records sent in this window */
+	__u64 ring_drops;   /* records of this window that did not fit in the ring */
+};
+
+#define EMBER_ASSERT_SIZE(t, n) _Static_assert(sizeof(t) == (n), #t " changed size: bump EMBER_ABI_VERSION")
+EMBER_ASSERT_SIZE(struct stack_key, 32);
+EMBER_ASSERT_SIZE(struct stack_val, 16);
+EMBER_ASSERT_SIZE(struct ember_rec_stack, 48);
+EMBER_ASSERT_SIZE(struct ember_rec_window, 40);
+
+#endif

@@ -1,0 +1,388 @@
+#include "cli/supervisor.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "collector/privs.h"
+#include "common/cleanup.h"
+#include "common/log.h"
+
+enum role { ROLE_COLLECTOR, ROLE_EXPORTER, ROLE_ANALYZER };
+
+struct child {
+	enum role role;
+	unsigned shard;
+	pid_t pid;
+	uint64_t started_ms;
+	uint64_t restart_at_ms; /* 0 = running or not scheduled */
+	unsigned backoff_ms;
+	uint64_t restarts;
+};
+
+static volatile sig_atomic_t stop_requested;
+static void on_stop(int sig) { (void)sig; stop_requested = 1; }
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static const char *role_name(enum role r)
+{
+	return r == ROLE_COLLECTOR ? "collector" : r == ROLE_EXPORTER ? "exporter" : "analyzer";
+}
+
+int supervisor__ensure_user(const char *name, unsigned *ret_uid, unsigned *ret_gid)
+{
+	struct passwd *pw = getpwnam(name);
+
+	if (!pw) {
+		char cmd[512];
+		int r;
+		for (const char *c = name; *c; c++)
+			if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_' || *c == '-'))
+				return -EINVAL;
+		log_info("creating system user '%s' for the unprivileged processes", name);
+		snprintf(cmd, sizeof(cmd),
+			 "useradd --system --user-group --no-create-home --home-dir /nonexistent "
+			 "--shell /usr/sbin/nologin '%s'", name);
+		r = system(cmd);
+		if (r != 0)
+			return -EPERM;
+		pw = getpwnam(name);
+		if (!pw)
+			return -ENOENT;
+	}
+	if (pw->pw_uid == 0)
+		return -EINVAL; /* the whole point is not to be root */
+	*ret_uid = pw->pw_uid;
+	*ret_gid = pw->pw_gid;
+	return 0;
+}
+
+static int mkdir_p(const char *path, mode_t mode)
+{
+	char buf[1024];
+	size_t n = strlen(path);
+
+	if (n >= sizeof(buf))
+		return -ENAMETOOLONG;
+	memcpy(buf, path, n + 1);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (mkdir(buf, 0755) && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(buf, mode) && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+struct sup {
+	const struct ember_config *cfg;
+	const char *bin_dir;
+	unsigned uid, gid;
+	char effective[600];
+	char info_path[600];
+	char stats_path[600];
+	struct child *kids;
+	unsigned nkids;
+	uint64_t collector_restarts;
+};
+
+static pid_t spawn(struct sup *s, struct child *c)
+{
+	char exe[600], shards[16], ring[32], uid[16], flush[32], stacks[16], pids[16], shard[16];
+	const char *lvl[] = { "error", "warn", "info", "debug" };
+	int ll = s->cfg->ember.log_level;
+	pid_t pid;
+
+	snprintf(exe, sizeof(exe), "%s/ember-%s", s->bin_dir, role_name(c->role));
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid > 0) {
+		c->pid = pid;
+		c->started_ms = mono_ms();
+		c->restart_at_ms = 0;
+		if (c->role == ROLE_ANALYZER)
+			log_info("started analyzer of shard %u (pid %d)", c->shard, (int)pid);
+		else
+			log_info("started %s (pid %d)", role_name(c->role), (int)pid);
+		return pid;
+	}
+	/* Child: fixed fd layout (0,1,2 inherited), nothing else leaks through exec. */
+	closefrom(3);
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGINT, SIG_IGN); /* Ctrl-C reaches the whole group: only the supervisor decides the order */
+	if (c->role == ROLE_COLLECTOR) {
+		snprintf(shards, sizeof(shards), "%lld", (long long)s->cfg->ember.analyzers);
+		snprintf(ring, sizeof(ring), "%llu", (unsigned long long)s->cfg->ember.ring_size);
+		snprintf(uid, sizeof(uid), "%u", s->uid);
+		snprintf(flush, sizeof(flush), "%llu", (unsigned long long)(s->cfg->profiling.flush_interval_ns / 1000000));
+		snprintf(stacks, sizeof(stacks), "%lld", (long long)s->cfg->ember.max_stack_entries);
+		snprintf(pids, sizeof(pids), "%lld", (long long)s->cfg->ember.max_task_pids);
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		execl(exe, exe, "--run-dir", s->cfg->ember.run_dir, "--shards", shards, "--ring-size", ring,
+		      "--analyzer-uid", uid, "--flush-ms", flush, "--max-stacks", stacks, "--max-pids", pids,
+		      "--log-level", lvl[ll >= 0 && ll < 4 ? ll : 2], (char *)NULL);
+	} else {
+		int r = privs__become_user(s->uid, s->gid);
+		if (r) {
+			fprintf(stderr, "ember: cannot drop privileges for %s: %s\n", role_name(c->role), strerror(-r));
+			_exit(126);
+		}
+		/* After the uid change, which clears it. */
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		if (c->role == ROLE_EXPORTER) {
+			execl(exe, exe, "--config", s->effective, (char *)NULL);
+		} else {
+			snprintf(shard, sizeof(shard), "%u", c->shard);
+			execl(exe, exe, "--config", s->effective, "--shard", shard, (char *)NULL);
+		}
+	}
+	fprintf(stderr, "ember: cannot execute %s: %s\n", exe, strerror(errno));
+	_exit(127);
+}
+
+static void write_stats(struct sup *s)
+{
+	FILE *f = fopen(s->stats_path, "we");
+	uint64_t a = 0, e = 0;
+
+	if (!f)
+		return;
+	for (unsigned i = 0; i < s->nkids; i++) {
+		if (s->kids[i].role == ROLE_ANALYZER)
+			a += s->kids[i].restarts;
+		else if (s->kids[i].role == ROLE_EXPORTER)
+			e += s->kids[i].restarts;
+	}
+	fprintf(f, "supervisor_analyzer_restarts %llu\nsupervisor_exporter_restarts %llu\n"
+		   "supervisor_collector_restarts %llu\n",
+		(unsigned long long)a, (unsigned long long)e, (unsigned long long)s->collector_restarts);
+	fclose(f);
+}
+
+static int wait_for_file(const char *path, pid_t pid, unsigned timeout_ms)
+{
+	uint64_t end = mono_ms() + timeout_ms;
+	while (mono_ms() < end) {
+		int st;
+		if (access(path, F_OK) == 0)
+			return 0;
+		if (pid > 0 && waitpid(pid, &st, WNOHANG) == pid)
+			return -ECHILD;
+		usleep(20000);
+	}
+	return -ETIMEDOUT;
+}
+
+static void stop_child(struct child *c, unsigned timeout_ms)
+{
+	uint64_t end;
+	int st;
+
+	if (c->pid <= 0)
+		return;
+	kill(c->pid, SIGTERM);
+	end = mono_ms() + timeout_ms;
+	while (mono_ms() < end) {
+		if (waitpid(c->pid, &st, WNOHANG) == c->pid) {
+			c->pid = 0;
+			return;
+		}
+		usleep(10000);
+	}
+	log_warn("%s (pid %d) did not stop in %u ms: killing it", role_name(c->role), (int)c->pid, timeout_ms);
+	kill(c->pid, SIGKILL);
+	waitpid(c->pid, &st, 0);
+	c->pid = 0;
+}
+
+static int start_collector(struct sup *s)
+{
+	char sock[600];
+	int r;
+
+	snprintf(sock, sizeof(sock), "%s/collector.sock", s->cfg->ember.run_dir);
+	unlink(sock);
+	if (spawn(s, &s->kids[0]) < 0)
+		return -errno;
+	r = wait_for_file(sock, s->kids[0].pid, 20000);
+	if (r) {
+		log_error("the collector did not come up (%s); see its messages above",
+			  r == -ECHILD ? "it exited" : "timeout");
+		s->kids[0].pid = 0;
+	}
+	return r;
+}
+
+int supervisor__find_agent(const char *run_dir, struct agent_info *ret)
+{
+	char path[600], line[700];
+	FILE *f;
+
+	memset(ret, 0, sizeof(*ret));
+	snprintf(path, sizeof(path), "%s/agent.info", run_dir);
+	f = fopen(path, "re");
+	if (!f)
+		return -ENOENT;
+	while (fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = 0;
+		if (!strncmp(line, "pid=", 4))
+			ret->pid = atoi(line + 4);
+		else if (!strncmp(line, "analyzers=", 10))
+			ret->analyzers = (unsigned)atoi(line + 10);
+		else if (!strncmp(line, "output_dir=", 11))
+			snprintf(ret->output_dir, sizeof(ret->output_dir), "%s", line + 11);
+	}
+	fclose(f);
+	snprintf(ret->run_dir, sizeof(ret->run_dir), "%s", run_dir);
+	if (ret->pid <= 0 || ret->analyzers == 0 || (kill(ret->pid, 0) && errno == ESRCH))
+		return -ENOENT;
+	return 0;
+}
+
+int supervisor__run(const struct ember_config *cfg, const char *bin_dir)
+{
+	struct sup s = { .cfg = cfg, .bin_dir = bin_dir };
+	struct sigaction sa = { .sa_handler = on_stop };
+	FILE *f;
+	int r, err = 0;
+
+	r = supervisor__ensure_user(cfg->ember.user, &s.uid, &s.gid);
+	if (r) {
+		log_error("cannot find or create the unprivileged user '%s': %s", cfg->ember.user, strerror(-r));
+		return r;
+	}
+	r = mkdir_p(cfg->ember.run_dir, 0755);
+	if (!r)
+		r = mkdir_p(cfg->ember.output_dir, 0755);
+	if (r) {
+		log_error("cannot create %s or %s: %s", cfg->ember.run_dir, cfg->ember.output_dir, strerror(-r));
+		return r;
+	}
+	/* The run dir holds the analyzers' and exporter's sockets: they need to write it. */
+	if (chown(cfg->ember.run_dir, 0, s.gid) || chmod(cfg->ember.run_dir, 0775) ||
+	    chown(cfg->ember.output_dir, s.uid, s.gid)) {
+		log_error("cannot set ownership of %s / %s: %m", cfg->ember.run_dir, cfg->ember.output_dir);
+		return -errno;
+	}
+	snprintf(s.effective, sizeof(s.effective), "%s/effective.yaml", cfg->ember.run_dir);
+	f = fopen(s.effective, "we");
+	if (!f || config__dump(cfg, f) || fclose(f)) {
+		log_error("cannot write %s: %m", s.effective);
+		return -EIO;
+	}
+	chmod(s.effective, 0644);
+	snprintf(s.stats_path, sizeof(s.stats_path), "%s/supervisor.stats", cfg->ember.run_dir);
+
+	s.nkids = 2 + (unsigned)cfg->ember.analyzers;
+	s.kids = calloc(s.nkids, sizeof(*s.kids));
+	if (!s.kids)
+		return -ENOMEM;
+	s.kids[0].role = ROLE_COLLECTOR;
+	s.kids[1].role = ROLE_EXPORTER;
+	for (unsigned i = 2; i < s.nkids; i++) {
+		s.kids[i].role = ROLE_ANALYZER;
+		s.kids[i].shard = i - 2;
+	}
+
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+
+	if (start_collector(&s)) {
+		free(s.kids);
+		return -EIO;
+	}
+	for (unsigned i = 1; i < s.nkids; i++)
+		spawn(&s, &s.kids[i]);
+	snprintf(s.info_path, sizeof(s.info_path), "%s/agent.info", cfg->ember.run_dir);
+	f = fopen(s.info_path, "we");
+	if (f) {
+		fprintf(f, "pid=%d\nanalyzers=%lld\noutput_dir=%s\n", (int)getpid(), (long long)cfg->ember.analyzers,
+			cfg->ember.output_dir);
+		fclose(f);
+	}
+	write_stats(&s);
+	log_info("agent running: output in %s; stop with Ctrl-C or SIGTERM", cfg->ember.output_dir);
+
+	while (!stop_requested) {
+		int st;
+		pid_t pid = waitpid(-1, &st, WNOHANG);
+		uint64_t now = mono_ms();
+
+		if (pid > 0) {
+			for (unsigned i = 0; i < s.nkids; i++) {
+				struct child *c = &s.kids[i];
+				if (c->pid != pid)
+					continue;
+				c->pid = 0;
+				if (WIFSIGNALED(st))
+					log_warn("%s (pid %d) was killed by signal %d", role_name(c->role), (int)pid, WTERMSIG(st));
+				else
+					log_warn("%s (pid %d) exited with status %d", role_name(c->role), (int)pid, WEXITSTATUS(st));
+				if (c->role == ROLE_COLLECTOR) {
+					/* The analyzers lost their rings: restart everything. */
+					s.collector_restarts++;
+					for (unsigned j = 1; j < s.nkids; j++)
+						stop_child(&s.kids[j], 5000);
+					if (start_collector(&s)) {
+						err = -EIO;
+						stop_requested = 1;
+						break;
+					}
+					for (unsigned j = 1; j < s.nkids; j++)
+						spawn(&s, &s.kids[j]);
+				} else {
+					/* Crash loops back off: 0.5 s doubling to 30 s, reset after a minute up. */
+					if (now - c->started_ms > 60000)
+						c->backoff_ms = 0;
+					c->backoff_ms = c->backoff_ms ? (c->backoff_ms * 2 > 30000 ? 30000 : c->backoff_ms * 2) : 500;
+					c->restart_at_ms = now + c->backoff_ms;
+					c->restarts++;
+				}
+				write_stats(&s);
+			}
+			continue;
+		}
+		for (unsigned i = 1; i < s.nkids; i++) {
+			struct child *c = &s.kids[i];
+			if (!c->pid && c->restart_at_ms && now >= c->restart_at_ms) {
+				log_info("restarting %s (restart #%llu)", role_name(c->role), (unsigned long long)c->restarts);
+				spawn(&s, c);
+			}
+		}
+		usleep(50000);
+	}
+	log_info("stopping: analyzers, then exporter, then collector");
+	for (unsigned i = 2; i < s.nkids; i++)
+		stop_child(&s.kids[i], 20000);
+	stop_child(&s.kids[1], 20000);
+	stop_child(&s.kids[0], 10000);
+	unlink(s.info_path);
+	write_stats(&s);
+	free(s.kids);
+	return err;
+}

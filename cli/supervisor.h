@@ -1,0 +1,28 @@
+/*
+ * `ember run`: starts and supervises ember-collector (root), the analyzers and
+ * ember-exporter (the unprivileged user), restarts a dead analyzer or
+ * exporter (counted), and stops them in order on SIGTERM/SIGINT so that
+ * everything collected is flushed: analyzers first (they finish their tasks),
+ * then the exporter (it writes what they sent), then the collector.
+ */
+#ifndef EMBER_SUPERVISOR_H
+#define EMBER_SUPERVISOR_H
+
+#include "common/config.h"
+
+/* Runs until SIGTERM/SIGINT.  bin_dir holds the ember-* executables.  Logs. */
+int supervisor__run(const struct ember_config *cfg, const char *bin_dir);
+
+/* What a running agent published in <run_dir>/agent.info. */
+struct agent_info {
+	int pid;            /* supervisor pid */
+	unsigned analyzers;
+	char output_dir[1024];
+	char run_dir[512];
+};
+/* 0 if an agent is running with this run_dir, -ENOENT otherwise. */
+int supervisor__find_agent(const char *run_dir, struct agent_info *ret);
+/* Creates the unprivileged user if missing; returns its uid/gid. */
+int supervisor__ensure_user(const char *name, unsigned *ret_uid, unsigned *ret_gid);
+
+#endif

@@ -1,0 +1,42 @@
+/*
+ * The stack-sampling BPF object (bpf/stacks.bpf.c): load once at start,
+ * attach per task kind, set target pids, drain the in-kernel aggregation.
+ */
+#ifndef EMBER_BPF_STACKS_H
+#define EMBER_BPF_STACKS_H
+
+#include <stdint.h>
+#include "bpf/ember_abi.h"
+
+struct bpf_stacks;
+
+struct bpf_stacks_opts {
+	uint32_t max_stacks;   /* stack map entries per buffer set */
+	uint32_t max_agg;      /* aggregation entries per buffer set */
+	uint32_t max_pids;     /* target pid map size */
+};
+
+/* Loads (does not attach).  NULL + errno; *ret_err gets a message. */
+struct bpf_stacks *bpf_stacks__load(const struct bpf_stacks_opts *opts);
+/* Opens a cpu-clock perf event per online CPU with the given period and attaches.
+ * Idempotent: a second call while attached only counts a user. */
+int bpf_stacks__attach_oncpu(struct bpf_stacks *b, uint64_t period_ns);
+void bpf_stacks__detach_oncpu(struct bpf_stacks *b);
+/* Adds/removes kind for tgid in the target map. */
+int bpf_stacks__target(struct bpf_stacks *b, uint32_t tgid, uint32_t kind, int on);
+
+/*
+ * Called for each drained stack: kips[nk] then uips[nu], innermost first.
+ * flags: EMBER_STACK_F_*.
+ */
+typedef void (*bpf_stacks_drain_fn)(void *ctx, const struct stack_key *key, const struct stack_val *val,
+				    const uint64_t *kips, unsigned nk, const uint64_t *uips, unsigned nu,
+				    uint32_t flags);
+/* Flips the buffer sets, waits for in-flight programs, drains and clears the
+ * inactive set.  Returns the number of stacks drained or -errno. */
+int bpf_stacks__drain(struct bpf_stacks *b, bpf_stacks_drain_fn cb, void *ctx);
+/* Sums the per-CPU counters into ret[BPF_CNT_MAX]. */
+int bpf_stacks__counters(struct bpf_stacks *b, uint64_t *ret);
+void bpf_stacks__free(struct bpf_stacks *b);
+
+#endif

@@ -1,0 +1,713 @@
+/*
+ * ember-collector: the only privileged process.  It creates the ring shards,
+ * loads the BPF programs, then drops to the capabilities listed in privs.h and
+ * serves the control protocol (common/ctl_proto.h) to the analyzers.  It
+ * parses no payload, no protocol, no config: its inputs are fixed-layout
+ * control frames and BPF maps.  It never waits on an analyzer: a full ring
+ * drops and counts.
+ *
+ * One liburing loop drives everything: the listening socket, the analyzer
+ * connections, the flush timer and the signals.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <liburing.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bpf/ember_abi.h"
+#include "collector/bpf_stacks.h"
+#include "collector/broker.h"
+#include "collector/privs.h"
+#include "common/cleanup.h"
+#include "common/ctl_proto.h"
+#include "common/log.h"
+#include "common/shm_ring.h"
+
+#define MAX_CONNS 64
+#define MAX_TASKS 64
+#define ORPHAN_GRACE_NS (60ull * 1000000000ull)
+
+enum src_kind { SRC_LISTEN, SRC_CONN, SRC_TIMER, SRC_SIGNAL };
+
+struct conn {
+	enum src_kind kind;
+	int fd;
+	uid_t uid;
+	pid_t pid;
+	int is_analyzer;
+	int hello;
+	uint32_t shard;
+};
+
+struct task {
+	uint64_t id;
+	uint32_t kind;
+	uint32_t shard;
+	uint32_t npids;
+	uint32_t pids[CTL_MAX_PIDS];
+	int used;
+};
+
+struct shard {
+	struct shm_ring *ring;
+	int connected;
+	uint64_t orphaned_since; /* monotonic ns when its analyzer went away, 0 = never or connected */
+	uint64_t window_stacks, window_drops;
+};
+
+static struct {
+	const char *run_dir;
+	unsigned nshards;
+	uint64_t ring_size;
+	uid_t analyzer_uid;
+	uint64_t flush_ns;
+	struct bpf_stacks_opts bpf_opts;
+
+	struct io_uring ring;
+	struct shard *shards;
+	struct bpf_stacks *bpf;
+	struct conn listen_src, timer_src, signal_src;
+	struct task tasks[MAX_TASKS];
+	uint64_t stats[CTL_STAT_MAX];
+	uint64_t last_drain_real_ns;
+	int stop;
+	char sock_path[108];
+} C;
+
+static uint64_t now_ns(clockid_t clk)
+{
+	struct timespec ts;
+	clock_gettime(clk, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static void arm(struct conn *src)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&C.ring);
+	if (!sqe) {
+		io_uring_submit(&C.ring);
+		sqe = io_uring_get_sqe(&C.ring);
+	}
+	io_uring_prep_poll_add(sqe, src->fd, POLLIN);
+	io_uring_sqe_set_data(sqe, src);
+}
+
+/* ---- draining the in-kernel aggregation into the shards ------------------ */
+
+static void on_stack(void *ctx, const struct stack_key *key, const struct stack_val *val,
+		     const uint64_t *kips, unsigned nk, const uint64_t *uips, unsigned nu, uint32_t flags)
+{
+	struct shard *sh = &C.shards[key->tgid % C.nshards];
+	uint32_t len = sizeof(struct ember_rec_stack) + (nk + nu) * sizeof(uint64_t);
+	struct ember_rec_stack *rec;
+
+	(void)ctx;
+	if (flags)
+		C.stats[CTL_STAT_STACK_LOST]++;
+	C.stats[CTL_STAT_STACKS_DRAINED]++;
+	rec = shm_ring__reserve(sh->ring, EMBER_REC_STACK, len);
+	if (!rec) {
+		sh->window_drops++;
+		return;
+	}
+	rec->kind = key->kind;
+	rec->tgid = key->tgid;
+	rec->count = val->count;
+	rec->weight = val->weight;
+	rec->nkern = nk;
+	rec->nuser = nu;
+	rec->flags = flags;
+	memcpy(rec->comm, key->comm, sizeof(rec->comm));
+	memcpy(rec->ips, kips, nk * sizeof(uint64_t));
+	memcpy(rec->ips + nk, uips, nu * sizeof(uint64_t));
+	shm_ring__commit(sh->ring, rec);
+	sh->window_stacks++;
+}
+
+static void drain(void)
+{
+	uint64_t start = C.last_drain_real_ns, end;
+	int n;
+
+	for (unsigned s = 0; s < C.nshards; s++)
+		C.shards[s].window_stacks = C.shards[s].window_drops = 0;
+	n = bpf_stacks__drain(C.bpf, on_stack, NULL);
+	if (n < 0)
+		log_warn("draining the stack maps failed: %s", strerror(-n));
+	end = now_ns(CLOCK_REALTIME);
+	C.last_drain_real_ns = end;
+	C.stats[CTL_STAT_DRAINS]++;
+	for (unsigned s = 0; s < C.nshards; s++) {
+		struct shard *sh = &C.shards[s];
+		struct ember_rec_window w = { .kind = EMBER_TASK_ONCPU, .start_ns = start, .end_ns = end,
+					      .stacks = sh->window_stacks, .ring_drops = sh->window_drops };
+		/* The window marker tells the analyzer what this window lost. */
+		(void)shm_ring__write(sh->ring, EMBER_REC_WINDOW, &w, sizeof(w));
+		(void)shm_ring__notify(sh->ring);
+	}
+}
+
+/* ---- tasks ------------------------------------------------------------------ */
+
+static struct task *task_find(uint64_t id)
+{
+	for (unsigned i = 0; i < MAX_TASKS; i++)
+		if (C.tasks[i].used && C.tasks[i].id == id)
+			return &C.tasks[i];
+	return NULL;
+}
+
+static void task_remove(struct task *t)
+{
+	for (uint32_t i = 0; i < t->npids; i++)
+		(void)bpf_stacks__target(C.bpf, t->pids[i], t->kind, 0);
+	if (t->kind == EMBER_TASK_ONCPU)
+		bpf_stacks__detach_oncpu(C.bpf);
+	t->used = 0;
+	C.stats[CTL_STAT_TASKS_ACTIVE]--;
+}
+
+static int task_attach(struct conn *c, const struct ctl_attach *a, struct ctl_attach_ans *ans)
+{
+	struct task *t = task_find(a->task_id);
+	uint32_t ok = 0;
+	int err;
+
+	ans->attach_point = CTL_AP_PERF_CPU_CLOCK;
+	if (t) { /* a restarted analyzer re-attaching its task: idempotent */
+		if (t->shard != c->shard || t->kind != a->kind)
+			return -EEXIST;
+		ans->npids_ok = t->npids;
+		return 0;
+	}
+	if (a->kind != EMBER_TASK_ONCPU)
+		return -EOPNOTSUPP;
+	if (a->period_ns < 100000 || a->period_ns > 10000000000ull) /* 100us .. 10s */
+		return -ERANGE;
+	for (unsigned i = 0; i < MAX_TASKS && !t; i++)
+		if (!C.tasks[i].used)
+			t = &C.tasks[i];
+	if (!t)
+		return -ENOSPC;
+	memset(t, 0, offsetof(struct task, pids));
+	t->id = a->task_id;
+	t->kind = a->kind;
+	t->shard = c->shard;
+	for (uint32_t i = 0; i < a->npids; i++) {
+		uint32_t pid = a->pids[i];
+		if (pid == 0 || pid % C.nshards != c->shard)
+			return -EINVAL;
+		if (kill((pid_t)pid, 0) && errno == ESRCH)
+			continue; /* gone already: not an error for a multi-pid task */
+		t->pids[t->npids++] = pid;
+	}
+	if (!t->npids)
+		return -ESRCH;
+	err = bpf_stacks__attach_oncpu(C.bpf, a->period_ns);
+	if (err)
+		return err;
+	for (uint32_t i = 0; i < t->npids; i++) {
+		err = bpf_stacks__target(C.bpf, t->pids[i], t->kind, 1);
+		if (err) {
+			t->npids = i;
+			t->used = 1;
+			C.stats[CTL_STAT_TASKS_ACTIVE]++;
+			task_remove(t);
+			return err;
+		}
+		ok++;
+	}
+	t->used = 1;
+	C.stats[CTL_STAT_TASKS_ACTIVE]++;
+	ans->npids_ok = ok;
+	return 0;
+}
+
+/* Is pid a target of a task owned by this analyzer's shard? */
+static int pid_allowed(const struct conn *c, uint32_t pid)
+{
+	for (unsigned i = 0; i < MAX_TASKS; i++) {
+		const struct task *t = &C.tasks[i];
+		if (!t->used || t->shard != c->shard)
+			continue;
+		for (uint32_t j = 0; j < t->npids; j++)
+			if (t->pids[j] == pid)
+				return 1;
+	}
+	return 0;
+}
+
+/* ---- control protocol ------------------------------------------------------- */
+
+enum { F_HELLO_FIRST = 1, F_NEEDS_HELLO = 2, F_ADMIN_OK = 4 };
+
+typedef int (*handler_fn)(struct conn *c, const struct ctl_msg *m);
+
+static int reply_err(struct conn *c, const struct ctl_msg *m, int err, int fd)
+{
+	struct ctl_err_ans a = { .err = err };
+	int r = ctl__send(c->fd, m->type + 1, m->seq, &a, sizeof(a), fd >= 0 ? &fd : NULL, fd >= 0);
+	if (fd >= 0)
+		close(fd);
+	return r;
+}
+
+static int h_hello(struct conn *c, const struct ctl_msg *m)
+{
+	struct ctl_hello h;
+	struct ctl_hello_ans a = { .nshards = C.nshards, .ring_size = C.ring_size };
+	int fds[3];
+
+	memcpy(&h, m->payload, sizeof(h));
+	if (h.abi_version != EMBER_ABI_VERSION)
+		a.err = -EPROTONOSUPPORT;
+	else if (h.shard >= C.nshards)
+		a.err = -EINVAL;
+	else if (C.shards[h.shard].connected)
+		a.err = -EBUSY;
+	if (a.err)
+		return ctl__send(c->fd, CTL_ANS_HELLO, m->seq, &a, sizeof(a), NULL, 0);
+	c->hello = 1;
+	c->shard = h.shard;
+	C.shards[h.shard].connected = 1;
+	C.shards[h.shard].orphaned_since = 0;
+	C.stats[CTL_STAT_ANALYZER_CONNECTS]++;
+	fds[0] = shm_ring__data_fd(C.shards[h.shard].ring);
+	fds[1] = shm_ring__cons_fd(C.shards[h.shard].ring);
+	fds[2] = shm_ring__event_fd(C.shards[h.shard].ring);
+	log_info("analyzer pid %d attached to shard %u", (int)c->pid, h.shard);
+	return ctl__send(c->fd, CTL_ANS_HELLO, m->seq, &a, sizeof(a), fds, 3);
+}
+
+static int h_attach(struct conn *c, const struct ctl_msg *m)
+{
+	struct ctl_attach_ans ans = { 0 };
+
+	ans.err = task_attach(c, (const struct ctl_attach *)m->payload, &ans);
+	if (ans.err)
+		log_warn("attach of task %llu refused: %s",
+			 (unsigned long long)((const struct ctl_attach *)m->payload)->task_id, strerror(-ans.err));
+	return ctl__send(c->fd, CTL_ANS_ATTACH, m->seq, &ans, sizeof(ans), NULL, 0);
+}
+
+static int h_detach(struct conn *c, const struct ctl_msg *m)
+{
+	struct ctl_detach d;
+	struct task *t;
+
+	memcpy(&d, m->payload, sizeof(d));
+	t = task_find(d.task_id);
+	if (!t || t->shard != c->shard)
+		return reply_err(c, m, -ENOENT, -1);
+	/* Drain first so everything the task collected is in the ring before we answer. */
+	drain();
+	task_remove(t);
+	return reply_err(c, m, 0, -1);
+}
+
+static int h_open_maps(struct conn *c, const struct ctl_msg *m)
+{
+	struct ctl_open_maps r;
+	int fd;
+
+	memcpy(&r, m->payload, sizeof(r));
+	if (!pid_allowed(c, r.pid)) {
+		C.stats[CTL_STAT_FD_BROKER_REFUSED]++;
+		return reply_err(c, m, -EPERM, -1);
+	}
+	fd = broker__open_maps(r.pid);
+	C.stats[fd < 0 ? CTL_STAT_FD_BROKER_REFUSED : CTL_STAT_FD_BROKER_OPENS]++;
+	return reply_err(c, m, fd < 0 ? fd : 0, fd);
+}
+
+static int h_open_file(struct conn *c, const struct ctl_msg *m)
+{
+	struct ctl_open_file r;
+	int fd;
+
+	memcpy(&r, m->payload, sizeof(r));
+	if (!pid_allowed(c, r.pid)) {
+		C.stats[CTL_STAT_FD_BROKER_REFUSED]++;
+		return reply_err(c, m, -EPERM, -1);
+	}
+	fd = broker__open_file(r.pid, r.start, r.end);
+	C.stats[fd < 0 ? CTL_STAT_FD_BROKER_REFUSED : CTL_STAT_FD_BROKER_OPENS]++;
+	return reply_err(c, m, fd < 0 ? fd : 0, fd);
+}
+
+static int h_open_kallsyms(struct conn *c, const struct ctl_msg *m)
+{
+	int fd = broker__open_kallsyms();
+	C.stats[fd < 0 ? CTL_STAT_FD_BROKER_REFUSED : CTL_STAT_FD_BROKER_OPENS]++;
+	return reply_err(c, m, fd < 0 ? fd : 0, fd);
+}
+
+static void collect_stats(void)
+{
+	uint64_t bc[BPF_CNT_MAX];
+	struct shm_ring_stats rs;
+
+	if (!bpf_stacks__counters(C.bpf, bc)) {
+		C.stats[CTL_STAT_BPF_SAMPLES] = bc[BPF_CNT_SAMPLES];
+		C.stats[CTL_STAT_BPF_KSTACK_ERR] = bc[BPF_CNT_KSTACK_ERR];
+		C.stats[CTL_STAT_BPF_USTACK_ERR] = bc[BPF_CNT_USTACK_ERR];
+		C.stats[CTL_STAT_BPF_STACKMAP_FULL] = bc[BPF_CNT_STACKMAP_FULL];
+		C.stats[CTL_STAT_BPF_AGG_FULL] = bc[BPF_CNT_AGG_FULL];
+	}
+	C.stats[CTL_STAT_RING_RECORDS] = C.stats[CTL_STAT_RING_DROPS] = 0;
+	C.stats[CTL_STAT_RING_DROP_BYTES] = C.stats[CTL_STAT_RING_HOSTILE_CONS] = 0;
+	for (unsigned s = 0; s < C.nshards; s++) {
+		shm_ring__stats(C.shards[s].ring, &rs);
+		C.stats[CTL_STAT_RING_RECORDS] += rs.produced;
+		C.stats[CTL_STAT_RING_DROPS] += rs.drops;
+		C.stats[CTL_STAT_RING_DROP_BYTES] += rs.drop_bytes;
+		C.stats[CTL_STAT_RING_HOSTILE_CONS] += rs.hostile_cons;
+	}
+}
+
+static int h_stats(struct conn *c, const struct ctl_msg *m)
+{
+	struct ctl_stats_ans a = { .n = CTL_STAT_MAX };
+
+	collect_stats();
+	memcpy(a.v, C.stats, sizeof(a.v));
+	return ctl__send(c->fd, CTL_ANS_STATS, m->seq, &a, sizeof(a), NULL, 0);
+}
+
+/* What may be asked, by whom, when (OpenSSH monitor style). */
+static const struct { uint16_t type; unsigned flags; handler_fn fn; } handlers[] = {
+	{ CTL_REQ_HELLO, F_HELLO_FIRST, h_hello },
+	{ CTL_REQ_ATTACH, F_NEEDS_HELLO, h_attach },
+	{ CTL_REQ_DETACH, F_NEEDS_HELLO, h_detach },
+	{ CTL_REQ_OPEN_MAPS, F_NEEDS_HELLO, h_open_maps },
+	{ CTL_REQ_OPEN_FILE, F_NEEDS_HELLO, h_open_file },
+	{ CTL_REQ_OPEN_KALLSYMS, F_NEEDS_HELLO, h_open_kallsyms },
+	{ CTL_REQ_STATS, F_ADMIN_OK, h_stats },
+};
+
+static void conn_close(struct conn *c)
+{
+	if (c->hello) {
+		C.shards[c->shard].connected = 0;
+		C.shards[c->shard].orphaned_since = now_ns(CLOCK_MONOTONIC);
+		log_info("analyzer of shard %u disconnected", c->shard);
+	}
+	close(c->fd);
+	free(c);
+}
+
+/* Returns 0 to keep the connection, <0 to close it. */
+static int conn_handle(struct conn *c)
+{
+	char buf[CTL_MAX_FRAME];
+	int fds[CTL_MAX_FDS];
+	unsigned nfds = 0;
+	struct ctl_msg m;
+	int n, r;
+
+	n = ctl__recv(c->fd, buf, sizeof(buf), fds, CTL_MAX_FDS, &nfds);
+	for (unsigned i = 0; i < nfds; i++) /* nobody may send us fds */
+		close(fds[i]);
+	if (n == -EAGAIN)
+		return 0;
+	if (n <= 0)
+		return -1;
+	C.stats[CTL_STAT_CTL_REQUESTS]++;
+	r = ctl__decode(buf, n, &m);
+	if (r < 0 || nfds || (m.type & 1)) {
+		C.stats[CTL_STAT_CTL_MALFORMED]++;
+		log_warn("malformed control request from pid %d (%s): closing the connection", (int)c->pid,
+			 r < 0 ? strerror(-r) : "unexpected type or fds");
+		return -1;
+	}
+	for (unsigned i = 0; i < ARRAY_SIZE(handlers); i++) {
+		if (handlers[i].type != m.type)
+			continue;
+		unsigned f = handlers[i].flags;
+		int allowed = c->is_analyzer ? ((f & F_HELLO_FIRST) ? !c->hello : (f & F_ADMIN_OK) || c->hello)
+					     : !!(f & F_ADMIN_OK);
+		if (!allowed) {
+			C.stats[CTL_STAT_CTL_DENIED]++;
+			log_warn("control request %s not permitted now from pid %d: closing the connection",
+				 ctl__type_name(m.type), (int)c->pid);
+			return -1;
+		}
+		r = handlers[i].fn(c, &m);
+		return r < 0 ? -1 : 0;
+	}
+	C.stats[CTL_STAT_CTL_MALFORMED]++;
+	return -1;
+}
+
+static void on_accept(void)
+{
+	for (;;) {
+		struct ucred cred;
+		socklen_t len = sizeof(cred);
+		int fd = accept4(C.listen_src.fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		struct conn *c;
+
+		if (fd < 0)
+			return;
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) ||
+		    (cred.uid != C.analyzer_uid && cred.uid != 0)) {
+			C.stats[CTL_STAT_CTL_DENIED]++;
+			log_warn("refused control connection from uid %u", (unsigned)cred.uid);
+			close(fd);
+			continue;
+		}
+		c = calloc(1, sizeof(*c));
+		if (!c) {
+			close(fd);
+			continue;
+		}
+		c->kind = SRC_CONN;
+		c->fd = fd;
+		c->uid = cred.uid;
+		c->pid = cred.pid;
+		/* Root (the CLI) may only ask for stats, unless root is the analyzer uid (tests). */
+		c->is_analyzer = cred.uid == C.analyzer_uid;
+		arm(c);
+	}
+}
+
+static void on_timer(void)
+{
+	uint64_t ticks, now = now_ns(CLOCK_MONOTONIC);
+
+	(void)!read(C.timer_src.fd, &ticks, sizeof(ticks));
+	drain();
+	/* Tasks whose analyzer stayed away too long are detached: nobody reads them. */
+	for (unsigned s = 0; s < C.nshards; s++) {
+		if (C.shards[s].connected || !C.shards[s].orphaned_since ||
+		    now - C.shards[s].orphaned_since < ORPHAN_GRACE_NS)
+			continue;
+		for (unsigned i = 0; i < MAX_TASKS; i++)
+			if (C.tasks[i].used && C.tasks[i].shard == s) {
+				log_warn("detaching task %llu: no analyzer for shard %u", (unsigned long long)C.tasks[i].id, s);
+				task_remove(&C.tasks[i]);
+			}
+		C.shards[s].orphaned_since = 0;
+	}
+}
+
+static int setup_socket(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd;
+
+	if (snprintf(C.sock_path, sizeof(C.sock_path), "%s/collector.sock", C.run_dir) >= (int)sizeof(C.sock_path))
+		return -ENAMETOOLONG;
+	memcpy(sa.sun_path, C.sock_path, sizeof(C.sock_path));
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	unlink(C.sock_path);
+	/* Anyone may connect; SO_PEERCRED decides who is served. */
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || chmod(C.sock_path, 0666) || listen(fd, 16)) {
+		int err = -errno;
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: ember-collector --analyzer-uid UID [options]\n"
+		"Started by `ember run`; not meant to be run by hand.\n"
+		"  --run-dir DIR          sockets (default /run/ember)\n"
+		"  --shards N             ring shards = analyzers (default 1)\n"
+		"  --ring-size BYTES      per shard, power of two (default 8388608)\n"
+		"  --analyzer-uid UID     the only uid served the full control protocol\n"
+		"  --flush-ms MS          drain period (default 5000)\n"
+		"  --max-stacks N         stack map entries (default 8192)\n"
+		"  --max-pids N           target pids (default 1024)\n"
+		"  --log-level LEVEL      error|warn|info|debug\n");
+}
+
+static int parse_u64(const char *name, const char *s, uint64_t min, uint64_t max, uint64_t *ret)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s || *end || v < min || v > max) {
+		fprintf(stderr, "ember-collector: bad value '%s' for --%s (expected %llu..%llu)\n", s, name,
+			(unsigned long long)min, (unsigned long long)max);
+		return -EINVAL;
+	}
+	*ret = v;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "run-dir", required_argument, 0, 'r' }, { "shards", required_argument, 0, 's' },
+		{ "ring-size", required_argument, 0, 'z' }, { "analyzer-uid", required_argument, 0, 'u' },
+		{ "flush-ms", required_argument, 0, 'f' }, { "max-stacks", required_argument, 0, 'k' },
+		{ "max-pids", required_argument, 0, 'p' }, { "log-level", required_argument, 0, 'l' },
+		{ "help", no_argument, 0, 'h' }, { 0 },
+	};
+	uint64_t v, uid = (uint64_t)-1;
+	enum log_level lvl = LOG_LVL_INFO;
+	sigset_t mask;
+	int opt, err;
+
+	C.run_dir = "/run/ember";
+	C.nshards = 1;
+	C.ring_size = 8u << 20;
+	C.flush_ns = 5000000000ull;
+	C.bpf_opts = (struct bpf_stacks_opts){ .max_stacks = 8192, .max_agg = 16384, .max_pids = 1024 };
+	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'r': C.run_dir = optarg; break;
+		case 's': if (parse_u64("shards", optarg, 1, 64, &v)) return 2; C.nshards = v; break;
+		case 'z': if (parse_u64("ring-size", optarg, 65536, 1ull << 30, &v) || (v & (v - 1))) {
+				fprintf(stderr, "ember-collector: --ring-size must be a power of two\n"); return 2; }
+			C.ring_size = v; break;
+		case 'u': if (parse_u64("analyzer-uid", optarg, 0, 0xfffffffe, &uid)) return 2; break;
+		case 'f': if (parse_u64("flush-ms", optarg, 10, 3600000, &v)) return 2; C.flush_ns = v * 1000000; break;
+		case 'k': if (parse_u64("max-stacks", optarg, 64, 1 << 20, &v)) return 2;
+			C.bpf_opts.max_stacks = v; C.bpf_opts.max_agg = 2 * v; break;
+		case 'p': if (parse_u64("max-pids", optarg, 1, 1 << 20, &v)) return 2; C.bpf_opts.max_pids = v; break;
+		case 'l': if (log__parse_level(optarg, &lvl)) { fprintf(stderr, "ember-collector: bad --log-level '%s'\n", optarg); return 2; } break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind < argc || uid == (uint64_t)-1) {
+		usage(stderr);
+		return 2;
+	}
+	C.analyzer_uid = uid;
+	log__init("collector", lvl);
+	log__route_libbpf();
+	if (geteuid() != 0) {
+		log_error("must run as root (it loads BPF programs, then drops to %s)", PRIVS_KEPT_DESC);
+		return 1;
+	}
+	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
+		log_error("this kernel has no BTF (/sys/kernel/btf/vmlinux): ember needs CONFIG_DEBUG_INFO_BTF=y");
+		return 1;
+	}
+	if (mkdir(C.run_dir, 0755) && errno != EEXIST) {
+		log_error("cannot create run directory %s: %m", C.run_dir);
+		return 1;
+	}
+	C.shards = calloc(C.nshards, sizeof(*C.shards));
+	if (!C.shards)
+		return 1;
+	for (unsigned s = 0; s < C.nshards; s++) {
+		char name[32];
+		snprintf(name, sizeof(name), "ember-shard-%u", s);
+		C.shards[s].ring = shm_ring__create(C.ring_size, name);
+		if (!C.shards[s].ring) {
+			log_error("cannot create ring shard %u (%llu bytes): %m", s, (unsigned long long)C.ring_size);
+			return 1;
+		}
+	}
+	C.bpf = bpf_stacks__load(&C.bpf_opts);
+	if (!C.bpf) {
+		log_error("cannot load the stack-sampling BPF program: %m");
+		return 1;
+	}
+	err = setup_socket();
+	if (err < 0) {
+		log_error("cannot listen on %s: %s", C.sock_path, strerror(-err));
+		return 1;
+	}
+	C.listen_src = (struct conn){ .kind = SRC_LISTEN, .fd = err };
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	C.signal_src = (struct conn){ .kind = SRC_SIGNAL, .fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK) };
+	C.timer_src = (struct conn){ .kind = SRC_TIMER, .fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK) };
+	if (C.signal_src.fd < 0 || C.timer_src.fd < 0) {
+		log_error("cannot create signalfd/timerfd: %m");
+		return 1;
+	}
+	struct itimerspec its = { .it_interval = { C.flush_ns / 1000000000ull, C.flush_ns % 1000000000ull } };
+	its.it_value = its.it_interval;
+	timerfd_settime(C.timer_src.fd, 0, &its, NULL);
+	err = io_uring_queue_init(64, &C.ring, 0);
+	if (err) {
+		log_error("io_uring_queue_init: %s", strerror(-err));
+		return 1;
+	}
+	err = privs__drop_collector();
+	if (err) {
+		log_error("cannot drop privileges: %s", strerror(-err));
+		return 1;
+	}
+	C.last_drain_real_ns = now_ns(CLOCK_REALTIME);
+	log_info("ready: %u shard(s) of %llu bytes, control socket %s, kept capabilities %s", C.nshards,
+		 (unsigned long long)C.ring_size, C.sock_path, PRIVS_KEPT_DESC);
+
+	arm(&C.listen_src);
+	arm(&C.signal_src);
+	arm(&C.timer_src);
+	while (!C.stop) {
+		struct io_uring_cqe *cqe;
+		unsigned head, seen = 0;
+
+		err = io_uring_submit_and_wait(&C.ring, 1);
+		if (err < 0 && err != -EINTR) {
+			log_error("io_uring: %s", strerror(-err));
+			break;
+		}
+		io_uring_for_each_cqe(&C.ring, head, cqe) {
+			struct conn *src = io_uring_cqe_get_data(cqe);
+			seen++;
+			switch (src->kind) {
+			case SRC_LISTEN: on_accept(); arm(src); break;
+			case SRC_TIMER: on_timer(); arm(src); break;
+			case SRC_SIGNAL: {
+				struct signalfd_siginfo si;
+				while (read(src->fd, &si, sizeof(si)) == sizeof(si))
+					if (si.ssi_signo != SIGHUP)
+						C.stop = 1;
+				arm(src);
+				break;
+			}
+			case SRC_CONN:
+				if (cqe->res < 0 || conn_handle(src) < 0)
+					conn_close(src);
+				else
+					arm(src);
+				break;
+			}
+		}
+		io_uring_cq_advance(&C.ring, seen);
+	}
+	log_info("stopping: final drain");
+	drain();
+	for (unsigned i = 0; i < MAX_TASKS; i++)
+		if (C.tasks[i].used)
+			task_remove(&C.tasks[i]);
+	unlink(C.sock_path);
+	io_uring_queue_exit(&C.ring);
+	bpf_stacks__free(C.bpf);
+	for (unsigned s = 0; s < C.nshards; s++)
+		shm_ring__free(C.shards[s].ring);
+	free(C.shards);
+	return 0;
+}

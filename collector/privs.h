@@ -1,0 +1,24 @@
+/* Capability handling for the collector (the only privileged process). */
+#ifndef EMBER_PRIVS_H
+#define EMBER_PRIVS_H
+
+/*
+ * Capabilities the collector keeps after start-up, and why:
+ *  CAP_BPF               create maps / load programs for tasks attached later
+ *  CAP_PERFMON           perf_event_open on every CPU (cpu-clock, page faults),
+ *                        attach tracing programs, read kernel stacks
+ *  CAP_SYS_PTRACE        fd broker: /proc/<pid>/maps and /proc/<pid>/map_files of
+ *                        processes of any user (ptrace read access check)
+ *  CAP_CHECKPOINT_RESTORE fd broker: opening /proc/<pid>/map_files/<range>
+ *                        (the kernel opens exactly the mapped file; no path from
+ *                        the analyzer is ever used)
+ * Everything else, including CAP_SYS_ADMIN, is dropped from the effective,
+ * permitted and bounding sets, and no_new_privs is set.
+ */
+#define PRIVS_KEPT_DESC "cap_bpf,cap_perfmon,cap_sys_ptrace,cap_checkpoint_restore"
+
+int privs__drop_collector(void);
+/* Permanently become uid/gid with no capabilities and no_new_privs. */
+int privs__become_user(unsigned uid, unsigned gid);
+
+#endif

@@ -1,0 +1,120 @@
+#include "common/bus.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zmq.h>
+
+void bus__exporter_endpoint(const char *run_dir, char *buf, size_t len)
+{
+	snprintf(buf, len, "ipc://%s/exporter.sock", run_dir);
+}
+
+void bus__exporter_ctl_endpoint(const char *run_dir, char *buf, size_t len)
+{
+	snprintf(buf, len, "ipc://%s/exporter.ctl", run_dir);
+}
+
+void bus__analyzer_endpoint(const char *run_dir, unsigned shard, char *buf, size_t len)
+{
+	snprintf(buf, len, "ipc://%s/analyzer-%u.ctl", run_dir, shard);
+}
+
+static int send_packed(void *sock, size_t len, void (*pack)(const void *, uint8_t *), const void *msg, int flags)
+{
+	zmq_msg_t m;
+
+	if (zmq_msg_init_size(&m, len))
+		return -errno;
+	pack(msg, zmq_msg_data(&m));
+	if (zmq_msg_send(&m, sock, flags) < 0) {
+		int err = -errno;
+		zmq_msg_close(&m);
+		return err;
+	}
+	return 0;
+}
+
+static void pack_env(const void *m, uint8_t *out) { ember__envelope__pack(m, out); }
+static void pack_rep(const void *m, uint8_t *out) { ember__reply__pack(m, out); }
+static void pack_req(const void *m, uint8_t *out) { ember__request__pack(m, out); }
+
+int bus__send_envelope(void *sock, const Ember__Envelope *env)
+{
+	return send_packed(sock, ember__envelope__get_packed_size(env), pack_env, env, ZMQ_DONTWAIT);
+}
+
+int bus__send_reply(void *sock, const Ember__Reply *rep)
+{
+	return send_packed(sock, ember__reply__get_packed_size(rep), pack_rep, rep, ZMQ_DONTWAIT);
+}
+
+static void *recv_unpack(void *sock, int flags, void *(*unpack)(size_t, const uint8_t *))
+{
+	zmq_msg_t m;
+	void *out;
+
+	zmq_msg_init(&m);
+	if (zmq_msg_recv(&m, sock, flags) < 0) {
+		int err = errno;
+		zmq_msg_close(&m);
+		errno = err;
+		return NULL;
+	}
+	out = unpack(zmq_msg_size(&m), zmq_msg_data(&m));
+	zmq_msg_close(&m);
+	if (!out)
+		errno = EBADMSG;
+	return out;
+}
+
+static void *unpack_env(size_t n, const uint8_t *d) { return ember__envelope__unpack(NULL, n, d); }
+static void *unpack_req(size_t n, const uint8_t *d) { return ember__request__unpack(NULL, n, d); }
+
+Ember__Envelope *bus__recv_envelope(void *sock, int flags) { return recv_unpack(sock, flags, unpack_env); }
+Ember__Request *bus__recv_request(void *sock, int flags) { return recv_unpack(sock, flags, unpack_req); }
+
+int bus__call(void *zctx, const char *endpoint, const Ember__Request *req, Ember__Reply **ret, int timeout_ms)
+{
+	void *s = zmq_socket(zctx, ZMQ_REQ);
+	int zero = 0, err = 0;
+	int64_t maxmsg = BUS_MAX_MSG;
+	zmq_msg_t m;
+
+	if (!s)
+		return -errno;
+	zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof(zero));
+	zmq_setsockopt(s, ZMQ_RCVTIMEO, &timeout_ms, sizeof(timeout_ms));
+	zmq_setsockopt(s, ZMQ_SNDTIMEO, &timeout_ms, sizeof(timeout_ms));
+	zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &maxmsg, sizeof(maxmsg));
+	if (zmq_connect(s, endpoint)) {
+		err = -errno;
+		goto out;
+	}
+	err = send_packed(s, ember__request__get_packed_size(req), pack_req, req, 0);
+	if (err)
+		goto out;
+	zmq_msg_init(&m);
+	if (zmq_msg_recv(&m, s, 0) < 0) {
+		err = errno == EAGAIN ? -ETIMEDOUT : -errno;
+		zmq_msg_close(&m);
+		goto out;
+	}
+	*ret = ember__reply__unpack(NULL, zmq_msg_size(&m), zmq_msg_data(&m));
+	zmq_msg_close(&m);
+	if (!*ret)
+		err = -EBADMSG;
+out:
+	zmq_close(s);
+	return err;
+}
+
+void bus__meter_init(Ember__Meter *m, const char *name, double value, int is_counter, uint64_t ts_ms)
+{
+	ember__meter__init(m);
+	m->name = (char *)name;
+	m->value = value;
+	m->is_counter = is_counter;
+	m->timestamp_ms = ts_ms;
+}

@@ -1,0 +1,226 @@
+#include "common/ctl_proto.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static const char *const stat_names[CTL_STAT_MAX] = {
+	[CTL_STAT_BPF_SAMPLES] = "bpf_samples",
+	[CTL_STAT_BPF_KSTACK_ERR] = "bpf_kstack_errors",
+	[CTL_STAT_BPF_USTACK_ERR] = "bpf_ustack_errors",
+	[CTL_STAT_BPF_STACKMAP_FULL] = "bpf_stackmap_full_drops",
+	[CTL_STAT_BPF_AGG_FULL] = "bpf_aggmap_full_drops",
+	[CTL_STAT_RING_RECORDS] = "ring_records",
+	[CTL_STAT_RING_DROPS] = "ring_full_drops",
+	[CTL_STAT_RING_DROP_BYTES] = "ring_full_drop_bytes",
+	[CTL_STAT_RING_HOSTILE_CONS] = "ring_hostile_consumer_index",
+	[CTL_STAT_CTL_REQUESTS] = "ctl_requests",
+	[CTL_STAT_CTL_MALFORMED] = "ctl_malformed_requests",
+	[CTL_STAT_CTL_DENIED] = "ctl_denied_requests",
+	[CTL_STAT_FD_BROKER_OPENS] = "fd_broker_opens",
+	[CTL_STAT_FD_BROKER_REFUSED] = "fd_broker_refused",
+	[CTL_STAT_TASKS_ACTIVE] = "tasks_active",
+	[CTL_STAT_DRAINS] = "bpf_map_drains",
+	[CTL_STAT_STACKS_DRAINED] = "stacks_drained",
+	[CTL_STAT_STACK_LOST] = "stack_id_lost",
+	[CTL_STAT_ANALYZER_CONNECTS] = "analyzer_connects",
+};
+
+const char *ctl__stat_name(unsigned idx)
+{
+	return idx < CTL_STAT_MAX && stat_names[idx] ? stat_names[idx] : "unknown";
+}
+
+const char *ctl__type_name(unsigned type)
+{
+	static const char *const names[CTL_TYPE_MAX] = {
+		[CTL_REQ_HELLO] = "HELLO", [CTL_ANS_HELLO] = "HELLO_ANS",
+		[CTL_REQ_ATTACH] = "ATTACH", [CTL_ANS_ATTACH] = "ATTACH_ANS",
+		[CTL_REQ_DETACH] = "DETACH", [CTL_ANS_DETACH] = "DETACH_ANS",
+		[CTL_REQ_OPEN_MAPS] = "OPEN_MAPS", [CTL_ANS_OPEN_MAPS] = "OPEN_MAPS_ANS",
+		[CTL_REQ_OPEN_FILE] = "OPEN_FILE", [CTL_ANS_OPEN_FILE] = "OPEN_FILE_ANS",
+		[CTL_REQ_OPEN_KALLSYMS] = "OPEN_KALLSYMS", [CTL_ANS_OPEN_KALLSYMS] = "OPEN_KALLSYMS_ANS",
+		[CTL_REQ_STATS] = "STATS", [CTL_ANS_STATS] = "STATS_ANS",
+	};
+	return type < CTL_TYPE_MAX && names[type] ? names[type] : "unknown";
+}
+
+/* Fixed payload size per type; -1 = variable (checked separately), 0 = empty. */
+static long payload_size(uint16_t type)
+{
+	switch (type) {
+	case CTL_REQ_HELLO: return sizeof(struct ctl_hello);
+	case CTL_ANS_HELLO: return sizeof(struct ctl_hello_ans);
+	case CTL_REQ_ATTACH: return -1;
+	case CTL_ANS_ATTACH: return sizeof(struct ctl_attach_ans);
+	case CTL_REQ_DETACH: return sizeof(struct ctl_detach);
+	case CTL_REQ_OPEN_MAPS: return sizeof(struct ctl_open_maps);
+	case CTL_REQ_OPEN_FILE: return sizeof(struct ctl_open_file);
+	case CTL_REQ_OPEN_KALLSYMS: return 0;
+	case CTL_REQ_STATS: return 0;
+	case CTL_ANS_STATS: return sizeof(struct ctl_stats_ans);
+	case CTL_ANS_DETACH:
+	case CTL_ANS_OPEN_MAPS:
+	case CTL_ANS_OPEN_FILE:
+	case CTL_ANS_OPEN_KALLSYMS: return sizeof(struct ctl_err_ans);
+	default: return -2;
+	}
+}
+
+int ctl__decode(const void *buf, size_t n, struct ctl_msg *ret)
+{
+	struct ctl_hdr h;
+	long want;
+
+	if (n < sizeof(h) || n > CTL_MAX_FRAME)
+		return -EBADMSG;
+	memcpy(&h, buf, sizeof(h));
+	if (h.magic != CTL_MAGIC)
+		return -EBADMSG;
+	if (h.version != CTL_VERSION)
+		return -EPROTONOSUPPORT;
+	if (h.len != n - sizeof(h))
+		return -EBADMSG;
+	want = payload_size(h.type);
+	if (want == -2)
+		return -EOPNOTSUPP;
+	if (want >= 0 && h.len != (uint32_t)want)
+		return -EBADMSG;
+	if (want == -1) {
+		struct ctl_attach a;
+		if (h.len < sizeof(a))
+			return -EBADMSG;
+		memcpy(&a, (const char *)buf + sizeof(h), sizeof(a));
+		if (a.npids == 0 || a.npids > CTL_MAX_PIDS ||
+		    h.len != sizeof(a) + (uint64_t)a.npids * sizeof(uint32_t))
+			return -EBADMSG;
+	}
+	ret->type = h.type;
+	ret->seq = h.seq;
+	ret->len = h.len;
+	ret->payload = h.len ? (const char *)buf + sizeof(h) : NULL;
+	return 0;
+}
+
+int ctl__encode(void *buf, size_t size, uint16_t type, uint32_t seq, const void *payload, uint32_t len)
+{
+	struct ctl_hdr h = { .magic = CTL_MAGIC, .version = CTL_VERSION, .type = type, .len = len, .seq = seq };
+
+	if (size < sizeof(h) + (size_t)len || sizeof(h) + (size_t)len > CTL_MAX_FRAME)
+		return -EMSGSIZE;
+	memcpy(buf, &h, sizeof(h));
+	if (len)
+		memcpy((char *)buf + sizeof(h), payload, len);
+	return (int)(sizeof(h) + len);
+}
+
+int ctl__send(int sock, uint16_t type, uint32_t seq, const void *payload, uint32_t len,
+	      const int *fds, unsigned nfds)
+{
+	char frame[CTL_MAX_FRAME];
+	union { char buf[CMSG_SPACE(sizeof(int) * CTL_MAX_FDS)]; struct cmsghdr align; } u;
+	struct iovec iov;
+	struct msghdr msg = { 0 };
+	int n;
+
+	if (nfds > CTL_MAX_FDS)
+		return -EINVAL;
+	n = ctl__encode(frame, sizeof(frame), type, seq, payload, len);
+	if (n < 0)
+		return n;
+	iov.iov_base = frame;
+	iov.iov_len = n;
+	msg.msg_iov = &iov;
+	msg.msg_iovlen = 1;
+	if (nfds) {
+		struct cmsghdr *c;
+		memset(&u, 0, sizeof(u));
+		msg.msg_control = u.buf;
+		msg.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+		c = CMSG_FIRSTHDR(&msg);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+		memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
+	}
+	for (;;) {
+		ssize_t r = sendmsg(sock, &msg, MSG_NOSIGNAL);
+		if (r == n)
+			return 0;
+		if (r >= 0)
+			return -EMSGSIZE;
+		if (errno != EINTR)
+			return -errno;
+	}
+}
+
+int ctl__recv(int sock, void *buf, size_t size, int *fds, unsigned max_fds, unsigned *ret_nfds)
+{
+	union { char buf[CMSG_SPACE(sizeof(int) * (CTL_MAX_FDS + 4))]; struct cmsghdr align; } u;
+	struct iovec iov = { .iov_base = buf, .iov_len = size };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+			      .msg_controllen = sizeof(u.buf) };
+	unsigned got = 0;
+	ssize_t r;
+
+	if (ret_nfds)
+		*ret_nfds = 0;
+	do
+		r = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+	while (r < 0 && errno == EINTR);
+	if (r < 0)
+		return -errno;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		unsigned n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (unsigned i = 0; i < n; i++) {
+			int fd;
+			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+			if (fds && got < max_fds)
+				fds[got++] = fd;
+			else
+				close(fd); /* never leak fds a peer pushed on us */
+		}
+	}
+	if (ret_nfds)
+		*ret_nfds = got;
+	if (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) {
+		for (unsigned i = 0; i < got; i++)
+			close(fds[i]);
+		if (ret_nfds)
+			*ret_nfds = 0;
+		return -EMSGSIZE;
+	}
+	return (int)r;
+}
+
+int ctl__call(int sock, uint16_t type, const void *req, uint32_t req_len,
+	      uint16_t ans_type, void *ans, uint32_t ans_len, int *fds, unsigned max_fds, unsigned *ret_nfds)
+{
+	static uint32_t seq;
+	char buf[CTL_MAX_FRAME];
+	struct ctl_msg m;
+	unsigned nfds = 0;
+	int r;
+
+	r = ctl__send(sock, type, ++seq, req, req_len, NULL, 0);
+	if (r < 0)
+		return r;
+	r = ctl__recv(sock, buf, sizeof(buf), fds, max_fds, &nfds);
+	if (r <= 0)
+		return r == 0 ? -ECONNRESET : r;
+	r = ctl__decode(buf, r, &m);
+	if (r == 0 && (m.type != ans_type || m.seq != seq || m.len != ans_len))
+		r = -EBADMSG;
+	if (r < 0) {
+		for (unsigned i = 0; i < nfds; i++)
+			close(fds[i]);
+		return r;
+	}
+	memcpy(ans, m.payload, ans_len);
+	if (ret_nfds)
+		*ret_nfds = nfds;
+	return 0;
+}

@@ -1,0 +1,129 @@
+/*
+ * The collector's control protocol: typed, versioned, fixed-layout frames on
+ * a unix SOCK_SEQPACKET socket (one frame per packet, so framing cannot be
+ * desynchronised).  Requests are even, answers odd (= request + 1).  Every
+ * frame is { struct ctl_hdr; payload } and every payload has a fixed size
+ * except ATTACH's pid list, which is bounded.  Answers may carry file
+ * descriptors (SCM_RIGHTS): ring fds on HELLO, a read-only file on OPEN_*.
+ *
+ * ctl__decode() is the only parser of this protocol; the collector runs it on
+ * bytes from the less-privileged analyzer, so it validates everything and is
+ * fuzzed (tests/fuzz/fuzz_ctl_proto.c).
+ */
+#ifndef EMBER_CTL_PROTO_H
+#define EMBER_CTL_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define CTL_MAGIC 0x454d4252u /* "EMBR" */
+#define CTL_VERSION 1
+#define CTL_MAX_FRAME 8192
+#define CTL_MAX_PIDS 1024
+#define CTL_MAX_FDS 3
+
+enum ctl_type {
+	CTL_REQ_HELLO = 2,          CTL_ANS_HELLO = 3,
+	CTL_REQ_ATTACH = 4,         CTL_ANS_ATTACH = 5,
+	CTL_REQ_DETACH = 6,         CTL_ANS_DETACH = 7,
+	CTL_REQ_OPEN_MAPS = 8,      CTL_ANS_OPEN_MAPS = 9,
+	CTL_REQ_OPEN_FILE = 10,     CTL_ANS_OPEN_FILE = 11,
+	CTL_REQ_OPEN_KALLSYMS = 12, CTL_ANS_OPEN_KALLSYMS = 13,
+	CTL_REQ_STATS = 14,         CTL_ANS_STATS = 15,
+	CTL_TYPE_MAX = 16,
+};
+
+struct ctl_hdr {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t type;
+	uint32_t len;   /* payload bytes after this header */
+	uint32_t seq;   /* echoed in the answer */
+};
+
+struct ctl_hello { uint32_t shard; uint32_t abi_version; };
+struct ctl_hello_ans {
+	int32_t err; uint32_t nshards; uint64_t ring_size;
+	/* fds: ring data, consumer position, eventfd */
+};
+
+struct ctl_attach {
+	uint64_t task_id;
+	uint32_t kind;        /* enum ember_task_kind */
+	uint32_t npids;       /* 1..CTL_MAX_PIDS */
+	uint64_t period_ns;   /* on-CPU sampling period */
+	uint64_t min_block_ns;/* off-CPU noise filter */
+	uint32_t pids[];      /* npids entries */
+};
+enum ctl_attach_point { CTL_AP_NONE = 0, CTL_AP_PERF_CPU_CLOCK = 1, CTL_AP_TP_BTF = 2,
+	CTL_AP_RAW_TP = 3, CTL_AP_TRACEPOINT = 4, CTL_AP_PERF_PAGE_FAULTS = 5 };
+struct ctl_attach_ans { int32_t err; uint32_t attach_point; uint32_t npids_ok; uint32_t pad; };
+
+struct ctl_detach { uint64_t task_id; };
+struct ctl_err_ans { int32_t err; uint32_t pad; }; /* DETACH, OPEN_* answers (+1 fd on success) */
+
+struct ctl_open_maps { uint32_t pid; uint32_t pad; };
+struct ctl_open_file { uint32_t pid; uint32_t pad; uint64_t start; uint64_t end; };
+
+/* Collector counters, by index; names from ctl__stat_name(). Append only. */
+enum ctl_stat {
+	CTL_STAT_BPF_SAMPLES = 0,
+	CTL_STAT_BPF_KSTACK_ERR,
+	CTL_STAT_BPF_USTACK_ERR,
+	CTL_STAT_BPF_STACKMAP_FULL,
+	CTL_STAT_BPF_AGG_FULL,
+	CTL_STAT_RING_RECORDS,
+	CTL_STAT_RING_DROPS,
+	CTL_STAT_RING_DROP_BYTES,
+	CTL_STAT_RING_HOSTILE_CONS,
+	CTL_STAT_CTL_REQUESTS,
+	CTL_STAT_CTL_MALFORMED,
+	CTL_STAT_CTL_DENIED,
+	CTL_STAT_FD_BROKER_OPENS,
+	CTL_STAT_FD_BROKER_REFUSED,
+	CTL_STAT_TASKS_ACTIVE,
+	CTL_STAT_DRAINS,
+	CTL_STAT_STACKS_DRAINED,
+	CTL_STAT_STACK_LOST,
+	CTL_STAT_ANALYZER_CONNECTS,
+	CTL_STAT_MAX,
+};
+struct ctl_stats_ans { int32_t err; uint32_t n; uint64_t v[CTL_STAT_MAX]; };
+
+const char *ctl__stat_name(unsigned idx);
+const char *ctl__type_name(unsigned type);
+
+/* A decoded frame; payload points into the caller's buffer. */
+struct ctl_msg {
+	uint16_t type;
+	uint32_t seq;
+	const void *payload;
+	uint32_t len;
+};
+
+/*
+ * Validate one received frame buf[0..n): magic, version, known type, exact
+ * payload size for the type (ATTACH: bounded pid list matching npids).
+ * Returns 0 and fills *ret, or -EBADMSG (form), -EPROTONOSUPPORT (version),
+ * -EOPNOTSUPP (unknown type).
+ */
+int ctl__decode(const void *buf, size_t n, struct ctl_msg *ret);
+
+/* Build a frame into buf (size >= sizeof(hdr)+len); returns its total size or -EMSGSIZE. */
+int ctl__encode(void *buf, size_t size, uint16_t type, uint32_t seq, const void *payload, uint32_t len);
+
+/* Send one frame with up to CTL_MAX_FDS fds. Returns 0 or -errno. */
+int ctl__send(int sock, uint16_t type, uint32_t seq, const void *payload, uint32_t len,
+	      const int *fds, unsigned nfds);
+/*
+ * Receive one packet into buf; fds received (MSG_CMSG_CLOEXEC) are stored in
+ * fds[] (up to max_fds, extra ones closed) and their number in *ret_nfds.
+ * Returns the packet length, 0 on EOF, or -errno (-EMSGSIZE if truncated).
+ */
+int ctl__recv(int sock, void *buf, size_t size, int *fds, unsigned max_fds, unsigned *ret_nfds);
+
+/* Synchronous request/answer (client side).  ans_len must equal the answer size. */
+int ctl__call(int sock, uint16_t type, const void *req, uint32_t req_len,
+	      uint16_t ans_type, void *ans, uint32_t ans_len, int *fds, unsigned max_fds, unsigned *ret_nfds);
+
+#endif

@@ -1,0 +1,34 @@
+/*
+ * Exporter backends are plugins: a table of function pointers registered by
+ * name (exporter/backends.c).  Adding one touches its own file and one line
+ * in the registry.  Every callback gets the backend's own state; messages are
+ * borrowed for the duration of the call.  A backend never blocks the
+ * exporter's loop: it buffers (bounded, counting drops) and sends from tick().
+ */
+#ifndef EMBER_EXPORTER_BACKEND_H
+#define EMBER_EXPORTER_BACKEND_H
+
+#include <stdint.h>
+#include "common/config.h"
+#include "proto/ember.pb-c.h"
+
+struct backend_counter { const char *name; uint64_t value; };
+
+struct exporter_backend_ops {
+	const char *name;
+	/* NULL + errno on failure; err gets a message naming what is wrong. */
+	void *(*init)(const struct ember_config *cfg, char *err, size_t errlen);
+	void (*on_profile)(void *st, const Ember__ProfileBatch *b);
+	void (*on_task_event)(void *st, const Ember__TaskEvent *ev);
+	void (*on_meters)(void *st, const Ember__MeterBatch *m, uint32_t analyzer);
+	/* Called about once a second and at shutdown (final = 1: flush everything). */
+	void (*tick)(void *st, uint64_t now_ms, int final);
+	/* Fills up to max counters (drops, errors...), returns how many. */
+	unsigned (*counters)(void *st, struct backend_counter *ret, unsigned max);
+	void (*free)(void *st);
+};
+
+const struct exporter_backend_ops *exporter_backend__find(const char *name);
+const struct exporter_backend_ops *exporter_backend__at(unsigned idx);
+
+#endif

@@ -1,0 +1,24 @@
+#include "exporter/backend.h"
+
+#include <string.h>
+
+/* The registry: one extern and one line per backend. */
+extern const struct exporter_backend_ops file_backend_ops;
+
+static const struct exporter_backend_ops *const backends[] = {
+	&file_backend_ops,
+	NULL,
+};
+
+const struct exporter_backend_ops *exporter_backend__at(unsigned idx)
+{
+	return idx < sizeof(backends) / sizeof(backends[0]) ? backends[idx] : NULL;
+}
+
+const struct exporter_backend_ops *exporter_backend__find(const char *name)
+{
+	for (unsigned i = 0; backends[i]; i++)
+		if (!strcmp(backends[i]->name, name))
+			return backends[i];
+	return NULL;
+}

@@ -1,0 +1,299 @@
+/*
+ * The `file` backend: per task, folded stacks and an SVG flame graph under
+ * <ember.output_dir>/<task id>/, rewritten atomically after each flush window
+ * (so a long task can be looked at while it runs) and finally when the task
+ * finishes, followed by task.json: its presence means the files are final.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "bpf/ember_abi.h"
+#include "common/fileutil.h"
+#include "exporter/backend.h"
+#include "exporter/flamegraph.h"
+
+#define MAX_FILE_TASKS 64
+#define MAX_FRAMES (2 * EMBER_MAX_STACK_DEPTH + 1)
+
+struct ftask {
+	char id[64];
+	uint32_t kind;
+	struct flamegraph *fg;        /* weighted by count (samples, faults) */
+	struct flamegraph *fg_time;   /* off-CPU: weighted by blocked µs */
+	uint64_t samples, stacks, windows;
+	uint64_t start_ms, duration_ms;
+	char attach_point[32];
+	int dirty;
+};
+
+struct file_backend {
+	char *dir;
+	size_t max_nodes;
+	int want_folded, want_svg;
+	struct ftask tasks[MAX_FILE_TASKS];
+	uint64_t files_written, write_errors, tasks_dropped, frames_truncated;
+};
+
+static const char *kind_name(uint32_t kind)
+{
+	switch (kind) {
+	case EMBER_TASK_ONCPU: return "oncpu";
+	case EMBER_TASK_OFFCPU: return "offcpu";
+	case EMBER_TASK_MEM: return "mem";
+	default: return "profile";
+	}
+}
+
+static int valid_id(const char *id)
+{
+	if (!id || !*id || strlen(id) >= 64 || id[0] == '.')
+		return 0;
+	for (const char *c = id; *c; c++)
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+		      *c == '.' || *c == '_' || *c == '-' || *c == ':'))
+			return 0;
+	return 1;
+}
+
+static struct ftask *task_get(struct file_backend *fb, const Ember__Task *t, int create)
+{
+	struct ftask *free_slot = NULL;
+
+	if (!t || !valid_id(t->id))
+		return NULL;
+	for (unsigned i = 0; i < MAX_FILE_TASKS; i++) {
+		if (fb->tasks[i].fg && !strcmp(fb->tasks[i].id, t->id))
+			return &fb->tasks[i];
+		if (!fb->tasks[i].fg && !free_slot)
+			free_slot = &fb->tasks[i];
+	}
+	if (!create)
+		return NULL;
+	if (!free_slot) {
+		fb->tasks_dropped++;
+		return NULL;
+	}
+	memset(free_slot, 0, sizeof(*free_slot));
+	free_slot->fg = flamegraph__new(fb->max_nodes);
+	if (!free_slot->fg)
+		return NULL;
+	if (t->kind == EMBER__TASK_KIND__OFF_CPU) {
+		free_slot->fg_time = flamegraph__new(fb->max_nodes);
+		if (!free_slot->fg_time) {
+			free_slot->fg = flamegraph__free(free_slot->fg);
+			return NULL;
+		}
+	}
+	snprintf(free_slot->id, sizeof(free_slot->id), "%s", t->id);
+	free_slot->kind = t->kind;
+	free_slot->start_ms = t->start_unix_ms;
+	free_slot->duration_ms = t->duration_ms;
+	return free_slot;
+}
+
+static void *file_init(const struct ember_config *cfg, char *err, size_t errlen)
+{
+	struct file_backend *fb = calloc(1, sizeof(*fb));
+
+	if (!fb)
+		return NULL;
+	fb->dir = strdup(cfg->ember.output_dir);
+	fb->max_nodes = (size_t)cfg->exporter.flamegraph.max_nodes;
+	for (size_t i = 0; i < cfg->exporter.file.formats.n; i++) {
+		fb->want_folded |= !strcmp(cfg->exporter.file.formats.v[i], "folded");
+		fb->want_svg |= !strcmp(cfg->exporter.file.formats.v[i], "svg");
+	}
+	if (!fb->dir || (mkdir(fb->dir, 0755) && errno != EEXIST)) {
+		snprintf(err, errlen, "cannot create output directory '%s': %s", cfg->ember.output_dir,
+			 strerror(errno));
+		free(fb->dir);
+		free(fb);
+		return NULL;
+	}
+	return fb;
+}
+
+static void file_on_profile(void *st, const Ember__ProfileBatch *b)
+{
+	struct file_backend *fb = st;
+	struct ftask *t = task_get(fb, b->task, 1);
+	const char *frames[MAX_FRAMES];
+	char *kbuf[EMBER_MAX_STACK_DEPTH];
+
+	if (!t)
+		return;
+	t->windows++;
+	for (size_t i = 0; i < b->n_samples; i++) {
+		const Ember__StackSample *s = b->samples[i];
+		size_t n = 0, nk = s->n_kernel_frames, nu = s->n_user_frames;
+
+		if (nk > EMBER_MAX_STACK_DEPTH || nu > EMBER_MAX_STACK_DEPTH) {
+			fb->frames_truncated++;
+			nk = nk > EMBER_MAX_STACK_DEPTH ? EMBER_MAX_STACK_DEPTH : nk;
+			nu = nu > EMBER_MAX_STACK_DEPTH ? EMBER_MAX_STACK_DEPTH : nu;
+		}
+		/* Root first: process, user frames outermost first, then kernel frames. */
+		frames[n++] = s->process_name && *s->process_name ? s->process_name : "[unknown]";
+		for (size_t j = nu; j-- > 0;)
+			frames[n++] = s->user_frames[j];
+		for (size_t j = nk; j-- > 0;) {
+			/* "_[k]" marks kernel frames, the folded-stack convention renderers colour by. */
+			if (asprintf(&kbuf[j], "%s_[k]", s->kernel_frames[j]) < 0)
+				kbuf[j] = NULL;
+			frames[n++] = kbuf[j] ? kbuf[j] : "[unknown]_[k]";
+		}
+		(void)flamegraph__add(t->fg, frames, n, s->count);
+		if (t->fg_time)
+			(void)flamegraph__add(t->fg_time, frames, n, s->weight / 1000);
+		for (size_t j = 0; j < nk; j++)
+			free(kbuf[j]);
+		t->samples += s->count;
+		t->stacks++;
+	}
+	t->dirty = 1;
+}
+
+struct svg_ctx { const struct flamegraph *fg; const char *title; const char *subtitle; const char *unit; };
+
+static int write_folded_cb(FILE *out, void *ctx) { return flamegraph__write_folded(ctx, out); }
+static int write_svg_cb(FILE *out, void *ctx)
+{
+	struct svg_ctx *c = ctx;
+	struct flamegraph_svg_opts o = { .sz = sizeof(o), .title = c->title, .subtitle = c->subtitle, .unit = c->unit };
+	return flamegraph__write_svg(c->fg, out, &o);
+}
+
+struct json_ctx { const struct ftask *t; const char *state; };
+static int write_json_cb(FILE *out, void *ctx)
+{
+	const struct json_ctx *c = ctx;
+	fprintf(out,
+		"{\"task_id\":\"%s\",\"kind\":\"%s\",\"state\":\"%s\",\"start_unix_ms\":%llu,\"duration_ms\":%llu,"
+		"\"samples\":%llu,\"stacks\":%llu,\"windows\":%llu,\"attach_point\":\"%s\"}\n",
+		c->t->id, kind_name(c->t->kind), c->state, (unsigned long long)c->t->start_ms,
+		(unsigned long long)c->t->duration_ms, (unsigned long long)c->t->samples,
+		(unsigned long long)c->t->stacks, (unsigned long long)c->t->windows, c->t->attach_point);
+	return 0;
+}
+
+static void write_one(struct file_backend *fb, const char *dir, const char *name, fileutil_writer_fn fn, void *ctx)
+{
+	if (fileutil__write_atomic(dir, name, fn, ctx))
+		fb->write_errors++;
+	else
+		fb->files_written++;
+}
+
+static void write_task(struct file_backend *fb, struct ftask *t, const char *final_state)
+{
+	char dir[1024], name[64], title[160], sub[160];
+	const char *kn = kind_name(t->kind);
+
+	snprintf(dir, sizeof(dir), "%s/%s", fb->dir, t->id);
+	if (mkdir(dir, 0755) && errno != EEXIST) {
+		fb->write_errors++;
+		return;
+	}
+	snprintf(title, sizeof(title), "%s flame graph", t->kind == EMBER_TASK_ONCPU ? "On-CPU" :
+			 t->kind == EMBER_TASK_OFFCPU ? "Off-CPU" : "Memory (page fault)");
+	snprintf(sub, sizeof(sub), "ember task %s: %llu samples, %llu stacks", t->id,
+		 (unsigned long long)t->samples, (unsigned long long)t->stacks);
+	if (t->fg_time) { /* off-CPU: time-weighted is the main graph, count-weighted the variant */
+		struct svg_ctx sc = { t->fg_time, title, sub, "µs" };
+		snprintf(name, sizeof(name), "%s.folded", kn);
+		if (fb->want_folded) write_one(fb, dir, name, write_folded_cb, t->fg_time);
+		snprintf(name, sizeof(name), "%s.svg", kn);
+		if (fb->want_svg) write_one(fb, dir, name, write_svg_cb, &sc);
+		struct svg_ctx sc2 = { t->fg, title, sub, "switches" };
+		snprintf(name, sizeof(name), "%s.count.folded", kn);
+		if (fb->want_folded) write_one(fb, dir, name, write_folded_cb, t->fg);
+		snprintf(name, sizeof(name), "%s.count.svg", kn);
+		if (fb->want_svg) write_one(fb, dir, name, write_svg_cb, &sc2);
+	} else {
+		struct svg_ctx sc = { t->fg, title, sub, t->kind == EMBER_TASK_MEM ? "faults" : "samples" };
+		snprintf(name, sizeof(name), "%s.folded", kn);
+		if (fb->want_folded) write_one(fb, dir, name, write_folded_cb, t->fg);
+		snprintf(name, sizeof(name), "%s.svg", kn);
+		if (fb->want_svg) write_one(fb, dir, name, write_svg_cb, &sc);
+	}
+	if (final_state) {
+		struct json_ctx jc = { t, final_state };
+		write_one(fb, dir, "task.json", write_json_cb, &jc);
+	}
+	t->dirty = 0;
+}
+
+static void task_drop(struct ftask *t)
+{
+	t->fg = flamegraph__free(t->fg);
+	t->fg_time = flamegraph__free(t->fg_time);
+}
+
+static void file_on_task_event(void *st, const Ember__TaskEvent *ev)
+{
+	struct file_backend *fb = st;
+	struct ftask *t = task_get(fb, ev->task, ev->state == EMBER__TASK_EVENT__STATE__STARTED ||
+						     ev->state == EMBER__TASK_EVENT__STATE__FINISHED);
+
+	if (!t)
+		return;
+	if (ev->attach_point_name)
+		snprintf(t->attach_point, sizeof(t->attach_point), "%s", ev->attach_point_name);
+	if (ev->state == EMBER__TASK_EVENT__STATE__FINISHED || ev->state == EMBER__TASK_EVENT__STATE__FAILED) {
+		write_task(fb, t, ev->state == EMBER__TASK_EVENT__STATE__FINISHED ? "finished" : "failed");
+		task_drop(t);
+	}
+}
+
+static void file_tick(void *st, uint64_t now_ms, int final)
+{
+	struct file_backend *fb = st;
+	(void)now_ms;
+	for (unsigned i = 0; i < MAX_FILE_TASKS; i++) {
+		struct ftask *t = &fb->tasks[i];
+		if (!t->fg || !(t->dirty || final))
+			continue;
+		/* At shutdown a task without FINISHED is written as what it is: partial. */
+		write_task(fb, t, final ? "interrupted" : NULL);
+		if (final)
+			task_drop(t);
+	}
+}
+
+static unsigned file_counters(void *st, struct backend_counter *ret, unsigned max)
+{
+	struct file_backend *fb = st;
+	struct backend_counter c[] = {
+		{ "file_files_written", fb->files_written }, { "file_write_errors", fb->write_errors },
+		{ "file_tasks_dropped", fb->tasks_dropped }, { "file_frames_truncated", fb->frames_truncated },
+	};
+	unsigned n = 0;
+	for (; n < max && n < sizeof(c) / sizeof(c[0]); n++)
+		ret[n] = c[n];
+	return n;
+}
+
+static void file_free(void *st)
+{
+	struct file_backend *fb = st;
+	if (!fb)
+		return;
+	for (unsigned i = 0; i < MAX_FILE_TASKS; i++)
+		task_drop(&fb->tasks[i]);
+	free(fb->dir);
+	free(fb);
+}
+
+const struct exporter_backend_ops file_backend_ops = {
+	.name = "file",
+	.init = file_init,
+	.on_profile = file_on_profile,
+	.on_task_event = file_on_task_event,
+	.tick = file_tick,
+	.counters = file_counters,
+	.free = file_free,
+};

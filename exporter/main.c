@@ -1,0 +1,289 @@
+/*
+ * ember-exporter: unprivileged; the only process that talks to backends.
+ * Pulls Envelopes from every analyzer (ZeroMQ PULL), hands them to the
+ * configured backend plugins, and answers stats requests.  It has no channel
+ * to the collector.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include "common/bus.h"
+#include "common/config.h"
+#include "common/log.h"
+#include "common/memstats.h"
+#include "exporter/backend.h"
+
+#define MAX_BACKENDS 8
+
+enum xstat { XS_ENVELOPES, XS_DECODE_ERRORS, XS_PROFILES, XS_TASK_EVENTS, XS_METER_BATCHES, XS_SEQ_GAPS, XS_MAX };
+static const char *const xstat_names[XS_MAX] = {
+	"exporter_envelopes", "exporter_decode_errors", "exporter_profile_batches", "exporter_task_events",
+	"exporter_meter_batches", "exporter_sequence_gaps",
+};
+
+static struct {
+	struct ember_config *cfg;
+	void *zctx, *pull, *rep;
+	const struct exporter_backend_ops *ops[MAX_BACKENDS];
+	void *st[MAX_BACKENDS];
+	unsigned nb;
+	uint64_t stats[XS_MAX];
+	uint64_t last_seq[64];
+	volatile sig_atomic_t stop;
+} X;
+
+static uint64_t unix_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void on_signal(int sig) { (void)sig; X.stop = 1; }
+
+static void dispatch(Ember__Envelope *env)
+{
+	X.stats[XS_ENVELOPES]++;
+	if (env->analyzer < 64) {
+		/* Sequence numbers reveal envelopes lost between analyzer and exporter. */
+		uint64_t last = X.last_seq[env->analyzer];
+		if (last && env->seq > last + 1)
+			X.stats[XS_SEQ_GAPS] += env->seq - last - 1;
+		X.last_seq[env->analyzer] = env->seq;
+	}
+	for (unsigned i = 0; i < X.nb; i++) {
+		switch (env->body_case) {
+		case EMBER__ENVELOPE__BODY_PROFILE:
+			if (X.ops[i]->on_profile) X.ops[i]->on_profile(X.st[i], env->profile);
+			break;
+		case EMBER__ENVELOPE__BODY_TASK_EVENT:
+			if (X.ops[i]->on_task_event) X.ops[i]->on_task_event(X.st[i], env->task_event);
+			break;
+		case EMBER__ENVELOPE__BODY_METERS:
+			if (X.ops[i]->on_meters) X.ops[i]->on_meters(X.st[i], env->meters, env->analyzer);
+			break;
+		default:
+			break;
+		}
+	}
+	X.stats[env->body_case == EMBER__ENVELOPE__BODY_PROFILE ? XS_PROFILES :
+		env->body_case == EMBER__ENVELOPE__BODY_TASK_EVENT ? XS_TASK_EVENTS : XS_METER_BATCHES]++;
+}
+
+static int drain_pull(int max)
+{
+	int n = 0;
+	while (n < max) {
+		Ember__Envelope *env = bus__recv_envelope(X.pull, ZMQ_DONTWAIT);
+		if (!env) {
+			if (errno == EAGAIN || errno == EINTR)
+				break;
+			X.stats[XS_DECODE_ERRORS]++;
+			continue;
+		}
+		dispatch(env);
+		ember__envelope__free_unpacked(env, NULL);
+		n++;
+	}
+	return n;
+}
+
+#define MAX_OWN_METERS (XS_MAX + MAX_BACKENDS * 16 + 8)
+struct own_meters {
+	Ember__Meter m[MAX_OWN_METERS];
+	Ember__Meter *p[MAX_OWN_METERS];
+	char names[MAX_OWN_METERS][64];
+	unsigned n;
+};
+
+static void own_add(struct own_meters *o, const char *name, double v, int counter, uint64_t ts)
+{
+	if (o->n >= MAX_OWN_METERS)
+		return;
+	snprintf(o->names[o->n], sizeof(o->names[0]), "ember_%s", name);
+	bus__meter_init(&o->m[o->n], o->names[o->n], v, counter, ts);
+	o->p[o->n] = &o->m[o->n];
+	o->n++;
+}
+
+static void own_meters(struct own_meters *o)
+{
+	uint64_t ts = unix_ms();
+	struct backend_counter bc[16];
+	struct memstats mem;
+
+	o->n = 0;
+	for (unsigned i = 0; i < XS_MAX; i++)
+		own_add(o, xstat_names[i], X.stats[i], 1, ts);
+	for (unsigned b = 0; b < X.nb; b++) {
+		unsigned n = X.ops[b]->counters ? X.ops[b]->counters(X.st[b], bc, 16) : 0;
+		for (unsigned i = 0; i < n; i++)
+			own_add(o, bc[i].name, bc[i].value, 1, ts);
+	}
+	if (!memstats__read(&mem)) {
+		own_add(o, "exporter_rss_bytes", mem.rss, 0, ts);
+		own_add(o, "exporter_rss_peak_bytes", mem.rss_peak, 0, ts);
+		if (mem.jemalloc) {
+			own_add(o, "exporter_jemalloc_allocated_bytes", mem.allocated, 0, ts);
+			own_add(o, "exporter_jemalloc_resident_bytes", mem.resident, 0, ts);
+		}
+	}
+}
+
+static void publish_own_meters(void)
+{
+	static struct own_meters o;
+	Ember__MeterBatch b = EMBER__METER_BATCH__INIT;
+
+	own_meters(&o);
+	b.n_meters = o.n;
+	b.meters = o.p;
+	for (unsigned i = 0; i < X.nb; i++)
+		if (X.ops[i]->on_meters)
+			X.ops[i]->on_meters(X.st[i], &b, UINT32_MAX);
+}
+
+static void handle_request(void)
+{
+	static struct own_meters o;
+	Ember__Request *req = bus__recv_request(X.rep, ZMQ_DONTWAIT);
+	Ember__Reply rep = EMBER__REPLY__INIT;
+
+	if (!req && errno == EAGAIN)
+		return;
+	if (!req) {
+		rep.err = -EBADMSG;
+		rep.error = "malformed request";
+	} else if (req->body_case == EMBER__REQUEST__BODY_STATS) {
+		own_meters(&o);
+		rep.n_stats = o.n;
+		rep.stats = o.p;
+	} else {
+		rep.err = -EOPNOTSUPP;
+		rep.error = "the exporter answers stats requests only";
+	}
+	bus__send_reply(X.rep, &rep);
+	if (req)
+		ember__request__free_unpacked(req, NULL);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "config", required_argument, 0, 'c' }, { "help", no_argument, 0, 'h' }, { 0 },
+	};
+	const char *config_path = NULL;
+	char err[512], ep[512];
+	struct sigaction sa = { .sa_handler = on_signal };
+	int opt, hwm, zero = 0;
+	int64_t maxmsg = BUS_MAX_MSG;
+	uint64_t last_tick = 0, last_meters = 0;
+
+	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'c': config_path = optarg; break;
+		case 'h': printf("usage: ember-exporter --config FILE\nStarted by `ember run`.\n"); return 0;
+		default: fprintf(stderr, "usage: ember-exporter --config FILE\n"); return 2;
+		}
+	}
+	X.cfg = config__new();
+	if (!X.cfg)
+		return 1;
+	if (config_path && config__load_file(X.cfg, config_path, err, sizeof(err))) {
+		fprintf(stderr, "ember-exporter: %s\n", err);
+		return 2;
+	}
+	log__init("exporter", (enum log_level)X.cfg->ember.log_level);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	for (size_t i = 0; i < X.cfg->exporter.backends.n && X.nb < MAX_BACKENDS; i++) {
+		const char *name = X.cfg->exporter.backends.v[i];
+		const struct exporter_backend_ops *ops = exporter_backend__find(name);
+		if (!ops) {
+			log_warn("exporter backend '%s' is not available in this build; skipping it", name);
+			continue;
+		}
+		X.st[X.nb] = ops->init(X.cfg, err, sizeof(err));
+		if (!X.st[X.nb]) {
+			log_error("backend '%s': %s", name, err);
+			return 1;
+		}
+		X.ops[X.nb++] = ops;
+		log_info("backend '%s' ready", name);
+	}
+
+	X.zctx = zmq_ctx_new();
+	X.pull = zmq_socket(X.zctx, ZMQ_PULL);
+	X.rep = zmq_socket(X.zctx, ZMQ_REP);
+	hwm = (int)X.cfg->exporter.zmq_hwm;
+	zmq_setsockopt(X.pull, ZMQ_RCVHWM, &hwm, sizeof(hwm));
+	zmq_setsockopt(X.pull, ZMQ_MAXMSGSIZE, &maxmsg, sizeof(maxmsg));
+	zmq_setsockopt(X.rep, ZMQ_MAXMSGSIZE, &maxmsg, sizeof(maxmsg));
+	zmq_setsockopt(X.rep, ZMQ_LINGER, &zero, sizeof(zero));
+	{
+		mode_t old = umask(0077);
+		int r;
+		bus__exporter_endpoint(X.cfg->ember.run_dir, ep, sizeof(ep));
+		unlink(ep + 6);
+		r = zmq_bind(X.pull, ep);
+		if (!r) {
+			bus__exporter_ctl_endpoint(X.cfg->ember.run_dir, ep, sizeof(ep));
+			unlink(ep + 6);
+			r = zmq_bind(X.rep, ep);
+		}
+		umask(old);
+		if (r) {
+			log_error("cannot listen on %s: %s", ep, zmq_strerror(errno));
+			return 1;
+		}
+	}
+	log_info("ready: %u backend(s)", X.nb);
+	while (!X.stop) {
+		zmq_pollitem_t items[2] = { { .socket = X.pull, .events = ZMQ_POLLIN },
+					    { .socket = X.rep, .events = ZMQ_POLLIN } };
+		uint64_t now;
+		int n = zmq_poll(items, 2, 500);
+
+		if (n < 0 && errno != EINTR)
+			break;
+		if (n > 0 && (items[0].revents & ZMQ_POLLIN))
+			drain_pull(1000);
+		if (n > 0 && (items[1].revents & ZMQ_POLLIN))
+			handle_request();
+		now = unix_ms();
+		if (now - last_meters >= X.cfg->profiling.flush_interval_ns / 1000000) {
+			last_meters = now;
+			publish_own_meters();
+		}
+		if (now - last_tick >= 1000) {
+			last_tick = now;
+			for (unsigned i = 0; i < X.nb; i++)
+				if (X.ops[i]->tick)
+					X.ops[i]->tick(X.st[i], now, 0);
+		}
+	}
+	/* The supervisor stops the analyzers first: take what they sent, then flush. */
+	while (drain_pull(100000) > 0)
+		;
+	for (unsigned i = 0; i < X.nb; i++) {
+		if (X.ops[i]->tick)
+			X.ops[i]->tick(X.st[i], unix_ms(), 1);
+		X.ops[i]->free(X.st[i]);
+	}
+	log_info("stopped after %llu envelopes", (unsigned long long)X.stats[XS_ENVELOPES]);
+	zmq_close(X.pull);
+	zmq_close(X.rep);
+	zmq_ctx_term(X.zctx);
+	config__free(X.cfg);
+	return 0;
+}
