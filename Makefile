@@ -93,10 +93,11 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS) -lcmocka
 
-# Test workloads: frame pointers, no inlining, so their stacks are known.
+# Test workloads: frame pointers in every function (gcc 12 drops them from leaf
+# functions at -O1 even with -mno-omit-leaf-frame-pointer), no inlining.
 $(BUILD)/progs/%: tests/progs/%.c
 	@mkdir -p $(@D)
-	$(CC) -O1 -g -fno-omit-frame-pointer -fno-inline -fno-optimize-sibling-calls -Wall -Werror -pthread $< -o $@
+	$(CC) -O0 -g -fno-omit-frame-pointer -fno-inline -fno-optimize-sibling-calls -Wall -Werror -pthread $< -o $@
 
 $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(LIB)
 	@mkdir -p $(@D)

@@ -58,7 +58,11 @@ struct task {
 	uint32_t npids;
 	uint32_t pids[CTL_MAX_PIDS];
 	int used;
+	/* Detached tasks keep their pids open to the fd broker for a while: the
+	 * analyzer symbolizes the final drain after the detach answer. */
+	uint64_t detached_at; /* monotonic ns, 0 = attached */
 };
+#define DETACHED_GRACE_NS (60ull * 1000000000ull)
 
 struct shard {
 	struct shm_ring *ring;
@@ -164,19 +168,27 @@ static void drain(void)
 static struct task *task_find(uint64_t id)
 {
 	for (unsigned i = 0; i < MAX_TASKS; i++)
-		if (C.tasks[i].used && C.tasks[i].id == id)
+		if (C.tasks[i].used && !C.tasks[i].detached_at && C.tasks[i].id == id)
 			return &C.tasks[i];
 	return NULL;
 }
 
 static void task_remove(struct task *t)
 {
+	if (t->detached_at)
+		return;
 	for (uint32_t i = 0; i < t->npids; i++)
 		(void)bpf_stacks__target(C.bpf, t->pids[i], t->kind, 0);
 	if (t->kind == EMBER_TASK_ONCPU)
 		bpf_stacks__detach_oncpu(C.bpf);
-	t->used = 0;
+	t->detached_at = now_ns(CLOCK_MONOTONIC);
 	C.stats[CTL_STAT_TASKS_ACTIVE]--;
+}
+
+/* A slot is free when unused, or detached for longer than the grace period. */
+static int task_slot_free(const struct task *t, uint64_t now)
+{
+	return !t->used || (t->detached_at && now - t->detached_at > DETACHED_GRACE_NS);
 }
 
 static int task_attach(struct conn *c, const struct ctl_attach *a, struct ctl_attach_ans *ans)
@@ -196,12 +208,14 @@ static int task_attach(struct conn *c, const struct ctl_attach *a, struct ctl_at
 		return -EOPNOTSUPP;
 	if (a->period_ns < 100000 || a->period_ns > 10000000000ull) /* 100us .. 10s */
 		return -ERANGE;
+	uint64_t now = now_ns(CLOCK_MONOTONIC);
 	for (unsigned i = 0; i < MAX_TASKS && !t; i++)
-		if (!C.tasks[i].used)
+		if (task_slot_free(&C.tasks[i], now))
 			t = &C.tasks[i];
 	if (!t)
 		return -ENOSPC;
 	memset(t, 0, offsetof(struct task, pids));
+	t->detached_at = 0;
 	t->id = a->task_id;
 	t->kind = a->kind;
 	t->shard = c->shard;
@@ -225,6 +239,7 @@ static int task_attach(struct conn *c, const struct ctl_attach *a, struct ctl_at
 			t->used = 1;
 			C.stats[CTL_STAT_TASKS_ACTIVE]++;
 			task_remove(t);
+			t->used = 0;
 			return err;
 		}
 		ok++;
@@ -240,7 +255,8 @@ static int pid_allowed(const struct conn *c, uint32_t pid)
 {
 	for (unsigned i = 0; i < MAX_TASKS; i++) {
 		const struct task *t = &C.tasks[i];
-		if (!t->used || t->shard != c->shard)
+		if (!t->used || t->shard != c->shard ||
+		    (t->detached_at && now_ns(CLOCK_MONOTONIC) - t->detached_at > DETACHED_GRACE_NS))
 			continue;
 		for (uint32_t j = 0; j < t->npids; j++)
 			if (t->pids[j] == pid)
@@ -495,7 +511,7 @@ static void on_timer(void)
 		    now - C.shards[s].orphaned_since < ORPHAN_GRACE_NS)
 			continue;
 		for (unsigned i = 0; i < MAX_TASKS; i++)
-			if (C.tasks[i].used && C.tasks[i].shard == s) {
+			if (C.tasks[i].used && !C.tasks[i].detached_at && C.tasks[i].shard == s) {
 				log_warn("detaching task %llu: no analyzer for shard %u", (unsigned long long)C.tasks[i].id, s);
 				task_remove(&C.tasks[i]);
 			}

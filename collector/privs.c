@@ -1,4 +1,5 @@
 #include "collector/privs.h"
+#include "common/cleanup.h"
 
 #include <errno.h>
 #include <grp.h>
@@ -18,7 +19,7 @@
 
 int privs__drop_collector(void)
 {
-	static const cap_value_t keep[] = { CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE, CAP_CHECKPOINT_RESTORE };
+	static const cap_value_t keep[] = { CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE, CAP_CHECKPOINT_RESTORE, CAP_SYSLOG };
 	cap_t caps;
 	int err = 0;
 
@@ -33,8 +34,8 @@ int privs__drop_collector(void)
 	caps = cap_init();
 	if (!caps)
 		return -errno;
-	if (cap_set_flag(caps, CAP_EFFECTIVE, 4, keep, CAP_SET) ||
-	    cap_set_flag(caps, CAP_PERMITTED, 4, keep, CAP_SET) || cap_set_proc(caps))
+	if (cap_set_flag(caps, CAP_EFFECTIVE, ARRAY_SIZE(keep), keep, CAP_SET) ||
+	    cap_set_flag(caps, CAP_PERMITTED, ARRAY_SIZE(keep), keep, CAP_SET) || cap_set_proc(caps))
 		err = -errno;
 	cap_free(caps);
 	if (err)

@@ -12,10 +12,13 @@
  *  CAP_CHECKPOINT_RESTORE fd broker: opening /proc/<pid>/map_files/<range>
  *                        (the kernel opens exactly the mapped file; no path from
  *                        the analyzer is ever used)
+ *  CAP_SYSLOG            fd broker: /proc/kallsyms shows real addresses only to
+ *                        an opener with CAP_SYSLOG when kernel.perf_event_paranoid
+ *                        > 1 (the kernel checks the opener's credentials)
  * Everything else, including CAP_SYS_ADMIN, is dropped from the effective,
  * permitted and bounding sets, and no_new_privs is set.
  */
-#define PRIVS_KEPT_DESC "cap_bpf,cap_perfmon,cap_sys_ptrace,cap_checkpoint_restore"
+#define PRIVS_KEPT_DESC "cap_bpf,cap_perfmon,cap_sys_ptrace,cap_checkpoint_restore,cap_syslog"
 
 int privs__drop_collector(void);
 /* Permanently become uid/gid with no capabilities and no_new_privs. */

@@ -1,0 +1,43 @@
+/*
+ * Test workload with a known call chain: main -> outer -> middle -> leaf,
+ * spinning in leaf (built with frame pointers and no inlining).
+ * usage: oncpu_chain [seconds]   (default: run until killed)
+ */
+#include <stdlib.h>
+#include <time.h>
+
+volatile unsigned long sink;
+
+__attribute__((noinline)) void leaf(void)
+{
+	for (unsigned long i = 0; i < 20000000ul; i++)
+		sink += i * 7;
+}
+
+__attribute__((noinline)) void middle(void)
+{
+	leaf();
+	sink++;
+}
+
+__attribute__((noinline)) void outer(void)
+{
+	middle();
+	sink++;
+}
+
+int main(int argc, char **argv)
+{
+	double secs = argc > 1 ? atof(argv[1]) : 0;
+	struct timespec start, now;
+
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	for (;;) {
+		outer();
+		if (secs > 0) {
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			if ((now.tv_sec - start.tv_sec) + (now.tv_nsec - start.tv_nsec) / 1e9 >= secs)
+				return 0;
+		}
+	}
+}
