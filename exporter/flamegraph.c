@@ -71,27 +71,74 @@ static inline uint64_t sat_add(uint64_t a, uint64_t b, bool *sat)
 	return r;
 }
 
-/* Fast non-cryptographic hash for table lookups only (not stable across
- * byte orders; colours use fnv1a below). */
-static uint32_t hash_bytes(const char *p, size_t n)
-{
-	uint64_t h = 0x9e3779b97f4a7c15ull ^ (n * 0x100000001b3ull);
-	uint64_t v;
+#define ONES	0x0101010101010101ull
+#define HIGHS	0x8080808080808080ull
 
-	while (n >= 8) {
+/* High bit set in each byte of v that frame names may not hold as is:
+ * < 0x20, 0x7f, ';' and any byte >= 0x80 (UTF-8 to validate). */
+static inline uint64_t special_bytes(uint64_t v)
+{
+	uint64_t lt20 = (v - ONES * 0x20) & ~v;
+	uint64_t del = v ^ (ONES * 0x7f), semi = v ^ (ONES * ';');
+
+	del = (del - ONES) & ~del;
+	semi = (semi - ONES) & ~semi;
+	return (lt20 | del | semi | v) & HIGHS;
+}
+
+/*
+ * Hash for table lookups only (not stable across byte orders; colours use
+ * fnv1a below), fused with the check whether the bytes need normalising:
+ * the hot path reads each name once, eight bytes at a time.
+ */
+static bool scan_hash(const char *p, size_t n, uint32_t *ret_hash)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ull ^ (n * 0x100000001b3ull), v, bad = 0;
+	const char *end = p + n;
+	size_t left = n;
+
+	while (left > 8) {
 		memcpy(&v, p, 8);
+		bad |= special_bytes(v);
 		h = (h ^ v) * 0xff51afd7ed558ccdull;
 		h ^= h >> 32;
 		p += 8;
-		n -= 8;
+		left -= 8;
 	}
-	v = 0;
-	memcpy(&v, p, n);
+	/*
+	 * The last 1..8 bytes as one word from whole loads (assembling it byte
+	 * by byte in memory stalls store forwarding).  Overlap with bytes seen
+	 * already is harmless; padding is 'A', never "special".
+	 */
+	if (n >= 8) {
+		memcpy(&v, end - 8, 8);
+	} else if (n >= 4) {
+		uint32_t a, b;
+
+		memcpy(&a, p, 4);
+		memcpy(&b, end - 4, 4);
+		v = a | (uint64_t)b << 32;
+	} else if (n) {
+		v = (uint64_t)(unsigned char)p[0] | (uint64_t)(unsigned char)p[n / 2] << 8 |
+		    (uint64_t)(unsigned char)p[n - 1] << 16 | 0x4141414141ull << 24;
+	} else {
+		v = ONES * 'A';
+	}
+	bad |= special_bytes(v);
 	h = (h ^ v) * 0xc4ceb9fe1a85ec53ull;
 	h ^= h >> 29;
 	h *= 0xff51afd7ed558ccdull;
 	h ^= h >> 32;
-	return (uint32_t)h;
+	*ret_hash = (uint32_t)h;
+	return !bad;
+}
+
+static uint32_t hash_bytes(const char *p, size_t n)
+{
+	uint32_t h;
+
+	(void)scan_hash(p, n, &h);
+	return h;
 }
 
 static inline uint32_t hash_pair(uint32_t parent, uint32_t name)
@@ -233,11 +280,12 @@ static int name_add(struct flamegraph *fg, const char *p, size_t len, uint32_t h
 }
 
 /*
- * Normalises one frame name (rules in the header).  Returns the bytes to use:
- * p itself when nothing changes (the common case, one pass over the bytes),
+ * Normalises one frame name (rules in the header) and hashes the result.
+ * Returns the bytes to use: p itself when nothing changes (the common case),
  * else fg->scratch or a constant.
  */
-static const char *normalise(struct flamegraph *fg, const char *p, size_t len, size_t *ret_len)
+static const char *normalise(struct flamegraph *fg, const char *p, size_t len, size_t *ret_len,
+			     uint32_t *ret_hash)
 {
 	const unsigned char *u = (const unsigned char *)p;
 	size_t i, o = 0;
@@ -246,16 +294,12 @@ static const char *normalise(struct flamegraph *fg, const char *p, size_t len, s
 	if (len == 0) {
 		fg->st.sanitized_frames++;
 		*ret_len = sizeof(FLAMEGRAPH_UNKNOWN_FRAME) - 1;
+		*ret_hash = hash_bytes(FLAMEGRAPH_UNKNOWN_FRAME, *ret_len);
 		return FLAMEGRAPH_UNKNOWN_FRAME;
 	}
-	if (len <= FLAMEGRAPH_MAX_FRAME_LEN) {
-		for (i = 0; i < len; i++)
-			if (u[i] < 0x20 || u[i] >= 0x7f || u[i] == ';')
-				break;
-		if (i == len) {
-			*ret_len = len;
-			return p;
-		}
+	if (len <= FLAMEGRAPH_MAX_FRAME_LEN && scan_hash(p, len, ret_hash)) {
+		*ret_len = len;
+		return p;
 	}
 	for (i = 0; i < len;) {
 		unsigned char c = u[i];
@@ -289,6 +333,7 @@ static const char *normalise(struct flamegraph *fg, const char *p, size_t len, s
 			fg->st.long_frames++;
 	}
 	*ret_len = o;
+	*ret_hash = hash_bytes(fg->scratch, o);
 	return fg->scratch;
 }
 
@@ -393,8 +438,7 @@ static int walk_step(struct flamegraph *fg, struct walk *w, const char *p, size_
 		w->cut = w->deep = true;
 		return trunc_child(fg, w->cur, &w->cur);
 	}
-	q = normalise(fg, p, len, &qlen);
-	h = hash_bytes(q, qlen);
+	q = normalise(fg, p, len, &qlen, &h);
 	nid = name_find(fg, q, qlen, h);
 	if (nid != NONE) {
 		c = child_find(fg, w->cur, nid);
