@@ -376,6 +376,54 @@ static bool is_null_word(const char *s, size_t n)
 }
 
 /*
+ * One strict UTF-8 character (no overlong forms, no surrogates, nothing above
+ * U+10FFFF): its length, or 0 if s does not start with one.
+ */
+static size_t utf8_next(const unsigned char *s, size_t n, uint32_t *ret_cp)
+{
+	size_t k;
+	uint32_t cp, min;
+
+	if (!n)
+		return 0;
+	if (s[0] < 0x80) {
+		*ret_cp = s[0];
+		return 1;
+	}
+	if ((s[0] & 0xe0) == 0xc0) {
+		k = 1; cp = s[0] & 0x1f; min = 0x80;
+	} else if ((s[0] & 0xf0) == 0xe0) {
+		k = 2; cp = s[0] & 0x0f; min = 0x800;
+	} else if ((s[0] & 0xf8) == 0xf0) {
+		k = 3; cp = s[0] & 0x07; min = 0x10000;
+	} else {
+		return 0;
+	}
+	if (n <= k)
+		return 0;
+	for (size_t j = 1; j <= k; j++) {
+		if ((s[j] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[j] & 0x3f);
+	}
+	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	*ret_cp = cp;
+	return k + 1;
+}
+
+/*
+ * Characters YAML readers do not take raw inside quotes: C0/C1 controls and
+ * DEL are refused, NEL, LS and PS count as line breaks, FFFE/FFFF are
+ * non-characters, and a BOM may be skipped.
+ */
+static bool yaml_unsafe_cp(uint32_t cp)
+{
+	return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) || cp == 0x2028 || cp == 0x2029 || cp == 0xfeff ||
+	       cp == 0xfffe || cp == 0xffff;
+}
+
+/*
  * A scalar as YAML: plain when that cannot be misread (by us or by another
  * YAML reader), otherwise double-quoted with escapes.
  */
@@ -394,17 +442,25 @@ static void sb_quote(struct sbuf *b, const char *s, size_t n)
 		return;
 	}
 	sb_putn(b, "\"", 1);
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = s[i];
+	for (size_t i = 0; i < n;) {
+		uint32_t cp;
+		size_t k = utf8_next((const unsigned char *)s + i, n - i, &cp);
 
-		if (c == '"' || c == '\\') {
-			char esc[2] = { '\\', (char)c };
-			sb_putn(b, esc, 2);
-		} else if (c < 0x20 || c == 0x7f) {
-			sb_printf(b, "\\x%02x", c);
-		} else {
-			sb_putn(b, (const char *)&c, 1);
+		if (!k) {
+			/* Not UTF-8 (cannot come from libyaml or a checked string). */
+			sb_printf(b, "\\x%02x", (unsigned char)s[i]);
+			i++;
+			continue;
 		}
+		if (cp == '"' || cp == '\\') {
+			char esc[2] = { '\\', (char)cp };
+			sb_putn(b, esc, 2);
+		} else if (yaml_unsafe_cp(cp)) {
+			sb_printf(b, cp < 0x100 ? "\\x%02x" : "\\u%04x", (unsigned)cp);
+		} else {
+			sb_putn(b, s + i, k);
+		}
+		i += k;
 	}
 	sb_putn(b, "\"", 1);
 }
@@ -601,43 +657,6 @@ int config__format_size(uint64_t bytes, char *buf, size_t len)
 	return ret_len(snprintf(buf, len, "%llu", (unsigned long long)bytes), len);
 }
 
-/* Strict UTF-8: no overlong forms, no surrogates, nothing above U+10FFFF. */
-static bool utf8_valid(const unsigned char *s, size_t n)
-{
-	size_t i = 0;
-
-	while (i < n) {
-		unsigned char c = s[i];
-		size_t k;
-		uint32_t cp, min;
-
-		if (c < 0x80) {
-			i++;
-			continue;
-		}
-		if ((c & 0xe0) == 0xc0) {
-			k = 1; cp = c & 0x1f; min = 0x80;
-		} else if ((c & 0xf0) == 0xe0) {
-			k = 2; cp = c & 0x0f; min = 0x800;
-		} else if ((c & 0xf8) == 0xf0) {
-			k = 3; cp = c & 0x07; min = 0x10000;
-		} else {
-			return false;
-		}
-		if (n - i <= k)
-			return false;
-		for (size_t j = 1; j <= k; j++) {
-			if ((s[i + j] & 0xc0) != 0x80)
-				return false;
-			cp = (cp << 6) | (s[i + j] & 0x3f);
-		}
-		if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-			return false;
-		i += k + 1;
-	}
-	return true;
-}
-
 /* Text a string value may hold: bounded UTF-8, no control characters. */
 static const char *bad_text(const char *s)
 {
@@ -645,11 +664,16 @@ static const char *bad_text(const char *s)
 
 	if (n > CONFIG_MAX_VALUE_LEN)
 		return "text longer than 4095 bytes";
-	for (size_t i = 0; i < n; i++)
-		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+	for (size_t i = 0; i < n;) {
+		uint32_t cp;
+		size_t k = utf8_next((const unsigned char *)s + i, n - i, &cp);
+
+		if (!k)
+			return "valid UTF-8 text";
+		if (yaml_unsafe_cp(cp))
 			return "text without control characters";
-	if (!utf8_valid((const unsigned char *)s, n))
-		return "valid UTF-8 text";
+		i += k;
+	}
 	return NULL;
 }
 
@@ -754,6 +778,7 @@ static int strv_add(const struct cfg_entry *e, struct config_strv *v, const char
 	}
 	if (e->words && (w = match_word(e->words, s, n)) < 0) {
 		describe(why, e);
+		sb_printf(why, " ('%s' is not one of them)", show(s, n).txt);
 		return -EINVAL;
 	}
 	item = w >= 0 ? strdup(e->words[w]) : strndup(s, n);

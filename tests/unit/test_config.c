@@ -489,6 +489,10 @@ static void test_yaml_errors(void **state)
 		{ "ember.user: \"a\\0b\"\n", "NUL byte" },
 		{ "ember.user: \"a\\tb\"\n", "control characters" },
 		{ "core.cluster_name: \"\\x1b[31mred\"\n", "invalid value '?[31mred'" },
+		/* characters YAML readers treat as breaks or refuse raw: not in plain strings */
+		{ "core.cluster_name: \"a\\x85b\"\n", "control characters" },
+		{ "core.cluster_name: \"a\\u2028b\"\n", "control characters" },
+		{ "core.cluster_name: \"a\\uFFFFb\"\n", "control characters" },
 	};
 	struct ember_config *c = new_cfg();
 	char *before = dump_str(c);
@@ -683,6 +687,44 @@ static void test_load_file_errors(void **state)
 	config__free(c);
 }
 
+/* A Rover-style file (placeholders everywhere, Rover's structured lists) loads as is. */
+static void test_rover_config(void **state)
+{
+	const char *root = getenv("EMBER_ROOT");
+	struct ember_config *c = new_cfg();
+	char path[4096];
+
+	snprintf(path, sizeof(path), "%s/tests/fuzz/corpus/config/rover.yaml", root ? root : ".");
+	unsetenv("ROVER_PROFILING_TASK_ON_CPU_DUMP_PERIOD");
+	unsetenv("ROVER_PROCESS_DISCOVERY_KUBERNETES_NAMESPACES");
+	if (config__load_file(c, path, err, sizeof(err)) != 0)
+		fail_msg("%s: %s", path, err);
+	assert_int_equal(c->logger.level, CONFIG_ROVER_LOG_INFO);
+	assert_string_equal(c->core.backend.addr, "localhost:11800");
+	assert_string_equal(c->core.backend.client_pem_path, "client.pem");
+	assert_string_equal(c->core.backend.authentication, "");
+	assert_int_equal(c->core.backend.check_period, 5);
+	assert_int_equal(c->process_discovery.scanner.mode, CONFIG_SCANNER_REGEX);
+	assert_int_equal(c->process_discovery.kubernetes.namespaces.n, 0);
+	assert_non_null(strstr(c->process_discovery.kubernetes.analyzers,
+			       "service_name: \"{{.Pod.ServiceName}}.{{.Pod.Namespace}}\""));
+	assert_non_null(strstr(c->process_discovery.scanner.regex,
+			       "instance_name: \"{{.Rover.HostIPV4 \\\"en0\\\"}}\""));
+	assert_int_equal(c->profiling.task.on_cpu.dump_period_ns, 9 * MS);
+	assert_int_equal(c->profiling.task.network.protocol_analyze.per_cpu_buffer, 400 * 1024);
+	assert_strv(&c->access_log.exclude_namespaces, 3, "istio-system", "cert-manager", "kube-system");
+
+	/* The placeholders' variables take effect. */
+	setenv("ROVER_PROFILING_TASK_ON_CPU_DUMP_PERIOD", "19ms", 1);
+	setenv("ROVER_PROCESS_DISCOVERY_KUBERNETES_NAMESPACES", "default, kube-system", 1);
+	assert_int_equal(config__load_file(c, path, err, sizeof(err)), 0);
+	assert_int_equal(c->profiling.task.on_cpu.dump_period_ns, 19 * MS);
+	assert_strv(&c->process_discovery.kubernetes.namespaces, 2, "default", "kube-system");
+	unsetenv("ROVER_PROFILING_TASK_ON_CPU_DUMP_PERIOD");
+	unsetenv("ROVER_PROCESS_DISCOVERY_KUBERNETES_NAMESPACES");
+	config__free(c);
+}
+
 /* ---- dump / help -------------------------------------------------------- */
 
 static void test_dump_round_trip(void **state)
@@ -700,6 +742,7 @@ static void test_dump_round_trip(void **state)
 		"exporter.file.formats: [json, folded]\n"
 		"process_discovery.kubernetes.namespaces: [\"null\", 'true', \"@x\"]\n"
 		"process_discovery.kubernetes.analyzers: [{a: [1, {b: \"c\\td\"}]}, ~, '']\n"
+		"process_discovery.scanner.regex: [\"\\x85\\u2028\\u2029\\uFEFF\\uFFFE\\x7f\\x01\", \"\xc3\xa9\"]\n"
 		"profiling.task.off_cpu.min_block_time: 1.5ms\n"
 		"profiling.continuous.trigger.silence_duration: 0\n"
 		"logger.level: TRACE\n"), 0);
@@ -714,6 +757,8 @@ static void test_dump_round_trip(void **state)
 	assert_strv(&d->process_discovery.kubernetes.namespaces, 3, "null", "true", "@x");
 	assert_int_equal(d->profiling.task.off_cpu.min_block_time_ns, 1500000);
 	assert_int_equal(d->logger.level, CONFIG_ROVER_LOG_TRACE);
+	assert_string_equal(d->process_discovery.scanner.regex,
+			    "[\"\\x85\\u2028\\u2029\\ufeff\\ufffe\\x7f\\x01\", \"\xc3\xa9\"]");
 
 	/* config__dup copies deeply. */
 	e = config__dup(d);
@@ -811,6 +856,7 @@ int main(void)
 		cmocka_unit_test(test_placeholders),
 		cmocka_unit_test(test_env_override),
 		cmocka_unit_test(test_load_file_errors),
+		cmocka_unit_test(test_rover_config),
 		cmocka_unit_test(test_dump_round_trip),
 		cmocka_unit_test(test_shipped_file),
 		cmocka_unit_test(test_help),
