@@ -6,6 +6,8 @@
  *   --samples N    stacks added in the timed phase (default 2000000)
  *   --svg PATH     also write the SVG there (for a look in a browser)
  *   --folded PATH  also write the folded stacks there
+ *   --load PATH    no benchmark: load a folded file, write --svg/--folded
+ *                  (a converter for manual checks and the SVG script test)
  */
 #include <errno.h>
 #include <stdint.h>
@@ -66,10 +68,38 @@ static int svg_default(const struct flamegraph *fg, FILE *f)
 	return flamegraph__write_svg(fg, f, &o);
 }
 
+static int convert(const char *in, const char *svg_path, const char *folded_path)
+{
+	struct flamegraph *fg = flamegraph__new(0);
+	struct flamegraph_stats st;
+	FILE *f = fopen(in, "r");
+	int err = -ENOMEM;
+
+	if (!f || !fg) {
+		fprintf(stderr, "cannot open %s\n", in);
+		goto out;
+	}
+	err = flamegraph__load_folded(fg, f);
+	if (!err && svg_path)
+		err = write_to(svg_path, svg_default, fg);
+	if (!err && folded_path)
+		err = write_to(folded_path, flamegraph__write_folded, fg);
+	flamegraph__stats(fg, &st);
+	printf("lines: %llu bad_lines: %llu nodes: %llu\n", (unsigned long long)st.lines,
+	       (unsigned long long)st.bad_lines, (unsigned long long)st.nodes);
+	if (err)
+		fprintf(stderr, "conversion failed: %s\n", strerror(-err));
+out:
+	if (f)
+		fclose(f);
+	flamegraph__free(fg);
+	return err ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	size_t nstacks = 50000, nsamples = 2000000, bytes = 0;
-	const char *svg_path = NULL, *folded_path = NULL;
+	const char *svg_path = NULL, *folded_path = NULL, *load_path = NULL;
 	static char names[NAMES][48];
 	const char *frames[MAX_DEPTH];
 	struct flamegraph *fg = NULL, *back = NULL;
@@ -89,12 +119,16 @@ int main(int argc, char **argv)
 			svg_path = argv[++i];
 		else if (!strcmp(argv[i], "--folded") && i + 1 < argc)
 			folded_path = argv[++i];
+		else if (!strcmp(argv[i], "--load") && i + 1 < argc)
+			load_path = argv[++i];
 		else {
 			fprintf(stderr, "usage: %s [--stacks N] [--samples N] [--svg PATH] [--folded PATH]\n",
 				argv[0]);
 			return 2;
 		}
 	}
+	if (load_path)
+		return convert(load_path, svg_path, folded_path);
 	if (!nstacks)
 		nstacks = 1;
 	for (int i = 0; i < NAMES; i++) {
