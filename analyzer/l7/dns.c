@@ -465,9 +465,15 @@ static int plausible(const uint8_t *m, size_t n, enum l7_dir dir, size_t msglen)
 	if (read_name(m, n < msglen ? n : msglen, &off, name, sizeof(name)) < 0 || off + 4 > msglen)
 		return 0;
 	if (off + 4 <= n) {
-		uint16_t qclass = be16(m + off + 2) & 0x7fff;
+		uint16_t qtype = be16(m + off), qclass = be16(m + off + 2) & 0x7fff;
 
 		if (qclass != 1 && qclass != 3 && qclass != 4 && qclass != 254 && qclass != 255)
+			return 0;
+		/*
+		 * NetBIOS name service shares the format: its NB / NBSTAT questions
+		 * carry a 32-letter first-level-encoded name ("ECFCFHED...").
+		 */
+		if ((qtype == 32 || qtype == 33) && m[DNS_HDR] == 32)
 			return 0;
 	}
 	/* The QR bit on the expected side is the strongest hint we have. */

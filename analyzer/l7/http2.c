@@ -107,6 +107,7 @@ static void emit_stream(struct h2 *h, struct h2_stream *s)
 	l7_record__init(&rec, "http2");
 	rec.has_request = s->has_req;
 	rec.has_response = s->has_resp && s->status >= 0;
+	rec.req_seq = s->seq;
 	l7_record__add(&rec, "stream_id", "%u", s->id);
 	if (s->has_req) {
 		rec.req_ts_ns = s->req_ts;

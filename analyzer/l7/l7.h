@@ -69,6 +69,12 @@ struct l7_record {
 	bool is_error;          /* error by the protocol's own rule (HTTP 5xx, ERR packet, rcode!=0...) */
 	bool is_client_error;   /* HTTP 4xx (flagged apart from errors, as Rover does) */
 	bool has_request, has_response;
+	/*
+	 * Added later, 0 = unknown: order of the request within its connection
+	 * (1, 2, ...) when exchanges complete out of order (HTTP/2 streams), so
+	 * consumers can list exchanges in request order.
+	 */
+	uint64_t req_seq;
 	unsigned nfields;
 	struct l7_field fields[L7_MAX_FIELDS];
 	/* Sampled bodies (HTTP only), up to max_body_len; NULL when not captured. */
