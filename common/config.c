@@ -1805,6 +1805,27 @@ int config__set(struct ember_config *cfg, const char *key, const char *value, ch
 	return set_text(cfg, e, value, NULL, err, errlen);
 }
 
+int config__set_arg(struct ember_config *cfg, const char *arg, char *err, size_t errlen)
+{
+	char key[MAX_KEY_LEN + 1];
+	const char *eq;
+
+	if (!cfg || !arg)
+		return -EINVAL;
+	eq = strchr(arg, '=');
+	if (!eq || eq == arg) {
+		seterr(err, errlen, "'%s' is not key=value", SHOW(arg));
+		return -EINVAL;
+	}
+	if ((size_t)(eq - arg) > MAX_KEY_LEN) {
+		seterr(err, errlen, "unknown configuration key '%s'", show(arg, eq - arg).txt);
+		return -ENOENT;
+	}
+	memcpy(key, arg, eq - arg);
+	key[eq - arg] = 0;
+	return config__set(cfg, key, eq + 1, err, errlen);
+}
+
 int config__get(const struct ember_config *cfg, const char *key, char *buf, size_t len)
 {
 	struct sbuf b = { .max = SIZE_MAX };

@@ -212,6 +212,8 @@ int config__load_env(struct ember_config *cfg, char *err, size_t errlen);
 /* One command-line override (`--set key=value`); for lists a comma-separated
  * value, for yaml-seq keys a YAML flow sequence. */
 int config__set(struct ember_config *cfg, const char *key, const char *value, char *err, size_t errlen);
+/* The same from one "key=value" argument (split at the first '='). */
+int config__set_arg(struct ember_config *cfg, const char *arg, char *err, size_t errlen);
 
 /* The value of key as it would be dumped.  Returns its length, -ENOENT for an
  * unknown key, -ENOSPC if buf is too small (buf still NUL-terminated). */

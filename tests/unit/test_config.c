@@ -378,6 +378,17 @@ static void test_set(void **state)
 	assert_err_has("unknown configuration key 'profiling.flush_intervall'");
 	assert_err_has("did you mean 'profiling.flush_interval'");
 
+	/* key=value form */
+	assert_int_equal(config__set_arg(c, "ember.analyzers=5", err, sizeof(err)), 0);
+	assert_int_equal(c->ember.analyzers, 5);
+	assert_int_equal(config__set_arg(c, "core.backend.authentication=a=b", err, sizeof(err)), 0);
+	assert_string_equal(c->core.backend.authentication, "a=b");
+	assert_int_equal(config__set_arg(c, "ember.analyzers", err, sizeof(err)), -EINVAL);
+	assert_err_has("not key=value");
+	assert_int_equal(config__set_arg(c, "=5", err, sizeof(err)), -EINVAL);
+	assert_int_equal(config__set_arg(c, "ember.analyzerz=5", err, sizeof(err)), -ENOENT);
+	assert_err_has("did you mean 'ember.analyzers'");
+
 	/* get */
 	assert_int_equal(config__get(c, "ember.ring_size", buf, sizeof(buf)), 4);
 	assert_string_equal(buf, "1GiB");
