@@ -109,6 +109,7 @@ int l7_framer__feed(struct l7_framer *f, const uint8_t *data, size_t len, uint64
 	int err;
 
 	f->ts = ts;
+	f->unconsumed = 0;
 	if (f->lost) {
 		if (!len || !f->ops->sync || !f->ops->sync(f->ctx, f, data, len)) {
 			f->bytes += len;
@@ -127,6 +128,11 @@ int l7_framer__feed(struct l7_framer *f, const uint8_t *data, size_t len, uint64
 			len -= take;
 			if (!f->skip && f->end_pending && (err = msg_end(f)) < 0)
 				return err;
+			if (f->pause) {
+				f->pause = false;
+				f->unconsumed = len;
+				return 0;
+			}
 			continue;
 		}
 		if (f->len) {
@@ -155,6 +161,12 @@ int l7_framer__feed(struct l7_framer *f, const uint8_t *data, size_t len, uint64
 			}
 			if ((err = consume_buffered(f, (size_t)r)) < 0)
 				return err;
+			if (f->pause && !f->len) {
+				f->pause = false;
+				f->unconsumed = len;
+				return 0;
+			}
+			f->pause = false;
 			if (f->len)
 				f->msg_ts = ts;
 			continue;
@@ -174,6 +186,11 @@ int l7_framer__feed(struct l7_framer *f, const uint8_t *data, size_t len, uint64
 				len -= (size_t)r;
 				if ((err = msg_end(f)) < 0)
 					return err;
+				if (f->pause) {
+					f->pause = false;
+					f->unconsumed = len;
+					return 0;
+				}
 				continue;
 			}
 			f->bytes += len;

@@ -66,6 +66,14 @@ struct l7_framer {
 	uint64_t msg_ts;       /* time of the chunk holding the message's first byte */
 	uint64_t ts;           /* time of the chunk being fed */
 	uint64_t bytes;        /* bytes consumed (fed, skipped or lost) */
+	/*
+	 * Set by end() to stop feed() right after the current message (a
+	 * protocol switching framing, e.g. CQL v5 after READY): feed() then
+	 * returns 0 with the bytes it did not look at in `unconsumed`.  Only
+	 * honoured when the message was parsed in place, not from the buffer.
+	 */
+	bool pause;
+	size_t unconsumed;
 };
 
 void l7_framer__init(struct l7_framer *f, const struct l7_framer_ops *ops, void *ctx,
