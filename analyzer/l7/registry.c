@@ -14,6 +14,12 @@
 extern const struct l7_parser_ops l7_http1_ops;
 extern const struct l7_parser_ops l7_http2_ops;
 extern const struct l7_parser_ops l7_dns_ops;
+extern const struct l7_parser_ops l7_pgsql_ops;
+extern const struct l7_parser_ops l7_mysql_ops;
+extern const struct l7_parser_ops l7_mongo_ops;
+extern const struct l7_parser_ops l7_cql_ops;
+extern const struct l7_parser_ops l7_kafka_ops;
+extern const struct l7_parser_ops l7_redis_ops;
 /* L7_EXTERNS_END */
 
 static const struct l7_parser_ops *const parsers[] = {
@@ -21,6 +27,12 @@ static const struct l7_parser_ops *const parsers[] = {
 	&l7_http1_ops,
 	&l7_http2_ops,
 	&l7_dns_ops,
+	&l7_pgsql_ops,
+	&l7_mysql_ops,
+	&l7_mongo_ops,
+	&l7_cql_ops,
+	&l7_kafka_ops,
+	&l7_redis_ops,
 	/* L7_TABLE_END */
 	NULL,
 };
