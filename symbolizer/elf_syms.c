@@ -593,6 +593,25 @@ int elf_syms__offset_to_vaddr(const struct elf_syms *es, uint64_t file_offset, u
 	return -ENOENT;
 }
 
+int elf_syms__vaddr_to_offset(const struct elf_syms *es, uint64_t vaddr, uint64_t *ret_offset)
+{
+	if (!es)
+		return -EINVAL;
+	for (int pass = 0; pass < 2; pass++) {
+		for (uint32_t i = 0; i < es->info.nsegments; i++) {
+			const struct seg *s = &es->segs[i];
+
+			if (pass == 0 && !(s->flags & PF_X))
+				continue;
+			if (vaddr >= s->vaddr && vaddr - s->vaddr < s->filesz) {
+				*ret_offset = s->off + (vaddr - s->vaddr);
+				return 0;
+			}
+		}
+	}
+	return -ENOENT;
+}
+
 int elf_syms__lookup(const struct elf_syms *es, uint64_t vaddr, const char **ret_name,
 		     uint64_t *ret_offset)
 {

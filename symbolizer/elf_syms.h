@@ -74,6 +74,12 @@ const char *elf_syms__debuglink(const struct elf_syms *es, uint32_t *ret_crc);
  */
 int elf_syms__offset_to_vaddr(const struct elf_syms *es, uint64_t file_offset, uint64_t *ret_vaddr);
 
+/*
+ * The inverse: ELF virtual address -> file offset (e.g. for uprobe attach
+ * points or "module+offset" keys of a symbol).  Returns 0 or -ENOENT.
+ */
+int elf_syms__vaddr_to_offset(const struct elf_syms *es, uint64_t vaddr, uint64_t *ret_offset);
+
 /* Symbol containing vaddr: 0 with name and vaddr - symbol start, or -ENOENT. */
 int elf_syms__lookup(const struct elf_syms *es, uint64_t vaddr, const char **ret_name,
 		     uint64_t *ret_offset);

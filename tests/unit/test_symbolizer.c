@@ -604,6 +604,9 @@ static void test_elf_syms_file(void **state)
 	/* Non-PIE: a .text address's file offset maps back to the same vaddr. */
 	assert_int_equal(elf_syms__offset_to_vaddr(es, addr - 0x400000, &vaddr), 0);
 	assert_int_equal(vaddr, addr);
+	assert_int_equal(elf_syms__vaddr_to_offset(es, addr, &off), 0);
+	assert_int_equal(off, addr - 0x400000);
+	assert_int_equal(elf_syms__vaddr_to_offset(es, 0x10, &off), -ENOENT);
 	assert_true(elf_syms__memory(es) >= n * 16);
 	elf_syms__free(es);
 	elf_syms__free(NULL);
