@@ -18,6 +18,7 @@
 
 #define DEFAULT_MAX_MODULES 256
 #define DEFAULT_MAX_PIDS 1024
+#define DEFAULT_MAX_CACHE_BYTES ((size_t)512 << 20)
 #define DEFAULT_MAPS_REFRESH_MS 250
 #define DEFAULT_KALLSYMS_REFRESH_MS 60000
 #define VDSO_MAX_SIZE (1 << 20)
@@ -261,7 +262,8 @@ static void module_free(struct symbolizer *s, struct module *m)
 /* Evicts least recently used modules not used by the current call. */
 static void modules_trim(struct symbolizer *s)
 {
-	while (s->st.modules_cached > s->opts.max_modules && !list_empty(&s->mod_lru)) {
+	while ((s->st.modules_cached > s->opts.max_modules ||
+		s->st.module_bytes > s->opts.max_cache_bytes) && !list_empty(&s->mod_lru)) {
 		struct module *m = container_of(s->mod_lru.prev, struct module, lru);
 
 		if (m->epoch == s->epoch)
@@ -775,6 +777,8 @@ struct symbolizer *symbolizer__new(const struct symbolizer_opts *opts)
 		s->opts.max_modules = DEFAULT_MAX_MODULES;
 	if (!s->opts.max_pids)
 		s->opts.max_pids = DEFAULT_MAX_PIDS;
+	if (!s->opts.max_cache_bytes)
+		s->opts.max_cache_bytes = DEFAULT_MAX_CACHE_BYTES;
 	s->maps_refresh_ns = refresh_ns(s->opts.maps_refresh_ms, DEFAULT_MAPS_REFRESH_MS);
 	s->kallsyms_refresh_ns = refresh_ns(s->opts.kallsyms_refresh_ms, DEFAULT_KALLSYMS_REFRESH_MS);
 	list_init(&s->mod_lru);

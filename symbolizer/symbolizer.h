@@ -73,6 +73,8 @@ struct symbolizer_opts {
 	int64_t maps_refresh_ms;
 	/* Same for /proc/kallsyms on a kernel address no symbol covers: 0 = 60 s, < 0 = no limit. */
 	int64_t kallsyms_refresh_ms;
+	/* Heap budget for cached modules (LRU eviction beyond it, like max_modules): 0 = 512 MiB. */
+	size_t max_cache_bytes;
 	/*
 	 * [vdso] frames are named from this process's own vDSO (same kernel,
 	 * same image) unless this is set.

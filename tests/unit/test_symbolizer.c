@@ -551,6 +551,49 @@ static void test_kernel_unavailable(void **state)
 	symbolizer__free(s);
 }
 
+static const char fake_kallsyms[] =
+	"ffffffff81000000 T _stext\n"
+	"ffffffff81000100 T core_fn\n"
+	"ffffffffc0001000 t mod_fn\t[mymod]\n"
+	"ffffffffc0001080 t mod_fn2\t[mymod]\n";
+
+static int open_fake_kallsyms(void *ctx)
+{
+	(*(int *)ctx)++;
+	return memfd_with(fake_kallsyms, sizeof(fake_kallsyms) - 1);
+}
+
+static void test_kernel_via_callback(void **state)
+{
+	int calls = 0;
+	struct symbolizer_opts o = { .sz = sizeof(o), .ctx = &calls, .open_kallsyms = open_fake_kallsyms,
+				     .kallsyms_refresh_ms = -1 };
+	struct symbolizer *s = symbolizer__new(&o);
+	struct symbolizer_stats st;
+	uint64_t a[3] = { 0xffffffff81000104ull, 0xffffffffc0001090ull, 0xffffffff00000000ull };
+	struct sym_frame f[3];
+	char buf[64];
+
+	assert_non_null(s);
+	assert_int_equal(symbolizer__resolve_kernel(s, a, 2, f), 2);
+	assert_string_equal(f[0].name, "core_fn");
+	assert_string_equal(f[0].module, "[kernel]");
+	assert_int_equal(f[0].offset, 4);
+	assert_string_equal(f[1].name, "mod_fn2");
+	assert_string_equal(f[1].module, "[mymod]");
+	assert_int_equal(f[1].offset, 0x10);
+	assert_int_equal(sym_frame__format(&f[1], buf, sizeof(buf)), 7);
+	assert_int_equal(calls, 1);
+	/* A miss re-reads kallsyms (no rate limit here): a module may have been loaded. */
+	assert_int_equal(symbolizer__resolve_kernel(s, &a[2], 1, f), 0);
+	assert_int_equal(f[0].reason, SYM_NO_SYMBOL);
+	assert_int_equal(calls, 2);
+	symbolizer__stats(s, &st);
+	assert_int_equal(st.kallsyms_loads, 2);
+	assert_int_equal(st.kallsyms_symbols, 4);
+	symbolizer__free(s);
+}
+
 /* ---- ELF module ---------------------------------------------------------------------- */
 
 static void test_elf_syms_file(void **state)
@@ -936,6 +979,24 @@ static void test_eviction(void **state)
 	assert_int_equal(st.modules_loaded, 5);
 	assert_int_equal(st.modules_evicted, 3);
 	assert_int_equal(st.modules_cached, 2);
+	symbolizer__free(s);
+
+	/* A byte budget smaller than two modules keeps one between calls. */
+	{
+		struct symbolizer_opts o;
+
+		symbolizer__direct_opts(&o);
+		o.max_cache_bytes = 1;
+		s = symbolizer__new(&o);
+		assert_non_null(s);
+	}
+	assert_int_equal(symbolizer__resolve_user(s, (uint32_t)c.pid, addrs, 4, f), 4);
+	assert_string_equal(f[3].name, "lib_delta");
+	symbolizer__stats(s, &st);
+	assert_int_equal(st.modules_cached, 2); /* both pinned by the call */
+	assert_int_equal(symbolizer__resolve_user(s, (uint32_t)c.pid, addrs, 1, f), 1);
+	symbolizer__stats(s, &st);
+	assert_int_equal(st.modules_cached, 1);
 	reap(&c);
 	symbolizer__free(s);
 }
@@ -1108,6 +1169,7 @@ int main(void)
 		cmocka_unit_test(test_kallsyms_synthetic),
 		cmocka_unit_test(test_kernel_real),
 		cmocka_unit_test(test_kernel_unavailable),
+		cmocka_unit_test(test_kernel_via_callback),
 		cmocka_unit_test(test_elf_syms_file),
 		cmocka_unit_test(test_elf_malformed),
 		cmocka_unit_test(test_resolve_pie),
