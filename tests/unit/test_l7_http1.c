@@ -1,0 +1,271 @@
+/* HTTP/1.x parser: the hard cases (splits, pipelining, bodies, gaps). */
+#include "tests/unit/l7_test.h"
+
+#include <errno.h>
+
+extern const struct l7_parser_ops l7_http1_ops;
+static const struct l7_parser_ops *ops = &l7_http1_ops;
+
+struct fix {
+	struct l7_config cfg;
+	struct rec_log log;
+	void *st;
+};
+
+static struct fix *fix_new(size_t body)
+{
+	struct fix *f = calloc(1, sizeof(*f));
+	struct l7_config def = L7_CONFIG_DEFAULTS;
+
+	assert_non_null(f);
+	f->cfg = def;
+	f->cfg.max_body_len = body;
+	f->st = ops->create(&f->cfg, rec_log_emit, &f->log);
+	assert_non_null(f->st);
+	return f;
+}
+
+static void fix_free(struct fix *f)
+{
+	ops->free(f->st);
+	free(f);
+}
+
+#define REQ1 "GET /a?x=1 HTTP/1.1\r\nHost: h\r\nUser-Agent: t\r\n\r\n"
+#define RESP1 "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Type: text/plain\r\n\r\nhello"
+#define REQ2 "POST /b HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\nabc"
+#define RESP2 "HTTP/1.1 503 Unavailable\r\nContent-Length: 0\r\n\r\n"
+
+static void run_basic(size_t step)
+{
+	struct fix *f = fix_new(0);
+
+	feed_steps(ops, f->st, L7_DIR_REQ, REQ1, strlen(REQ1), step, 1000);
+	feed_steps(ops, f->st, L7_DIR_RESP, RESP1, strlen(RESP1), step, 5000);
+	feed_steps(ops, f->st, L7_DIR_REQ, REQ2, strlen(REQ2), step, 6000);
+	feed_steps(ops, f->st, L7_DIR_RESP, RESP2, strlen(RESP2), step, 9000);
+	assert_int_equal(f->log.n, 2);
+	assert_field(&f->log.r[0], "method", "GET");
+	assert_field(&f->log.r[0], "uri", "/a?x=1");
+	assert_field(&f->log.r[0], "status", "200");
+	assert_int_equal(f->log.r[0].req_ts_ns, 1000);
+	assert_int_equal(f->log.r[0].resp_ts_ns, 5000);
+	assert_int_equal(f->log.r[0].req_bytes, strlen(REQ1));
+	assert_int_equal(f->log.r[0].resp_bytes, strlen(RESP1));
+	assert_false(f->log.r[0].is_error);
+	assert_field(&f->log.r[1], "method", "POST");
+	assert_field(&f->log.r[1], "status", "503");
+	assert_int_equal(f->log.r[1].req_bytes, strlen(REQ2));
+	assert_true(f->log.r[1].is_error);
+	ops->finish(f->st, 10000);
+	assert_int_equal(f->log.n, 2);
+	fix_free(f);
+}
+
+static void test_one_shot(void **s) { (void)s; run_basic(0); }
+static void test_one_byte(void **s) { (void)s; run_basic(1); }
+static void test_seven_bytes(void **s) { (void)s; run_basic(7); }
+
+static void test_pipelining(void **s)
+{
+	const char *reqs = "GET /1 HTTP/1.1\r\nHost: h\r\n\r\n"
+			   "GET /2 HTTP/1.1\r\nHost: h\r\n\r\n"
+			   "HEAD /3 HTTP/1.1\r\nHost: h\r\n\r\n";
+	const char *resps = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+			    "HTTP/1.1 404 Not Found\r\nContent-Length: 3\r\n\r\nno!"
+			    "HTTP/1.1 200 OK\r\nContent-Length: 1234\r\n\r\n" /* HEAD: no body */
+			    "HTTP/1.1 200 OK\r\n\r\n";                          /* orphan, no request */
+	struct fix *f = fix_new(0);
+
+	(void)s;
+	feed_steps(ops, f->st, L7_DIR_REQ, reqs, strlen(reqs), 0, 1);
+	feed_steps(ops, f->st, L7_DIR_RESP, resps, strlen(resps), 3, 2);
+	assert_int_equal(f->log.n, 3);
+	assert_field(&f->log.r[0], "uri", "/1");
+	assert_field(&f->log.r[0], "status", "200");
+	assert_field(&f->log.r[1], "uri", "/2");
+	assert_field(&f->log.r[1], "status", "404");
+	assert_true(f->log.r[1].is_client_error);
+	assert_false(f->log.r[1].is_error);
+	assert_field(&f->log.r[2], "method", "HEAD");
+	assert_field(&f->log.r[2], "status", "200");
+	/* The last response has no length: delimited by the close. */
+	ops->finish(f->st, 3);
+	assert_int_equal(f->log.n, 4);
+	assert_false(f->log.r[3].has_request);
+	assert_true(f->log.r[3].has_response);
+	fix_free(f);
+}
+
+static void test_chunked(void **s)
+{
+	const char *resp = "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"
+			   "5;ext=1\r\nhello\r\n"
+			   "A\r\n0123456789\r\n"
+			   "0\r\nX-Trailer: y\r\n\r\n";
+	struct fix *f = fix_new(64);
+
+	(void)s;
+	for (int round = 0; round < 2; round++) {
+		feed_steps(ops, f->st, L7_DIR_REQ, REQ1, strlen(REQ1), 0, 1);
+		feed_steps(ops, f->st, L7_DIR_RESP, resp, strlen(resp), round ? 1 : 0, 2);
+	}
+	assert_int_equal(f->log.n, 2);
+	for (int i = 0; i < 2; i++) {
+		assert_field(&f->log.r[i], "status", "200");
+		assert_int_equal(f->log.r[i].resp_bytes, strlen(resp));
+		/* The sampled body is de-chunked. */
+		assert_int_equal(f->log.r[i].resp_body_len, 15);
+		assert_memory_equal(f->log.r[i].resp_body, "hello0123456789", 15);
+		assert_field(&f->log.r[i], "resp_encoding", "UTF-8");
+	}
+	fix_free(f);
+}
+
+static void test_interim_and_bodyless(void **s)
+{
+	const char *req = "POST /up HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\nContent-Length: 4\r\n\r\n";
+	const char *r100 = "HTTP/1.1 100 Continue\r\n\r\n";
+	const char *r200 = "HTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok";
+	const char *more = "GET /x HTTP/1.1\r\n\r\nGET /y HTTP/1.1\r\n\r\n";
+	const char *r204 = "HTTP/1.1 204 No Content\r\nContent-Length: 99\r\n\r\n"
+			   "HTTP/1.1 304 Not Modified\r\nContent-Length: 99\r\n\r\n";
+	struct fix *f = fix_new(16);
+
+	(void)s;
+	feed_steps(ops, f->st, L7_DIR_REQ, req, strlen(req), 0, 10);
+	feed_steps(ops, f->st, L7_DIR_RESP, r100, strlen(r100), 0, 20);
+	assert_int_equal(f->log.n, 0); /* 100 is not an exchange */
+	feed_steps(ops, f->st, L7_DIR_REQ, "data", 4, 1, 30);
+	feed_steps(ops, f->st, L7_DIR_RESP, r200, strlen(r200), 0, 40);
+	assert_int_equal(f->log.n, 1);
+	assert_field(&f->log.r[0], "status", "201");
+	assert_int_equal(f->log.r[0].req_ts_ns, 10);
+	assert_int_equal(f->log.r[0].resp_ts_ns, 40);
+	assert_int_equal(f->log.r[0].resp_bytes, strlen(r100) + strlen(r200));
+	assert_int_equal(f->log.r[0].req_body_len, 4);
+	assert_memory_equal(f->log.r[0].req_body, "data", 4);
+	feed_steps(ops, f->st, L7_DIR_REQ, more, strlen(more), 0, 50);
+	feed_steps(ops, f->st, L7_DIR_RESP, r204, strlen(r204), 0, 60);
+	assert_int_equal(f->log.n, 3);
+	assert_field(&f->log.r[1], "status", "204");
+	assert_field(&f->log.r[2], "uri", "/y");
+	assert_field(&f->log.r[2], "status", "304");
+	fix_free(f);
+}
+
+static void test_gap(void **s)
+{
+	const char *resp_head = "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n";
+	struct fix *f = fix_new(0);
+
+	(void)s;
+	/* A gap inside a body of known length is skipped. */
+	feed_steps(ops, f->st, L7_DIR_REQ, REQ1, strlen(REQ1), 0, 1);
+	feed_steps(ops, f->st, L7_DIR_RESP, resp_head, strlen(resp_head), 0, 2);
+	feed_steps(ops, f->st, L7_DIR_RESP, "0123456789", 10, 0, 3);
+	assert_int_equal(ops->gap(f->st, L7_DIR_RESP, 900, 4), 0);
+	feed_steps(ops, f->st, L7_DIR_RESP, "x", 1, 0, 5);
+	assert_int_equal(f->log.n, 0);
+	feed_steps(ops, f->st, L7_DIR_RESP, "abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyzabcdefghi", 89, 0, 6);
+	assert_int_equal(f->log.n, 1);
+	assert_int_equal(f->log.r[0].resp_bytes, strlen(resp_head) + 1000);
+
+	/* A gap between exchanges with nothing outstanding: resynchronise. */
+	assert_int_equal(ops->gap(f->st, L7_DIR_REQ, 50, 7), 0);
+	feed_steps(ops, f->st, L7_DIR_REQ, "tail of a lost request\r\n\r\n", 26, 0, 8);
+	feed_steps(ops, f->st, L7_DIR_REQ, REQ2, strlen(REQ2), 0, 9);
+	feed_steps(ops, f->st, L7_DIR_RESP, RESP2, strlen(RESP2), 0, 10);
+	assert_int_equal(f->log.n, 2);
+	assert_field(&f->log.r[1], "method", "POST");
+	assert_field(&f->log.r[1], "status", "503");
+
+	/* A gap in the middle of headers while a request waits: give up. */
+	feed_steps(ops, f->st, L7_DIR_REQ, REQ1, strlen(REQ1), 0, 11);
+	feed_steps(ops, f->st, L7_DIR_RESP, "HTTP/1.1 200 OK\r\nCont", 21, 0, 12);
+	assert_int_equal(ops->gap(f->st, L7_DIR_RESP, 10, 13), -EPROTO);
+	fix_free(f);
+}
+
+static void test_finish_unanswered(void **s)
+{
+	struct fix *f = fix_new(0);
+
+	(void)s;
+	feed_steps(ops, f->st, L7_DIR_REQ, REQ1 REQ1, 2 * strlen(REQ1), 0, 1);
+	feed_steps(ops, f->st, L7_DIR_REQ, "GET /cut HTTP/1.1\r\nHo", 21, 0, 2);
+	ops->finish(f->st, 3);
+	assert_int_equal(f->log.n, 3);
+	for (int i = 0; i < 3; i++) {
+		assert_true(f->log.r[i].has_request);
+		assert_false(f->log.r[i].has_response);
+		assert_null(rec_field(&f->log.r[i], "status"));
+	}
+	assert_field(&f->log.r[2], "uri", "/cut");
+	fix_free(f);
+}
+
+static void test_long_lines(void **s)
+{
+	char req[4096], uri[2000];
+	struct fix *f = fix_new(0);
+	int n;
+
+	(void)s;
+	memset(uri, 'u', sizeof(uri) - 1);
+	uri[0] = '/';
+	uri[sizeof(uri) - 1] = 0;
+	n = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nCookie: %s\r\n\r\n", uri, uri);
+	feed_steps(ops, f->st, L7_DIR_REQ, req, (size_t)n, 1, 1);
+	feed_steps(ops, f->st, L7_DIR_RESP, RESP1, strlen(RESP1), 0, 2);
+	assert_int_equal(f->log.n, 1);
+	/* Truncated to max_query_len, within what a field holds. */
+	assert_int_equal(strlen(rec_field(&f->log.r[0], "uri")), L7_FIELD_MAX - 1);
+	assert_memory_equal(rec_field(&f->log.r[0], "uri"), uri, L7_FIELD_MAX - 1);
+	assert_int_equal(f->log.r[0].req_bytes, (size_t)n);
+	fix_free(f);
+}
+
+static void test_too_much_pipelining(void **s)
+{
+	struct fix *f = fix_new(0);
+	int err = 0;
+
+	(void)s;
+	for (int i = 0; i < 40 && !err; i++)
+		err = ops->feed(f->st, L7_DIR_REQ, (const uint8_t *)REQ1, strlen(REQ1), 1);
+	assert_int_equal(err, -ENOBUFS);
+	fix_free(f);
+}
+
+static void test_detect(void **s)
+{
+	(void)s;
+	assert_int_equal(ops->detect((const uint8_t *)REQ1, strlen(REQ1), L7_DIR_REQ, 80), 100);
+	assert_int_equal(ops->detect((const uint8_t *)RESP1, strlen(RESP1), L7_DIR_RESP, 80), 100);
+	assert_true(ops->detect((const uint8_t *)"GET /", 5, L7_DIR_REQ, 0) >= L7_CONF_MIN);
+	assert_true(ops->detect((const uint8_t *)"GET /", 5, L7_DIR_REQ, 0) < L7_CONF_CERTAIN);
+	assert_int_equal(ops->detect((const uint8_t *)"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 24, L7_DIR_REQ, 0), 0);
+	assert_int_equal(ops->detect((const uint8_t *)"\x16\x03\x01\x02\x00", 5, L7_DIR_REQ, 443), 0);
+	assert_int_equal(ops->detect((const uint8_t *)RESP1, strlen(RESP1), L7_DIR_REQ, 80), 0);
+	assert_int_equal(ops->detect((const uint8_t *)"*3\r\n$3\r\nSET\r\n", 13, L7_DIR_REQ, 6379), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_one_shot),
+		cmocka_unit_test(test_one_byte),
+		cmocka_unit_test(test_seven_bytes),
+		cmocka_unit_test(test_pipelining),
+		cmocka_unit_test(test_chunked),
+		cmocka_unit_test(test_interim_and_bodyless),
+		cmocka_unit_test(test_gap),
+		cmocka_unit_test(test_finish_unanswered),
+		cmocka_unit_test(test_long_lines),
+		cmocka_unit_test(test_too_much_pipelining),
+		cmocka_unit_test(test_detect),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
