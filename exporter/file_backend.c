@@ -35,7 +35,7 @@ struct file_backend {
 	size_t max_nodes;
 	int want_folded, want_svg;
 	struct ftask tasks[MAX_FILE_TASKS];
-	uint64_t files_written, write_errors, tasks_dropped, frames_truncated;
+	uint64_t files_written, write_errors, tasks_dropped, frames_truncated, tasks_resumed, resume_errors;
 };
 
 static const char *kind_name(uint32_t kind)
@@ -57,6 +57,35 @@ static int valid_id(const char *id)
 		      *c == '.' || *c == '_' || *c == '-' || *c == ':'))
 			return 0;
 	return 1;
+}
+
+/*
+ * A restarted exporter picks up what it wrote before for a task still running,
+ * so the final files cover the whole task, not just the windows after the restart.
+ */
+static void resume(struct file_backend *fb, struct ftask *t)
+{
+	char path[1200];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s/%s.folded", fb->dir, t->id, kind_name(t->kind));
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	if (flamegraph__load_folded(t->fg_time ? t->fg_time : t->fg, f) < 0)
+		fb->resume_errors++;
+	fclose(f);
+	if (t->fg_time) {
+		snprintf(path, sizeof(path), "%s/%s/%s.count.folded", fb->dir, t->id, kind_name(t->kind));
+		f = fopen(path, "re");
+		if (f) {
+			if (flamegraph__load_folded(t->fg, f) < 0)
+				fb->resume_errors++;
+			fclose(f);
+		}
+	}
+	t->samples = flamegraph__total(t->fg);
+	fb->tasks_resumed++;
 }
 
 static struct ftask *task_get(struct file_backend *fb, const Ember__Task *t, int create)
@@ -92,6 +121,7 @@ static struct ftask *task_get(struct file_backend *fb, const Ember__Task *t, int
 	free_slot->kind = t->kind;
 	free_slot->start_ms = t->start_unix_ms;
 	free_slot->duration_ms = t->duration_ms;
+	resume(fb, free_slot);
 	return free_slot;
 }
 
@@ -270,6 +300,7 @@ static unsigned file_counters(void *st, struct backend_counter *ret, unsigned ma
 	struct backend_counter c[] = {
 		{ "file_files_written", fb->files_written }, { "file_write_errors", fb->write_errors },
 		{ "file_tasks_dropped", fb->tasks_dropped }, { "file_frames_truncated", fb->frames_truncated },
+		{ "file_tasks_resumed", fb->tasks_resumed }, { "file_resume_errors", fb->resume_errors },
 	};
 	unsigned n = 0;
 	for (; n < max && n < sizeof(c) / sizeof(c[0]); n++)

@@ -1,0 +1,70 @@
+# Shared helpers for integration tests (sourced).  Tests run as root with real BPF.
+# Exit codes: 0 pass, 77 skip (print "SKIP: reason"), anything else fail.
+set -u
+ROOT=${EMBER_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+B=${EMBER_BUILD:-$ROOT/build}
+EMBER=$B/ember
+PROGS=$B/progs
+TMP=$(mktemp -d /tmp/ember-it.XXXXXX)
+chmod 755 "$TMP"
+CLEANUP_PIDS=()
+
+cleanup() {
+  for p in "${CLEANUP_PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null; done
+  sleep 0.2
+  for p in "${CLEANUP_PIDS[@]:-}"; do [ -n "$p" ] && kill -9 "$p" 2>/dev/null; done
+  wait 2>/dev/null
+  [ -n "${KEEP_TMP:-}" ] || rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+skip() { echo "SKIP: $*"; exit 77; }
+fail() { echo "FAIL: $*"; exit 1; }
+ok() { echo "ok: $*"; }
+
+need_root() { [ "$(id -u)" = 0 ] || skip "needs root"; }
+need_bpf() {
+  need_root
+  [ -r /sys/kernel/btf/vmlinux ] || skip "kernel has no BTF"
+  [ -x "$EMBER" ] || fail "$EMBER not built"
+}
+
+# A private agent for this test: writes $TMP/ember.yaml and starts `ember run` in the background.
+start_agent() {
+  AGENT_RUN=$TMP/run; AGENT_OUT=$TMP/out
+  cat > "$TMP/ember.yaml" <<YAML
+ember:
+  run_dir: $AGENT_RUN
+  output_dir: $AGENT_OUT
+  log_level: info
+exporter:
+  backends: [file]
+profiling:
+  flush_interval: ${FLUSH:-1s}
+YAML
+  "$EMBER" run --config "$TMP/ember.yaml" "$@" >"$TMP/agent.log" 2>&1 &
+  AGENT_PID=$!
+  CLEANUP_PIDS+=("$AGENT_PID")
+  for _ in $(seq 100); do
+    [ -S "$AGENT_RUN/analyzer-0.ctl" ] && [ -f "$AGENT_RUN/agent.info" ] && return 0
+    kill -0 "$AGENT_PID" 2>/dev/null || { cat "$TMP/agent.log"; fail "agent exited at start"; }
+    sleep 0.1
+  done
+  cat "$TMP/agent.log"; fail "agent did not come up"
+}
+
+stop_agent() {
+  kill -TERM "$AGENT_PID" 2>/dev/null
+  for _ in $(seq 300); do kill -0 "$AGENT_PID" 2>/dev/null || { wait "$AGENT_PID"; return $?; }; sleep 0.1; done
+  fail "agent did not stop within 30 s"
+}
+
+# pid of the child of the agent running a given executable name
+child_pid() { pgrep -P "$AGENT_PID" -x "$1" | head -1; }
+
+# "count" of folded lines whose stack matches an extended regex
+folded_sum() { awk -v re="$2" '{n=$NF; st=$0; sub(/ [0-9]+$/, "", st); if (st ~ re) s+=n} END {print s+0}' "$1"; }
+folded_total() { awk '{s+=$NF} END {print s+0}' "$1"; }
+
+# CPU seconds (user+sys) a process has used so far, from /proc/<pid>/stat.
+cpu_secs() { awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); printf "%.3f\n", ($12 + $13) / hz }' "/proc/$1/stat"; }

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Killing the analyzer (or the exporter) does not stop the collector; the dead
+# process is restarted, the restart is counted, and profiling resumes.
+. "$(dirname "$0")/lib.sh"
+need_bpf
+FLUSH=1s start_agent
+"$PROGS/oncpu_chain" 60 & W=$!; CLEANUP_PIDS+=("$W")
+C=$(child_pid ember-collector)
+cpu0=$(cpu_secs "$W")
+"$EMBER" profile --config "$TMP/ember.yaml" --pid "$W" --duration 8s --out "$TMP/prof" >"$TMP/p.out" 2>"$TMP/p.err" & P=$!
+sleep 2.5
+A=$(child_pid ember-analyzer)
+kill -9 "$A" || fail "no analyzer to kill"
+echo "killed analyzer $A"
+sleep 2
+X=$(child_pid ember-exporter)
+kill -9 "$X" || fail "no exporter to kill"
+echo "killed exporter $X"
+wait $P || { cat "$TMP/p.err"; cat "$TMP/agent.log"; fail "ember profile failed after the restarts"; }
+cpu1=$(cpu_secs "$W")
+cat "$TMP/p.err"
+[ "$(child_pid ember-collector)" = "$C" ] || fail "the collector was restarted too"
+A2=$(child_pid ember-analyzer); X2=$(child_pid ember-exporter)
+[ -n "$A2" ] && [ "$A2" != "$A" ] || fail "analyzer not restarted"
+[ -n "$X2" ] && [ "$X2" != "$X" ] || fail "exporter not restarted"
+grep -q "resumed task" "$TMP/agent.log" || { cat "$TMP/agent.log"; fail "the restarted analyzer did not resume the task"; }
+# Samples collected after the restarts reach the output: the last window is after both kills.
+total=$(folded_total "$TMP/prof/oncpu.folded")
+expect=$(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN { printf "%d", (b - a) / 0.009 }')
+echo "samples in the output: $total of ~$expect (CPU time / 9 ms)"
+# A killed analyzer loses at most the flush window it had not published yet (1 s here);
+# the restarted exporter resumes the task's files from disk.
+awk -v t="$total" -v e="$expect" 'BEGIN { exit !(t >= 0.6 * e) }' || fail "only $total of ~$expect samples survived the restarts"
+grep -q "outer;middle;leaf" "$TMP/prof/oncpu.folded" || fail "stacks not symbolized after the restart"
+"$EMBER" stats --config "$TMP/ember.yaml" > "$TMP/stats" || fail "ember stats failed"
+grep -E "supervisor +supervisor_analyzer_restarts +1$" "$TMP/stats" || { cat "$TMP/stats"; fail "analyzer restart not counted"; }
+grep -E "supervisor +supervisor_exporter_restarts +1$" "$TMP/stats" || fail "exporter restart not counted"
+ok "collector kept running; analyzer and exporter restarted and counted; $total samples written"
+stop_agent || fail "agent exited with an error"
