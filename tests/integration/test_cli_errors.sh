@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Bad input gets a clear error naming it, and a non-zero exit.
+. "$(dirname "$0")/lib.sh"
+[ -x "$EMBER" ] || fail "$EMBER not built"
+expect_err() { # expected-exit-code regex-in-stderr cmd...
+  local code=$1 re=$2; shift 2
+  "$@" >"$TMP/o" 2>"$TMP/e"; local rc=$?
+  [ "$rc" = "$code" ] || { cat "$TMP/e"; fail "'$*' exited $rc, expected $code"; }
+  grep -qE -e "$re" "$TMP/e" || { cat "$TMP/e"; fail "'$*': stderr does not match /$re/"; }
+  echo "ok: $* -> $(head -1 "$TMP/e")"
+}
+expect_err 2 "unknown command 'frobnicate'" "$EMBER" frobnicate
+expect_err 2 "unknown option '--bogus'" "$EMBER" profile --pid 1 --bogus
+expect_err 2 "bad --duration .*'10 parsecs'" "$EMBER" profile --pid 1 --duration "10 parsecs"
+expect_err 2 "bad --duration .*'-5s'" "$EMBER" profile --pid 1 --duration -5s
+expect_err 2 "bad --pid .*'abc'" "$EMBER" profile --pid abc
+expect_err 2 "bad --type .*'gpu'" "$EMBER" profile --pid 1 --type gpu
+expect_err 2 "--pid is required" "$EMBER" profile --duration 1s
+# a pid that does not exist (pid_max is at most 2^22)
+expect_err 1 "pid 4194399 does not exist" "$EMBER" profile --pid 4194399 --duration 1s
+printf 'profiling:\n  flush_intervall: 5s\n' > "$TMP/bad-key.yaml"
+expect_err 2 "profiling.flush_intervall" "$EMBER" run --config "$TMP/bad-key.yaml" --dump-config
+printf 'profiling:\n  flush_interval: soon\n' > "$TMP/bad-val.yaml"
+expect_err 2 "soon.*profiling.flush_interval" "$EMBER" run --config "$TMP/bad-val.yaml" --dump-config
+expect_err 2 "ROVER_PROFILING_FLUSH_INTERVAL" env ROVER_PROFILING_FLUSH_INTERVAL=never "$EMBER" run --dump-config
+expect_err 2 "no.such.key" "$EMBER" run --set no.such.key=1 --dump-config
+"$EMBER" --help | grep -q "profile" || fail "--help does not list commands"
+"$EMBER" profile --help | grep -q -- "--duration" || fail "profile --help does not describe --duration"
+"$EMBER" run --help-config | grep -q "profiling.task.on_cpu.dump_period" || fail "--help-config misses a key"
+"$EMBER" run --dump-config > "$TMP/dump.yaml" || fail "--dump-config failed"
+"$EMBER" run --config "$TMP/dump.yaml" --dump-config > "$TMP/dump2.yaml" || fail "the dump does not load back"
+cmp -s "$TMP/dump.yaml" "$TMP/dump2.yaml" || fail "dump -> load -> dump is not stable"
+ok "--help, --help-config and a stable --dump-config"
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+  "$PROGS/oncpu_chain" 5 & W=$!; CLEANUP_PIDS+=("$W")
+  expect_err 1 "must run as root" setpriv --reuid=65534 --regid=65534 --clear-groups "$EMBER" profile --pid "$W" --duration 1s --out "$TMP/x"
+  expect_err 1 "must run as root" setpriv --reuid=65534 --regid=65534 --clear-groups "$EMBER" run
+  expect_err 1 "kernel has no BTF" env EMBER_BTF_PATH=/nonexistent/vmlinux "$EMBER" profile --pid "$W" --duration 1s --out "$TMP/x"
+fi
