@@ -565,11 +565,14 @@ static ssize_t mysql_frame(void *ctx, struct l7_framer *f, const uint8_t *p, siz
 	m->cont[f->tag] = plen == MYSQL_MAX_PKT;
 	if (cont) {
 		/* Continuation of a >16 MB payload: belongs to the packet before. */
-		struct pend *e = l7_pendq__at(&m->q, 0);
-		if (f->tag == L7_DIR_RESP)
+		unsigned cnt = l7_pendq__count(&m->q);
+		struct pend *e = cnt ? l7_pendq__at(&m->q, cnt - 1) : NULL;
+		if (f->tag == L7_DIR_RESP) {
 			m->resp_bytes += 4 + (uint64_t)plen;
-		else if (e)
+		} else if (e) {
 			e->req_bytes += 4 + (uint64_t)plen;
+			e->seq = seq;   /* the response follows the last packet's seq */
+		}
 		return (ssize_t)(4 + (uint64_t)plen);
 	}
 	if (f->tag == L7_DIR_REQ) {

@@ -30,7 +30,7 @@ struct tcollect {
 	char (*conns)[128];
 };
 
-static void tcollect_emit(void *ctx, const struct l7_record *rec)
+static inline void tcollect_emit(void *ctx, const struct l7_record *rec)
 {
 	struct tcollect *c = ctx;
 
@@ -48,14 +48,14 @@ static void tcollect_emit(void *ctx, const struct l7_record *rec)
 	c->n++;
 }
 
-static void tcollect_free(struct tcollect *c)
+static inline void tcollect_free(struct tcollect *c)
 {
 	free(c->v);
 	free(c->conns);
 	memset(c, 0, sizeof(*c));
 }
 
-static const char *tfield(const struct l7_record *r, const char *key)
+static inline const char *tfield(const struct l7_record *r, const char *key)
 {
 	for (unsigned i = 0; i < r->nfields; i++)
 		if (!strcmp(r->fields[i].key, key))
@@ -64,14 +64,14 @@ static const char *tfield(const struct l7_record *r, const char *key)
 }
 
 /* "-" for a missing field, like oracle.sh. */
-static const char *tfield_or(const struct l7_record *r, const char *key)
+static inline const char *tfield_or(const struct l7_record *r, const char *key)
 {
 	const char *v = tfield(r, key);
 	return v && *v ? v : "-";
 }
 
 /* Feed buf in chunks of `step` bytes (0 = whole). Returns the first error. */
-static int tfeed(const struct l7_parser_ops *ops, void *st, enum l7_dir dir,
+static inline int tfeed(const struct l7_parser_ops *ops, void *st, enum l7_dir dir,
 		 const void *buf, size_t len, size_t step, uint64_t ts)
 {
 	const uint8_t *p = buf;
@@ -87,6 +87,70 @@ static int tfeed(const struct l7_parser_ops *ops, void *st, enum l7_dir dir,
 		len -= n;
 	}
 	return 0;
+}
+
+/* ---- byte builders ------------------------------------------------------ */
+
+struct tbuf {
+	uint8_t d[1 << 16];
+	size_t n;
+};
+
+static inline void tb_u8(struct tbuf *b, unsigned v) { if (b->n < sizeof(b->d)) b->d[b->n++] = (uint8_t)v; }
+static inline void tb_be16(struct tbuf *b, unsigned v) { tb_u8(b, v >> 8); tb_u8(b, v); }
+static inline void tb_be32(struct tbuf *b, uint32_t v) { tb_be16(b, v >> 16); tb_be16(b, v & 0xffff); }
+static inline void tb_le16(struct tbuf *b, unsigned v) { tb_u8(b, v); tb_u8(b, v >> 8); }
+static inline void tb_le24(struct tbuf *b, uint32_t v) { tb_u8(b, v); tb_u8(b, v >> 8); tb_u8(b, v >> 16); }
+static inline void tb_le32(struct tbuf *b, uint32_t v) { tb_le16(b, v & 0xffff); tb_le16(b, v >> 16); }
+static inline void tb_mem(struct tbuf *b, const void *p, size_t n)
+{
+	if (n > sizeof(b->d) - b->n)
+		n = sizeof(b->d) - b->n;
+	memcpy(b->d + b->n, p, n);
+	b->n += n;
+}
+static inline void tb_str(struct tbuf *b, const char *s) { tb_mem(b, s, strlen(s)); }
+static inline void tb_cstr(struct tbuf *b, const char *s) { tb_mem(b, s, strlen(s) + 1); }
+static inline void tb_fill(struct tbuf *b, int c, size_t n) { while (n--) tb_u8(b, (unsigned)c); }
+
+/* ---- scripted conversations ------------------------------------------ */
+
+struct tstep {
+	enum l7_dir dir;
+	const uint8_t *p;
+	size_t n;
+};
+
+/*
+ * Play the steps in order, each split into `step`-byte chunks (0 = whole),
+ * then finish.  Returns the first feed error (0 if none); records go to out.
+ */
+static inline int tplay(const struct l7_parser_ops *ops, const struct l7_config *cfg, const struct tstep *s,
+		 size_t ns, size_t step, struct tcollect *out)
+{
+	void *st = ops->create(cfg, tcollect_emit, out);
+	int err = 0;
+
+	if (!st)
+		return -ENOMEM;
+	for (size_t i = 0; i < ns && !err; i++)
+		err = tfeed(ops, st, s[i].dir, s[i].p, s[i].n, step, 1000 * (uint64_t)(i + 1));
+	ops->finish(st, 1000 * (uint64_t)(ns + 1));
+	ops->free(st);
+	return err;
+}
+
+/* Path of a shared test capture, NULL when the shared tree is absent. */
+static inline const char *tshared(const char *rel, char *buf, size_t sz)
+{
+	const char *root = getenv("SHARED");
+	FILE *f;
+
+	snprintf(buf, sz, "%s/testdata/pcap/%s", root && *root ? root : "../shared", rel);
+	if (!(f = fopen(buf, "rb")))
+		return NULL;
+	fclose(f);
+	return buf;
 }
 
 /* ---- pcap driver ---------------------------------------------------- */
@@ -109,7 +173,7 @@ struct tpcap {
 	int gaps;
 };
 
-static void tpcap_label(struct tflow *f)
+static inline void tpcap_label(struct tflow *f)
 {
 	char a[INET6_ADDRSTRLEN], b[INET6_ADDRSTRLEN];
 
@@ -126,7 +190,7 @@ static void tpcap_label(struct tflow *f)
  * server port is server_port (0: the SYN's target, else the lower port).
  * Returns the number of connections, or -errno.
  */
-static int tpcap_run(const char *path, const struct l7_parser_ops *ops, const struct l7_config *cfg,
+static inline int tpcap_run(const char *path, const struct l7_parser_ops *ops, const struct l7_config *cfg,
 		     uint16_t server_port, struct tcollect *out, struct tpcap *tp)
 {
 	char errbuf[PCAP_ERRBUF_SIZE];
@@ -281,7 +345,7 @@ static int tpcap_run(const char *path, const struct l7_parser_ops *ops, const st
 }
 
 /* Print records as "conn<TAB>field...": handy to diff against oracle.sh. */
-static void tprint(FILE *fp, const struct tcollect *c, const char *const *keys)
+static inline void tprint(FILE *fp, const struct tcollect *c, const char *const *keys)
 {
 	for (size_t i = 0; i < c->n; i++) {
 		fprintf(fp, "%s", c->conns[i]);
