@@ -77,11 +77,6 @@ void elf_syms__free(struct elf_syms *es)
 	free(es);
 }
 
-static void elf_syms_freep(struct elf_syms **es)
-{
-	elf_syms__free(*es);
-}
-
 /*
  * Walks notes in host byte order (libelf converted the headers).  Name and
  * descriptor are padded to `align` (4, or 8 for NT_GNU_PROPERTY-style notes),
@@ -233,21 +228,17 @@ static int read_headers(struct elf_syms *es)
 	return 0;
 }
 
+/* Takes es; on failure frees it and then sets errno (elf_end() may clobber it). */
 static struct elf_syms *open_common(struct elf_syms *es)
 {
-	_cleanup_(elf_syms_freep) struct elf_syms *owned = es;
-	int r;
+	int r = es->elf ? read_headers(es) : -ENOEXEC;
 
-	if (!es->elf) {
-		errno = ENOEXEC;
-		return NULL;
-	}
-	r = read_headers(es);
 	if (r) {
+		elf_syms__free(es);
 		errno = -r;
 		return NULL;
 	}
-	return TAKE_PTR(owned);
+	return es;
 }
 
 struct elf_syms *elf_syms__open(int fd)
