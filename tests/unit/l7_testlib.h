@@ -104,6 +104,8 @@ static inline void tb_le24(struct tbuf *b, uint32_t v) { tb_u8(b, v); tb_u8(b, v
 static inline void tb_le32(struct tbuf *b, uint32_t v) { tb_le16(b, v & 0xffff); tb_le16(b, v >> 16); }
 static inline void tb_mem(struct tbuf *b, const void *p, size_t n)
 {
+	if (!n)
+		return;
 	if (n > sizeof(b->d) - b->n)
 		n = sizeof(b->d) - b->n;
 	memcpy(b->d + b->n, p, n);

@@ -1,0 +1,306 @@
+/* PostgreSQL parser: startup, simple and extended query, errors, splits, gaps, captures. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "tests/unit/l7_testlib.h"
+
+extern const struct l7_parser_ops l7_pgsql_ops;
+#define OPS (&l7_pgsql_ops)
+
+/* Typed message: type, length (counting itself), body. */
+static void msg(struct tbuf *b, char type, const void *body, size_t n)
+{
+	tb_u8(b, (uint8_t)type);
+	tb_be32(b, (uint32_t)(4 + n));
+	tb_mem(b, body, n);
+}
+
+static void msg_cstr(struct tbuf *b, char type, const char *s) { msg(b, type, s, strlen(s) + 1); }
+
+static void startup(struct tbuf *b, const char *user)
+{
+	struct tbuf p = { .n = 0 };
+
+	tb_be32(&p, 196608);
+	tb_cstr(&p, "user");
+	tb_cstr(&p, user);
+	tb_cstr(&p, "database");
+	tb_cstr(&p, "db");
+	tb_u8(&p, 0);
+	tb_be32(b, (uint32_t)(4 + p.n));
+	tb_mem(b, p.d, p.n);
+}
+
+static void ready(struct tbuf *b) { msg(b, 'Z', "I", 1); }
+
+static void error(struct tbuf *b, const char *code, const char *text)
+{
+	struct tbuf p = { .n = 0 };
+
+	tb_u8(&p, 'S'); tb_cstr(&p, "ERROR");
+	tb_u8(&p, 'C'); tb_cstr(&p, code);
+	tb_u8(&p, 'M'); tb_cstr(&p, text);
+	tb_u8(&p, 0);
+	msg(b, 'E', p.d, p.n);
+}
+
+static void parse(struct tbuf *b, const char *name, const char *q)
+{
+	struct tbuf p = { .n = 0 };
+
+	tb_cstr(&p, name);
+	tb_cstr(&p, q);
+	tb_be16(&p, 0);
+	msg(b, 'P', p.d, p.n);
+}
+
+static void pg_bind(struct tbuf *b, const char *portal, const char *stmt)
+{
+	struct tbuf p = { .n = 0 };
+
+	tb_cstr(&p, portal);
+	tb_cstr(&p, stmt);
+	tb_be16(&p, 0); tb_be16(&p, 0); tb_be16(&p, 0);
+	msg(b, 'B', p.d, p.n);
+}
+
+static void execute(struct tbuf *b)
+{
+	uint8_t body[5] = { 0, 0, 0, 0, 0 };
+	msg(b, 'E', body, 5);
+}
+
+static const size_t steps[] = { 0, 1, 2, 3, 5, 11 };
+
+static void test_startup_simple_query_error(void **state)
+{
+	struct l7_config cfg = L7_CONFIG_DEFAULTS;
+	struct tbuf *ssl = calloc(1, sizeof(*ssl)), *no = calloc(1, sizeof(*no)), *su = calloc(1, sizeof(*su)),
+		    *auth = calloc(1, sizeof(*auth)), *q = calloc(1, sizeof(*q)), *r = calloc(1, sizeof(*r));
+
+	(void)state;
+	tb_be32(ssl, 8); tb_be32(ssl, 80877103);
+	tb_u8(no, 'N');
+	startup(su, "alice");
+	{ uint8_t ok[4] = { 0, 0, 0, 0 }; msg(auth, 'R', ok, 4); }
+	msg(auth, 'S', "client_encoding\0UTF8\0", 21);
+	msg(auth, 'K', "\0\0\0\1\0\0\0\2", 8);
+	ready(auth);
+	msg_cstr(q, 'Q', "SELECT 1;\n SELECT\t2");
+	msg_cstr(q, 'Q', "INSERT INTO t VALUES (now())");
+	msg_cstr(q, 'Q', "");
+	/* Responses to the three pipelined queries. */
+	msg(r, 'T', "\0\1a\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0", 21);
+	msg(r, 'D', "\0\1\0\0\0\1" "1", 7);
+	msg_cstr(r, 'C', "SELECT 1");
+	msg(r, 'D', "\0\1\0\0\0\1" "2", 7);
+	msg_cstr(r, 'C', "SELECT 1");
+	ready(r);
+	msg(r, 'N', "SNOTICE\0Mhello\0\0", 16);
+	error(r, "42804", "column \"i\" is of type integer");
+	ready(r);
+	msg(r, 'I', NULL, 0);
+	ready(r);
+	struct tstep s[] = {
+		{ L7_DIR_REQ, ssl->d, ssl->n }, { L7_DIR_RESP, no->d, no->n }, { L7_DIR_REQ, su->d, su->n },
+		{ L7_DIR_RESP, auth->d, auth->n }, { L7_DIR_REQ, q->d, q->n }, { L7_DIR_RESP, r->d, r->n },
+	};
+	for (size_t k = 0; k < sizeof(steps) / sizeof(steps[0]); k++) {
+		struct tcollect c = { 0 };
+		assert_int_equal(tplay(OPS, &cfg, s, 6, steps[k], &c), 0);
+		assert_int_equal(c.n, 4);
+		assert_string_equal(tfield(&c.v[0].r, "kind"), "STARTUP");
+		assert_string_equal(tfield(&c.v[0].r, "query"), "user=alice");
+		assert_string_equal(tfield(&c.v[0].r, "result"), "READY");
+		assert_string_equal(tfield(&c.v[1].r, "query"), "SELECT 1; SELECT 2");
+		assert_string_equal(tfield(&c.v[1].r, "result"), "SELECT 1");
+		assert_string_equal(tfield(&c.v[1].r, "rows"), "2");
+		assert_string_equal(tfield(&c.v[2].r, "result"), "ERROR:42804");
+		assert_true(c.v[2].r.is_error);
+		assert_string_equal(tfield(&c.v[2].r, "error_message"), "column \"i\" is of type integer");
+		assert_string_equal(tfield(&c.v[3].r, "result"), "EMPTY");
+		assert_int_equal(c.v[3].r.resp_ts_ns, 6000);
+		tcollect_free(&c);
+	}
+	free(ssl); free(no); free(su); free(auth); free(q); free(r);
+}
+
+/* Extended protocol: two batches pipelined, an error aborting the rest of batch 1. */
+static void test_extended_batches(void **state)
+{
+	struct l7_config cfg = L7_CONFIG_DEFAULTS;
+	struct tbuf *q = calloc(1, sizeof(*q)), *r = calloc(1, sizeof(*r));
+
+	(void)state;
+	/* Batch 1: named statement s1 executed, then unnamed executed twice (second aborted). */
+	parse(q, "s1", "select * from a where id=$1");
+	pg_bind(q, "", "s1");
+	execute(q);
+	parse(q, "", "update b set x=1");
+	pg_bind(q, "", "");
+	execute(q);
+	pg_bind(q, "", "");
+	execute(q);
+	msg(q, 'S', NULL, 0);
+	/* Batch 2: a Parse only; batch 3: Execute of a statement prepared before the capture. */
+	parse(q, "s2", "delete from c");
+	msg(q, 'S', NULL, 0);
+	pg_bind(q, "", "old");
+	execute(q);
+	msg(q, 'S', NULL, 0);
+
+	msg(r, '1', NULL, 0); msg(r, '2', NULL, 0);
+	msg(r, 'D', "\0\0", 2);
+	msg_cstr(r, 'C', "SELECT 1");
+	msg(r, '1', NULL, 0); msg(r, '2', NULL, 0);
+	error(r, "40P01", "deadlock detected");
+	ready(r);
+	msg(r, '1', NULL, 0);
+	ready(r);
+	msg(r, '2', NULL, 0);
+	msg_cstr(r, 'C', "DELETE 3");
+	ready(r);
+	struct tstep s[] = { { L7_DIR_REQ, q->d, q->n }, { L7_DIR_RESP, r->d, r->n } };
+	for (size_t k = 0; k < sizeof(steps) / sizeof(steps[0]); k++) {
+		struct tcollect c = { 0 };
+		assert_int_equal(tplay(OPS, &cfg, s, 2, steps[k], &c), 0);
+		assert_int_equal(c.n, 5);
+		assert_string_equal(tfield(&c.v[0].r, "kind"), "EXECUTE");
+		assert_string_equal(tfield(&c.v[0].r, "query"), "select * from a where id=$1");
+		assert_string_equal(tfield(&c.v[0].r, "result"), "SELECT 1");
+		assert_string_equal(tfield(&c.v[1].r, "query"), "update b set x=1");
+		assert_string_equal(tfield(&c.v[1].r, "result"), "ERROR:40P01");
+		assert_string_equal(tfield(&c.v[2].r, "result"), "ABORTED");
+		assert_false(c.v[2].r.has_response);
+		assert_string_equal(tfield(&c.v[3].r, "kind"), "PARSE");
+		assert_string_equal(tfield(&c.v[3].r, "query"), "delete from c");
+		assert_string_equal(tfield(&c.v[3].r, "result"), "OK");
+		assert_string_equal(tfield(&c.v[4].r, "query"), "<stmt:old>");
+		assert_string_equal(tfield(&c.v[4].r, "result"), "DELETE 3");
+		tcollect_free(&c);
+	}
+	free(q);
+	free(r);
+}
+
+static void test_gap_tls_and_memory(void **state)
+{
+	struct l7_config cfg = L7_CONFIG_DEFAULTS;
+	struct tbuf *b = calloc(1, sizeof(*b));
+	struct tcollect c = { 0 };
+	void *st;
+
+	(void)state;
+	/* A gap inside a long DataRow body is harmless; one between messages is not. */
+	st = OPS->create(&cfg, tcollect_emit, &c);
+	msg_cstr(b, 'Q', "select repeat('x', 100000)");
+	assert_int_equal(OPS->feed(st, L7_DIR_REQ, b->d, b->n, 1), 0);
+	b->n = 0;
+	tb_u8(b, 'D');
+	tb_be32(b, 4 + 100000);
+	tb_fill(b, 'x', 3000);
+	assert_int_equal(OPS->feed(st, L7_DIR_RESP, b->d, b->n, 2), 0);
+	assert_int_equal(OPS->gap(st, L7_DIR_RESP, 50000, 3), 0);
+	b->n = 0;
+	tb_fill(b, 'x', 100000 - 3000 - 50000);
+	msg_cstr(b, 'C', "SELECT 1");
+	ready(b);
+	assert_int_equal(OPS->feed(st, L7_DIR_RESP, b->d, b->n, 4), 0);
+	assert_int_equal(c.n, 1);
+	assert_string_equal(tfield(&c.v[0].r, "result"), "SELECT 1");
+	assert_int_equal(OPS->gap(st, L7_DIR_REQ, 7, 5), -EPROTO);
+	OPS->free(st);
+	tcollect_free(&c);
+
+	/* SSLRequest answered 'S': TLS follows. */
+	st = OPS->create(&cfg, tcollect_emit, &c);
+	b->n = 0;
+	tb_be32(b, 8); tb_be32(b, 80877103);
+	assert_int_equal(OPS->feed(st, L7_DIR_REQ, b->d, b->n, 1), 0);
+	assert_int_equal(OPS->feed(st, L7_DIR_RESP, (const uint8_t *)"S", 1, 2), -EPROTO);
+	OPS->free(st);
+
+	/* Unbounded pipelining hits the memory cap. */
+	cfg.max_conn_mem = 16 * 1024;
+	st = OPS->create(&cfg, tcollect_emit, &c);
+	b->n = 0;
+	for (int i = 0; i < 200; i++)
+		msg_cstr(b, 'Q', "select 1");
+	assert_int_equal(OPS->feed(st, L7_DIR_REQ, b->d, b->n, 1), -ENOBUFS);
+	OPS->free(st);
+	tcollect_free(&c);
+	free(b);
+}
+
+static void test_detect(void **state)
+{
+	struct tbuf *b = calloc(1, sizeof(*b));
+
+	(void)state;
+	startup(b, "bob");
+	assert_true(OPS->detect(b->d, b->n, L7_DIR_REQ, 0) >= 80);
+	assert_int_equal(OPS->detect(b->d, b->n, L7_DIR_RESP, 0), 0);
+	b->n = 0;
+	tb_be32(b, 8); tb_be32(b, 80877103);
+	assert_true(OPS->detect(b->d, b->n, L7_DIR_REQ, 0) >= 80);
+	b->n = 0;
+	msg_cstr(b, 'Q', "select 1");
+	assert_true(OPS->detect(b->d, b->n, L7_DIR_REQ, 0) >= 50);
+	b->n = 0;
+	{ uint8_t a[4] = { 0, 0, 0, 10 }; msg(b, 'R', a, 4); }
+	assert_true(OPS->detect(b->d, b->n, L7_DIR_RESP, 0) >= 80);
+	assert_int_equal(OPS->detect((const uint8_t *)"GET / HTTP/1.1\r\n\r\n", 18, L7_DIR_REQ, 5432), 0);
+	assert_int_equal(OPS->detect((const uint8_t *)"*1\r\n$4\r\nPING\r\n", 14, L7_DIR_REQ, 0), 0);
+	assert_int_equal(OPS->detect((const uint8_t *)"\x2b\x00\x00\x00\x03select 1", 13, L7_DIR_REQ, 0), 0);
+	free(b);
+}
+
+static void test_captures(void **state)
+{
+	struct l7_config cfg = L7_CONFIG_DEFAULTS;
+	struct tcollect c = { 0 };
+	struct tpcap tp;
+	char path[512];
+	unsigned exec = 0;
+
+	(void)state;
+	if (!tshared("pgsql/zeek-psql-insert-fail-drop-fail.pcap", path, sizeof(path)))
+		skip();
+	assert_int_equal(tpcap_run(path, OPS, &cfg, 5432, &c, &tp), 1);
+	assert_int_equal(c.n, 6);
+	assert_string_equal(tfield(&c.v[0].r, "result"), "READY");
+	assert_string_equal(tfield(&c.v[3].r, "result"), "ERROR:42804");
+	assert_string_equal(tfield(&c.v[4].r, "result"), "DROP TABLE");
+	assert_string_equal(tfield(&c.v[5].r, "result"), "ERROR:42P01");
+	tcollect_free(&c);
+
+	if (!tshared("pgsql/ndpi-pgsql.pcap", path, sizeof(path)))
+		skip();
+	tpcap_run(path, OPS, &cfg, 5432, &c, &tp);
+	assert_int_equal(c.n, 11);
+	for (size_t i = 0; i < c.n; i++)
+		exec += !strcmp(tfield(&c.v[i].r, "kind"), "EXECUTE");
+	assert_int_equal(exec, 7);
+	tcollect_free(&c);
+
+	if (!tshared("pgsql/zeek-greenhouse-app.pcap", path, sizeof(path)))
+		skip();
+	assert_int_equal(tpcap_run(path, OPS, &cfg, 5432, &c, &tp), 2);
+	assert_int_equal(tp.errors, 0);
+	assert_int_equal(c.n, 86);
+	tcollect_free(&c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_startup_simple_query_error),
+		cmocka_unit_test(test_extended_batches),
+		cmocka_unit_test(test_gap_tls_and_memory),
+		cmocka_unit_test(test_detect),
+		cmocka_unit_test(test_captures),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
