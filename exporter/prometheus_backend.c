@@ -1,0 +1,322 @@
+/*
+ * The `prometheus` backend: an HTTP endpoint (libmicrohttpd) serving every
+ * meter the exporter receives in the text exposition format (exporter/
+ * prom_text.h) at GET /metrics.
+ *
+ * Two threads meet here: the exporter's ZeroMQ loop calls on_meters(),
+ * libmicrohttpd's single internal polling thread answers scrapes.  One mutex
+ * guards the table and the counters; the render buffer belongs to the HTTP
+ * thread alone (one polling thread, no thread per connection), and
+ * libmicrohttpd copies it into the response after the lock is released, so a
+ * slow client never holds up the ZeroMQ loop.  The listening socket is bound
+ * here, not by libmicrohttpd, so a failure can say which address and port and
+ * why.
+ */
+#include <errno.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "exporter/backend.h"
+#include "exporter/prom_text.h"
+
+#define PROM_CONN_LIMIT     32
+#define PROM_PER_IP_LIMIT   8
+#define PROM_CONN_TIMEOUT_S 15
+#define PROM_CONN_MEMORY    (64u << 10)
+/* A series nobody updates (its analyzer or process is gone) disappears after
+ * max(PROM_MIN_AGE_MS, PROM_AGE_FLUSHES flush intervals). */
+#define PROM_MIN_AGE_MS     60000
+#define PROM_AGE_FLUSHES    5
+
+#define CT_METRICS "text/plain; version=0.0.4; charset=utf-8"
+
+static const char index_html[] =
+	"<!DOCTYPE html>\n<html><head><title>ember exporter</title></head>\n"
+	"<body><h1>ember exporter</h1><p><a href=\"/metrics\">Metrics</a></p></body></html>\n";
+
+struct prom_backend {
+	pthread_mutex_t lock;
+	struct prom_table *table;	/* under lock */
+	struct prom_buf buf;		/* HTTP thread only */
+	struct MHD_Daemon *mhd;
+	uint64_t max_age_ms;
+	/* under lock */
+	uint64_t scrapes, not_found, bad_method, http_errors;
+};
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void bump(struct prom_backend *pb, uint64_t *c)
+{
+	pthread_mutex_lock(&pb->lock);
+	(*c)++;
+	pthread_mutex_unlock(&pb->lock);
+}
+
+static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *type, const char *body,
+			     size_t len, const char *allow)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
+	enum MHD_Result ret;
+
+	if (!r)
+		return MHD_NO;
+	if (MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type) == MHD_NO ||
+	    (allow && MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow) == MHD_NO)) {
+		MHD_destroy_response(r);
+		return MHD_NO;
+	}
+	ret = MHD_queue_response(c, status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static enum MHD_Result serve_metrics(struct prom_backend *pb, struct MHD_Connection *c)
+{
+	struct prom_table_stats st;
+	struct prom_meter self = { .name = "ember_prometheus_series",
+				   .help = "Series the prometheus backend holds" };
+	enum MHD_Result ret;
+	int r;
+
+	pthread_mutex_lock(&pb->lock);
+	pb->scrapes++;
+	prom_table__stats(pb->table, &st);
+	self.value = (double)st.series;
+	(void)prom_table__update(pb->table, &self, mono_ms());	/* refusals are counted by the table */
+	r = prom_table__render(pb->table, &pb->buf);
+	if (r)
+		pb->http_errors++;
+	pthread_mutex_unlock(&pb->lock);
+	if (r) {
+		static const char msg[] = "out of memory while rendering metrics\n";
+		return reply(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "text/plain; charset=utf-8", msg, sizeof(msg) - 1,
+			     NULL);
+	}
+	ret = reply(c, MHD_HTTP_OK, CT_METRICS, pb->buf.p, pb->buf.len, NULL);
+	if (ret == MHD_NO)
+		bump(pb, &pb->http_errors);
+	return ret;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+				  const char *version, const char *upload_data, size_t *upload_data_size,
+				  void **con_cls)
+{
+	struct prom_backend *pb = cls;
+	static const char not_found[] = "not found: try /metrics\n";
+	static const char bad_method[] = "method not allowed\n";
+
+	(void)version;
+	(void)upload_data;
+	(void)upload_data_size;
+	(void)con_cls;
+	if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD)) {
+		bump(pb, &pb->bad_method);
+		return reply(c, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain; charset=utf-8", bad_method,
+			     sizeof(bad_method) - 1, "GET, HEAD");
+	}
+	if (!strcmp(url, "/metrics"))
+		return serve_metrics(pb, c);
+	if (!strcmp(url, "/"))
+		return reply(c, MHD_HTTP_OK, "text/html; charset=utf-8", index_html, sizeof(index_html) - 1, NULL);
+	bump(pb, &pb->not_found);
+	return reply(c, MHD_HTTP_NOT_FOUND, "text/plain; charset=utf-8", not_found, sizeof(not_found) - 1, NULL);
+}
+
+/* A bound, listening socket for address:port, or -1 with err filled. */
+static int listen_on(const char *address, int64_t port, int *family, char *err, size_t errlen)
+{
+	struct addrinfo hints = { .ai_flags = AI_PASSIVE | AI_NUMERICSERV, .ai_socktype = SOCK_STREAM };
+	struct addrinfo *ai = NULL;
+	char portstr[16];
+	const char *l = strchr(address, ':') ? "[" : "", *r = *l ? "]" : "";
+	int fd = -1, one = 1, e;
+
+	snprintf(portstr, sizeof(portstr), "%lld", (long long)port);
+	e = getaddrinfo(address, portstr, &hints, &ai);
+	if (e) {
+		snprintf(err, errlen, "cannot listen on %s%s%s:%s (exporter.prometheus.address/port): %s", l, address, r,
+			 portstr, gai_strerror(e));
+		errno = EINVAL;
+		return -1;
+	}
+	fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, ai->ai_protocol);
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, 64)) {
+		e = errno;
+		snprintf(err, errlen, "cannot listen on %s%s%s:%s (exporter.prometheus.address/port): %s", l, address, r,
+			 portstr, strerror(e));
+		if (fd >= 0)
+			close(fd);
+		freeaddrinfo(ai);
+		errno = e;
+		return -1;
+	}
+	*family = ai->ai_family;
+	freeaddrinfo(ai);
+	return fd;
+}
+
+static void prom_free(void *st);
+
+static void *prom_init(const struct ember_config *cfg, char *err, size_t errlen)
+{
+	struct prom_backend *pb = calloc(1, sizeof(*pb));
+	uint64_t flush_ms = cfg->profiling.flush_interval_ns / 1000000;
+	int fd, family = AF_INET, e;
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO;
+
+	if (!pb) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	pthread_mutex_init(&pb->lock, NULL);
+	pb->max_age_ms = flush_ms * PROM_AGE_FLUSHES > PROM_MIN_AGE_MS ? flush_ms * PROM_AGE_FLUSHES : PROM_MIN_AGE_MS;
+	pb->table = prom_table__new(PROM_DEFAULT_MAX_SERIES);
+	if (!pb->table) {
+		e = errno;
+		snprintf(err, errlen, "out of memory for the series table");
+		goto fail;
+	}
+	fd = listen_on(cfg->exporter.prometheus.address, cfg->exporter.prometheus.port, &family, err, errlen);
+	if (fd < 0) {
+		e = errno;
+		goto fail;
+	}
+	if (family == AF_INET6)
+		flags |= MHD_USE_IPv6;
+	pb->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, pb,
+				   MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
+				   MHD_OPTION_CONNECTION_LIMIT, (unsigned)PROM_CONN_LIMIT,
+				   MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)PROM_PER_IP_LIMIT,
+				   MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)PROM_CONN_TIMEOUT_S,
+				   MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)PROM_CONN_MEMORY,
+				   MHD_OPTION_END);
+	if (!pb->mhd) {
+		e = errno ? errno : EIO;
+		/* libmicrohttpd leaves a socket it refused to the caller */
+		close(fd);
+		snprintf(err, errlen, "cannot start the HTTP server on %s port %lld",
+			 cfg->exporter.prometheus.address, (long long)cfg->exporter.prometheus.port);
+		goto fail;
+	}
+	return pb;
+fail:
+	prom_free(pb);
+	errno = e;
+	return NULL;
+}
+
+static void prom_on_meters(void *st, const Ember__MeterBatch *b, uint32_t analyzer)
+{
+	struct prom_backend *pb = st;
+	uint64_t now = mono_ms();
+
+	(void)analyzer;	/* analyzers label their own meters (analyzer="N") */
+	if (!b)
+		return;
+	pthread_mutex_lock(&pb->lock);
+	for (size_t i = 0; i < b->n_meters; i++) {
+		const Ember__Meter *m = b->meters[i];
+		struct prom_label labels[PROM_MAX_LABELS];
+		struct prom_bucket buckets[PROM_MAX_BUCKETS];
+		struct prom_meter pm;
+
+		if (!m)
+			continue;
+		pm = (struct prom_meter){
+			.name = m->name, .help = m->help, .value = m->value, .is_counter = m->is_counter,
+			.hist_count = m->hist_count,
+			/* oversized lists reach the table only as counts, which it refuses */
+			.n_labels = m->n_labels, .labels = labels,
+			.n_buckets = m->n_buckets, .buckets = buckets,
+		};
+		for (size_t j = 0; j < m->n_labels && j < PROM_MAX_LABELS; j++) {
+			labels[j].name = m->labels[j] ? m->labels[j]->name : NULL;
+			labels[j].value = m->labels[j] ? m->labels[j]->value : NULL;
+		}
+		for (size_t j = 0; j < m->n_buckets && j < PROM_MAX_BUCKETS; j++) {
+			buckets[j].upper_bound = m->buckets[j] ? m->buckets[j]->upper_bound : 0;
+			buckets[j].count = m->buckets[j] ? m->buckets[j]->count : 0;
+		}
+		(void)prom_table__update(pb->table, &pm, now);	/* refusals are counted by the table */
+	}
+	pthread_mutex_unlock(&pb->lock);
+}
+
+static void prom_tick(void *st, uint64_t now_ms, int final)
+{
+	struct prom_backend *pb = st;
+
+	(void)now_ms;	/* wall clock; ages are measured on the monotonic one */
+	if (final)
+		return;
+	pthread_mutex_lock(&pb->lock);
+	prom_table__expire(pb->table, mono_ms(), pb->max_age_ms);
+	pthread_mutex_unlock(&pb->lock);
+}
+
+static unsigned prom_counters(void *st, struct backend_counter *ret, unsigned max)
+{
+	struct prom_backend *pb = st;
+	struct prom_table_stats ts;
+	unsigned n = 0;
+
+	pthread_mutex_lock(&pb->lock);
+	prom_table__stats(pb->table, &ts);
+	struct backend_counter c[] = {
+		{ "prometheus_scrapes", pb->scrapes },
+		{ "prometheus_series_added", ts.series_added },
+		{ "prometheus_series_expired", ts.series_expired },
+		{ "prometheus_series_dropped", ts.series_dropped },
+		{ "prometheus_meters_invalid", ts.invalid },
+		{ "prometheus_meters_conflicting", ts.conflicts },
+		{ "prometheus_render_bytes", ts.render_bytes },
+		{ "prometheus_render_truncated", ts.render_truncated },
+		{ "prometheus_http_not_found", pb->not_found },
+		{ "prometheus_http_bad_method", pb->bad_method },
+		{ "prometheus_http_errors", pb->http_errors },
+		{ "prometheus_nomem", ts.nomem },
+	};
+	pthread_mutex_unlock(&pb->lock);
+	for (; n < max && n < sizeof(c) / sizeof(c[0]); n++)
+		ret[n] = c[n];
+	return n;
+}
+
+static void prom_free(void *st)
+{
+	struct prom_backend *pb = st;
+
+	if (!pb)
+		return;
+	if (pb->mhd)
+		MHD_stop_daemon(pb->mhd);	/* joins the HTTP thread, closes the socket */
+	prom_table__free(pb->table);
+	prom_buf__release(&pb->buf);
+	pthread_mutex_destroy(&pb->lock);
+	free(pb);
+}
+
+const struct exporter_backend_ops prometheus_backend_ops = {
+	.name = "prometheus",
+	.init = prom_init,
+	.on_meters = prom_on_meters,
+	.tick = prom_tick,
+	.counters = prom_counters,
+	.free = prom_free,
+};
