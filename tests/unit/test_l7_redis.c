@@ -1,0 +1,201 @@
+/* Redis parser: RESP2/RESP3 values, inline commands, pipelining, pushes, splits, gaps, captures. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "tests/unit/l7_testlib.h"
+
+extern const struct l7_parser_ops l7_redis_ops;
+#define OPS (&l7_redis_ops)
+
+#define S(x) { L7_DIR_REQ, (const uint8_t *)(x), sizeof(x) - 1 }
+#define R(x) { L7_DIR_RESP, (const uint8_t *)(x), sizeof(x) - 1 }
+
+static const size_t steps[] = { 0, 1, 2, 3, 4, 7, 13 };
+
+static void test_pipelining_resp2(void **state)
+{
+	struct l7_config cfg = L7_CONFIG_DEFAULTS;
+	/* Five pipelined commands (one inline), then their replies in one go. */
+	struct tstep s[] = {
+		S("*3\r\n$3\r\nset\r\n$1\r\nk\r\n$5\r\nhello\r\n"
+		  "*2\r\n$3\r\nGET\r\n$1\r\nk\r\n"
+		  "PING\r\n"
+		  "*2\r\n$4\r\nINCR\r\n$1\r\nk\r\n"
+		  "*3\r\n$6\r\nLRANGE\r\n$1\r\nl\r\n$1\r\n0\r\n"),
+		R("+OK\r\n$5\r\nhello\r\n+PONG\r\n"
+		  "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"
+		  "*3\r\n$1\r\na\r\n*2\r\n:1\r\n$-1\r\n*-1\r\n"),
+	};
+	static const char *const cmds[] = { "SET", "GET", "PING", "INCR", "LRANGE" };
+	static const char *const replies[] = { "+OK", "$5", "+PONG", "-WRONGTYPE", "*3" };
+
+	(void)state;
+	for (size_t k = 0; k < sizeof(steps) / sizeof(steps[0]); k++) {
+		struct tcollect c = { 0 };
+		assert_int_equal(tplay(OPS, &cfg, s, 2, steps[k], &c), 0);
+		assert_int_equal(c.n, 5);
+		for (int i = 0; i < 5; i++) {
+			assert_string_equal(tfield(&c.v[i].r, "command"), cmds[i]);
+			assert_string_equal(tfield(&c.v[i].r, "reply"), replies[i]);
+			assert_int_equal(c.v[i].r.is_error, i == 3);
+		}
+		assert_int_equal(c.v[4].r.resp_bytes, 29);
+		tcollect_free(&c);
+	}
+}
+
+static void test_resp3_types_attributes_pushes(void **state)
+{
+	struct l7_config cfg = L7_CONFIG_DEFAULTS;
+	struct tstep s[] = {
+		S("*2\r\n$5\r\nHELLO\r\n$1\r\n3\r\n"),
+		R("%2\r\n$6\r\nserver\r\n$5\r\nredis\r\n$5\r\nproto\r\n:3\r\n"),
+		S("*1\r\n$4\r\nTIME\r\n*1\r\n$4\r\nINFO\r\n*1\r\n$3\r\nXXX\r\n*2\r\n$3\r\nGET\r\n$1\r\nx\r\n"
+		  "*3\r\n$9\r\nsubscribe\r\n$1\r\na\r\n$1\r\nb\r\n*2\r\n$4\r\nSCAN\r\n$1\r\n0\r\n"),
+		/* An attribute before the reply, a push between replies, nested aggregates. */
+		R("|1\r\n+key-popularity\r\n%1\r\n$1\r\na\r\n,0.19\r\n"
+		  "~2\r\n(3492890328409238509324850943850943825024385\r\n#t\r\n"
+		  ">3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$2\r\nhi\r\n"
+		  "=15\r\ntxt:Some string\r\n"
+		  "!21\r\nSYNTAX invalid syntax\r\n"
+		  "_\r\n"
+		  "*3\r\n$9\r\nsubscribe\r\n$1\r\na\r\n:1\r\n*3\r\n$9\r\nsubscribe\r\n$1\r\nb\r\n:2\r\n"
+		  "*3\r\n$7\r\nmessage\r\n$1\r\na\r\n$3\r\nmsg\r\n"),
+		S("*2\r\n$4\r\nSCAN\r\n$1\r\n0\r\n"),
+		R("*2\r\n$1\r\n0\r\n*0\r\n*2\r\n$1\r\n0\r\n*1\r\n*2\r\n%1\r\n+a\r\n|1\r\n+x\r\n+y\r\n~0\r\n:5\r\n"),
+	};
+
+	(void)state;
+	for (size_t k = 0; k < sizeof(steps) / sizeof(steps[0]); k++) {
+		struct tcollect c = { 0 };
+		assert_int_equal(tplay(OPS, &cfg, s, 6, steps[k], &c), 0);
+		assert_int_equal(c.n, 10);
+		assert_string_equal(tfield(&c.v[0].r, "command"), "HELLO");
+		assert_string_equal(tfield(&c.v[0].r, "reply"), "%2");
+		assert_string_equal(tfield(&c.v[1].r, "command"), "TIME");
+		assert_string_equal(tfield(&c.v[1].r, "reply"), "~2");
+		assert_string_equal(tfield(&c.v[2].r, "command"), "(push)");
+		assert_false(c.v[2].r.has_request);
+		assert_string_equal(tfield(&c.v[2].r, "reply"), ">3");
+		assert_string_equal(tfield(&c.v[3].r, "command"), "INFO");
+		assert_string_equal(tfield(&c.v[3].r, "reply"), "=15");
+		assert_string_equal(tfield(&c.v[4].r, "command"), "XXX");
+		assert_string_equal(tfield(&c.v[4].r, "reply"), "!21");
+		assert_true(c.v[4].r.is_error);
+		assert_string_equal(tfield(&c.v[5].r, "command"), "GET");
+		assert_string_equal(tfield(&c.v[5].r, "reply"), "_");
+		/* SUBSCRIBE a b: two replies, one exchange. */
+		assert_string_equal(tfield(&c.v[6].r, "command"), "SUBSCRIBE");
+		assert_string_equal(tfield(&c.v[6].r, "reply"), "*3");
+		assert_string_equal(tfield(&c.v[7].r, "command"), "(push)");
+		assert_string_equal(tfield(&c.v[8].r, "command"), "SCAN");
+		assert_string_equal(tfield(&c.v[8].r, "reply"), "*2");
+		assert_string_equal(tfield(&c.v[9].r, "command"), "SCAN");
+		assert_string_equal(tfield(&c.v[9].r, "reply"), "*2");
+		tcollect_free(&c);
+	}
+}
+
+static void test_errors_and_limits(void **state)
+{
+	struct l7_config cfg = L7_CONFIG_DEFAULTS;
+	struct tcollect c = { 0 };
+	char deep[32 * 4 + 16];
+	size_t n = 0;
+	void *st;
+
+	(void)state;
+	/* Nesting beyond the bound is refused, not recursed into. */
+	for (int i = 0; i < 33; i++)
+		n += (size_t)snprintf(deep + n, sizeof(deep) - n, "*1\r\n");
+	st = OPS->create(&cfg, tcollect_emit, &c);
+	assert_int_equal(OPS->feed(st, L7_DIR_REQ, (const uint8_t *)"*1\r\n$4\r\nPING\r\n", 14, 1), 0);
+	assert_int_equal(OPS->feed(st, L7_DIR_RESP, (const uint8_t *)deep, n, 2), -EPROTO);
+	OPS->free(st);
+	/* Junk type byte, absurd bulk length. */
+	st = OPS->create(&cfg, tcollect_emit, &c);
+	assert_int_equal(OPS->feed(st, L7_DIR_REQ, (const uint8_t *)"*1\r\n$99999999999\r\n", 19, 1), -EPROTO);
+	OPS->free(st);
+	st = OPS->create(&cfg, tcollect_emit, &c);
+	assert_int_equal(OPS->feed(st, L7_DIR_RESP, (const uint8_t *)"?what\r\n", 7, 1), -EPROTO);
+	OPS->free(st);
+	/* A gap inside a bulk body keeps the stream; elsewhere it ends it. */
+	st = OPS->create(&cfg, tcollect_emit, &c);
+	assert_int_equal(OPS->feed(st, L7_DIR_REQ, (const uint8_t *)"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n", 20, 1), 0);
+	assert_int_equal(OPS->feed(st, L7_DIR_RESP, (const uint8_t *)"$10\r\n01", 7, 2), 0);
+	assert_int_equal(OPS->gap(st, L7_DIR_RESP, 5, 3), 0);
+	assert_int_equal(OPS->feed(st, L7_DIR_RESP, (const uint8_t *)"789\r\n", 5, 4), 0);
+	assert_int_equal(c.n, 1);
+	assert_string_equal(tfield(&c.v[0].r, "reply"), "$10");
+	assert_int_equal(OPS->gap(st, L7_DIR_REQ, 3, 5), -EPROTO);
+	OPS->free(st);
+	tcollect_free(&c);
+	/* Pipelining without bound meets the memory cap. */
+	cfg.max_conn_mem = 8 * 1024;
+	st = OPS->create(&cfg, tcollect_emit, &c);
+	{
+		int rc = 0;
+		for (int i = 0; i < 1000 && !rc; i++)
+			rc = OPS->feed(st, L7_DIR_REQ, (const uint8_t *)"*1\r\n$4\r\nPING\r\n", 14, 1);
+		assert_int_equal(rc, -ENOBUFS);
+	}
+	OPS->free(st);
+	tcollect_free(&c);
+}
+
+static void test_detect(void **state)
+{
+	(void)state;
+	assert_true(OPS->detect((const uint8_t *)"*1\r\n$4\r\nPING\r\n", 14, L7_DIR_REQ, 0) >= 80);
+	assert_true(OPS->detect((const uint8_t *)"PING\r\n", 6, L7_DIR_REQ, 0) > 0);
+	assert_true(OPS->detect((const uint8_t *)"-ERR unknown command\r\n", 22, L7_DIR_RESP, 0) > 0);
+	assert_int_equal(OPS->detect((const uint8_t *)"*1\r\n$4\r\nPING\r\n", 14, L7_DIR_RESP, 0) >= 80, 0);
+	assert_int_equal(OPS->detect((const uint8_t *)"GET / HTTP/1.1\r\nHost: a\r\n\r\n", 27, L7_DIR_REQ, 6379), 0);
+	assert_int_equal(OPS->detect((const uint8_t *)"HELO mail.example.com\r\n", 23, L7_DIR_REQ, 0), 0);
+	assert_int_equal(OPS->detect((const uint8_t *)"\x00\x00\x00\x08\x04\xd2\x16\x2f", 8, L7_DIR_REQ, 0), 0);
+	assert_int_equal(OPS->detect((const uint8_t *)"SSH-2.0-OpenSSH_9.2\r\n", 21, L7_DIR_REQ, 0), 0);
+}
+
+static void test_captures(void **state)
+{
+	struct l7_config cfg = L7_CONFIG_DEFAULTS;
+	struct tcollect c = { 0 };
+	struct tpcap tp;
+	char path[512];
+	unsigned arrays = 0;
+
+	(void)state;
+	if (!tshared("redis/tcpdump-resp_1_benchmark.pcap", path, sizeof(path)))
+		skip();
+	assert_int_equal(tpcap_run(path, OPS, &cfg, 6379, &c, &tp), 15);
+	assert_int_equal(tp.errors, 0);
+	assert_int_equal(c.n, 15);
+	assert_string_equal(tfield(&c.v[0].r, "command"), "PING");   /* inline */
+	for (size_t i = 0; i < c.n; i++)
+		arrays += !strcmp(tfield(&c.v[i].r, "command"), "LRANGE");
+	assert_int_equal(arrays, 4);
+	tcollect_free(&c);
+
+	if (!tshared("redis/zeek-auth.pcap", path, sizeof(path)))
+		skip();
+	tpcap_run(path, OPS, &cfg, 6379, &c, &tp);
+	assert_int_equal(c.n, 3);
+	assert_string_equal(tfield(&c.v[0].r, "reply"), "-WRONGPASS");
+	assert_true(c.v[0].r.is_error);
+	assert_string_equal(tfield(&c.v[1].r, "reply"), "+OK");
+	tcollect_free(&c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_pipelining_resp2),
+		cmocka_unit_test(test_resp3_types_attributes_pushes),
+		cmocka_unit_test(test_errors_and_limits),
+		cmocka_unit_test(test_detect),
+		cmocka_unit_test(test_captures),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
