@@ -414,6 +414,13 @@ static void acked(struct pcap_flow *pf, struct flow *f, enum l7_dir dir, uint32_
 
 		if (ahead <= 0 || (uint32_t)ahead > MAX_SEQ_JUMP)
 			return;
+		/*
+		 * One byte with nothing held is most likely a FIN the capture
+		 * missed, not data: a real hole shows up again once later bytes
+		 * are held.
+		 */
+		if (ahead == 1 && !h->ooo)
+			return;
 		n = (uint32_t)ahead;
 		if (h->ooo && (int32_t)(h->ooo->seq - h->next_seq) < ahead)
 			n = h->ooo->seq - h->next_seq;
