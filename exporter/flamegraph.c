@@ -712,18 +712,33 @@ int flamegraph__load_folded_buf(struct flamegraph *fg, const char *buf, size_t l
 
 int flamegraph__load_folded(struct flamegraph *fg, FILE *in)
 {
-	/* A line may span reads; keep at most one maximal line plus one read. */
-	const size_t chunk = 64 * 1024, cap = FLAMEGRAPH_MAX_LINE + 2 + chunk;
+	/*
+	 * A line may span reads: the buffer holds at most one maximal line plus
+	 * one read, and grows to that only when a line needs it.
+	 */
+	const size_t chunk = 64 * 1024, max_cap = FLAMEGRAPH_MAX_LINE + 2 + chunk;
+	size_t cap = 2 * chunk, have = 0;
 	_cleanup_free_ char *buf = malloc(cap);
-	size_t have = 0;
 	bool skipping = false;	/* inside a line that was too long */
 	int err;
 
 	if (!buf)
 		return -ENOMEM;
 	for (;;) {
-		size_t got = fread(buf + have, 1, chunk, in), pos = 0;
-		bool eof = got < chunk;
+		size_t got, pos = 0;
+		bool eof;
+
+		if (cap - have < chunk) {
+			size_t ncap = cap * 2 < max_cap ? cap * 2 : max_cap;
+			char *nb = realloc(buf, ncap);
+
+			if (!nb)
+				return -ENOMEM;
+			buf = nb;
+			cap = ncap;
+		}
+		got = fread(buf + have, 1, chunk, in);
+		eof = got < chunk;
 
 		if (eof && ferror(in))
 			return -EIO;
