@@ -43,7 +43,7 @@ TPROG_BINS:= $(patsubst tests/progs/%.c,$(BUILD)/progs/%,$(TPROG_SRCS))
 BENCH_SRCS:= $(wildcard bench/bench_*.c)
 BENCH_BINS:= $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
 
-.PHONY: all programs tests clean test unit-test fuzz bench deps
+.PHONY: all programs tests clean test unit-test fuzz bench deps run
 .DELETE_ON_ERROR:
 
 all: programs tests
@@ -119,6 +119,12 @@ $(BUILD)/fuzzers/%: $(BUILD)/obj/tests/fuzz/%.o $(LIB)
 # ---- entry points -----------------------------------------------------------
 deps:
 	deploy/install-deps.sh
+
+# The README's run command: installs what it needs, builds, runs the agent on
+# the shipped configuration (file + Prometheus outputs, no OAP needed).
+run: deps
+	$(MAKE) programs
+	build/ember run --config deploy/ember.yaml
 
 # The README's test command: installs what it needs, builds from scratch, runs
 # unit tests and fuzzers under ASan/UBSan, then the root integration tests.

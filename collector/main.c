@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <liburing.h>
+#include <malloc.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -626,6 +627,14 @@ int main(int argc, char **argv)
 		log_error("cannot create run directory %s: %m", C.run_dir);
 		return 1;
 	}
+	C.bpf = bpf_stacks__load(&C.bpf_opts);
+	if (!C.bpf) {
+		log_error("cannot load the stack-sampling BPF program: %m");
+		return 1;
+	}
+	/* libbpf's copy of the kernel BTF is freed after load: give it back to the
+	 * kernel before the rings are mapped, so the two never add up. */
+	malloc_trim(0);
 	C.shards = calloc(C.nshards, sizeof(*C.shards));
 	if (!C.shards)
 		return 1;
@@ -637,11 +646,6 @@ int main(int argc, char **argv)
 			log_error("cannot create ring shard %u (%llu bytes): %m", s, (unsigned long long)C.ring_size);
 			return 1;
 		}
-	}
-	C.bpf = bpf_stacks__load(&C.bpf_opts);
-	if (!C.bpf) {
-		log_error("cannot load the stack-sampling BPF program: %m");
-		return 1;
 	}
 	err = setup_socket();
 	if (err < 0) {
