@@ -347,10 +347,13 @@ static int read_str(struct hpack *h, const uint8_t **p, const uint8_t *end, char
 
 int hpack__decode(struct hpack *h, const uint8_t *block, size_t len, hpack_header_fn cb, void *ctx)
 {
-	const uint8_t *p = block, *end = block + len;
+	const uint8_t *p = block, *end;
 	int err = -EPROTO;
 
 	h->st.blocks++;
+	if (!len)
+		return 0;
+	end = block + len;
 	while (p < end) {
 		uint8_t b = *p;
 		const char *name = NULL, *value = NULL;

@@ -314,6 +314,8 @@ static int block_append(struct h2 *h, struct h2_dir *d, const uint8_t *p, size_t
 
 	if (err < 0)
 		return err;
+	if (!n)
+		return 0;
 	memcpy(d->blk + d->blklen, p, n);
 	d->blklen += n;
 	return 0;
@@ -360,7 +362,8 @@ static void count_bytes(struct h2 *h, enum l7_dir dir, uint32_t sid, size_t n)
 /* A complete frame (payload in d->pl when d->keep). */
 static int frame_done(struct h2 *h, enum l7_dir dir, struct h2_dir *d, uint64_t ts)
 {
-	const uint8_t *p = d->pl;
+	/* An empty frame may have no buffer yet. */
+	const uint8_t *p = d->pl ? d->pl : (const uint8_t *)"";
 	size_t n = d->flen;
 	int err;
 

@@ -307,7 +307,7 @@ static void drain(struct pcap_flow *pf, struct flow *f, enum l7_dir dir)
 		h->ooo = s->next;
 		h->nooo--;
 		h->ooo_bytes -= s->len;
-		skip = (uint32_t)-rel;
+		skip = (0u - (uint32_t)rel);
 		if (skip < s->len) {
 			deliver(pf, f, dir, s->data + skip, s->len - skip, s->ts_ns);
 			pf->st.retrans_bytes += skip;
@@ -457,10 +457,10 @@ static void tcp_segment(struct pcap_flow *pf, struct flow *f, enum l7_dir dir, u
 		uint32_t total = n + lost;
 
 		rel = (int32_t)(seq - h->next_seq);
-		if (rel <= 0 && (uint32_t)-rel >= total)
+		if (rel <= 0 && (0u - (uint32_t)rel) >= total)
 			return; /* old data anyway */
-		if (rel == 0 || (rel < 0 && (uint32_t)-rel < n)) {
-			uint32_t skip = (uint32_t)(rel < 0 ? -rel : 0);
+		if (rel == 0 || (rel < 0 && (0u - (uint32_t)rel) < n)) {
+			uint32_t skip = (uint32_t)(rel < 0 ? 0u - (uint32_t)rel : 0u);
 
 			deliver(pf, f, dir, p + skip, n - skip, ts);
 			report_gap(pf, f, dir, lost, ts);
@@ -473,7 +473,7 @@ static void tcp_segment(struct pcap_flow *pf, struct flow *f, enum l7_dir dir, u
 	}
 	rel = (int32_t)(seq - h->next_seq);
 	if (rel < 0) {
-		uint32_t dup = (uint32_t)-rel;
+		uint32_t dup = (0u - (uint32_t)rel);
 
 		if (dup >= n) {
 			pf->st.retrans_bytes += n;
