@@ -400,7 +400,7 @@ static int start_task(struct task_def *def, char *err, size_t errlen)
 	p->kind = t->kind;
 	p->window_start_ns = (uint64_t)t->start_unix_ms * 1000000ull;
 	for (uint32_t i = 0; i < t->npids; i++)
-		; /* PRELOAD */
+		(void)symbolizer__preload(A.sym, t->pids[i]);
 	A.stats[AS_TASKS_STARTED]++;
 	log_info("task %s started: kind %u, %u pid(s), %llu ms, attach point %s", t->id, t->kind, t->npids,
 		 (unsigned long long)t->duration_ms, ap_name(t->attach_point));

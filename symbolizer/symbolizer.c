@@ -565,6 +565,31 @@ static struct pid_entry *pid_get(struct symbolizer *s, uint32_t pid, bool *ret_f
 	return pe;
 }
 
+int symbolizer__preload(struct symbolizer *s, uint32_t pid)
+{
+	enum sym_reason reason;
+	struct pid_entry *pe;
+	bool fresh;
+	int loaded = 0;
+
+	pe = pid_get(s, pid, &fresh);
+	if (!pe)
+		return -ENOMEM;
+	if (!fresh && may_refresh(pe->read_ns, s->maps_refresh_ns))
+		pid_read_maps(s, pe);
+	if (!pe->maps)
+		return -ENOENT;
+	s->epoch++;
+	for (size_t i = 0; i < proc_maps__count(pe->maps); i++) {
+		const struct maps_entry *e = proc_maps__entry(pe->maps, i);
+		if (e->kind != MAPS_FILE || !(e->perms & MAPS_PERM_X))
+			continue;
+		if (module_for(s, pe, i, e, &reason))
+			loaded++;
+	}
+	return loaded;
+}
+
 void symbolizer__forget_pid(struct symbolizer *s, uint32_t pid)
 {
 	struct pid_entry *pe;

@@ -151,6 +151,12 @@ int symbolizer__resolve_user(struct symbolizer *s, uint32_t pid, const uint64_t 
 int symbolizer__resolve_kernel(struct symbolizer *s, const uint64_t *addrs, size_t n,
 			       struct sym_frame *ret);
 
+/*
+ * Reads pid's maps and loads every executable file it maps, so that its
+ * stacks can still be symbolized after it exits (the broker can no longer
+ * open its files then).  Returns the number of modules available, or -errno.
+ */
+int symbolizer__preload(struct symbolizer *s, uint32_t pid);
 /* Drops pid's cached maps (modules stay cached for other processes). */
 void symbolizer__forget_pid(struct symbolizer *s, uint32_t pid);
 
