@@ -45,6 +45,8 @@ BENCH_BINS:= $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
 
 .PHONY: all programs tests clean test unit-test fuzz bench deps run
 .DELETE_ON_ERROR:
+# Generated headers and objects are kept (they are not throwaway intermediates).
+.SECONDARY:
 
 all: programs tests
 programs: $(PROGRAMS)
@@ -123,22 +125,24 @@ deps:
 # The README's run command: installs what it needs, builds, runs the agent on
 # the shipped configuration (file + Prometheus outputs, no OAP needed).
 run: deps
-	$(MAKE) programs
+	$(MAKE) -j$(NPROC) programs
 	build/ember run --config deploy/ember.yaml
 
 # The README's test command: installs what it needs, builds from scratch, runs
 # unit tests and fuzzers under ASan/UBSan, then the root integration tests.
+NPROC := $(shell nproc 2>/dev/null || echo 2)
 test: deps
 	rm -rf build
-	$(MAKE) BUILD=build/san SAN=1 tests
-	$(MAKE) all
+	$(MAKE) -j$(NPROC) BUILD=build/san SAN=1 tests
+	$(MAKE) -j$(NPROC) all
 	tests/run-tests.sh
 
 unit-test:
-	$(MAKE) BUILD=build/san SAN=1 tests
+	$(MAKE) -j$(NPROC) BUILD=build/san SAN=1 tests
 	tests/run-tests.sh --unit-only
 
-bench: deps programs tests
+bench: deps
+	$(MAKE) -j$(NPROC) programs tests
 	bench/run.sh
 
 clean:

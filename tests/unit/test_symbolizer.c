@@ -805,7 +805,7 @@ static void test_stripped(void **state)
 	struct symbolizer *s = new_direct(0, 0);
 	struct sym_frame f[2];
 	struct child c;
-	uint64_t want_off;
+	uint64_t want_off = 0;
 	char path[512], buf[128], want[160];
 
 	NEED_CC();
