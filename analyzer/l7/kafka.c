@@ -237,7 +237,7 @@ static ssize_t frame_req(struct kafka *k, const uint8_t *p, size_t avail, size_t
 				if (flexible(c->key, c->version)) {
 					uint64_t v;
 					size_t kk = uvarint(p + off, n - off, &v);
-					if (kk) {
+					if (kk && v <= 0x7fffffff) {
 						tl = (int64_t)v - 1;
 						off += kk;
 					} else {
@@ -248,7 +248,7 @@ static ssize_t frame_req(struct kafka *k, const uint8_t *p, size_t avail, size_t
 					off += 2;
 				}
 				if (tl > 0)
-					off += (size_t)tl;
+					off = (uint64_t)tl < n - l7_min(off, n) ? off + (size_t)tl : n;
 			}
 			if (off + 2 <= n && (int16_t)l7_be16(p + off) == 0)
 				k->noresp = true;

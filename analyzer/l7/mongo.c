@@ -25,6 +25,7 @@
 #include "analyzer/l7/l7_util.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -184,6 +185,18 @@ static bool bson_num(const struct bson_el *el, double *v)
 	}
 }
 
+/* Saturating conversion: BSON numbers are attacker-chosen doubles. */
+static int64_t dbl_to_i64(double v)
+{
+	if (v != v)
+		return 0;
+	if (v >= 9.2e18)
+		return INT64_MAX;
+	if (v <= -9.2e18)
+		return INT64_MIN;
+	return (int64_t)v;
+}
+
 /* ---- parser ------------------------------------------------------------ */
 
 struct pend {
@@ -281,9 +294,9 @@ static void emit_rec(struct mongo *m, const struct pend *p, bool has_req, bool h
 					snprintf(code, sizeof(code), ":%lld", (long long)s->code);
 				else if (s->codename[0])
 					snprintf(code, sizeof(code), ":%s", s->codename);
-				snprintf(f->val, sizeof(f->val), "ok=%lld%s", (long long)s->ok, code);
+				snprintf(f->val, sizeof(f->val), "ok=%lld%s", (long long)dbl_to_i64(s->ok), code);
 				rec.is_error = true;
-				rec.status = s->have_code ? (int32_t)s->code : -1;
+				rec.status = s->have_code && s->code >= INT32_MIN && s->code <= INT32_MAX ? (int32_t)s->code : -1;
 			} else if (s->have_docs) {
 				snprintf(f->val, sizeof(f->val), "docs=%d", s->docs);
 				rec.is_error = s->query_failure;
@@ -336,7 +349,7 @@ static void reply_doc(struct summary *s, const uint8_t *p, size_t n)
 			double v;
 			if (bson_num(&el, &v)) {
 				s->have_code = true;
-				s->code = (int64_t)v;
+				s->code = dbl_to_i64(v);
 			}
 		} else if (el.type == 0x02 && el.name_len == 8 && !memcmp(el.name, "codeName", 8)) {
 			size_t l = l7_min(el.val_len - 5, sizeof(s->codename) - 1);

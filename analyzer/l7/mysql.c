@@ -760,7 +760,7 @@ static int mysql_detect(const uint8_t *d, size_t len, enum l7_dir dir, uint16_t 
 				score = plen == 1 && exact ? 45 : 0;
 				break;
 			case COM_STMT_EXECUTE:
-				score = plen >= 10 && d[9] <= 0x0f && (exact || plen > n) ? 35 : 0;
+				score = plen >= 10 && len >= 10 && d[9] <= 0x0f && (exact || plen > n) ? 35 : 0;
 				break;
 			case COM_STMT_CLOSE:
 			case COM_STMT_RESET:
