@@ -150,6 +150,8 @@ static void free_sample(Ember__StackSample *s)
 		free(s->user_frames[i]);
 	free(s->kernel_frames);
 	free(s->user_frames);
+	free(s->kernel_resolved);
+	free(s->user_resolved);
 	free(s->process_name);
 	free(s);
 }
@@ -248,7 +250,9 @@ static int on_stack_rec(const void *data, uint32_t len)
 	s->weight = h.weight;
 	s->kernel_frames = calloc(h.nkern ? h.nkern : 1, sizeof(char *));
 	s->user_frames = calloc(h.nuser ? h.nuser : 1, sizeof(char *));
-	if (!s->kernel_frames || !s->user_frames) {
+	s->kernel_resolved = calloc(h.nkern ? h.nkern : 1, sizeof(protobuf_c_boolean));
+	s->user_resolved = calloc(h.nuser ? h.nuser : 1, sizeof(protobuf_c_boolean));
+	if (!s->kernel_frames || !s->user_frames || !s->kernel_resolved || !s->user_resolved) {
 		free_sample(s);
 		return 0;
 	}
@@ -256,6 +260,7 @@ static int on_stack_rec(const void *data, uint32_t len)
 		memcpy(ips, (const char *)data + sizeof(h), h.nkern * sizeof(uint64_t));
 		if (symbolizer__resolve_kernel(A.sym, ips, h.nkern, frames) >= 0)
 			for (unsigned i = 0; i < h.nkern; i++) {
+				s->kernel_resolved[s->n_kernel_resolved++] = frames[i].resolved;
 				s->kernel_frames[s->n_kernel_frames++] = frame_text(&frames[i]);
 				s->unresolved += !frames[i].resolved;
 			}
@@ -264,6 +269,7 @@ static int on_stack_rec(const void *data, uint32_t len)
 		memcpy(ips, (const char *)data + sizeof(h) + h.nkern * sizeof(uint64_t), h.nuser * sizeof(uint64_t));
 		if (symbolizer__resolve_user(A.sym, h.tgid, ips, h.nuser, frames) >= 0)
 			for (unsigned i = 0; i < h.nuser; i++) {
+				s->user_resolved[s->n_user_resolved++] = frames[i].resolved;
 				s->user_frames[s->n_user_frames++] = frame_text(&frames[i]);
 				s->unresolved += !frames[i].resolved;
 			}
