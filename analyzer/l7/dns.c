@@ -144,7 +144,10 @@ static int read_name(const uint8_t *m, size_t n, size_t *off, char *out, size_t 
 				esc[1] = (char)c;
 				el = 2;
 			} else {
-				snprintf(esc, sizeof(esc), "\\%03u", c);
+				esc[0] = '\\';
+				esc[1] = (char)('0' + c / 100);
+				esc[2] = (char)('0' + c / 10 % 10);
+				esc[3] = (char)('0' + c % 10);
 				el = 4;
 			}
 			if (o + el + 1 < outcap) {
@@ -216,6 +219,11 @@ static int parse_msg(const uint8_t *m, size_t n, struct dns_msg *out)
 	return 0;
 }
 
+static void add_cstr(struct l7_record *rec, const char *key, const char *s)
+{
+	l7_record__add_str(rec, key, s, strlen(s));
+}
+
 static void emit_rec(struct dns *s, const struct dns_query *q, const struct dns_msg *r,
 		     uint64_t resp_ts, uint64_t resp_bytes)
 {
@@ -223,18 +231,18 @@ static void emit_rec(struct dns *s, const struct dns_query *q, const struct dns_
 	char tbuf[16], rbuf[16];
 
 	l7_record__init(&rec, "dns");
-	l7_record__add(&rec, "transport", "%s", s->udp ? "udp" : "tcp");
+	l7_record__add_str(&rec, "transport", s->udp ? "udp" : "tcp", 3);
 	if (q) {
 		rec.has_request = true;
 		rec.req_ts_ns = q->ts_ns;
 		rec.req_bytes = q->bytes;
-		l7_record__add(&rec, "qname", "%s", q->has_q ? q->qname : "-");
-		l7_record__add(&rec, "qtype", "%s", q->has_q ? type_name(q->qtype, tbuf, sizeof(tbuf)) : "-");
-		l7_record__add(&rec, "id", "%u", q->id);
+		add_cstr(&rec, "qname", q->has_q ? q->qname : "-");
+		add_cstr(&rec, "qtype", q->has_q ? type_name(q->qtype, tbuf, sizeof(tbuf)) : "-");
+		l7_record__add_u64(&rec, "id", q->id);
 	} else {
-		l7_record__add(&rec, "qname", "%s", r->has_q ? r->qname : "-");
-		l7_record__add(&rec, "qtype", "%s", r->has_q ? type_name(r->qtype, tbuf, sizeof(tbuf)) : "-");
-		l7_record__add(&rec, "id", "%u", r->id);
+		add_cstr(&rec, "qname", r->has_q ? r->qname : "-");
+		add_cstr(&rec, "qtype", r->has_q ? type_name(r->qtype, tbuf, sizeof(tbuf)) : "-");
+		l7_record__add_u64(&rec, "id", r->id);
 	}
 	if (r) {
 		unsigned rc = r->flags & 0xf;
@@ -244,8 +252,8 @@ static void emit_rec(struct dns *s, const struct dns_query *q, const struct dns_
 		rec.resp_bytes = resp_bytes;
 		rec.status = (int32_t)rc;
 		rec.is_error = rc != 0;
-		l7_record__add(&rec, "rcode", "%s", rcode_name(rc, rbuf, sizeof(rbuf)));
-		l7_record__add(&rec, "answer_types", "%s", r->answers[0] ? r->answers : "-");
+		add_cstr(&rec, "rcode", rcode_name(rc, rbuf, sizeof(rbuf)));
+		add_cstr(&rec, "answer_types", r->answers[0] ? r->answers : "-");
 	}
 	s->emit(s->emit_ctx, &rec);
 }

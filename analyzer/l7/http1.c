@@ -176,8 +176,8 @@ static void emit_exchange(struct h1 *h, const struct h1_req *r, bool has_req, bo
 	if (has_req) {
 		rec.req_ts_ns = r->ts_ns;
 		rec.req_bytes = r->bytes;
-		l7_record__add(&rec, "method", "%s", r->method);
-		l7_record__add(&rec, "uri", "%.*s", (int)h->uri_max, r->uri);
+		l7_record__add_str(&rec, "method", r->method, strlen(r->method));
+		l7_record__add_str(&rec, "uri", r->uri, strnlen(r->uri, h->uri_max));
 		if (r->body && r->body_len) {
 			rec.req_body = r->body;
 			rec.req_body_len = r->body_len;
@@ -191,7 +191,7 @@ static void emit_exchange(struct h1 *h, const struct h1_req *r, bool has_req, bo
 		rec.status = rd->status;
 		rec.is_error = rd->status >= 500;
 		rec.is_client_error = rd->status >= 400 && rd->status < 500;
-		l7_record__add(&rec, "status", "%d", rd->status);
+		l7_record__add_u64(&rec, "status", (uint64_t)rd->status);
 		if (h->resp_body && h->resp_body_len) {
 			rec.resp_body = h->resp_body;
 			rec.resp_body_len = h->resp_body_len;

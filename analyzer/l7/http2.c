@@ -108,24 +108,30 @@ static void emit_stream(struct h2 *h, struct h2_stream *s)
 	rec.has_request = s->has_req;
 	rec.has_response = s->has_resp && s->status >= 0;
 	rec.req_seq = s->seq;
-	l7_record__add(&rec, "stream_id", "%u", s->id);
+	l7_record__add_u64(&rec, "stream_id", s->id);
 	if (s->has_req) {
 		rec.req_ts_ns = s->req_ts;
 		rec.req_bytes = s->req_bytes;
-		l7_record__add(&rec, "method", "%s", s->method[0] ? s->method : "?");
-		l7_record__add(&rec, "path", "%.*s", (int)h->path_max, s->path[0] ? s->path : "?");
+		if (s->method[0])
+			l7_record__add_str(&rec, "method", s->method, strlen(s->method));
+		else
+			l7_record__add_str(&rec, "method", "?", 1);
+		if (s->path[0])
+			l7_record__add_str(&rec, "path", s->path, strnlen(s->path, h->path_max));
+		else
+			l7_record__add_str(&rec, "path", "?", 1);
 	}
 	if (s->has_resp) {
 		rec.resp_ts_ns = s->resp_ts;
 		rec.resp_bytes = s->resp_bytes;
 		if (s->status >= 0) {
 			rec.status = s->status;
-			l7_record__add(&rec, "status", "%d", s->status);
+			l7_record__add_u64(&rec, "status", (uint64_t)s->status);
 			rec.is_error = s->status >= 500;
 			rec.is_client_error = s->status >= 400 && s->status < 500;
 		}
 		if (s->grpc_status >= 0) {
-			l7_record__add(&rec, "grpc_status", "%d", s->grpc_status);
+			l7_record__add_u64(&rec, "grpc_status", (uint64_t)s->grpc_status);
 			if (s->grpc_status)
 				rec.is_error = true;
 		}

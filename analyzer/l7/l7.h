@@ -17,6 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdbool.h>
+#include <string.h>
+#include <errno.h>
 
 enum l7_dir {
 	L7_DIR_REQ = 0,  /* client -> server */
@@ -134,5 +136,37 @@ const struct l7_parser_ops *l7__at(unsigned idx);
 int l7_record__add(struct l7_record *rec, const char *key, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 void l7_record__init(struct l7_record *rec, const char *protocol);
+
+/*
+ * Added later: append a field from n bytes of s without printf (hot paths),
+ * truncating to L7_FIELD_MAX - 1.  Returns 0 or -ENOSPC.
+ */
+static inline int l7_record__add_str(struct l7_record *rec, const char *key, const char *s, size_t n)
+{
+	struct l7_field *f;
+
+	if (rec->nfields >= L7_MAX_FIELDS)
+		return -ENOSPC;
+	f = &rec->fields[rec->nfields++];
+	f->key = key;
+	if (n > L7_FIELD_MAX - 1)
+		n = L7_FIELD_MAX - 1;
+	memcpy(f->val, s, n);
+	f->val[n] = 0;
+	return 0;
+}
+
+/* Added later: append an unsigned decimal field without printf. */
+static inline int l7_record__add_u64(struct l7_record *rec, const char *key, uint64_t v)
+{
+	char buf[24];
+	size_t i = sizeof(buf);
+
+	do {
+		buf[--i] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	return l7_record__add_str(rec, key, buf + i, sizeof(buf) - i);
+}
 
 #endif
