@@ -65,7 +65,7 @@ static bool is_response_op(uint8_t op)
 static const char *const kinds[] = { NULL, "Void", "Rows", "Set_keyspace", "Prepared", "Schema_change" };
 
 struct pend {
-	uint64_t ts, req_bytes;
+	uint64_t ts, req_bytes, seq;
 	int16_t stream;
 	uint8_t op;
 	uint16_t qlen;
@@ -91,6 +91,7 @@ struct cql {
 	struct l7_pendq q;
 	size_t req_pfx;
 	int fatal;
+	uint64_t nreq;            /* requests seen: their order for req_seq */
 	int version;              /* 0 until the first envelope */
 	bool v5_startup;          /* a v5 STARTUP awaits READY / AUTHENTICATE */
 	bool v5_compressed;
@@ -118,6 +119,7 @@ static void emit_rec(struct cql *c, const struct pend *p, bool has_req, bool has
 		rec.has_request = true;
 		rec.req_ts_ns = p->ts;
 		rec.req_bytes = p->req_bytes;
+		rec.req_seq = p->seq;
 		l7_rec_str(&rec, "opcode", p->op < NOPC && opc_names[p->op] ? opc_names[p->op] : "?");
 		if (p->qlen)
 			l7_rec_text(&rec, "query", p->q, p->qlen);
@@ -359,6 +361,7 @@ static int cql_end(void *ctx, struct l7_framer *f)
 	c->have = false;
 	if (f->tag == L7_DIR_REQ) {
 		c->cur.ts = f->msg_ts;
+		c->cur.seq = ++c->nreq;
 		if (l7_pendq__count(&c->q) >= CQL_MAX_PEND) {
 			e = l7_pendq__at(&c->q, 0);
 			emit_rec(c, e, true, false, 0);

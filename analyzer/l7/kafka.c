@@ -69,7 +69,7 @@ static const struct api {
 #define NAPIS ((int)(sizeof(apis) / sizeof(apis[0])))
 
 struct pend {
-	uint64_t ts, req_bytes;
+	uint64_t ts, req_bytes, seq;
 	int32_t corr;
 	int16_t key, version;
 	uint16_t cid_len;
@@ -84,6 +84,7 @@ struct kafka {
 	struct l7_framer fr[2];
 	struct l7_pendq q;
 	int fatal;
+	uint64_t nreq;         /* requests seen: their order for req_seq */
 	/* Built by frame(), emitted by end() once the message's last byte is in. */
 	bool have;
 	bool have_req;
@@ -144,6 +145,7 @@ static void emit_rec(struct kafka *k, const struct pend *p, bool has_req, bool h
 		rec.has_request = true;
 		rec.req_ts_ns = p->ts;
 		rec.req_bytes = p->req_bytes;
+		rec.req_seq = p->seq;
 		l7_rec_u64(&rec, "api_key", (uint64_t)p->key);
 		if (p->key < NAPIS)
 			l7_rec_str(&rec, "api_name", apis[p->key].name);
@@ -332,6 +334,7 @@ static int kafka_end(void *ctx, struct l7_framer *f)
 	k->have = false;
 	if (f->tag == L7_DIR_REQ) {
 		k->cur.ts = f->msg_ts;
+		k->cur.seq = ++k->nreq;
 		if (k->noresp) {
 			emit_rec(k, &k->cur, true, false, 0, false, 0, 0);
 			return 0;

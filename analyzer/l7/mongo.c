@@ -200,7 +200,7 @@ static int64_t dbl_to_i64(double v)
 /* ---- parser ------------------------------------------------------------ */
 
 struct pend {
-	uint64_t ts, req_bytes;
+	uint64_t ts, req_bytes, seq;
 	int32_t request_id;
 	uint32_t op, orig_op;      /* orig_op != 0: carried by OP_COMPRESSED */
 	uint8_t compressor;
@@ -226,6 +226,7 @@ struct mongo {
 	struct l7_framer fr[2];
 	struct l7_pendq q;
 	int fatal;
+	uint64_t nreq;             /* requests seen: their order for req_seq */
 	size_t resp_pfx;
 	/* Message framed, to be reported by end(). */
 	bool have;
@@ -274,6 +275,7 @@ static void emit_rec(struct mongo *m, const struct pend *p, bool has_req, bool h
 		rec.has_request = true;
 		rec.req_ts_ns = p->ts;
 		rec.req_bytes = p->req_bytes;
+		rec.req_seq = p->seq;
 		if (p->cmd_len)
 			l7_rec_strn(&rec, "command", p->cmd, p->cmd_len);
 		l7_rec_i64(&rec, "request_id", p->request_id);
@@ -607,6 +609,7 @@ static int mongo_end(void *ctx, struct l7_framer *f)
 	m->have = false;
 	if (f->tag == L7_DIR_REQ) {
 		m->cur.ts = f->msg_ts;
+		m->cur.seq = ++m->nreq;
 		if (m->noresp) {
 			emit_rec(m, &m->cur, true, false, 0);
 			return 0;

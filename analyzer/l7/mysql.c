@@ -68,7 +68,7 @@ enum phase {
 };
 
 struct pend {
-	uint64_t ts, req_bytes;
+	uint64_t ts, req_bytes, rseq;
 	uint16_t cmd;
 	uint8_t seq;          /* seq of the command's last packet */
 	uint16_t arg_len;
@@ -107,6 +107,7 @@ struct mysql {
 	struct pend noresp;
 	size_t prefix;
 	int fatal;             /* -EPROTO (TLS, compression) or -ENOBUFS, sticky */
+	uint64_t nreq;         /* requests seen: their order for req_seq */
 };
 
 static void emit_rec(struct mysql *m, const struct pend *p, bool has_resp, uint64_t resp_ts)
@@ -119,6 +120,7 @@ static void emit_rec(struct mysql *m, const struct pend *p, bool has_resp, uint6
 	rec.has_request = true;
 	rec.req_ts_ns = p->ts;
 	rec.req_bytes = p->req_bytes;
+	rec.req_seq = p->rseq;
 	if (p->cmd == CMD_LOGIN) {
 		name = "LOGIN";
 	} else if (p->cmd < sizeof(cmd_names) / sizeof(cmd_names[0])) {
@@ -276,6 +278,7 @@ static void client_packet(struct mysql *m, const uint8_t *p, size_t n, uint32_t 
 			return;
 		}
 		e->cmd = CMD_LOGIN;
+		e->rseq = ++m->nreq;
 		e->ts = m->fr[L7_DIR_REQ].msg_ts;
 		e->req_bytes = total;
 		e->seq = seq;
@@ -311,6 +314,7 @@ static void client_packet(struct mysql *m, const uint8_t *p, size_t n, uint32_t 
 	e->cmd = cmd;
 	e->ts = m->fr[L7_DIR_REQ].msg_ts;
 	e->req_bytes = total;
+	e->rseq = ++m->nreq;
 	e->seq = seq;
 	e->arg_len = 0;
 	switch (cmd) {

@@ -46,7 +46,7 @@ enum kind { K_STARTUP, K_QUERY, K_FUNCTION, K_EXECUTE, K_PARSE };
 static const char *const kind_names[] = { "STARTUP", "QUERY", "FUNCTION", "EXECUTE", "PARSE" };
 
 struct txn {
-	uint64_t ts, req_bytes, resp_bytes, rows;
+	uint64_t ts, req_bytes, resp_bytes, rows, seq;
 	uint64_t batch;
 	uint8_t kind;
 	bool got_resp;
@@ -74,6 +74,7 @@ struct pgsql {
 	struct l7_pendq q;
 	size_t prefix;
 	int fatal;
+	uint64_t nreq;          /* exchanges opened: their order for req_seq */
 	bool cli_untyped;       /* next client message may be a startup-phase one */
 	bool srv_ssl_answer;    /* next server byte answers SSLRequest / GSSENCRequest */
 	uint64_t cli_batch;     /* ReadyForQuery-producing messages sent */
@@ -145,6 +146,7 @@ static void emit_txn(struct pgsql *s, const struct txn *t, bool aborted, uint64_
 	rec.has_request = true;
 	rec.req_ts_ns = t->ts;
 	rec.req_bytes = t->req_bytes;
+	rec.req_seq = t->seq;
 	l7_rec_str(&rec, "kind", kind_names[t->kind]);
 	if (t->qlen)
 		l7_rec_text(&rec, "query", t->q, t->qlen);
@@ -180,6 +182,7 @@ static struct txn *new_txn(struct pgsql *s, uint8_t kind, uint64_t bytes)
 	t->ts = s->fr[L7_DIR_REQ].msg_ts;
 	t->req_bytes = bytes;
 	t->batch = s->cli_batch;
+	t->seq = ++s->nreq;
 	return t;
 }
 

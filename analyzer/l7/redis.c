@@ -57,7 +57,7 @@ struct rdir {
 };
 
 struct pend {
-	uint64_t ts, req_bytes;
+	uint64_t ts, req_bytes, seq;
 	uint64_t resp_ts, resp_bytes;
 	int64_t need;
 	bool got;
@@ -75,6 +75,7 @@ struct redis {
 	struct rdir d[2];
 	struct l7_pendq q;
 	int fatal;
+	uint64_t nreq;         /* commands seen: their order for req_seq */
 };
 
 static void emit_rec(struct redis *r, const struct pend *p, bool has_req)
@@ -86,6 +87,7 @@ static void emit_rec(struct redis *r, const struct pend *p, bool has_req)
 		rec.has_request = true;
 		rec.req_ts_ns = p->ts;
 		rec.req_bytes = p->req_bytes;
+		rec.req_seq = p->seq;
 	}
 	l7_rec_str(&rec, "command", p->name[0] ? p->name : "-");
 	if (p->got) {
@@ -366,6 +368,7 @@ static int redis_end(void *ctx, struct l7_framer *f)
 		if (!(e = l7_pendq__push(&r->q)))
 			return r->fatal = -ENOBUFS;
 		e->ts = d->ts;
+		e->seq = ++r->nreq;
 		e->req_bytes = d->bytes;
 		memcpy(e->name, d->name, sizeof(e->name));
 		e->need = is_sub(d->name) && d->argc > 2 ? d->argc - 1 : 1;

@@ -103,6 +103,7 @@ static void test_v4_multiplexing(void **state)
 		assert_string_equal(tfield(&c.v[1].r, "opcode"), "STARTUP");
 		assert_string_equal(tfield(&c.v[1].r, "result"), "READY");
 		assert_string_equal(tfield(&c.v[2].r, "stream_id"), "3");
+		assert_int_equal(c.v[2].r.req_seq, 5);   /* fifth request, answered third */
 		assert_string_equal(tfield(&c.v[2].r, "result"), "ERROR:0x2000");
 		assert_true(c.v[2].r.is_error);
 		assert_int_equal(c.v[2].r.status, 0x2000);
