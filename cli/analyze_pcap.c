@@ -230,8 +230,9 @@ static void summary(const struct pcap_flow *pf, size_t lines)
 	for (unsigned i = 0; (p = l7__at(i)) && i < L7_STATS_MAX_PARSERS; i++)
 		fprintf(stderr, " %s=%" PRIu64, p->name, l->detected[i]);
 	fprintf(stderr, " | undetected=%" PRIu64 " unparseable=%" PRIu64 " over_memory=%" PRIu64
-		" swapped=%" PRIu64 " ignored_bytes=%" PRIu64 "\n",
-		l->undetected, l->unparseable, l->over_memory, l->swapped, l->ignored_bytes);
+		" swapped=%" PRIu64 " ignored_bytes=%" PRIu64 " parser_dropped=%" PRIu64 "\n",
+		l->undetected, l->unparseable, l->over_memory, l->swapped, l->ignored_bytes,
+		l->parser_dropped);
 	fprintf(stderr, "  reassembly: retrans_bytes=%" PRIu64 " ooo_segments=%" PRIu64 " ooo_overflow=%"
 		PRIu64 " gaps=%" PRIu64 " gap_bytes=%" PRIu64 "\n",
 		s->retrans_bytes, s->ooo_segments, s->ooo_overflow, s->gaps, s->gap_bytes);

@@ -419,6 +419,11 @@ static void dns_finish(void *st, uint64_t ts_ns)
 	}
 }
 
+static uint64_t dns_dropped(const void *st)
+{
+	return ((const struct dns *)st)->malformed;
+}
+
 static void *dns_create(const struct l7_config *cfg, l7_emit_fn emit, void *emit_ctx)
 {
 	struct dns *s;
@@ -517,4 +522,5 @@ const struct l7_parser_ops l7_dns_ops = {
 	.finish = dns_finish,
 	.free = dns_free,
 	.udp = true,
+	.dropped = dns_dropped,
 };

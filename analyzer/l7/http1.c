@@ -81,6 +81,7 @@ struct h1 {
 	size_t resp_body_len;
 	bool resp_matched;              /* the response being read has a request */
 	struct h1_req orphan;           /* stands in for a missing request */
+	uint64_t dropped;               /* lines skipped while resynchronising */
 	size_t uri_max;
 };
 
@@ -347,6 +348,7 @@ static int req_start_line(struct h1 *h, const char *p, size_t n, uint64_t ts)
 	return 0;
 skip:
 	d->active = false;
+	h->dropped++;
 	return 0;
 }
 
@@ -358,8 +360,10 @@ static int resp_start_line(struct h1 *h, const char *p, size_t n)
 	if (n < 12 || !is_http1_version(p, n) || p[8] != ' ' ||
 	    p[9] < '1' || p[9] > '5' || p[10] < '0' || p[10] > '9' || p[11] < '0' || p[11] > '9' ||
 	    (n > 12 && p[12] != ' ')) {
-		if (first)
+		if (first) {
 			d->active = false; /* garbage before a response: resynchronising */
+			h->dropped++;
+		}
 		return 0;
 	}
 	d->status = (p[9] - '0') * 100 + (p[10] - '0') * 10 + (p[11] - '0');
@@ -728,6 +732,11 @@ static void h1_finish(void *st, uint64_t ts_ns)
 	dir_reset(rd);
 }
 
+static uint64_t h1_dropped(const void *st)
+{
+	return ((const struct h1 *)st)->dropped;
+}
+
 static void *h1_create(const struct l7_config *cfg, l7_emit_fn emit, void *emit_ctx)
 {
 	struct h1 *h;
@@ -813,4 +822,5 @@ const struct l7_parser_ops l7_http1_ops = {
 	.gap = h1_gap,
 	.finish = h1_finish,
 	.free = h1_free,
+	.dropped = h1_dropped,
 };

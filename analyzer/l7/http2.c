@@ -234,7 +234,6 @@ static int header_block(struct h2 *h, enum l7_dir dir, struct h2_dir *d, uint64_
 	if (!d->hp_dead && hpack__decode(d->hp, d->blk, d->blklen, on_header, &x) < 0) {
 		/* The table is now out of step with the encoder: stop trusting it. */
 		d->hp_dead = true;
-		h->undecoded++;
 	}
 	if (d->hp_dead) {
 		x = (struct h2_hdrs){ .h = h, .unknown = true, .status = -1, .grpc = -1 };
@@ -574,6 +573,14 @@ static void h2_free(void *st)
 	free(h);
 }
 
+static uint64_t h2_dropped(const void *st)
+{
+	const struct h2 *h = st;
+
+	/* Header blocks not decoded, streams given up, responses without request. */
+	return h->undecoded + h->evicted + h->orphans;
+}
+
 static void *h2_create(const struct l7_config *cfg, l7_emit_fn emit, void *emit_ctx)
 {
 	struct h2 *h;
@@ -665,4 +672,5 @@ const struct l7_parser_ops l7_http2_ops = {
 	.gap = h2_gap,
 	.finish = h2_finish,
 	.free = h2_free,
+	.dropped = h2_dropped,
 };

@@ -122,6 +122,12 @@ struct l7_parser_ops {
 	 * Parsers without it are never offered UDP flows.
 	 */
 	bool udp;
+	/*
+	 * Added later, optional (NULL = none): messages this connection's parser
+	 * could not use so far (malformed, unmatched, evicted...).  l7_conn adds
+	 * it to l7_stats.parser_dropped when the connection ends.
+	 */
+	uint64_t (*dropped)(const void *st);
 };
 
 #define L7_CONF_CERTAIN 80

@@ -123,12 +123,21 @@ struct l7_conn *l7_conn__new(const struct l7_conn_opts *opts)
 	return c;
 }
 
+/* The parser state is about to go: keep its drop counter. */
+static void collect_dropped(struct l7_conn *c)
+{
+	if (c->st && c->ops->dropped)
+		c->stats->parser_dropped += c->ops->dropped(c->st);
+}
+
 struct l7_conn *l7_conn__free(struct l7_conn *c)
 {
 	if (!c)
 		return NULL;
-	if (c->st)
+	if (c->st) {
+		collect_dropped(c);
 		c->ops->free(c->st);
+	}
 	free(c->det);
 	free(c);
 	return NULL;
@@ -195,6 +204,7 @@ static int mark_dead(struct l7_conn *c, int err)
 		c->stats->unparseable++;
 	c->state = L7_CONN_UNPARSEABLE;
 	/* Release the parser's memory now: a dead connection may live on for long. */
+	collect_dropped(c);
 	c->ops->free(c->st);
 	c->st = NULL;
 	return err;

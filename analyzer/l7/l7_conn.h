@@ -45,6 +45,7 @@ struct l7_stats {
 	uint64_t gaps;                               /* gap() calls */
 	uint64_t gap_bytes;
 	uint64_t records;                            /* exchanges emitted */
+	uint64_t parser_dropped;                     /* sum of ops->dropped() of ended connections */
 	uint64_t ignored_bytes;                      /* bytes of undetected / dead connections */
 };
 

@@ -43,13 +43,13 @@ static struct pcap_flow *new_pf(struct got *g, struct l7_config *cfg)
 #define SRV 0x0a000002u
 
 /* One IPv4/TCP packet, DLT_RAW. */
-static void tcp(struct pcap_flow *pf, bool from_client, uint32_t seq, uint32_t ack, uint8_t flags,
-		const char *payload, uint64_t ts)
+static void tcp4(struct pcap_flow *pf, uint32_t saddr, uint16_t sp, uint32_t daddr, uint16_t dp,
+		 uint32_t seq, uint32_t ack, uint8_t flags, const char *payload, uint64_t ts)
 {
 	uint8_t p[1600];
 	size_t n = payload ? strlen(payload) : 0;
-	uint32_t src = htonl(from_client ? CLI : SRV), dst = htonl(from_client ? SRV : CLI);
-	uint16_t sport = htons(from_client ? 40000 : 8080), dport = htons(from_client ? 8080 : 40000);
+	uint32_t src = htonl(saddr), dst = htonl(daddr);
+	uint16_t sport = htons(sp), dport = htons(dp);
 	uint16_t tot = htons((uint16_t)(40 + n));
 	uint32_t s = htonl(seq), a = htonl(ack);
 
@@ -69,6 +69,15 @@ static void tcp(struct pcap_flow *pf, bool from_client, uint32_t seq, uint32_t a
 	if (n)
 		memcpy(p + 40, payload, n);
 	assert_int_equal(pcap_flow__packet(pf, DLT_RAW, p, 40 + n, 40 + n, ts), 0);
+}
+
+static void tcp(struct pcap_flow *pf, bool from_client, uint32_t seq, uint32_t ack, uint8_t flags,
+		const char *payload, uint64_t ts)
+{
+	if (from_client)
+		tcp4(pf, CLI, 40000, SRV, 8080, seq, ack, flags, payload, ts);
+	else
+		tcp4(pf, SRV, 8080, CLI, 40000, seq, ack, flags, payload, ts);
 }
 
 #define SYN 0x02
@@ -198,6 +207,33 @@ static void test_ooo_overflow_and_swap(void **s)
 	pcap_flow__free(pf);
 }
 
+/* No SYN and the client has the lower port: detection turns the flow around. */
+static void test_swap_by_detection(void **s)
+{
+	struct l7_config cfg;
+	struct got g;
+	struct pcap_flow *pf = new_pf(&g, &cfg);
+	const char *resp = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+
+	(void)s;
+	const char *q1 = "GET /swap HTTP/1.1\r\n\r\n", *q2 = "GET /swap2 HTTP/1.1\r\n\r\n";
+	uint32_t c = 10, v = 20, l1 = (uint32_t)strlen(q1), l2 = (uint32_t)strlen(q2), lr = (uint32_t)strlen(resp);
+
+	tcp4(pf, CLI, 5000, SRV, 6000, c, v, ACK | PSH, q1, 1);
+	tcp4(pf, SRV, 6000, CLI, 5000, v, c + l1, ACK | PSH, resp, 2);
+	tcp4(pf, CLI, 5000, SRV, 6000, c + l1, v + lr, ACK | PSH, q2, 3);
+	tcp4(pf, SRV, 6000, CLI, 5000, v + lr, c + l1 + l2, ACK | PSH, resp, 4);
+	pcap_flow__finish(pf);
+	assert_int_equal(g.log.n, 2);
+	assert_field(&g.log.r[0], "uri", "/swap");
+	assert_field(&g.log.r[1], "uri", "/swap2");
+	assert_field(&g.log.r[1], "status", "200");
+	assert_string_equal(g.conn[0], "10.0.0.1:5000>10.0.0.2:6000");
+	assert_int_equal(pcap_flow__l7_stats(pf)->swapped, 1);
+	assert_int_equal(pcap_flow__l7_stats(pf)->detected[l7_conn__parser_index(l7__find("http1"))], 1);
+	pcap_flow__free(pf);
+}
+
 static void test_malformed_and_udp(void **s)
 {
 	struct l7_config cfg;
@@ -252,6 +288,7 @@ int main(void)
 		cmocka_unit_test(test_reassembly),
 		cmocka_unit_test(test_hole_acked_by_peer),
 		cmocka_unit_test(test_ooo_overflow_and_swap),
+		cmocka_unit_test(test_swap_by_detection),
 		cmocka_unit_test(test_malformed_and_udp),
 	};
 
