@@ -617,6 +617,10 @@ int shm_ring__prepare_wait(struct shm_ring *r)
 	if (r->wake_fd >= 0)
 		for (int i = 0; i < 64 && recv(r->wake_fd, buf, sizeof(buf), MSG_DONTWAIT) >= 0; i++)
 			;
+	/* Records already visible: no announcement, so the producer does not
+	 * send a wake-up nobody needs. */
+	if (atomic_load_explicit(&r->meta->prod_pos, memory_order_acquire) != r->cpos)
+		return 1;
 	r->sleep_seq++;
 	atomic_store_explicit(&r->cons->sleep_seq, r->sleep_seq, memory_order_relaxed);
 	/* seq_cst: the sleep_seq store must be ordered before the prod_pos load

@@ -952,17 +952,24 @@ static void test_consumer_restart(void **state)
 	expect_init(&e, 64);
 	for (uint64_t i = 0; i < 10; i++)
 		assert_int_equal(write_rec(p, &e, i, 40), 0);
-	assert_int_equal(shm_ring__consume(c, check_cb, &e, 4), 4);
-	/* The old consumer's last sleep was answered by the producer. */
-	assert_int_equal(shm_ring__prepare_wait(c), 1);
+	assert_int_equal(shm_ring__consume(c, check_cb, &e, 0), 10);
+	/* Records already visible: no sleep announced. */
 	assert_int_equal(write_rec(p, &e, 10, 40), 0);
+	assert_int_equal(shm_ring__prepare_wait(c), 1);
+	assert_int_equal(shm_ring__notify(p), 0);
+	assert_int_equal(shm_ring__consume(c, check_cb, &e, 0), 1);
+	/* The old consumer's last sleep is answered; it dies before reading. */
+	assert_int_equal(shm_ring__prepare_wait(c), 0);
+	for (uint64_t i = 11; i < 17; i++)
+		assert_int_equal(write_rec(p, &e, i, 40), 0);
 	assert_int_equal(shm_ring__notify(p), 1);
 	shm_ring__free(c);
 	c = shm_ring__attach(dup(shm_ring__data_fd(p)), dup(shm_ring__cons_fd(p)),
 			     dup(shm_ring__event_fd(p)));
 	assert_non_null(c);
-	assert_int_equal(shm_ring__consume(c, check_cb, &e, 0), 7);
+	assert_int_equal(shm_ring__consume(c, check_cb, &e, 0), 6);
 	assert_int_equal(e.bad, 0);
+	assert_int_equal(e.delivered, 17);
 	/* The new consumer's first sleep is a new one to the producer. */
 	assert_int_equal(shm_ring__prepare_wait(c), 0);
 	assert_int_equal(shm_ring__write(p, 1, "q", 1), 0);
