@@ -471,9 +471,21 @@ static int kafka_detect(const uint8_t *d, size_t len, enum l7_dir dir, uint16_t 
 				score += 5;   /* ApiVersions / Metadata open most connections */
 		}
 	} else if (len >= 8) {
-		uint32_t size = l7_be32(d);
-		if (size >= 4 && size < 100u * 1024 * 1024 && len == 4 + size && d[4] == 0 && d[5] == 0)
-			score = 10;   /* a bare correlation id: too weak on its own */
+		/*
+		 * Responses carry only [size][correlation id]: weak on their own.
+		 * Whole messages that chain exactly to the end of what we see, with
+		 * non-negative ids, score just under L7_CONF_MIN, so a response-only
+		 * stream (capture started mid-connection) is claimed only together
+		 * with the broker port.
+		 */
+		size_t off = 0;
+		while (off + 8 <= len) {
+			uint32_t size = l7_be32(d + off);
+			if (size < 4 || size > 64u * 1024 * 1024 || (int32_t)l7_be32(d + off + 4) < 0)
+				return 0;
+			off += 4 + (size_t)size;
+		}
+		score = off == len ? 20 : 5;
 	}
 	if (score && port == 9092)
 		score = score + 10 > 100 ? 100 : score + 10;

@@ -131,8 +131,9 @@ static void emit_rec(struct mysql *m, const struct pend *p, bool has_resp, uint6
 		name = tmp;
 	}
 	l7_rec_str(&rec, "command", name);
+	/* COM_FIELD_LIST names a table: not an "argument" in tshark's sense (oracle.sh). */
 	if (p->arg_len)
-		l7_rec_text(&rec, "argument", p->arg, p->arg_len);
+		l7_rec_text(&rec, p->cmd == COM_FIELD_LIST ? "table" : "argument", p->arg, p->arg_len);
 	if (has_resp) {
 		rec.has_response = true;
 		rec.resp_ts_ns = resp_ts;

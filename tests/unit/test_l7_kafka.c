@@ -153,6 +153,13 @@ static void test_detect(void **state)
 	request(b, 3, 0, 1, NULL, false, "\x00\x00\x00\x00", 4);
 	assert_true(OPS->detect(b->d, b->n, L7_DIR_REQ, 9092) >= 25);
 	assert_int_equal(OPS->detect(b->d, b->n, L7_DIR_RESP, 0) >= 25, 0);
+	/* A response-only stream: claimed only with the broker port. */
+	b->n = 0;
+	response(b, 131, false, "\x00\x00\x00\x00", 4);
+	response(b, 132, false, "\x00\x00", 2);
+	assert_true(OPS->detect(b->d, b->n, L7_DIR_RESP, 0) < 25);
+	assert_true(OPS->detect(b->d, b->n, L7_DIR_RESP, 9092) >= 25);
+	assert_int_equal(OPS->detect(b->d, b->n - 1, L7_DIR_RESP, 9092) >= 25, 0);
 	b->n = 0;
 	request(b, 250, 3, 1, "x", false, NULL, 0);   /* unknown api key */
 	assert_int_equal(OPS->detect(b->d, b->n, L7_DIR_REQ, 9092), 0);

@@ -326,6 +326,8 @@ static void test_capture_zeek_mysql(void **state)
 		assert_string_equal(tfield(&c.v[i].r, "command"), want[i]);
 	assert_string_equal(tfield(&c.v[0].r, "argument"), "tfoerste");
 	assert_string_equal(tfield(&c.v[6].r, "result"), "FIELDS");
+	assert_string_equal(tfield(&c.v[6].r, "table"), "agent");
+	assert_null(tfield(&c.v[6].r, "argument"));
 	assert_string_equal(tfield(&c.v[7].r, "result"), "OK");
 	assert_string_equal(tfield(&c.v[10].r, "result"), "RESULTSET");
 	tcollect_free(&c);
