@@ -42,12 +42,13 @@ struct pending {
 enum astat {
 	AS_RECORDS, AS_STACKS, AS_STACKS_NO_TASK, AS_BAD_RECORDS, AS_WINDOW_CAP_DROPS, AS_RING_WINDOW_DROPS,
 	AS_ZMQ_HWM_DROPS, AS_ZMQ_ERRORS, AS_FRAMES, AS_FRAMES_UNKNOWN, AS_TASKS_STARTED, AS_TASKS_FINISHED,
-	AS_REQUESTS, AS_BAD_REQUESTS, AS_MAX
+	AS_REQUESTS, AS_BAD_REQUESTS, AS_TRACING_FRAMES, AS_MAX
 };
 static const char *const astat_names[AS_MAX] = {
 	"analyzer_ring_records", "analyzer_stacks", "analyzer_stacks_without_task", "analyzer_bad_records",
 	"analyzer_window_cap_drops", "ring_window_drops", "zmq_hwm_drops", "zmq_send_errors",
 	"frames_symbolized", "frames_unknown", "tasks_started", "tasks_finished", "requests", "bad_requests",
+	"tracing_frames_removed",
 };
 
 static struct {
@@ -206,6 +207,23 @@ static char *comm_text(const char *comm)
 	return strdup(i ? buf : "[unknown]");
 }
 
+/*
+ * Stacks walked from inside a BPF program start with the program and the
+ * tracing glue that ran it; they are ours, not the target's.
+ */
+static int is_tracing_frame(const struct sym_frame *f)
+{
+	static const char *const prefixes[] = { "bpf_prog_", "bpf_trace_run", "__bpf_trace_", "perf_trace_",
+						"trace_call_bpf", "__traceiter_", "bpf_overflow_handler",
+						"__perf_event_overflow", "perf_swevent_" };
+	if (!f->resolved || !f->name)
+		return 0;
+	for (unsigned i = 0; i < ARRAY_SIZE(prefixes); i++)
+		if (!strncmp(f->name, prefixes[i], strlen(prefixes[i])))
+			return 1;
+	return 0;
+}
+
 static int on_stack_rec(const void *data, uint32_t len)
 {
 	struct ember_rec_stack h;
@@ -258,12 +276,17 @@ static int on_stack_rec(const void *data, uint32_t len)
 	}
 	if (h.nkern) {
 		memcpy(ips, (const char *)data + sizeof(h), h.nkern * sizeof(uint64_t));
-		if (symbolizer__resolve_kernel(A.sym, ips, h.nkern, frames) >= 0)
-			for (unsigned i = 0; i < h.nkern; i++) {
+		unsigned skip = 0;
+		if (symbolizer__resolve_kernel(A.sym, ips, h.nkern, frames) >= 0) {
+			while (skip < h.nkern && is_tracing_frame(&frames[skip]))
+				skip++;
+			A.stats[AS_TRACING_FRAMES] += skip;
+			for (unsigned i = skip; i < h.nkern; i++) {
 				s->kernel_resolved[s->n_kernel_resolved++] = frames[i].resolved;
 				s->kernel_frames[s->n_kernel_frames++] = frame_text(&frames[i]);
 				s->unresolved += !frames[i].resolved;
 			}
+		}
 	}
 	if (h.nuser) {
 		memcpy(ips, (const char *)data + sizeof(h) + h.nkern * sizeof(uint64_t), h.nuser * sizeof(uint64_t));
@@ -376,8 +399,8 @@ static int start_task(struct task_def *def, char *err, size_t errlen)
 			return -EINVAL;
 		}
 	}
-	if (def->kind != EMBER_TASK_ONCPU) {
-		snprintf(err, errlen, "task kind %u is not supported yet (only on-CPU profiling)", def->kind);
+	if (def->kind < EMBER_TASK_ONCPU || def->kind > EMBER_TASK_MEM) {
+		snprintf(err, errlen, "task kind %u is not supported (on-CPU, off-CPU and memory are)", def->kind);
 		return -EOPNOTSUPP;
 	}
 	for (unsigned i = 0; i < MAX_TASKS && !p; i++)
@@ -617,7 +640,7 @@ static void handle_request(void)
 		def.start_unix_ms = unix_ms();
 		def.duration_ms = s->duration_ms;
 		def.period_ns = s->period_ns ? s->period_ns : A.cfg->profiling.task.on_cpu.dump_period_ns;
-		def.min_block_ns = s->min_block_ns;
+		def.min_block_ns = s->min_block_ns ? s->min_block_ns : A.cfg->profiling.task.off_cpu.min_block_time_ns;
 		snprintf(def.origin, sizeof(def.origin), "%s", s->origin && s->origin[0] ? s->origin : "cli");
 		rep.err = start_task(&def, err, sizeof(err));
 		if (!rep.err) {

@@ -46,7 +46,42 @@ enum ember_bpf_counter {
 	BPF_CNT_USTACK_ERR,       /* user stack walk failed */
 	BPF_CNT_STACKMAP_FULL,    /* stack map full or hash collision: stack lost */
 	BPF_CNT_AGG_FULL,         /* aggregation map full: sample lost */
+	BPF_CNT_OFFCPU_SWITCHES,  /* switch-outs of target threads */
+	BPF_CNT_OFFCPU_START_FULL,/* start map full: a block was not timed */
+	BPF_CNT_OFFCPU_BELOW_MIN, /* blocks shorter than the minimum (filtered, not lost) */
+	BPF_CNT_HSTACK_FULL,      /* hashed-stack map could not take a new stack */
+	BPF_CNT_FAULTS,           /* page faults of target processes */
 	BPF_CNT_MAX,
+};
+
+/*
+ * Off-CPU stacks must outlive flush windows (a thread may sleep for minutes
+ * between switch-out, where its stack is taken, and switch-in, where its
+ * blocked time is known), so they are kept by content hash in an LRU map
+ * rather than by stack id in the per-window stack maps.
+ */
+struct hstack {
+	__u32 n;
+	__u32 pad;
+	__u64 ips[EMBER_MAX_STACK_DEPTH];
+};
+
+/* Per sleeping thread: when and where it blocked. */
+struct offcpu_start {
+	__u64 ts;
+	__u64 khash;
+	__u64 uhash;
+	__u32 tgid;
+	__u32 pad;
+	char comm[EMBER_COMM_LEN];
+};
+
+struct offcpu_key {
+	__u32 tgid;
+	__u32 kind;
+	__u64 khash; /* 0 = no stack */
+	__u64 uhash;
+	char comm[EMBER_COMM_LEN];
 };
 
 /* ------------------------------------------------------------------------
@@ -86,6 +121,9 @@ struct ember_rec_window {
 #define EMBER_ASSERT_SIZE(t, n) _Static_assert(sizeof(t) == (n), #t " changed size: bump EMBER_ABI_VERSION")
 EMBER_ASSERT_SIZE(struct stack_key, 32);
 EMBER_ASSERT_SIZE(struct stack_val, 16);
+EMBER_ASSERT_SIZE(struct hstack, 8 + 8 * EMBER_MAX_STACK_DEPTH);
+EMBER_ASSERT_SIZE(struct offcpu_start, 48);
+EMBER_ASSERT_SIZE(struct offcpu_key, 40);
 EMBER_ASSERT_SIZE(struct ember_rec_stack, 48);
 EMBER_ASSERT_SIZE(struct ember_rec_window, 40);
 

@@ -1,6 +1,7 @@
 /*
- * Stack sampling for on-CPU profiling (cpu-clock perf events, one per CPU).
- * Off-CPU (sched_switch) and memory (page faults) programs share these maps.
+ * Stack sampling: on-CPU (cpu-clock perf events, one per CPU), memory (page
+ * fault perf events, one per CPU) and off-CPU (sched_switch, through tp_btf,
+ * raw_tp or the classic tracepoint, whichever attaches).
  *
  * Aggregation happens here, in the kernel: one map entry per (tgid, kernel
  * stack, user stack), drained by the collector once per flush interval.  The
@@ -50,8 +51,42 @@ struct {
 	__uint(max_entries, BPF_CNT_MAX);
 } counters SEC(".maps");
 
+/* Off-CPU: stacks by content hash (they outlive windows), sleeping threads, aggregation. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__type(key, __u64);
+	__type(value, struct hstack);
+	__uint(max_entries, 8192);
+} hstacks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, struct offcpu_start);
+	__uint(max_entries, 16384);
+} offcpu_starts SEC(".maps");
+
+struct offaggmap {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, struct offcpu_key);
+	__type(value, struct stack_val);
+	__uint(max_entries, 16384);
+};
+struct offaggmap offagg0 SEC(".maps");
+struct offaggmap offagg1 SEC(".maps");
+
+/* Per-CPU scratch for one stack (too big for the BPF stack). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct hstack);
+	__uint(max_entries, 1);
+} scratch SEC(".maps");
+
 /* Which buffer set programs write to; flipped by the collector. */
 volatile __u32 active;
+/* Off-CPU blocks shorter than this are counted but not aggregated. */
+volatile __u64 offcpu_min_ns;
 
 static __always_inline void count(__u32 id)
 {
@@ -118,4 +153,123 @@ int oncpu_sample(struct bpf_perf_event_data *ctx)
 		return 0;
 	count(BPF_CNT_SAMPLES);
 	return record(ctx, tgid, EMBER_TASK_ONCPU, 1);
+}
+
+SEC("perf_event")
+int mem_fault(struct bpf_perf_event_data *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, *mask;
+
+	mask = bpf_map_lookup_elem(&targets, &tgid);
+	if (!mask || !(*mask & (1u << EMBER_TASK_MEM)))
+		return 0;
+	count(BPF_CNT_FAULTS);
+	return record(ctx, tgid, EMBER_TASK_MEM, 1);
+}
+
+/* ---- off-CPU ------------------------------------------------------------- */
+
+/* Walks one stack into the per-CPU scratch and stores it by content hash. */
+static __always_inline __u64 hash_stack(void *ctx, __u64 flags)
+{
+	__u32 zero = 0;
+	struct hstack *st = bpf_map_lookup_elem(&scratch, &zero);
+	__u64 h = 14695981039346656037ull;
+	long len;
+
+	if (!st)
+		return 0;
+	len = bpf_get_stack(ctx, st->ips, sizeof(st->ips), flags);
+	if (len <= 0)
+		return 0;
+	st->n = len / sizeof(__u64);
+	for (__u32 i = 0; i < EMBER_MAX_STACK_DEPTH; i++) {
+		if (i >= st->n)
+			break;
+		h = (h ^ st->ips[i]) * 1099511628211ull;
+	}
+	h |= 1; /* never 0: 0 means "no stack" */
+	/* Most blocks repeat a known stack: look before copying 1 KiB into the map. */
+	if (!bpf_map_lookup_elem(&hstacks, &h) && bpf_map_update_elem(&hstacks, &h, st, BPF_NOEXIST) &&
+	    !bpf_map_lookup_elem(&hstacks, &h))
+		count(BPF_CNT_HSTACK_FULL);
+	return h;
+}
+
+/*
+ * prev is current (the switch has not happened yet), so its stacks can be
+ * walked here; next's block ends now.  Non-target threads cost one hash
+ * lookup on each side.
+ */
+static __always_inline int on_switch(void *ctx, __u32 next_tid)
+{
+	__u64 id = bpf_get_current_pid_tgid(), now = bpf_ktime_get_ns();
+	__u32 tgid = id >> 32, tid = (__u32)id, *mask;
+	struct offcpu_start *st;
+
+	st = bpf_map_lookup_elem(&offcpu_starts, &next_tid);
+	if (st) {
+		struct offcpu_key key = { .tgid = st->tgid, .kind = EMBER_TASK_OFFCPU,
+					  .khash = st->khash, .uhash = st->uhash };
+		__u64 delta = now - st->ts;
+		struct stack_val one = { .count = 1, .weight = delta }, *val;
+		void *agg = active ? (void *)&offagg1 : (void *)&offagg0;
+
+		__builtin_memcpy(key.comm, st->comm, sizeof(key.comm));
+		bpf_map_delete_elem(&offcpu_starts, &next_tid);
+		if (delta < offcpu_min_ns) {
+			count(BPF_CNT_OFFCPU_BELOW_MIN);
+		} else {
+			val = bpf_map_lookup_elem(agg, &key);
+			if (val) {
+				__sync_fetch_and_add(&val->count, 1);
+				__sync_fetch_and_add(&val->weight, delta);
+			} else if (bpf_map_update_elem(agg, &key, &one, BPF_NOEXIST)) {
+				val = bpf_map_lookup_elem(agg, &key);
+				if (val) {
+					__sync_fetch_and_add(&val->count, 1);
+					__sync_fetch_and_add(&val->weight, delta);
+				} else {
+					count(BPF_CNT_AGG_FULL);
+				}
+			}
+		}
+	}
+	if (tgid == 0)
+		return 0;
+	mask = bpf_map_lookup_elem(&targets, &tgid);
+	if (!mask || !(*mask & (1u << EMBER_TASK_OFFCPU)))
+		return 0;
+	{
+		struct offcpu_start s = { .tgid = tgid };
+		struct task_struct *task = (struct task_struct *)bpf_get_current_task_btf();
+
+		count(BPF_CNT_OFFCPU_SWITCHES);
+		s.khash = hash_stack(ctx, 0);
+		s.uhash = hash_stack(ctx, BPF_F_USER_STACK);
+		BPF_CORE_READ_STR_INTO(&s.comm, task, group_leader, comm);
+		s.ts = bpf_ktime_get_ns(); /* after the walks: they are not blocked time */
+		if (bpf_map_update_elem(&offcpu_starts, &tid, &s, BPF_ANY))
+			count(BPF_CNT_OFFCPU_START_FULL);
+	}
+	return 0;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(offcpu_tp_btf, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	return on_switch(ctx, next->pid);
+}
+
+SEC("raw_tp/sched_switch")
+int BPF_PROG(offcpu_raw_tp, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	return on_switch(ctx, BPF_CORE_READ(next, pid));
+}
+
+SEC("tracepoint/sched/sched_switch")
+int offcpu_tracepoint(struct trace_event_raw_sched_switch *ctx)
+{
+	return on_switch(ctx, (__u32)ctx->next_pid);
 }

@@ -63,10 +63,13 @@ static void usage_profile(FILE *f)
 	fprintf(f,
 		"usage: ember profile --pid PID[,PID...] [--type oncpu] [--duration 10s] [--out DIR]\n"
 		"  --pid PID        process(es) to profile (repeat or comma-separate)\n"
-		"  --type TYPE      oncpu (default); offcpu and mem come with a later release\n"
+		"  --type TYPE      oncpu (default: on-CPU samples), offcpu (where threads block, weighted\n"
+		"                   by blocked time; also a count-weighted variant), mem (user page faults)\n"
 		"  --duration D     how long, e.g. 10s, 500ms, 2m (default 10s)\n"
 		"  --out DIR        where to write <type>.folded and <type>.svg (default .)\n"
 		"  --period D       on-CPU sampling period (default profiling.task.on_cpu.dump_period, 9ms)\n"
+		"  --min-block D    off-CPU: ignore blocks shorter than D (default\n"
+		"                   profiling.task.off_cpu.min_block_time, 0)\n"
 		"  --config FILE, --set KEY=VALUE   as for `ember run`\n"
 		"Submits the task to the running agent if there is one, otherwise runs a private one.\n"
 		"A target that exits early is not an error: what was collected is written.\n");
@@ -266,11 +269,12 @@ static int cmd_profile(int argc, char **argv)
 		{ "pid", required_argument, 0, 'p' }, { "type", required_argument, 0, 't' },
 		{ "duration", required_argument, 0, 'd' }, { "out", required_argument, 0, 'o' },
 		{ "period", required_argument, 0, 'P' }, { "config", required_argument, 0, 'c' },
+		{ "min-block", required_argument, 0, 'm' },
 		{ "set", required_argument, 0, 's' }, { "help", no_argument, 0, 'h' }, { 0 },
 	};
 	static uint32_t pids[CTL_MAX_PIDS];
 	uint32_t npids = 0, kind = EMBER_TASK_ONCPU;
-	uint64_t duration_ns = 10000000000ull, period_ns = 0;
+	uint64_t duration_ns = 10000000000ull, period_ns = 0, min_block_ns = 0;
 	const char *out = ".";
 	struct cfg_args ca = { 0 };
 	struct ember_config *cfg = NULL;
@@ -306,6 +310,10 @@ static int cmd_profile(int argc, char **argv)
 			if (config__parse_duration(optarg, &period_ns) || period_ns < 100000 || period_ns > 10000000000ull)
 				return die_usage("profile", "bad --period (e.g. 9ms; 100us..10s)", optarg);
 			break;
+		case 'm':
+			if (config__parse_duration(optarg, &min_block_ns) || min_block_ns > 3600000000000ull)
+				return die_usage("profile", "bad --min-block (e.g. 1ms; 0..1h)", optarg);
+			break;
 		case 'o': out = optarg; break;
 		case 'c': ca.path = optarg; break;
 		case 's': if (ca.nsets < 64) ca.sets[ca.nsets++] = optarg; break;
@@ -318,10 +326,6 @@ static int cmd_profile(int argc, char **argv)
 		return die_usage("profile", "unexpected argument", argv[optind]);
 	if (!npids)
 		return die_usage("profile", "--pid is required", NULL);
-	if (kind != EMBER_TASK_ONCPU) {
-		fprintf(stderr, "ember profile: --type %s is not supported yet (on-CPU profiling only)\n", kind_file(kind));
-		return 2;
-	}
 	for (uint32_t i = 0; i < npids; i++) {
 		char p[32];
 		snprintf(p, sizeof(p), "/proc/%u", pids[i]);
@@ -387,6 +391,7 @@ static int cmd_profile(int argc, char **argv)
 		t.pids = mine;
 		t.duration_ms = duration_ns / 1000000;
 		t.period_ns = period_ns;
+		t.min_block_ns = min_block_ns;
 		t.origin = "cli";
 		req.body_case = EMBER__REQUEST__BODY_SUBMIT;
 		req.submit = &t;

@@ -12,13 +12,21 @@
 
 #include "bpf/stacks.skel.h"
 #include "common/cleanup.h"
+#include "common/ctl_proto.h"
+
+struct perf_set {
+	int *fds;
+	struct bpf_link **links;
+	unsigned users;
+};
 
 struct bpf_stacks {
 	struct stacks_bpf *skel;
 	int ncpus;
-	int *perf_fds;
-	struct bpf_link **links;
-	unsigned oncpu_users;
+	struct perf_set oncpu, mem;
+	struct bpf_link *offcpu_link;
+	unsigned offcpu_users;
+	int offcpu_ap;
 	uint32_t active;
 	uint64_t *ips; /* EMBER_MAX_STACK_DEPTH scratch for lookups */
 };
@@ -47,17 +55,23 @@ struct bpf_stacks *bpf_stacks__load(const struct bpf_stacks_opts *opts)
 	bpf_map__set_max_entries(b->skel->maps.agg0, opts->max_agg);
 	bpf_map__set_max_entries(b->skel->maps.agg1, opts->max_agg);
 	bpf_map__set_max_entries(b->skel->maps.targets, opts->max_pids);
+	bpf_map__set_max_entries(b->skel->maps.hstacks, opts->max_stacks);
+	bpf_map__set_max_entries(b->skel->maps.offagg0, opts->max_agg);
+	bpf_map__set_max_entries(b->skel->maps.offagg1, opts->max_agg);
 	err = stacks_bpf__load(b->skel);
 	if (err)
 		goto fail;
-	b->perf_fds = calloc(b->ncpus, sizeof(int));
-	b->links = calloc(b->ncpus, sizeof(*b->links));
-	if (!b->perf_fds || !b->links) {
-		err = -ENOMEM;
-		goto fail;
+	for (int s = 0; s < 2; s++) {
+		struct perf_set *ps = s ? &b->mem : &b->oncpu;
+		ps->fds = calloc(b->ncpus, sizeof(int));
+		ps->links = calloc(b->ncpus, sizeof(*ps->links));
+		if (!ps->fds || !ps->links) {
+			err = -ENOMEM;
+			goto fail;
+		}
+		for (int i = 0; i < b->ncpus; i++)
+			ps->fds[i] = -1;
 	}
-	for (int i = 0; i < b->ncpus; i++)
-		b->perf_fds[i] = -1;
 	return b;
 fail:
 	bpf_stacks__free(b);
@@ -65,19 +79,32 @@ fail:
 	return NULL;
 }
 
-int bpf_stacks__attach_oncpu(struct bpf_stacks *b, uint64_t period_ns)
+static void perf_set_detach(struct bpf_stacks *b, struct perf_set *ps, int force)
+{
+	if (!ps->users || (--ps->users && !force))
+		return;
+	ps->users = 0;
+	for (int cpu = 0; cpu < b->ncpus; cpu++) {
+		bpf_link__destroy(ps->links[cpu]);
+		ps->links[cpu] = NULL;
+		zclose(&ps->fds[cpu]);
+	}
+}
+
+/* One software perf event per CPU, each running prog. */
+static int perf_set_attach(struct bpf_stacks *b, struct perf_set *ps, struct bpf_program *prog, uint64_t config,
+			   uint64_t period)
 {
 	int attached = 0, err = 0;
 
-	if (b->oncpu_users++)
+	if (ps->users++)
 		return 0;
 	for (int cpu = 0; cpu < b->ncpus; cpu++) {
 		struct perf_event_attr attr = {
 			.type = PERF_TYPE_SOFTWARE,
-			.config = PERF_COUNT_SW_CPU_CLOCK,
+			.config = config,
 			.size = sizeof(attr),
-			.sample_period = period_ns, /* cpu-clock counts ns */
-			.freq = 0,
+			.sample_period = period, /* cpu-clock: ns; page-faults: faults */
 		};
 		int fd = syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 		if (fd < 0) {
@@ -87,9 +114,9 @@ int bpf_stacks__attach_oncpu(struct bpf_stacks *b, uint64_t period_ns)
 			err = -errno;
 			break;
 		}
-		b->perf_fds[cpu] = fd;
-		b->links[cpu] = bpf_program__attach_perf_event(b->skel->progs.oncpu_sample, fd);
-		if (!b->links[cpu]) {
+		ps->fds[cpu] = fd;
+		ps->links[cpu] = bpf_program__attach_perf_event(prog, fd);
+		if (!ps->links[cpu]) {
 			err = -errno;
 			break;
 		}
@@ -97,21 +124,63 @@ int bpf_stacks__attach_oncpu(struct bpf_stacks *b, uint64_t period_ns)
 	}
 	if (!err && !attached)
 		err = -ENODEV;
-	if (err) {
-		b->oncpu_users = 1;
-		bpf_stacks__detach_oncpu(b);
-	}
+	if (err)
+		perf_set_detach(b, ps, 1);
 	return err;
 }
 
-void bpf_stacks__detach_oncpu(struct bpf_stacks *b)
+int bpf_stacks__attach_oncpu(struct bpf_stacks *b, uint64_t period_ns)
 {
-	if (!b->oncpu_users || --b->oncpu_users)
+	return perf_set_attach(b, &b->oncpu, b->skel->progs.oncpu_sample, PERF_COUNT_SW_CPU_CLOCK, period_ns);
+}
+
+void bpf_stacks__detach_oncpu(struct bpf_stacks *b) { perf_set_detach(b, &b->oncpu, 0); }
+
+int bpf_stacks__attach_mem(struct bpf_stacks *b)
+{
+	return perf_set_attach(b, &b->mem, b->skel->progs.mem_fault, PERF_COUNT_SW_PAGE_FAULTS, 1);
+}
+
+void bpf_stacks__detach_mem(struct bpf_stacks *b) { perf_set_detach(b, &b->mem, 0); }
+
+int bpf_stacks__attach_offcpu(struct bpf_stacks *b, uint64_t min_block_ns)
+{
+	/* Decided by attaching, not by probing features: the first that works wins. */
+	struct { struct bpf_program *prog; int ap; } chain[] = {
+		{ b->skel->progs.offcpu_tp_btf, CTL_AP_TP_BTF },
+		{ b->skel->progs.offcpu_raw_tp, CTL_AP_RAW_TP },
+		{ b->skel->progs.offcpu_tracepoint, CTL_AP_TRACEPOINT },
+	};
+	int err = -ENOENT;
+
+	b->skel->bss->offcpu_min_ns = min_block_ns;
+	if (b->offcpu_users++)
+		return b->offcpu_ap;
+	for (unsigned i = 0; i < ARRAY_SIZE(chain); i++) {
+		b->offcpu_link = bpf_program__attach(chain[i].prog);
+		if (b->offcpu_link) {
+			b->offcpu_ap = chain[i].ap;
+			return b->offcpu_ap;
+		}
+		err = -errno;
+	}
+	b->offcpu_users = 0;
+	return err;
+}
+
+void bpf_stacks__detach_offcpu(struct bpf_stacks *b)
+{
+	if (!b->offcpu_users || --b->offcpu_users)
 		return;
-	for (int cpu = 0; cpu < b->ncpus; cpu++) {
-		bpf_link__destroy(b->links[cpu]);
-		b->links[cpu] = NULL;
-		zclose(&b->perf_fds[cpu]);
+	bpf_link__destroy(b->offcpu_link);
+	b->offcpu_link = NULL;
+	/* Threads still asleep keep start entries: drop them, nobody will time them. */
+	{
+		int fd = bpf_map__fd(b->skel->maps.offcpu_starts);
+		uint32_t tid;
+		while (!bpf_map_get_next_key(fd, NULL, &tid))
+			if (bpf_map_delete_elem(fd, &tid))
+				break;
 	}
 }
 
@@ -169,6 +238,54 @@ static void clear_map(int fd, void *key)
 			break;
 }
 
+static int hstack_ips(struct bpf_stacks *b, uint64_t hash, struct hstack *ret)
+{
+	if (!hash) {
+		ret->n = 0;
+		return 0;
+	}
+	if (bpf_map_lookup_elem(bpf_map__fd(b->skel->maps.hstacks), &hash, ret))
+		return -errno; /* evicted from the LRU: counted by the caller */
+	if (ret->n > EMBER_MAX_STACK_DEPTH)
+		ret->n = EMBER_MAX_STACK_DEPTH;
+	return 0;
+}
+
+static int drain_offcpu(struct bpf_stacks *b, uint32_t set, bpf_stacks_drain_fn cb, void *ctx)
+{
+	int fd = bpf_map__fd(set ? b->skel->maps.offagg1 : b->skel->maps.offagg0), n = 0;
+	struct offcpu_key key, next;
+	struct stack_val val;
+	void *prev = NULL;
+	_cleanup_free_ struct hstack *ks = malloc(sizeof(*ks));
+	_cleanup_free_ struct hstack *us = malloc(sizeof(*us));
+
+	if (!ks || !us)
+		return 0;
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		struct stack_key sk = { .tgid = next.tgid, .kind = next.kind, .kstack_id = -1, .ustack_id = -1 };
+		uint32_t flags = 0;
+
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(fd, &key, &val))
+			continue;
+		if (hstack_ips(b, key.khash, ks)) {
+			flags |= EMBER_STACK_F_KSTACK_LOST;
+			ks->n = 0;
+		}
+		if (hstack_ips(b, key.uhash, us)) {
+			flags |= EMBER_STACK_F_USTACK_LOST;
+			us->n = 0;
+		}
+		memcpy(sk.comm, key.comm, sizeof(sk.comm));
+		cb(ctx, &sk, &val, (const uint64_t *)ks->ips, ks->n, (const uint64_t *)us->ips, us->n, flags);
+		n++;
+	}
+	clear_map(fd, &next);
+	return n;
+}
+
 int bpf_stacks__drain(struct bpf_stacks *b, bpf_stacks_drain_fn cb, void *ctx)
 {
 	uint32_t old = b->active;
@@ -208,6 +325,7 @@ int bpf_stacks__drain(struct bpf_stacks *b, bpf_stacks_drain_fn cb, void *ctx)
 		uint32_t sid;
 		clear_map(stk_fd, &sid);
 	}
+	n += drain_offcpu(b, old, cb, ctx);
 	return n;
 }
 
@@ -232,13 +350,20 @@ void bpf_stacks__free(struct bpf_stacks *b)
 {
 	if (!b)
 		return;
-	if (b->oncpu_users) {
-		b->oncpu_users = 1;
-		bpf_stacks__detach_oncpu(b);
+	if (b->skel) {
+		perf_set_detach(b, &b->oncpu, 1);
+		perf_set_detach(b, &b->mem, 1);
+		if (b->offcpu_users) {
+			b->offcpu_users = 1;
+			bpf_stacks__detach_offcpu(b);
+		}
 	}
 	stacks_bpf__destroy(b->skel);
-	free(b->perf_fds);
-	free(b->links);
+	for (int s = 0; s < 2; s++) {
+		struct perf_set *ps = s ? &b->mem : &b->oncpu;
+		free(ps->fds);
+		free(ps->links);
+	}
 	free(b->ips);
 	free(b);
 }

@@ -22,6 +22,16 @@ struct bpf_stacks *bpf_stacks__load(const struct bpf_stacks_opts *opts);
  * Idempotent: a second call while attached only counts a user. */
 int bpf_stacks__attach_oncpu(struct bpf_stacks *b, uint64_t period_ns);
 void bpf_stacks__detach_oncpu(struct bpf_stacks *b);
+/*
+ * Off-CPU: attaches to sched_switch through the first mechanism that works:
+ * tp_btf, then raw_tp, then the classic tracepoint (needs tracefs).  Returns
+ * the attach point used (enum ctl_attach_point) or -errno.  Refcounted.
+ */
+int bpf_stacks__attach_offcpu(struct bpf_stacks *b, uint64_t min_block_ns);
+void bpf_stacks__detach_offcpu(struct bpf_stacks *b);
+/* Memory: a page-fault software perf event per CPU (every fault is a sample). */
+int bpf_stacks__attach_mem(struct bpf_stacks *b);
+void bpf_stacks__detach_mem(struct bpf_stacks *b);
 /* Adds/removes kind for tgid in the target map. */
 int bpf_stacks__target(struct bpf_stacks *b, uint32_t tgid, uint32_t kind, int on);
 

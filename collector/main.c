@@ -62,6 +62,7 @@ struct task {
 	/* Detached tasks keep their pids open to the fd broker for a while: the
 	 * analyzer symbolizes the final drain after the detach answer. */
 	uint64_t detached_at; /* monotonic ns, 0 = attached */
+	uint32_t attach_point;
 };
 #define DETACHED_GRACE_NS (60ull * 1000000000ull)
 
@@ -156,10 +157,13 @@ static void drain(void)
 	C.stats[CTL_STAT_DRAINS]++;
 	for (unsigned s = 0; s < C.nshards; s++) {
 		struct shard *sh = &C.shards[s];
-		struct ember_rec_window w = { .kind = EMBER_TASK_ONCPU, .start_ns = start, .end_ns = end,
-					      .stacks = sh->window_stacks, .ring_drops = sh->window_drops };
-		/* The window marker tells the analyzer what this window lost. */
-		(void)shm_ring__write(sh->ring, EMBER_REC_WINDOW, &w, sizeof(w));
+		/* One marker per kind: the analyzer closes that kind's window; ring drops ride on the first. */
+		for (uint32_t kind = EMBER_TASK_ONCPU; kind <= EMBER_TASK_MEM; kind++) {
+			struct ember_rec_window w = { .kind = kind, .start_ns = start, .end_ns = end,
+						      .stacks = kind == EMBER_TASK_ONCPU ? sh->window_stacks : 0,
+						      .ring_drops = kind == EMBER_TASK_ONCPU ? sh->window_drops : 0 };
+			(void)shm_ring__write(sh->ring, EMBER_REC_WINDOW, &w, sizeof(w));
+		}
 		(void)shm_ring__notify(sh->ring);
 	}
 }
@@ -182,6 +186,10 @@ static void task_remove(struct task *t)
 		(void)bpf_stacks__target(C.bpf, t->pids[i], t->kind, 0);
 	if (t->kind == EMBER_TASK_ONCPU)
 		bpf_stacks__detach_oncpu(C.bpf);
+	else if (t->kind == EMBER_TASK_OFFCPU)
+		bpf_stacks__detach_offcpu(C.bpf);
+	else if (t->kind == EMBER_TASK_MEM)
+		bpf_stacks__detach_mem(C.bpf);
 	t->detached_at = now_ns(CLOCK_MONOTONIC);
 	C.stats[CTL_STAT_TASKS_ACTIVE]--;
 }
@@ -198,16 +206,18 @@ static int task_attach(struct conn *c, const struct ctl_attach *a, struct ctl_at
 	uint32_t ok = 0;
 	int err;
 
-	ans->attach_point = CTL_AP_PERF_CPU_CLOCK;
 	if (t) { /* a restarted analyzer re-attaching its task: idempotent */
 		if (t->shard != c->shard || t->kind != a->kind)
 			return -EEXIST;
 		ans->npids_ok = t->npids;
+		ans->attach_point = t->attach_point;
 		return 0;
 	}
-	if (a->kind != EMBER_TASK_ONCPU)
+	if (a->kind < EMBER_TASK_ONCPU || a->kind > EMBER_TASK_MEM)
 		return -EOPNOTSUPP;
-	if (a->period_ns < 100000 || a->period_ns > 10000000000ull) /* 100us .. 10s */
+	if (a->kind == EMBER_TASK_ONCPU && (a->period_ns < 100000 || a->period_ns > 10000000000ull)) /* 100us..10s */
+		return -ERANGE;
+	if (a->min_block_ns > 3600000000000ull)
 		return -ERANGE;
 	uint64_t now = now_ns(CLOCK_MONOTONIC);
 	for (unsigned i = 0; i < MAX_TASKS && !t; i++)
@@ -230,9 +240,24 @@ static int task_attach(struct conn *c, const struct ctl_attach *a, struct ctl_at
 	}
 	if (!t->npids)
 		return -ESRCH;
-	err = bpf_stacks__attach_oncpu(C.bpf, a->period_ns);
+	switch (a->kind) {
+	case EMBER_TASK_ONCPU:
+		err = bpf_stacks__attach_oncpu(C.bpf, a->period_ns);
+		t->attach_point = CTL_AP_PERF_CPU_CLOCK;
+		break;
+	case EMBER_TASK_OFFCPU:
+		err = bpf_stacks__attach_offcpu(C.bpf, a->min_block_ns);
+		t->attach_point = err > 0 ? (uint32_t)err : CTL_AP_NONE;
+		err = err > 0 ? 0 : err;
+		break;
+	default:
+		err = bpf_stacks__attach_mem(C.bpf);
+		t->attach_point = CTL_AP_PERF_PAGE_FAULTS;
+		break;
+	}
 	if (err)
 		return err;
+	ans->attach_point = t->attach_point;
 	for (uint32_t i = 0; i < t->npids; i++) {
 		err = bpf_stacks__target(C.bpf, t->pids[i], t->kind, 1);
 		if (err) {
@@ -382,6 +407,11 @@ static void collect_stats(void)
 		C.stats[CTL_STAT_BPF_USTACK_ERR] = bc[BPF_CNT_USTACK_ERR];
 		C.stats[CTL_STAT_BPF_STACKMAP_FULL] = bc[BPF_CNT_STACKMAP_FULL];
 		C.stats[CTL_STAT_BPF_AGG_FULL] = bc[BPF_CNT_AGG_FULL];
+		C.stats[CTL_STAT_BPF_OFFCPU_SWITCHES] = bc[BPF_CNT_OFFCPU_SWITCHES];
+		C.stats[CTL_STAT_BPF_OFFCPU_START_FULL] = bc[BPF_CNT_OFFCPU_START_FULL];
+		C.stats[CTL_STAT_BPF_OFFCPU_BELOW_MIN] = bc[BPF_CNT_OFFCPU_BELOW_MIN];
+		C.stats[CTL_STAT_BPF_HSTACK_FULL] = bc[BPF_CNT_HSTACK_FULL];
+		C.stats[CTL_STAT_BPF_FAULTS] = bc[BPF_CNT_FAULTS];
 	}
 	C.stats[CTL_STAT_RING_RECORDS] = C.stats[CTL_STAT_RING_DROPS] = 0;
 	C.stats[CTL_STAT_RING_DROP_BYTES] = C.stats[CTL_STAT_RING_HOSTILE_CONS] = 0;

@@ -25,6 +25,11 @@ static const char *const stat_names[CTL_STAT_MAX] = {
 	[CTL_STAT_STACKS_DRAINED] = "stacks_drained",
 	[CTL_STAT_STACK_LOST] = "stack_id_lost",
 	[CTL_STAT_ANALYZER_CONNECTS] = "analyzer_connects",
+	[CTL_STAT_BPF_OFFCPU_SWITCHES] = "bpf_offcpu_switch_outs",
+	[CTL_STAT_BPF_OFFCPU_START_FULL] = "bpf_offcpu_start_map_full_drops",
+	[CTL_STAT_BPF_OFFCPU_BELOW_MIN] = "bpf_offcpu_below_min_block_time",
+	[CTL_STAT_BPF_HSTACK_FULL] = "bpf_offcpu_stack_map_full_drops",
+	[CTL_STAT_BPF_FAULTS] = "bpf_page_faults",
 };
 
 const char *ctl__stat_name(unsigned idx)

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Memory flame graph: a program touching N fresh pages in touch_pages() gets
+# >= 90% of its faults attributed there, and the count is within 10% of N.
+. "$(dirname "$0")/lib.sh"
+need_bpf
+N=20000
+"$PROGS/mem_touch" $N > "$TMP/w.out" & W=$!; CLEANUP_PIDS+=("$W")
+sleep 0.1
+"$EMBER" profile --pid "$W" --type mem --duration 30s --out "$TMP/prof" >"$TMP/p.out" 2>"$TMP/p.err" \
+  || { cat "$TMP/p.err"; fail "ember profile --type mem failed"; }
+wait "$W"
+[ -s "$TMP/prof/mem.svg" ] || fail "missing mem.svg"
+total=$(folded_total "$TMP/prof/mem.folded")
+touch=$(folded_sum "$TMP/prof/mem.folded" '^mem_touch;(.*;)?main;grow;touch_pages(;|$)')
+echo "faults: total $total, in main;grow;touch_pages $touch, pages touched $N"
+[ $(( 100 * touch / total )) -ge 90 ] || fail "only $touch of $total faults in touch_pages"
+awk -v a="$touch" -v n=$N 'BEGIN { d=(a-n)/n; if (d<0) d=-d; exit !(d <= 0.10) }' || fail "$touch faults for $N pages"
+ok "$touch faults in touch_pages for $N pages"
