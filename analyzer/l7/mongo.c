@@ -642,9 +642,9 @@ static bool mongo_sync(void *ctx, struct l7_framer *f, const uint8_t *p, size_t 
 
 	if (!plausible_header(p, len, f->tag == L7_DIR_REQ))
 		return false;
-	if (f->tag == L7_DIR_REQ)
-		return true;
 	rto = (int32_t)l7_le32(p + 8);
+	if (f->tag == L7_DIR_REQ)
+		return rto == 0;   /* requests answer nothing */
 	for (unsigned i = 0; i < l7_pendq__count(&m->q); i++)
 		if (((struct pend *)l7_pendq__at(&m->q, i))->request_id == rto)
 			return true;
