@@ -546,6 +546,13 @@ static void *cql_create(const struct l7_config *cfg, l7_emit_fn emit, void *emit
 	return c;
 }
 
+/* Chunks discarded while resynchronising after a gap. */
+static uint64_t cql_dropped(const void *st)
+{
+	const struct cql *c = st;
+	return c->fr[0].discarded + c->fr[1].discarded;
+}
+
 static int cql_detect(const uint8_t *d, size_t len, enum l7_dir dir, uint16_t port)
 {
 	bool req = dir == L7_DIR_REQ;
@@ -592,4 +599,5 @@ const struct l7_parser_ops l7_cql_ops = {
 	.gap = cql_gap,
 	.finish = cql_finish,
 	.free = cql_free,
+	.dropped = cql_dropped,
 };

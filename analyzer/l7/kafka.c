@@ -448,6 +448,13 @@ static void kafka_free(void *st)
 	free(k);
 }
 
+/* Chunks discarded while resynchronising after a gap. */
+static uint64_t kafka_dropped(const void *st)
+{
+	const struct kafka *k = st;
+	return k->fr[0].discarded + k->fr[1].discarded;
+}
+
 static int kafka_detect(const uint8_t *d, size_t len, enum l7_dir dir, uint16_t port)
 {
 	int score = 0;
@@ -500,4 +507,5 @@ const struct l7_parser_ops l7_kafka_ops = {
 	.gap = kafka_gap,
 	.finish = kafka_finish,
 	.free = kafka_free,
+	.dropped = kafka_dropped,
 };

@@ -113,6 +113,7 @@ int l7_framer__feed(struct l7_framer *f, const uint8_t *data, size_t len, uint64
 	if (f->lost) {
 		if (!len || !f->ops->sync || !f->ops->sync(f->ctx, f, data, len)) {
 			f->bytes += len;
+			f->discarded += len > 0;
 			return 0;
 		}
 		f->lost = false;

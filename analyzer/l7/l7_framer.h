@@ -66,6 +66,7 @@ struct l7_framer {
 	uint64_t msg_ts;       /* time of the chunk holding the message's first byte */
 	uint64_t ts;           /* time of the chunk being fed */
 	uint64_t bytes;        /* bytes consumed (fed, skipped or lost) */
+	uint64_t discarded;    /* chunks thrown away while waiting for sync() */
 	/*
 	 * Set by end() to stop feed() right after the current message (a
 	 * protocol switching framing, e.g. CQL v5 after READY): feed() then

@@ -728,6 +728,13 @@ static void mongo_free(void *st)
 	free(m);
 }
 
+/* Chunks discarded while resynchronising after a gap. */
+static uint64_t mongo_dropped(const void *st)
+{
+	const struct mongo *m = st;
+	return m->fr[0].discarded + m->fr[1].discarded;
+}
+
 static int mongo_detect(const uint8_t *d, size_t len, enum l7_dir dir, uint16_t port)
 {
 	bool req = dir == L7_DIR_REQ;
@@ -774,4 +781,5 @@ const struct l7_parser_ops l7_mongo_ops = {
 	.gap = mongo_gap,
 	.finish = mongo_finish,
 	.free = mongo_free,
+	.dropped = mongo_dropped,
 };

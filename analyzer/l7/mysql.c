@@ -108,6 +108,7 @@ struct mysql {
 	size_t prefix;
 	int fatal;             /* -EPROTO (TLS, compression) or -ENOBUFS, sticky */
 	uint64_t nreq;         /* requests seen: their order for req_seq */
+	uint64_t dropped;      /* response packets nobody asked for */
 };
 
 static void emit_rec(struct mysql *m, const struct pend *p, bool has_resp, uint64_t resp_ts)
@@ -395,10 +396,14 @@ static int server_packet(struct mysql *m, const uint8_t *p, size_t n, uint32_t p
 		}
 	}
 	e = l7_pendq__at(&m->q, 0);
-	if (!e)
+	if (!e) {
+		m->dropped++;
 		return 0;   /* nobody asked: a response from before the capture */
-	if (m->ph == PH_FIRST && e->cmd != CMD_LOGIN && e->cmd != COM_CHANGE_USER && seq != (uint8_t)(e->seq + 1))
+	}
+	if (m->ph == PH_FIRST && e->cmd != CMD_LOGIN && e->cmd != COM_CHANGE_USER && seq != (uint8_t)(e->seq + 1)) {
+		m->dropped++;
 		return 0;   /* not the start of this request's response */
+	}
 	if (!m->resp_bytes)
 		m->resp_ts = m->fr[L7_DIR_RESP].msg_ts;
 	m->resp_bytes += total;
@@ -693,6 +698,12 @@ static void mysql_free(void *st)
 	free(m);
 }
 
+static uint64_t mysql_dropped(const void *st)
+{
+	const struct mysql *m = st;
+	return m->dropped;
+}
+
 static bool printable(const uint8_t *p, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -789,4 +800,5 @@ const struct l7_parser_ops l7_mysql_ops = {
 	.gap = mysql_gap,
 	.finish = mysql_finish,
 	.free = mysql_free,
+	.dropped = mysql_dropped,
 };

@@ -75,6 +75,7 @@ struct pgsql {
 	size_t prefix;
 	int fatal;
 	uint64_t nreq;          /* exchanges opened: their order for req_seq */
+	uint64_t dropped;       /* orphan backend messages, evicted statements */
 	bool cli_untyped;       /* next client message may be a startup-phase one */
 	bool srv_ssl_answer;    /* next server byte answers SSLRequest / GSSENCRequest */
 	uint64_t cli_batch;     /* ReadyForQuery-producing messages sent */
@@ -130,6 +131,7 @@ static struct stmt *stmt_slot(struct pgsql *s, const char *name)
 		if (s->stmts[i].stamp < old->stamp)
 			old = &s->stmts[i];
 	}
+	s->dropped++;
 	return old;
 }
 
@@ -379,6 +381,8 @@ static void server_message(struct pgsql *s, uint8_t type, const uint8_t *b, size
 	if (t) {
 		t->got_resp = true;
 		t->resp_bytes += total;
+	} else if (type != 'S' && type != 'N' && type != 'A') {
+		s->dropped++;   /* answers a request from before the capture (async messages aside) */
 	}
 	switch (type) {
 	case 'Z': {
@@ -555,6 +559,12 @@ static void pg_free(void *st)
 	free(s);
 }
 
+static uint64_t pg_dropped(const void *st)
+{
+	const struct pgsql *s = st;
+	return s->dropped;
+}
+
 static bool printable(const uint8_t *p, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -625,4 +635,5 @@ const struct l7_parser_ops l7_pgsql_ops = {
 	.gap = pg_gap,
 	.finish = pg_finish,
 	.free = pg_free,
+	.dropped = pg_dropped,
 };

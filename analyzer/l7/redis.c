@@ -479,6 +479,13 @@ static void redis_free(void *st)
 	free(r);
 }
 
+/* Chunks discarded while resynchronising after a gap. */
+static uint64_t redis_dropped(const void *st)
+{
+	const struct redis *r = st;
+	return r->fr[0].discarded + r->fr[1].discarded;
+}
+
 /* Commands worth recognising inline (redis-cli, redis-benchmark, telnet). */
 static const char *const inline_cmds[] = {
 	"PING", "AUTH", "SET", "GET", "DEL", "INCR", "DECR", "INFO", "KEYS", "EXISTS", "EXPIRE", "TTL",
@@ -571,4 +578,5 @@ const struct l7_parser_ops l7_redis_ops = {
 	.gap = redis_gap,
 	.finish = redis_finish,
 	.free = redis_free,
+	.dropped = redis_dropped,
 };

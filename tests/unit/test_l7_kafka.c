@@ -110,6 +110,7 @@ static void test_large_body_gap_resync(void **state)
 	assert_int_equal(OPS->feed(st, L7_DIR_RESP, b->d, 6, 4), 0);
 	assert_int_equal(OPS->gap(st, L7_DIR_RESP, 20, 5), 0);
 	assert_int_equal(OPS->feed(st, L7_DIR_RESP, (const uint8_t *)"junk", 4, 6), 0);   /* not a header */
+	assert_int_equal(OPS->dropped(st), 1);
 	b->n = 0;
 	response(b, 3, false, "\x00\x00", 2);
 	assert_int_equal(OPS->feed(st, L7_DIR_RESP, b->d, b->n, 7), 0);

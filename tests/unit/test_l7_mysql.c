@@ -238,6 +238,32 @@ static void test_continuation_and_gap_in_body(void **state)
 	free(buf);
 }
 
+/* Responses nobody asked for are counted, not reported. */
+static void test_orphan_responses_counted(void **state)
+{
+	struct l7_config cfg = L7_CONFIG_DEFAULTS;
+	struct tbuf *b = calloc(1, sizeof(*b));
+	struct tcollect c = { 0 };
+	void *st = OPS->create(&cfg, tcollect_emit, &c);
+
+	(void)state;
+	ok(b, 1, 2);
+	assert_int_equal(OPS->feed(st, L7_DIR_RESP, b->d, b->n, 1), 0);
+	b->n = 0;
+	cmd(b, 0x0e, "");
+	assert_int_equal(OPS->feed(st, L7_DIR_REQ, b->d, b->n, 2), 0);
+	b->n = 0;
+	ok(b, 5, 2);   /* wrong sequence id: not this request's answer */
+	ok(b, 1, 2);
+	assert_int_equal(OPS->feed(st, L7_DIR_RESP, b->d, b->n, 3), 0);
+	assert_int_equal(OPS->dropped(st), 2);
+	assert_int_equal(c.n, 1);
+	assert_string_equal(tfield(&c.v[0].r, "result"), "OK");
+	OPS->free(st);
+	tcollect_free(&c);
+	free(b);
+}
+
 static void test_memory_cap(void **state)
 {
 	struct l7_config cfg = L7_CONFIG_DEFAULTS;
@@ -371,6 +397,7 @@ int main(void)
 		cmocka_unit_test(test_login_query_error_quit),
 		cmocka_unit_test(test_pipelined_deprecated_eof_multiresult),
 		cmocka_unit_test(test_continuation_and_gap_in_body),
+		cmocka_unit_test(test_orphan_responses_counted),
 		cmocka_unit_test(test_memory_cap),
 		cmocka_unit_test(test_ssl_request_is_unparseable),
 		cmocka_unit_test(test_detect),
