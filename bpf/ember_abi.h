@@ -51,6 +51,7 @@ enum ember_bpf_counter {
 	BPF_CNT_OFFCPU_BELOW_MIN, /* blocks shorter than the minimum (filtered, not lost) */
 	BPF_CNT_HSTACK_FULL,      /* hashed-stack map could not take a new stack */
 	BPF_CNT_FAULTS,           /* page faults of target processes */
+	BPF_CNT_OFFCPU_FP_HITS,   /* switch-outs that reused the thread's last stacks */
 	BPF_CNT_MAX,
 };
 
@@ -66,11 +67,18 @@ struct hstack {
 	__u64 ips[EMBER_MAX_STACK_DEPTH];
 };
 
-/* Per sleeping thread: when and where it blocked. */
+/*
+ * Per target thread: when and where it last blocked.  The entry outlives the
+ * block (ts = 0 once timed) so that the next block at the same place can reuse
+ * the stacks: fp fingerprints "the same place" from the user registers, the
+ * syscall and its first argument and the first return address, all far
+ * cheaper to read than two full stack walks.
+ */
 struct offcpu_start {
 	__u64 ts;
 	__u64 khash;
 	__u64 uhash;
+	__u64 fp;
 	__u32 tgid;
 	__u32 pad;
 	char comm[EMBER_COMM_LEN];
@@ -122,7 +130,7 @@ struct ember_rec_window {
 EMBER_ASSERT_SIZE(struct stack_key, 32);
 EMBER_ASSERT_SIZE(struct stack_val, 16);
 EMBER_ASSERT_SIZE(struct hstack, 8 + 8 * EMBER_MAX_STACK_DEPTH);
-EMBER_ASSERT_SIZE(struct offcpu_start, 48);
+EMBER_ASSERT_SIZE(struct offcpu_start, 56);
 EMBER_ASSERT_SIZE(struct offcpu_key, 40);
 EMBER_ASSERT_SIZE(struct ember_rec_stack, 48);
 EMBER_ASSERT_SIZE(struct ember_rec_window, 40);

@@ -30,6 +30,7 @@ static const char *const stat_names[CTL_STAT_MAX] = {
 	[CTL_STAT_BPF_OFFCPU_BELOW_MIN] = "bpf_offcpu_below_min_block_time",
 	[CTL_STAT_BPF_HSTACK_FULL] = "bpf_offcpu_stack_map_full_drops",
 	[CTL_STAT_BPF_FAULTS] = "bpf_page_faults",
+	[CTL_STAT_BPF_OFFCPU_FP_HITS] = "bpf_offcpu_stack_cache_hits",
 };
 
 const char *ctl__stat_name(unsigned idx)

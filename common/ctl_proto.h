@@ -91,6 +91,7 @@ enum ctl_stat {
 	CTL_STAT_BPF_OFFCPU_BELOW_MIN,
 	CTL_STAT_BPF_HSTACK_FULL,
 	CTL_STAT_BPF_FAULTS,
+	CTL_STAT_BPF_OFFCPU_FP_HITS,
 	CTL_STAT_MAX,
 };
 struct ctl_stats_ans { int32_t err; uint32_t n; uint64_t v[CTL_STAT_MAX]; };
