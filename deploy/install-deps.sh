@@ -18,3 +18,4 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
 apt-get install -y -qq --no-install-recommends $missing
+PKGS="$PKGS libgrpc-dev python3-grpcio python3-grpc-tools python3-protobuf"  # SkyWalking backend: gRPC core C API; the test OAP receiver
