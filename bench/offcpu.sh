@@ -19,6 +19,8 @@ YAML
 "$B/ember" run --config "$T/ember.yaml" > "$T/agent.log" 2>&1 & AGENT=$!
 for _ in $(seq 100); do [ -S "$T/run/analyzer-0.ctl" ] && break; sleep 0.1; done
 have_bpftrace=1; command -v bpftrace >/dev/null || have_bpftrace=0
+# bpftrace's tracepoints need tracefs, which this VM does not mount at boot.
+[ -d /sys/kernel/tracing/events ] || mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || true
 sysctl -qw kernel.bpf_stats_enabled=1
 
 run_alone() { "$B/progs/pingpong" $ROUNDS 1.5 | awk '{print $4}'; }
@@ -30,7 +32,7 @@ run_ember() {
 }
 run_bpftrace() {
   # The peer: stacks at every switch-out of the workload, aggregated in the kernel.
-  bpftrace -e 'tracepoint:sched:sched_switch /comm == "pingpong"/ { @[kstack, ustack] = count(); }' > "$T/bt.out" 2>&1 & local BT=$!
+  bpftrace -B line -e 'tracepoint:sched:sched_switch /comm == "pingpong"/ { @[kstack, ustack] = count(); }' > "$T/bt.out" 2>&1 & local BT=$!
   for _ in $(seq 300); do grep -q Attaching "$T/bt.out" && break; sleep 0.1; done
   grep -q Attaching "$T/bt.out" || { echo "bpftrace did not attach" >&2; kill $BT; return; }
   "$B/progs/pingpong" $ROUNDS 0.5 > "$T/pp.out"

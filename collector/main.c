@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
@@ -654,6 +655,11 @@ int main(int argc, char **argv)
 		log_error("this kernel has no BTF (/sys/kernel/btf/vmlinux): ember needs CONFIG_DEBUG_INFO_BTF=y");
 		return 1;
 	}
+	/* The classic-tracepoint fallback needs tracefs; this is the last chance to
+	 * mount it (CAP_SYS_ADMIN is dropped below).  Failure only loses that fallback. */
+	if (access("/sys/kernel/tracing/events", F_OK) &&
+	    mount("nodev", "/sys/kernel/tracing", "tracefs", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL))
+		log_info("tracefs is not mounted and could not be (%m): the tracepoint fallback is unavailable");
 	if (mkdir(C.run_dir, 0755) && errno != EEXIST) {
 		log_error("cannot create run directory %s: %m", C.run_dir);
 		return 1;
