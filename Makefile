@@ -16,7 +16,7 @@ WARN     := -Wall -Wextra -Werror -Wno-unused-parameter -Wmissing-field-initiali
 # CFLAGS is the user's (e.g. CFLAGS="-O1 -g -fsanitize=fuzzer-no-link"); the rest is always added.
 CFLAGS   ?= -O2 -g
 ALL_CFLAGS = $(CFLAGS) $(WARN) -std=gnu11 -D_GNU_SOURCE -fno-omit-frame-pointer -I. -I$(BUILD)/gen $(SAN_CFLAGS)
-LDLIBS   := -lbpf -lelf -lz -luring -lzmq -lprotobuf-c -lyaml -lcap -lpcap -ljson-c -lmicrohttpd -lpthread -lm
+LDLIBS   := -lbpf -lelf -lz -luring -lzmq -lprotobuf-c -lyaml -lcap -lpcap -ljson-c -lmicrohttpd -lpthread -lm -liberty
 JEMALLOC := -ljemalloc
 ifeq ($(SAN),1)
   SAN_CFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -DEMBER_SANITIZED

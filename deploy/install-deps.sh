@@ -8,6 +8,7 @@ PKGS="build-essential clang llvm lld libbpf-dev bpftool linux-perf libelf-dev zl
  libclang-rt-14-dev pkg-config binutils tshark procps passwd"
 PKGS="$PKGS libxml2-utils nodejs"  # xmllint, node: flamegraph SVG XML and script tests
 PKGS="$PKGS prometheus python3-zmq curl"  # promtool + a real scraper, a ZeroMQ pusher: Prometheus backend test
+PKGS="$PKGS libiberty-dev golang-go libdebuginfod-dev"  # symbolizer: C++/Rust demangling, stripped Go test binaries, optional debuginfod
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "common/cleanup.h"
+#include "symbolizer/gopclntab.h"
 
 #define NT_GNU_BUILD_ID_TYPE 3
 /* Section headers beyond this are still read for symbols, but give no size bound. */
@@ -41,6 +42,7 @@ struct elf_syms {
 	char *arena;
 	size_t arena_len;
 	bool loaded;
+	bool debug_only;        /* separate debug file: no PT_LOAD needed (its segments are NOBITS) */
 	struct elf_syms_info info;
 };
 
@@ -171,7 +173,7 @@ static int read_headers(struct elf_syms *es)
 			};
 		}
 	}
-	if (!es->info.nsegments)
+	if (!es->info.nsegments && !es->debug_only)
 		return -ENOEXEC;
 
 	have_shstrndx = elf_getshdrstrndx(es->elf, &shstrndx) == 0;
@@ -241,7 +243,7 @@ static struct elf_syms *open_common(struct elf_syms *es)
 	return es;
 }
 
-struct elf_syms *elf_syms__open(int fd)
+static struct elf_syms *open_fd(int fd, bool debug_only)
 {
 	struct elf_syms *es;
 	struct stat st;
@@ -264,8 +266,19 @@ struct elf_syms *elf_syms__open(int fd)
 	if (!es)
 		return NULL;
 	es->file_size = (uint64_t)st.st_size;
+	es->debug_only = debug_only;
 	es->elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	return open_common(es);
+}
+
+struct elf_syms *elf_syms__open(int fd)
+{
+	return open_fd(fd, false);
+}
+
+struct elf_syms *elf_syms__open_debug(int fd)
+{
+	return open_fd(fd, true);
 }
 
 struct elf_syms *elf_syms__open_mem(const void *image, size_t len)
@@ -404,6 +417,91 @@ bad:
 	return 0;
 }
 
+struct go_ctx {
+	struct elf_syms *es;
+	struct cand_vec *cv;
+	size_t max;
+};
+
+static int go_func(void *ctx, uint64_t entry, uint64_t end, const char *name, size_t name_len)
+{
+	struct go_ctx *g = ctx;
+	struct cand_vec *cv = g->cv;
+
+	if (cv->n >= g->max) {
+		g->es->info.dropped++;
+		return 0;
+	}
+	if (name_len > UINT32_MAX) {
+		g->es->info.bad_symbols++;
+		return 0;
+	}
+	if (cv->n == cv->cap) {
+		size_t ncap = cv->cap ? cv->cap * 2 : 1024;
+		struct cand *t = reallocarray(cv->v, ncap, sizeof(*t));
+
+		if (!t)
+			return -ENOMEM;
+		cv->v = t;
+		cv->cap = ncap;
+	}
+	cv->v[cv->n++] = (struct cand){
+		.addr = entry, .size = end - entry, .name = name, .name_len = (uint32_t)name_len,
+	};
+	return 0;
+}
+
+/*
+ * Stripped Go binary: the runtime's own table (.gopclntab) still names every
+ * function.  Only used without .symtab, whose names are the same.
+ */
+static int collect_go(struct elf_syms *es, size_t max, struct cand_vec *cv)
+{
+	struct gopclntab_stats gst;
+	struct go_ctx g = { .es = es, .cv = cv, .max = max };
+	Elf_Scn *scn = NULL, *pcln = NULL;
+	GElf_Shdr sh, pcln_sh;
+	uint64_t text = 0;
+	size_t shstrndx;
+	Elf_Data *d;
+	int r;
+
+	if (elf_getshdrstrndx(es->elf, &shstrndx))
+		return 0;
+	while ((scn = elf_nextscn(es->elf, scn))) {
+		const char *name;
+
+		if (!gelf_getshdr(scn, &sh))
+			break;
+		name = elf_strptr(es->elf, shstrndx, sh.sh_name);
+		if (!name)
+			continue;
+		if (!strcmp(name, ".gopclntab") && sh.sh_type == SHT_PROGBITS) {
+			pcln = scn;
+			pcln_sh = sh;
+		} else if (!strcmp(name, ".text")) {
+			text = sh.sh_addr;
+		}
+	}
+	if (!pcln)
+		return 0;
+	if (!in_file(es, pcln_sh.sh_offset, pcln_sh.sh_size) || !(d = elf_rawdata(pcln, NULL)) ||
+	    !d->d_buf) {
+		es->info.bad_tables++;
+		return 0;
+	}
+	r = gopclntab__parse(d->d_buf, d->d_size, text, es->ei_data == ELFDATA2MSB, 0, go_func, &g, &gst);
+	if (r == -ENOMEM)
+		return r;
+	if (r < 0) {
+		es->info.bad_tables++;
+		return 0;
+	}
+	es->info.go_funcs = gst.funcs;
+	es->info.bad_symbols += gst.bad_funcs;
+	return 0;
+}
+
 /* End of the PT_LOAD segment holding vaddr, or 0. */
 static uint64_t segment_end(const struct elf_syms *es, uint64_t vaddr)
 {
@@ -467,6 +565,11 @@ int elf_syms__load_symbols(struct elf_syms *es, size_t max_symbols)
 		}
 	}
 
+	if (!es->info.has_symtab) {
+		r = collect_go(es, max_symbols, &cv);
+		if (r)
+			goto out;
+	}
 	if (cv.n)
 		qsort(cv.v, cv.n, sizeof(*cv.v), cmp_cand);
 	w = 0;
@@ -606,6 +709,14 @@ int elf_syms__vaddr_to_offset(const struct elf_syms *es, uint64_t vaddr, uint64_
 int elf_syms__lookup(const struct elf_syms *es, uint64_t vaddr, const char **ret_name,
 		     uint64_t *ret_offset)
 {
+	size_t idx;
+
+	return elf_syms__lookup_index(es, vaddr, &idx, ret_name, ret_offset);
+}
+
+int elf_syms__lookup_index(const struct elf_syms *es, uint64_t vaddr, size_t *ret_idx,
+			   const char **ret_name, uint64_t *ret_offset)
+{
 	size_t lo = 0, hi;
 
 	if (!es || !es->nsyms)
@@ -623,6 +734,7 @@ int elf_syms__lookup(const struct elf_syms *es, uint64_t vaddr, const char **ret
 		const struct esym *s = &es->syms[i - 1];
 
 		if (vaddr - s->addr < s->size) {
+			*ret_idx = i - 1;
 			*ret_name = es->arena + s->name;
 			*ret_offset = vaddr - s->addr;
 			return 0;

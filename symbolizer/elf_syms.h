@@ -11,7 +11,7 @@
  *   elf_syms__load_symbols(es, n);  .symtab + .dynsym -> sorted table; drops the mapping
  *
  * Symbols: STT_FUNC and STT_GNU_IFUNC with a section, from .symtab and
- * .dynsym, merged, one per address (global over weak over local, sized over
+ * .dynsym (and, without .symtab, Go functions from .gopclntab), merged, one per address (global over weak over local, sized over
  * unsized), sorted once; a size-0 symbol extends to the next symbol or the end
  * of its section.  Names live in one arena.  All returned strings live until
  * elf_syms__free().  Not thread-safe; distinct objects may be used from
@@ -39,6 +39,7 @@ struct elf_syms_info {
 	uint64_t bad_symbols;     /* name index outside its string table, unterminated name, ... */
 	uint64_t bad_tables;      /* symbol/string/note tables outside the file or malformed */
 	uint64_t ignored_segments;/* PT_LOAD beyond ELF_SYMS_MAX_SEGMENTS or outside the file */
+	uint64_t go_funcs;        /* symbols from .gopclntab (only read without .symtab) */
 };
 
 /*
@@ -48,6 +49,14 @@ struct elf_syms_info {
  * malformed headers), ENOMEM, or fstat's errno.
  */
 struct elf_syms *elf_syms__open(int fd);
+
+/*
+ * Same for a separate debug file (objcopy --only-keep-debug, .build-id/xx/
+ * rest.debug): its PT_LOAD segments may all lie outside the file, so none are
+ * required.  Use it for symbols only; addresses go through the segments of
+ * the binary it belongs to.
+ */
+struct elf_syms *elf_syms__open_debug(int fd);
 
 /* Same over a memory image (copied; e.g. the vDSO). */
 struct elf_syms *elf_syms__open_mem(const void *image, size_t len);
@@ -83,6 +92,10 @@ int elf_syms__vaddr_to_offset(const struct elf_syms *es, uint64_t vaddr, uint64_
 /* Symbol containing vaddr: 0 with name and vaddr - symbol start, or -ENOENT. */
 int elf_syms__lookup(const struct elf_syms *es, uint64_t vaddr, const char **ret_name,
 		     uint64_t *ret_offset);
+
+/* Same, also giving the symbol's index (for per-symbol caches such as demangled names). */
+int elf_syms__lookup_index(const struct elf_syms *es, uint64_t vaddr, size_t *ret_idx,
+			   const char **ret_name, uint64_t *ret_offset);
 
 size_t elf_syms__count(const struct elf_syms *es);
 /* idx-th symbol in address order; 0 or -ENOENT. */

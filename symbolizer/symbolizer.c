@@ -10,17 +10,22 @@
 #include <sys/auxv.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "common/cleanup.h"
+#include "symbolizer/debugpath.h"
+#include "symbolizer/demangle.h"
 #include "symbolizer/elf_syms.h"
 #include "symbolizer/kallsyms.h"
 #include "symbolizer/maps.h"
+#include "symbolizer/perfmap.h"
 
 #define DEFAULT_MAX_MODULES 256
 #define DEFAULT_MAX_PIDS 1024
 #define DEFAULT_MAX_CACHE_BYTES ((size_t)512 << 20)
 #define DEFAULT_MAPS_REFRESH_MS 250
 #define DEFAULT_KALLSYMS_REFRESH_MS 60000
+#define DEFAULT_PERF_MAP_REFRESH_MS 1000
 #define VDSO_MAX_SIZE (1 << 20)
 
 static const char UNKNOWN[] = "[unknown]";
@@ -143,6 +148,9 @@ struct module {
 	uint8_t key[KEY_MAX];
 	size_t key_len;
 	struct elf_syms *es;     /* NULL: the file is not a usable ELF (negative entry) */
+	struct elf_syms *dbg;    /* separate debug file: symbols (addresses still go through es) */
+	struct dm_cache *dm;     /* demangled names by symbol index, created on first use */
+	size_t dm_bytes;         /* dm's size as last added to bytes */
 	size_t bytes;
 	uint64_t epoch;          /* last resolve call that used it: pinned while current */
 };
@@ -163,11 +171,16 @@ struct pid_entry {
 	struct proc_maps *maps;  /* NULL if the last read failed */
 	uint8_t *open_failed;    /* per maps entry: MAP_OPEN_FAILED / MAP_BAD_ELF seen once already */
 	uint64_t read_ns;        /* time of the last read attempt */
+	struct perf_map *pmap;   /* JIT symbols, NULL until read */
+	size_t pmap_bytes;
+	uint64_t pmap_read_ns;
+	bool pmap_tried;
 };
 
 struct symbolizer {
 	struct symbolizer_opts opts;
-	uint64_t maps_refresh_ns, kallsyms_refresh_ns; /* UINT64_MAX never; 0 always */
+	uint64_t maps_refresh_ns, kallsyms_refresh_ns, perf_map_refresh_ns; /* 0 = always */
+	struct dm_scratch scratch;  /* demangled names of this call that no cache could hold */
 	struct htab modules, aliases, pids;
 	struct list mod_lru, pid_lru;
 	uint64_t epoch, serial;
@@ -256,6 +269,8 @@ static void module_free(struct symbolizer *s, struct module *m)
 	s->st.module_bytes -= m->bytes;
 	s->st.modules_cached--;
 	elf_syms__free(m->es);
+	elf_syms__free(m->dbg);
+	dm_cache__free(m->dm);
 	free(m);
 }
 
@@ -273,23 +288,26 @@ static void modules_trim(struct symbolizer *s)
 	}
 }
 
-/* Takes es (also on failure). */
+/* Takes es and dbg (also on failure). */
 static struct module *module_add(struct symbolizer *s, const uint8_t *key, size_t key_len,
-				 struct elf_syms *es)
+				 struct elf_syms *es, struct elf_syms *dbg)
 {
 	struct module *m = calloc(1, sizeof(*m));
 
 	if (!m) {
 		elf_syms__free(es);
+		elf_syms__free(dbg);
 		return NULL;
 	}
 	memcpy(m->key, key, key_len);
 	m->key_len = key_len;
 	m->es = es;
-	m->bytes = sizeof(*m) + elf_syms__memory(es);
+	m->dbg = dbg;
+	m->bytes = sizeof(*m) + elf_syms__memory(es) + elf_syms__memory(dbg);
 	list_init(&m->lru);
 	if (htab_insert(&s->modules, &m->node, hash_bytes(key, key_len))) {
 		elf_syms__free(es);
+		elf_syms__free(dbg);
 		free(m);
 		return NULL;
 	}
@@ -337,6 +355,115 @@ static size_t file_key(struct symbolizer *s, uint64_t dev, uint64_t ino, uint8_t
 	return 17;
 }
 
+/* CRC32 (zlib's, = .gnu_debuglink's) of the whole file at fd. */
+static int file_crc(int fd, uint32_t *ret)
+{
+	_cleanup_free_ unsigned char *buf = malloc(1 << 16);
+	uLong crc = crc32(0, Z_NULL, 0);
+	off_t off = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	for (;;) {
+		ssize_t r = pread(fd, buf, 1 << 16, off);
+
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (r == 0)
+			break;
+		crc = crc32(crc, buf, (uInt)r);
+		off += r;
+	}
+	*ret = (uint32_t)crc;
+	return 0;
+}
+
+/*
+ * Symbols of a separate debug file, if it belongs to the binary: same build
+ * id when the binary has one, and (for .gnu_debuglink) the link's CRC.
+ * Takes fd.
+ */
+static struct elf_syms *debug_load(struct symbolizer *s, int fd, const uint8_t *bid, size_t bid_len,
+				   const uint32_t *want_crc)
+{
+	_cleanup_close_ int cfd = fd;
+	struct elf_syms *d;
+	const uint8_t *dbid;
+	size_t dlen;
+	uint32_t crc;
+
+	if (cfd < 0)
+		return NULL;
+	if (want_crc && (file_crc(cfd, &crc) || crc != *want_crc)) {
+		s->st.debug_files_rejected++;
+		return NULL;
+	}
+	d = elf_syms__open_debug(cfd);
+	if (!d) {
+		s->st.debug_files_rejected++;
+		return NULL;
+	}
+	dbid = elf_syms__build_id(d, &dlen);
+	if (bid && (!dbid || dlen != bid_len || memcmp(dbid, bid, bid_len))) {
+		elf_syms__free(d);
+		s->st.debug_files_rejected++;
+		return NULL;
+	}
+	if (elf_syms__load_symbols(d, s->opts.max_symbols_per_module) <= 0) {
+		elf_syms__free(d);
+		s->st.debug_files_rejected++;
+		return NULL;
+	}
+	{
+		struct elf_syms_info info;
+
+		elf_syms__info(d, &info);
+		s->st.symbols_dropped += info.dropped + info.bad_symbols;
+	}
+	s->st.debug_files_loaded++;
+	return d;
+}
+
+/* Separate debug file of a stripped binary: by build id, .gnu_debuglink, then debuginfod. */
+static struct elf_syms *debug_for(struct symbolizer *s, struct pid_entry *pe, const struct maps_entry *e,
+				  const struct elf_syms *es)
+{
+	const uint8_t *bid;
+	const char *link;
+	struct elf_syms *d = NULL;
+	size_t bid_len;
+	uint32_t crc;
+	int fd;
+
+	bid = elf_syms__build_id(es, &bid_len);
+	if (bid && !debugpath__valid_build_id(bid, bid_len))
+		bid = NULL;
+	if (bid && s->opts.open_debug_build_id) {
+		fd = s->opts.open_debug_build_id(s->opts.ctx, pe->pid, bid, bid_len);
+		d = debug_load(s, fd, bid, bid_len, NULL);
+		if (d)
+			return d;
+	}
+	link = elf_syms__debuglink(es, &crc);
+	if (link && debugpath__valid_link_name(link) && s->opts.open_debuglink) {
+		fd = s->opts.open_debuglink(s->opts.ctx, pe->pid, e->start, e->end, e->deleted ? NULL : e->path,
+					    link);
+		d = debug_load(s, fd, bid, bid_len, &crc);
+		if (d)
+			return d;
+	}
+	if (bid && s->opts.open_debuginfod) {
+		fd = s->opts.open_debuginfod(s->opts.ctx, bid, bid_len);
+		if (fd >= 0)
+			s->st.debuginfod_fetches++;
+		d = debug_load(s, fd, bid, bid_len, NULL);
+	}
+	return d;
+}
+
 /*
  * The module for a file mapping, loading it through the broker if needed.
  * Returns NULL with *ret_reason set when there is none.
@@ -346,7 +473,7 @@ static struct module *module_for(struct symbolizer *s, struct pid_entry *pe, siz
 {
 	uint64_t dev = dev_key(e->dev_major, e->dev_minor);
 	_cleanup_close_ int fd = -1;
-	struct elf_syms *es;
+	struct elf_syms *es, *dbg = NULL;
 	struct alias *a;
 	struct module *m;
 	uint8_t key[KEY_MAX];
@@ -381,7 +508,7 @@ static struct module *module_for(struct symbolizer *s, struct pid_entry *pe, siz
 		pe->open_failed[idx] = MAP_BAD_ELF;
 		if (e->inode) {
 			key_len = file_key(s, dev, e->inode, key);
-			m = module_add(s, key, key_len, NULL);
+			m = module_add(s, key, key_len, NULL, NULL);
 			if (m)
 				alias_add(s, m, dev, e->inode);
 		}
@@ -415,9 +542,14 @@ static struct module *module_for(struct symbolizer *s, struct pid_entry *pe, siz
 
 		elf_syms__info(es, &info);
 		s->st.symbols_dropped += info.dropped + info.bad_symbols;
+		if (info.go_funcs)
+			s->st.go_modules++;
+		/* Stripped: the names may be in a separate debug file. */
+		if (!info.has_symtab && !info.go_funcs)
+			dbg = debug_for(s, pe, e, es);
 	}
 	s->st.modules_loaded++;
-	m = module_add(s, key, key_len, es);
+	m = module_add(s, key, key_len, es, dbg);
 	if (!m) {
 		*ret_reason = SYM_OPEN_FAILED;
 		return NULL;
@@ -498,6 +630,8 @@ static void pid_free(struct symbolizer *s, struct pid_entry *pe)
 	list_del(&pe->lru);
 	proc_maps__free(pe->maps);
 	free(pe->open_failed);
+	perf_map__free(pe->pmap);
+	s->st.perf_map_bytes -= pe->pmap_bytes;
 	free(pe);
 	s->st.pids_cached--;
 }
@@ -596,6 +730,7 @@ void symbolizer__forget_pid(struct symbolizer *s, uint32_t pid)
 
 	if (!s)
 		return;
+	dm_scratch__clear(&s->scratch);
 	pe = pid_find(s, pid);
 	if (pe)
 		pid_free(s, pe);
@@ -615,6 +750,107 @@ static void frame_unknown(struct symbolizer *s, struct sym_frame *f, const char 
 	s->st.by_reason[reason]++;
 }
 
+static const char *display_name(struct symbolizer *s, struct module *m, size_t idx, const char *name)
+{
+	struct dm_stats ds = { 0 };
+	size_t nb;
+
+	if (s->opts.no_demangle || !demangle__looks_mangled(name))
+		return name;
+	if (!m->dm) {
+		m->dm = dm_cache__new(s->opts.max_demangle_bytes);
+		if (!m->dm)
+			return name;
+	}
+	name = dm_cache__get(m->dm, idx, name, &s->scratch, &ds);
+	s->st.demangled += ds.demangled;
+	s->st.demangle_failed += ds.not_mangled;
+	s->st.demangle_uncached += ds.scratch;
+	nb = dm_cache__memory(m->dm);
+	if (nb != m->dm_bytes) {
+		m->bytes += nb - m->dm_bytes;
+		s->st.module_bytes += nb - m->dm_bytes;
+		m->dm_bytes = nb;
+	}
+	return name;
+}
+
+/* Mappings whose code a JIT may describe in its perf map. */
+static bool jit_mapping(const struct maps_entry *e)
+{
+	if (e->kind == MAPS_ANON)
+		return true;
+	if (!(e->perms & MAPS_PERM_X))
+		return false;
+	return e->kind == MAPS_SPECIAL || (e->kind == MAPS_FILE && !strncmp(e->path, "/memfd:", 7));
+}
+
+static bool perf_map_name(struct symbolizer *s, struct pid_entry *pe, const struct maps_entry *e,
+			  uint64_t addr, struct sym_frame *f)
+{
+	const char *name;
+	uint64_t off;
+
+	if (!pe->pmap || !jit_mapping(e) || perf_map__lookup(pe->pmap, addr, &name, &off))
+		return false;
+	f->name = name;
+	f->module = e->name;
+	f->offset = off;
+	f->resolved = true;
+	s->st.resolved++;
+	s->st.perf_map_resolved++;
+	return true;
+}
+
+static void perf_map_read(struct symbolizer *s, struct pid_entry *pe)
+{
+	_cleanup_close_ int fd = -1;
+	struct perf_map_stats ps;
+	struct perf_map *pm;
+
+	pe->pmap_tried = true;
+	pe->pmap_read_ns = now_ns();
+	s->st.perf_map_reads++;
+	fd = s->opts.open_perf_map(s->opts.ctx, pe->pid);
+	if (fd < 0)
+		return; /* most processes have none: not an open failure worth counting */
+	pm = perf_map__read(fd, s->opts.max_perf_map_entries, 0);
+	if (!pm)
+		return;
+	perf_map__stats(pm, &ps);
+	s->st.perf_map_bad_lines += ps.bad_lines + ps.overlong_lines;
+	s->st.perf_map_dropped += ps.dropped;
+	perf_map__free(pe->pmap);
+	s->st.perf_map_bytes -= pe->pmap_bytes;
+	pe->pmap = pm;
+	pe->pmap_bytes = perf_map__memory(pm);
+	s->st.perf_map_bytes += pe->pmap_bytes;
+}
+
+/* Before any frame points into the perf map: (re-)read it if a JIT address misses. */
+static void perf_map_refresh(struct symbolizer *s, struct pid_entry *pe, const uint64_t *addrs, size_t n)
+{
+	bool miss = false;
+
+	if (!s->opts.open_perf_map || !pe->maps)
+		return;
+	for (size_t i = 0; i < n && !miss; i++) {
+		int idx = proc_maps__find(pe->maps, addrs[i]);
+		const char *name;
+		uint64_t off;
+
+		if (idx < 0 || !jit_mapping(proc_maps__entry(pe->maps, (size_t)idx)))
+			continue;
+		miss = !pe->pmap || perf_map__lookup(pe->pmap, addrs[i], &name, &off);
+	}
+	if (!miss)
+		return;
+	if (!pe->pmap_tried || may_refresh(pe->pmap_read_ns, s->perf_map_refresh_ns))
+		perf_map_read(s, pe);
+	else
+		s->st.perf_map_refresh_limited++;
+}
+
 static void resolve_user_one(struct symbolizer *s, struct pid_entry *pe, uint64_t addr,
 			     struct sym_frame *f)
 {
@@ -624,6 +860,7 @@ static void resolve_user_one(struct symbolizer *s, struct pid_entry *pe, uint64_
 	struct module *m = NULL;
 	uint64_t file_off, vaddr, off;
 	const char *name;
+	size_t sidx;
 	int idx;
 
 	*f = (struct sym_frame){ 0 };
@@ -640,10 +877,10 @@ static void resolve_user_one(struct symbolizer *s, struct pid_entry *pe, uint64_
 	file_off = addr - e->start + e->offset;
 	switch (e->kind) {
 	case MAPS_ANON:
-		frame_unknown(s, f, e->name, addr - e->start, SYM_ANON);
-		return;
 	case MAPS_SPECIAL:
-		frame_unknown(s, f, e->name, addr - e->start, SYM_SPECIAL);
+		if (perf_map_name(s, pe, e, addr, f))
+			return;
+		frame_unknown(s, f, e->name, addr - e->start, e->kind == MAPS_ANON ? SYM_ANON : SYM_SPECIAL);
 		return;
 	case MAPS_VDSO:
 		file_off = addr - e->start;
@@ -660,14 +897,17 @@ static void resolve_user_one(struct symbolizer *s, struct pid_entry *pe, uint64_
 	if (m)
 		f->build_id = elf_syms__build_id(m->es, &f->build_id_len);
 	if (es && elf_syms__offset_to_vaddr(es, file_off, &vaddr) == 0 &&
-	    elf_syms__lookup(es, vaddr, &name, &off) == 0) {
-		f->name = name;
+	    elf_syms__lookup_index(m && m->dbg ? m->dbg : es, vaddr, &sidx, &name, &off) == 0) {
+		f->name = m ? display_name(s, m, sidx, name) : name;
 		f->module = e->name;
 		f->offset = off;
 		f->resolved = true;
 		s->st.resolved++;
 		return;
 	}
+	/* JIT code in a memfd (double-mapped code heaps) is named by the perf map too. */
+	if (e->kind == MAPS_FILE && jit_mapping(e) && perf_map_name(s, pe, e, addr, f))
+		return;
 	frame_unknown(s, f, e->name, file_off, reason);
 }
 
@@ -681,6 +921,7 @@ int symbolizer__resolve_user(struct symbolizer *s, uint32_t pid, const uint64_t 
 	if (!s || (n && (!addrs || !ret)))
 		return -EINVAL;
 	s->epoch++;
+	dm_scratch__clear(&s->scratch);
 	pe = pid_get(s, pid, &fresh);
 	/*
 	 * Refresh before resolving anything, so no frame of this call points
@@ -698,6 +939,8 @@ int symbolizer__resolve_user(struct symbolizer *s, uint32_t pid, const uint64_t 
 				s->st.maps_refresh_limited++;
 		}
 	}
+	if (pe)
+		perf_map_refresh(s, pe, addrs, n);
 	before = s->st.resolved;
 	for (size_t i = 0; i < n; i++)
 		resolve_user_one(s, pe, addrs[i], &ret[i]);
@@ -738,6 +981,7 @@ int symbolizer__resolve_kernel(struct symbolizer *s, const uint64_t *addrs, size
 	if (!s || (n && (!addrs || !ret)))
 		return -EINVAL;
 	s->epoch++;
+	dm_scratch__clear(&s->scratch);
 	if (!s->ks_tried || (!s->ks && may_refresh(s->ks_read_ns, s->kallsyms_refresh_ns))) {
 		kallsyms_load(s);
 	} else if (s->ks) {
@@ -806,6 +1050,7 @@ struct symbolizer *symbolizer__new(const struct symbolizer_opts *opts)
 		s->opts.max_cache_bytes = DEFAULT_MAX_CACHE_BYTES;
 	s->maps_refresh_ns = refresh_ns(s->opts.maps_refresh_ms, DEFAULT_MAPS_REFRESH_MS);
 	s->kallsyms_refresh_ns = refresh_ns(s->opts.kallsyms_refresh_ms, DEFAULT_KALLSYMS_REFRESH_MS);
+	s->perf_map_refresh_ns = refresh_ns(s->opts.perf_map_refresh_ms, DEFAULT_PERF_MAP_REFRESH_MS);
 	list_init(&s->mod_lru);
 	list_init(&s->pid_lru);
 	return s;
@@ -821,6 +1066,8 @@ void symbolizer__free(struct symbolizer *s)
 		module_free(s, container_of(s->mod_lru.next, struct module, lru));
 	kallsyms__free(s->ks);
 	elf_syms__free(s->vdso);
+	dm_scratch__clear(&s->scratch);
+	free(s->scratch.v);
 	free(s->modules.b);
 	free(s->aliases.b);
 	free(s->pids.b);
@@ -926,6 +1173,77 @@ int symbolizer__direct_open_kallsyms(void *ctx)
 	return fd < 0 ? -errno : fd;
 }
 
+/* ctx: a root directory override (tests), else /proc/<pid>/root. */
+static void direct_root(void *ctx, uint32_t pid, char *buf, size_t len)
+{
+	if (ctx)
+		snprintf(buf, len, "%s", (const char *)ctx);
+	else
+		snprintf(buf, len, "/proc/%" PRIu32 "/root", pid);
+}
+
+static int open_ro(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+
+	return fd < 0 ? -errno : fd;
+}
+
+int symbolizer__direct_open_perf_map(void *ctx, uint32_t pid)
+{
+	char root[4096], path[4200], status[4096];
+	_cleanup_close_ int sfd = -1;
+	uint32_t nspid = pid;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%" PRIu32 "/status", pid);
+	sfd = open(path, O_RDONLY | O_CLOEXEC);
+	if (sfd >= 0 && (n = read(sfd, status, sizeof(status))) > 0 &&
+	    debugpath__parse_nspid(status, (size_t)n, &nspid))
+		nspid = pid;
+	direct_root(ctx, pid, root, sizeof(root));
+	if (debugpath__perf_map(path, sizeof(path), root, nspid) < 0)
+		return -ENAMETOOLONG;
+	return open_ro(path);
+}
+
+int symbolizer__direct_open_debug_build_id(void *ctx, uint32_t pid, const uint8_t *build_id, size_t len)
+{
+	char root[4096], path[4400];
+	int r;
+
+	direct_root(ctx, pid, root, sizeof(root));
+	r = debugpath__build_id(path, sizeof(path), root, build_id, len);
+	return r < 0 ? r : open_ro(path);
+}
+
+int symbolizer__direct_open_debuglink(void *ctx, uint32_t pid, uint64_t start, uint64_t end, const char *path,
+				      const char *name)
+{
+	char root[4096], mf[96], bin[4096], p[8500];
+	ssize_t n;
+	int r = -ENOENT;
+
+	snprintf(mf, sizeof(mf), "/proc/%" PRIu32 "/map_files/%" PRIx64 "-%" PRIx64, pid, start, end);
+	n = readlink(mf, bin, sizeof(bin) - 1);
+	if (n > 0) {
+		bin[n] = '\0';
+	} else if (path && strlen(path) < sizeof(bin)) {
+		snprintf(bin, sizeof(bin), "%s", path);
+	} else {
+		return -ENOENT;
+	}
+	direct_root(ctx, pid, root, sizeof(root));
+	for (unsigned i = 0; i < DEBUGPATH_LINK_DIRS; i++) {
+		if (debugpath__link(p, sizeof(p), root, bin, name, i) < 0)
+			return -EINVAL;
+		r = open_ro(p);
+		if (r >= 0)
+			return r;
+	}
+	return r;
+}
+
 void symbolizer__direct_opts(struct symbolizer_opts *ret)
 {
 	*ret = (struct symbolizer_opts){
@@ -933,5 +1251,8 @@ void symbolizer__direct_opts(struct symbolizer_opts *ret)
 		.open_maps = symbolizer__direct_open_maps,
 		.open_mapped_file = symbolizer__direct_open_mapped_file,
 		.open_kallsyms = symbolizer__direct_open_kallsyms,
+		.open_perf_map = symbolizer__direct_open_perf_map,
+		.open_debug_build_id = symbolizer__direct_open_debug_build_id,
+		.open_debuglink = symbolizer__direct_open_debuglink,
 	};
 }

@@ -33,10 +33,18 @@
  * Not thread-safe: use one symbolizer per thread.  Library code: it never
  * logs or prints; it returns -errno and counts (symbolizer__stats()).
  *
- * Planned (issue 3): perf maps (/tmp/perf-<pid>.map) for [anon] JIT code,
- * separate debug files by build id / .gnu_debuglink (elf_syms__debuglink()
- * already reads the link), through new opts callbacks appended after the
- * current fields (the sz field keeps old callers valid).
+ * Depth (issue 3):
+ *  - Separate debug files for binaries without .symtab: by build id
+ *    (open_debug_build_id), then .gnu_debuglink (open_debuglink; the debug
+ *    file's CRC32 must match the link's), then debuginfod (open_debuginfod).
+ *    Symbols come from the debug file, addresses through the binary's own
+ *    PT_LOAD segments; a debug file whose build id differs is rejected.
+ *  - Stripped Go binaries: names from .gopclntab (see gopclntab.h).
+ *  - Perf maps (open_perf_map: /tmp/perf-<pid>.map in the target's mount
+ *    namespace) name addresses in anonymous / JIT mappings; re-read when an
+ *    address in such a mapping misses (at most once per perf_map_refresh_ms).
+ *  - C++ and Rust names are demangled lazily with libiberty, cached per
+ *    module (bounded by max_demangle_bytes), unless no_demangle.
  */
 #ifndef EMBER_SYMBOLIZER_H
 #define EMBER_SYMBOLIZER_H
@@ -80,6 +88,24 @@ struct symbolizer_opts {
 	 * same image) unless this is set.
 	 */
 	bool no_vdso;
+	/* ---- appended (issue 3); NULL / 0 = off or default ---- */
+	/* fd of the process's perf map, or -errno.  The symbolizer closes it. */
+	int (*open_perf_map)(void *ctx, uint32_t pid);
+	/* fd of <root>/usr/lib/debug/.build-id/xx/rest.debug for build_id (2..64 bytes), or -errno. */
+	int (*open_debug_build_id)(void *ctx, uint32_t pid, const uint8_t *build_id, size_t len);
+	/*
+	 * fd of the .gnu_debuglink file `name` (a validated basename) for the
+	 * binary pid maps at [start, end): next to it, in .debug/ beside it, or
+	 * under /usr/lib/debug/<its dir>.  path: as in open_mapped_file.
+	 */
+	int (*open_debuglink)(void *ctx, uint32_t pid, uint64_t start, uint64_t end, const char *path,
+			      const char *name);
+	/* fd of a debug file fetched by build id (debuginfod), or -errno.  Tried last. */
+	int (*open_debuginfod)(void *ctx, const uint8_t *build_id, size_t len);
+	int64_t perf_map_refresh_ms;   /* 0 = 1000 ms, < 0 = no limit */
+	size_t max_perf_map_entries;   /* per pid, 0 = 1M */
+	size_t max_demangle_bytes;     /* per module cache, 0 = 16 MiB */
+	bool no_demangle;
 };
 
 enum sym_reason {
@@ -134,6 +160,15 @@ struct symbolizer_stats {
 	uint64_t symbols_dropped;         /* over max_symbols_per_module, or malformed */
 	uint64_t maps_reads, maps_refresh_limited, maps_bad_lines, pids_cached, pids_evicted;
 	uint64_t kallsyms_loads, kallsyms_symbols;
+	/* appended (issue 3) */
+	uint64_t debug_files_loaded;      /* separate debug files used for a module */
+	uint64_t debug_files_rejected;    /* wrong build id / CRC, not ELF */
+	uint64_t debuginfod_fetches;      /* debug files obtained through open_debuginfod */
+	uint64_t go_modules;              /* modules named from .gopclntab */
+	uint64_t perf_map_reads, perf_map_refresh_limited, perf_map_bad_lines, perf_map_dropped;
+	uint64_t perf_map_resolved;       /* frames named from a perf map */
+	uint64_t perf_map_bytes;          /* heap held by cached perf maps */
+	uint64_t demangled, demangle_failed, demangle_uncached;
 };
 
 /* NULL+errno: EINVAL (bad sz or non-zero unknown tail), ENOMEM. */
@@ -178,13 +213,21 @@ void symbolizer__free(struct symbolizer *s);
 /*
  * Direct callbacks for root tools and tests: /proc/<pid>/maps,
  * /proc/<pid>/map_files/<start>-<end> (then /proc/<pid>/root/<path>),
- * /proc/kallsyms.  symbolizer__direct_opts() zeroes *ret and sets sz and
- * the three callbacks.
+ * /proc/kallsyms, and (debugpath.h patterns) the perf map, build-id and
+ * debuglink files under the target's root.  For those last three, ctx may
+ * point to a NUL-terminated directory used as the root instead of
+ * /proc/<pid>/root (tests); NULL = the target's root.  The perf map direct
+ * callback uses the pid's NSpid.  symbolizer__direct_opts() zeroes *ret and
+ * sets sz and all the direct callbacks.
  */
 int symbolizer__direct_open_maps(void *ctx, uint32_t pid);
 int symbolizer__direct_open_mapped_file(void *ctx, uint32_t pid, uint64_t start, uint64_t end,
 					const char *path);
 int symbolizer__direct_open_kallsyms(void *ctx);
+int symbolizer__direct_open_perf_map(void *ctx, uint32_t pid);
+int symbolizer__direct_open_debug_build_id(void *ctx, uint32_t pid, const uint8_t *build_id, size_t len);
+int symbolizer__direct_open_debuglink(void *ctx, uint32_t pid, uint64_t start, uint64_t end, const char *path,
+				      const char *name);
 void symbolizer__direct_opts(struct symbolizer_opts *ret);
 
 #endif

@@ -1,0 +1,250 @@
+#include "symbolizer/perfmap.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/cleanup.h"
+#include "symbolizer/lines.h"
+
+/* Entries overlapping an address are searched this far back from the last start <= addr. */
+#define LOOKBACK 16
+
+struct pm_entry {
+	uint64_t start, size;
+	uint32_t seq;    /* line order: the newest covering entry wins */
+	uint32_t name;   /* arena offset */
+};
+
+struct perf_map {
+	struct pm_entry *e;
+	size_t n;
+	char *arena;
+	size_t arena_len;
+	struct perf_map_stats st;
+};
+
+static int hexdig(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* Hex number then exactly one space; no overflow. */
+static int parse_hex(const char **p, const char *end, uint64_t *ret)
+{
+	const char *s = *p;
+	uint64_t v = 0;
+	size_t digits = 0;
+	int d;
+
+	if (end - s >= 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+		s += 2;
+	while (s < end && (d = hexdig(*s)) >= 0) {
+		if (v >> 60)
+			return -EINVAL;
+		v = v << 4 | (uint64_t)d;
+		digits++;
+		s++;
+	}
+	if (!digits || s >= end || *s != ' ')
+		return -EINVAL;
+	*ret = v;
+	*p = s + 1;
+	return 0;
+}
+
+int perf_map__parse_line(const char *line, size_t len, uint64_t *ret_start, uint64_t *ret_size,
+			 const char **ret_name, size_t *ret_name_len)
+{
+	const char *p = line, *end = line + len;
+	uint64_t start, size;
+
+	if (!line)
+		return -EINVAL;
+	if (len && end[-1] == '\r')
+		end--;
+	if (parse_hex(&p, end, &start) || parse_hex(&p, end, &size))
+		return -EINVAL;
+	if (size == 0 || start + size < start || p >= end)
+		return -EINVAL;
+	if ((size_t)(end - p) > PERF_MAP_MAX_NAME || memchr(p, '\0', (size_t)(end - p)))
+		return -EINVAL;
+	*ret_start = start;
+	*ret_size = size;
+	*ret_name = p;
+	*ret_name_len = (size_t)(end - p);
+	return 0;
+}
+
+static int cmp_entry(const void *a, const void *b)
+{
+	const struct pm_entry *x = a, *y = b;
+
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+struct perf_map *perf_map__read(int fd, size_t max_entries, size_t max_bytes)
+{
+	_cleanup_free_ struct line_reader *lr = NULL;
+	_cleanup_free_ struct pm_entry *e = NULL;
+	_cleanup_free_ char *arena = NULL;
+	_cleanup_free_ struct perf_map *pm = NULL;
+	size_t n = 0, cap = 0, alen = 0, acap = 0, w;
+	bool sorted = true;
+	const char *line;
+	size_t len;
+	int r;
+
+	if (fd < 0) {
+		errno = EBADF;
+		return NULL;
+	}
+	if (!max_entries)
+		max_entries = PERF_MAP_DEFAULT_MAX_ENTRIES;
+	if (max_entries > UINT32_MAX)
+		max_entries = UINT32_MAX;
+	if (!max_bytes)
+		max_bytes = PERF_MAP_DEFAULT_MAX_BYTES;
+	if (max_bytes > UINT32_MAX)
+		max_bytes = UINT32_MAX;
+	pm = calloc(1, sizeof(*pm));
+	lr = malloc(sizeof(*lr));
+	if (!pm || !lr) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	line_reader__init(lr, fd);
+	while ((r = line_reader__next(lr, &line, &len)) > 0) {
+		uint64_t start, size;
+		const char *name;
+		size_t nlen;
+
+		pm->st.lines++;
+		if (perf_map__parse_line(line, len, &start, &size, &name, &nlen)) {
+			pm->st.bad_lines++;
+			continue;
+		}
+		if (n >= max_entries || alen + nlen + 1 > max_bytes) {
+			pm->st.dropped++;
+			continue;
+		}
+		if (n == cap) {
+			size_t ncap = cap ? cap * 2 : 256;
+			struct pm_entry *t = reallocarray(e, ncap, sizeof(*t));
+
+			if (!t) {
+				errno = ENOMEM;
+				return NULL;
+			}
+			e = t;
+			cap = ncap;
+		}
+		if (acap - alen < nlen + 1) {
+			size_t ncap = acap ? acap : 16384;
+			char *t;
+
+			while (ncap - alen < nlen + 1)
+				ncap *= 2;
+			t = realloc(arena, ncap);
+			if (!t) {
+				errno = ENOMEM;
+				return NULL;
+			}
+			arena = t;
+			acap = ncap;
+		}
+		memcpy(arena + alen, name, nlen);
+		arena[alen + nlen] = '\0';
+		e[n] = (struct pm_entry){ .start = start, .size = size, .seq = (uint32_t)n, .name = (uint32_t)alen };
+		if (n && e[n - 1].start > start)
+			sorted = false;
+		alen += nlen + 1;
+		n++;
+	}
+	if (r < 0) {
+		errno = -r;
+		return NULL;
+	}
+	pm->st.overlong_lines = lr->overlong;
+	pm->st.bytes = lr->bytes;
+	if (!sorted)
+		qsort(e, n, sizeof(*e), cmp_entry);
+	/* Same start: only the newest matters. */
+	w = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (w && e[w - 1].start == e[i].start)
+			w--;
+		e[w++] = e[i];
+	}
+	pm->st.entries = w;
+	pm->n = w;
+	pm->e = TAKE_PTR(e);
+	pm->arena = TAKE_PTR(arena);
+	pm->arena_len = acap;
+	return TAKE_PTR(pm);
+}
+
+int perf_map__lookup(const struct perf_map *pm, uint64_t addr, const char **ret_name, uint64_t *ret_offset)
+{
+	const struct pm_entry *best = NULL;
+	size_t lo = 0, hi;
+
+	if (!pm || !pm->n)
+		return -ENOENT;
+	hi = pm->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (pm->e[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo, k = 0; i > 0 && k < LOOKBACK; i--, k++) {
+		const struct pm_entry *x = &pm->e[i - 1];
+
+		if (addr - x->start < x->size && (!best || x->seq > best->seq))
+			best = x;
+	}
+	if (!best)
+		return -ENOENT;
+	*ret_name = pm->arena + best->name;
+	*ret_offset = addr - best->start;
+	return 0;
+}
+
+size_t perf_map__count(const struct perf_map *pm)
+{
+	return pm ? pm->n : 0;
+}
+
+void perf_map__stats(const struct perf_map *pm, struct perf_map_stats *ret)
+{
+	if (pm)
+		*ret = pm->st;
+	else
+		*ret = (struct perf_map_stats){ 0 };
+}
+
+size_t perf_map__memory(const struct perf_map *pm)
+{
+	return pm ? sizeof(*pm) + pm->n * sizeof(*pm->e) + pm->arena_len : 0;
+}
+
+void perf_map__free(struct perf_map *pm)
+{
+	if (!pm)
+		return;
+	free(pm->e);
+	free(pm->arena);
+	free(pm);
+}
