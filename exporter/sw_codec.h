@@ -1,0 +1,107 @@
+/*
+ * The pure parts of the SkyWalking backend: decoding the OAP's profiling task
+ * commands (untrusted input: every argument is bounds-checked), and building
+ * the messages the OAP accepts from ember's internal ones (spec
+ * ../shared/spec/skywalking-protocol.md sections 2.3, 2.5, 2.10 and 3).
+ * No I/O, no logging.
+ */
+#ifndef EMBER_EXPORTER_SW_CODEC_H
+#define EMBER_EXPORTER_SW_CODEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "exporter/grpc_client.h"
+#include "proto/ember.pb-c.h"
+#include "proto/sw_common.pb-c.h"
+
+#define SW_MAX_ID          128	/* bytes of a task or process id, NUL included */
+#define SW_MAX_PROCESS_IDS 64	/* per command; a NETWORK task lists an instance's processes */
+#define SW_MAX_EXT_JSON    (64u << 10)
+#define SW_NAME_MAX        70	/* the OAP's default service / instance name limit */
+#define SW_MISSING         "[MISSING]"
+
+enum sw_target { SW_TARGET_NONE = 0, SW_TARGET_ON_CPU, SW_TARGET_OFF_CPU, SW_TARGET_NETWORK };
+enum sw_trigger { SW_TRIGGER_NONE = 0, SW_TRIGGER_FIXED_TIME };
+
+struct sw_task_cmd {
+	char task_id[SW_MAX_ID];
+	char process_ids[SW_MAX_PROCESS_IDS][SW_MAX_ID];
+	unsigned n_process_ids;
+	int64_t update_time_ms;
+	int64_t start_time_ms;
+	int64_t duration_s;
+	enum sw_trigger trigger;
+	enum sw_target target;
+	bool extension_null;	/* ExtensionConfigJSON was the literal null */
+};
+
+/*
+ * One `EBPFProfilingTaskQuery` command.  0; -ENOENT when the command has
+ * another name (not ours to run); -EINVAL with the reason in why for a
+ * missing, duplicate, oversized or malformed argument, an unknown trigger or
+ * target type, or an ExtensionConfigJSON that is not valid JSON.
+ */
+int sw_codec__decode_task(const Skywalking__V3__Command *c, struct sw_task_cmd *ret, char *why, size_t whylen);
+
+/* Strict non-negative decimal int64 (no sign, no spaces, no leading '+'): 0 or -EINVAL/-ERANGE. */
+int sw_codec__parse_i64(const char *s, int64_t *ret);
+
+/* Packed messages. */
+struct sw_msgs {
+	struct grpc_msg *v;
+	size_t n, cap;
+	size_t bytes;
+};
+void sw_msgs__release(struct sw_msgs *m);
+
+struct sw_profile_meta {
+	const char *task_id;
+	const char *process_id;
+	int64_t profiling_start_ms;
+	int64_t current_ms;
+	bool off_cpu;
+	bool with_task;		/* set `task` on the first message */
+};
+
+struct sw_profile_stats {
+	uint64_t messages;	/* EBPFProfilingData built */
+	uint64_t merged;	/* samples folded into an identical (kernel, user) pair */
+	uint64_t empty;		/* samples without any frame: dropped */
+	uint64_t missing;	/* frames sent as [MISSING] */
+	uint64_t saturated;	/* counts above INT32_MAX, clamped */
+};
+
+/*
+ * One EBPFProfilingData per unique (kernel stack, user stack) of the batch,
+ * appended to out: kernel stack first, symbols innermost first, unresolved
+ * frames as [MISSING], dumpCount (on-CPU) or switchCount + duration (off-CPU).
+ * 0 or -ENOMEM (out keeps what was appended).
+ */
+int sw_codec__build_profile(const Ember__ProfileBatch *b, const struct sw_profile_meta *m, struct sw_msgs *out,
+			    struct sw_profile_stats *st);
+
+struct sw_meter_opts {
+	const char *service;
+	const char *instance;
+	const char *net_prefix;	/* replaces rover_net_p */
+	const char *con_prefix;	/* replaces rover_con_p */
+};
+
+struct sw_meter_stats {
+	uint64_t meters;
+	uint64_t dup_labels;	/* duplicate label names dropped (the OAP rejects them) */
+	uint64_t bad;		/* meters without a usable name */
+};
+
+/* A MeterDataCollection (one batch for one service instance; every element
+ * carries service, instance and a non-zero timestamp), appended to out.
+ * Returns the number of meters in it (0: nothing appended) or -ENOMEM. */
+int sw_codec__build_meters(const Ember__MeterBatch *b, const struct sw_meter_opts *o, int64_t now_ms,
+			   struct sw_msgs *out, struct sw_meter_stats *st);
+
+/* Meter names as MAL wants them: [A-Za-z_][A-Za-z0-9_]*, prefixes replaced. buf >= 256. */
+int sw_codec__meter_name(const char *name, const struct sw_meter_opts *o, char *buf, size_t len);
+
+#endif
