@@ -155,6 +155,34 @@ int collector_client__open_kallsyms(struct collector_client *cc)
 	return open_call(cc, CTL_REQ_OPEN_KALLSYMS, NULL, 0);
 }
 
+int collector_client__open_perf_map(struct collector_client *cc, uint32_t pid)
+{
+	struct ctl_open_perf_map r = { .pid = pid };
+	return open_call(cc, CTL_REQ_OPEN_PERF_MAP, &r, sizeof(r));
+}
+
+int collector_client__open_debug_build_id(struct collector_client *cc, uint32_t pid, const uint8_t *build_id,
+					  size_t len)
+{
+	struct ctl_open_debug_build_id r = { .pid = pid, .len = (uint32_t)len };
+
+	if (!build_id || len < 2 || len > CTL_MAX_BUILD_ID)
+		return -EINVAL;
+	memcpy(r.build_id, build_id, len);
+	return open_call(cc, CTL_REQ_OPEN_DEBUG_BUILD_ID, &r, sizeof(r));
+}
+
+int collector_client__open_debuglink(struct collector_client *cc, uint32_t pid, uint64_t start, uint64_t end,
+				     const char *name)
+{
+	struct ctl_open_debuglink r = { .pid = pid, .start = start, .end = end };
+
+	if (!name || strnlen(name, sizeof(r.name)) >= sizeof(r.name))
+		return -EINVAL;
+	memcpy(r.name, name, strlen(name) + 1);
+	return open_call(cc, CTL_REQ_OPEN_DEBUGLINK, &r, sizeof(r));
+}
+
 int collector_client__stats(struct collector_client *cc, struct ctl_stats_ans *ret)
 {
 	int r = call(cc, CTL_REQ_STATS, NULL, 0, CTL_ANS_STATS, ret, sizeof(*ret), NULL);

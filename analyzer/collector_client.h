@@ -2,6 +2,7 @@
 #ifndef EMBER_COLLECTOR_CLIENT_H
 #define EMBER_COLLECTOR_CLIENT_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include "common/ctl_proto.h"
 
@@ -20,6 +21,13 @@ int collector_client__detach(struct collector_client *cc, uint64_t task_id);
 int collector_client__open_maps(struct collector_client *cc, uint32_t pid);
 int collector_client__open_file(struct collector_client *cc, uint32_t pid, uint64_t start, uint64_t end);
 int collector_client__open_kallsyms(struct collector_client *cc);
+int collector_client__open_perf_map(struct collector_client *cc, uint32_t pid);
+/* len 2..CTL_MAX_BUILD_ID; -EINVAL otherwise. */
+int collector_client__open_debug_build_id(struct collector_client *cc, uint32_t pid, const uint8_t *build_id,
+					  size_t len);
+/* name: a plain file name shorter than CTL_MAX_LINK_NAME; -EINVAL otherwise. */
+int collector_client__open_debuglink(struct collector_client *cc, uint32_t pid, uint64_t start, uint64_t end,
+				     const char *name);
 int collector_client__stats(struct collector_client *cc, struct ctl_stats_ans *ret);
 /* Connection lost (the collector restarted or closed us). */
 int collector_client__broken(const struct collector_client *cc);

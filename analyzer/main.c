@@ -693,6 +693,19 @@ static int cb_open_file(void *ctx, uint32_t pid, uint64_t start, uint64_t end, c
 	return collector_client__open_file(A.cc, pid, start, end);
 }
 static int cb_open_kallsyms(void *ctx) { (void)ctx; return collector_client__open_kallsyms(A.cc); }
+static int cb_open_perf_map(void *ctx, uint32_t pid) { (void)ctx; return collector_client__open_perf_map(A.cc, pid); }
+static int cb_open_debug_build_id(void *ctx, uint32_t pid, const uint8_t *build_id, size_t len)
+{
+	(void)ctx;
+	return collector_client__open_debug_build_id(A.cc, pid, build_id, len);
+}
+static int cb_open_debuglink(void *ctx, uint32_t pid, uint64_t start, uint64_t end, const char *path,
+			     const char *name)
+{
+	(void)ctx;
+	(void)path; /* the collector finds the binary's directory from the mapping itself */
+	return collector_client__open_debuglink(A.cc, pid, start, end, name);
+}
 
 static void usage(FILE *f)
 {
@@ -746,7 +759,9 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	struct symbolizer_opts so = { .sz = sizeof(so), .open_maps = cb_open_maps, .open_mapped_file = cb_open_file,
-				      .open_kallsyms = cb_open_kallsyms };
+				      .open_kallsyms = cb_open_kallsyms, .open_perf_map = cb_open_perf_map,
+				      .open_debug_build_id = cb_open_debug_build_id,
+				      .open_debuglink = cb_open_debuglink };
 	A.sym = symbolizer__new(&so);
 	A.tm = task_mgr__new(MAX_TASKS);
 	if (!A.sym || !A.tm) {

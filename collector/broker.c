@@ -6,7 +6,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <linux/openat2.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+
 #include "common/cleanup.h"
+#include "symbolizer/debugpath.h"
 
 int broker__open_maps(uint32_t pid)
 {
@@ -114,4 +119,101 @@ int broker__open_kallsyms(void)
 {
 	int fd = open("/proc/kallsyms", O_RDONLY | O_CLOEXEC);
 	return fd < 0 ? -errno : fd;
+}
+
+/*
+ * Opens path (absolute, inside the target's root) as a regular file.  With
+ * openat2(RESOLVE_IN_ROOT) every symlink, absolute ones included, resolves
+ * inside /proc/<pid>/root -- a container cannot point the collector at the
+ * host's files.  Kernels without openat2 (< 5.6): the last component must not
+ * be a symlink (O_NOFOLLOW), the best plain open() offers.
+ */
+static int open_in_root(uint32_t pid, const char *path)
+{
+	struct open_how how = {
+		.flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK,
+		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+	};
+	char root[64], full[4096 + 600];
+	_cleanup_close_ int dfd = -1;
+	struct stat st;
+	int fd;
+
+	snprintf(root, sizeof(root), "/proc/%u/root", pid);
+	dfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	fd = (int)syscall(SYS_openat2, dfd, path, &how, sizeof(how));
+	if (fd < 0 && errno == ENOSYS) {
+		if ((size_t)snprintf(full, sizeof(full), "%s%s", root, path) >= sizeof(full))
+			return -ENAMETOOLONG;
+		fd = open(full, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW);
+	}
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -EACCES;
+	}
+	return fd;
+}
+
+int broker__open_perf_map(uint32_t pid)
+{
+	char path[128], status[4096];
+	_cleanup_close_ int sfd = -1;
+	uint32_t nspid;
+	ssize_t n;
+	int r;
+
+	snprintf(path, sizeof(path), "/proc/%u/status", pid);
+	sfd = open(path, O_RDONLY | O_CLOEXEC);
+	if (sfd < 0)
+		return -errno;
+	n = read(sfd, status, sizeof(status));
+	if (n <= 0)
+		return n < 0 ? -errno : -ENOENT;
+	if (debugpath__parse_nspid(status, (size_t)n, &nspid))
+		return -ENOENT;
+	r = debugpath__perf_map(path, sizeof(path), "", nspid);
+	return r < 0 ? r : open_in_root(pid, path);
+}
+
+int broker__open_debug_build_id(uint32_t pid, const uint8_t *build_id, size_t len)
+{
+	char path[256];
+	int r;
+
+	r = debugpath__build_id(path, sizeof(path), "", build_id, len);
+	return r < 0 ? r : open_in_root(pid, path);
+}
+
+int broker__open_debuglink(uint32_t pid, uint64_t start, uint64_t end, const char *name)
+{
+	char mf[96], bin[4096], path[4096 + 512];
+	ssize_t n;
+	int r = -ENOENT;
+
+	if (start >= end || !debugpath__valid_link_name(name))
+		return -EINVAL;
+	r = broker__is_exec_mapping(pid, start, end);
+	if (r < 0)
+		return r;
+	snprintf(mf, sizeof(mf), "/proc/%u/map_files/%llx-%llx", pid, (unsigned long long)start,
+		 (unsigned long long)end);
+	n = readlink(mf, bin, sizeof(bin) - 1);
+	if (n <= 0)
+		return n < 0 ? -errno : -ENOENT;
+	bin[n] = '\0';
+	/* A deleted binary's directory may be gone or reused: do not guess. */
+	if (n > 10 && !strcmp(bin + n - 10, " (deleted)"))
+		return -ENOENT;
+	for (unsigned i = 0; i < DEBUGPATH_LINK_DIRS; i++) {
+		if (debugpath__link(path, sizeof(path), "", bin, name, i) < 0)
+			return -EINVAL;
+		r = open_in_root(pid, path);
+		if (r >= 0)
+			return r;
+	}
+	return r;
 }

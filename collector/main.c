@@ -390,6 +390,56 @@ static int h_open_file(struct conn *c, const struct ctl_msg *m)
 	return reply_err(c, m, fd < 0 ? fd : 0, fd);
 }
 
+static int h_open_perf_map(struct conn *c, const struct ctl_msg *m)
+{
+	struct ctl_open_perf_map r;
+	int fd;
+
+	memcpy(&r, m->payload, sizeof(r));
+	if (!pid_allowed(c, r.pid)) {
+		C.stats[CTL_STAT_FD_BROKER_REFUSED]++;
+		return reply_err(c, m, -EPERM, -1);
+	}
+	fd = broker__open_perf_map(r.pid);
+	C.stats[fd < 0 ? CTL_STAT_FD_BROKER_REFUSED : CTL_STAT_FD_BROKER_OPENS]++;
+	return reply_err(c, m, fd < 0 ? fd : 0, fd);
+}
+
+static int h_open_debug_build_id(struct conn *c, const struct ctl_msg *m)
+{
+	struct ctl_open_debug_build_id r;
+	int fd;
+
+	memcpy(&r, m->payload, sizeof(r));
+	if (!pid_allowed(c, r.pid) || r.len < 2 || r.len > CTL_MAX_BUILD_ID) {
+		C.stats[CTL_STAT_FD_BROKER_REFUSED]++;
+		return reply_err(c, m, r.len < 2 || r.len > CTL_MAX_BUILD_ID ? -EINVAL : -EPERM, -1);
+	}
+	fd = broker__open_debug_build_id(r.pid, r.build_id, r.len);
+	C.stats[fd < 0 ? CTL_STAT_FD_BROKER_REFUSED : CTL_STAT_FD_BROKER_OPENS]++;
+	return reply_err(c, m, fd < 0 ? fd : 0, fd);
+}
+
+static int h_open_debuglink(struct conn *c, const struct ctl_msg *m)
+{
+	struct ctl_open_debuglink r;
+	int fd;
+
+	memcpy(&r, m->payload, sizeof(r));
+	if (!pid_allowed(c, r.pid)) {
+		C.stats[CTL_STAT_FD_BROKER_REFUSED]++;
+		return reply_err(c, m, -EPERM, -1);
+	}
+	/* Untrusted bytes: terminated inside the field, then a plain file name (the broker checks). */
+	if (!memchr(r.name, '\0', sizeof(r.name))) {
+		C.stats[CTL_STAT_FD_BROKER_REFUSED]++;
+		return reply_err(c, m, -EINVAL, -1);
+	}
+	fd = broker__open_debuglink(r.pid, r.start, r.end, r.name);
+	C.stats[fd < 0 ? CTL_STAT_FD_BROKER_REFUSED : CTL_STAT_FD_BROKER_OPENS]++;
+	return reply_err(c, m, fd < 0 ? fd : 0, fd);
+}
+
 static int h_open_kallsyms(struct conn *c, const struct ctl_msg *m)
 {
 	int fd = broker__open_kallsyms();
@@ -443,6 +493,9 @@ static const struct { uint16_t type; unsigned flags; handler_fn fn; } handlers[]
 	{ CTL_REQ_OPEN_MAPS, F_NEEDS_HELLO, h_open_maps },
 	{ CTL_REQ_OPEN_FILE, F_NEEDS_HELLO, h_open_file },
 	{ CTL_REQ_OPEN_KALLSYMS, F_NEEDS_HELLO, h_open_kallsyms },
+	{ CTL_REQ_OPEN_PERF_MAP, F_NEEDS_HELLO, h_open_perf_map },
+	{ CTL_REQ_OPEN_DEBUG_BUILD_ID, F_NEEDS_HELLO, h_open_debug_build_id },
+	{ CTL_REQ_OPEN_DEBUGLINK, F_NEEDS_HELLO, h_open_debuglink },
 	{ CTL_REQ_STATS, F_ADMIN_OK, h_stats },
 };
 

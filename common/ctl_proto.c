@@ -48,6 +48,10 @@ const char *ctl__type_name(unsigned type)
 		[CTL_REQ_OPEN_FILE] = "OPEN_FILE", [CTL_ANS_OPEN_FILE] = "OPEN_FILE_ANS",
 		[CTL_REQ_OPEN_KALLSYMS] = "OPEN_KALLSYMS", [CTL_ANS_OPEN_KALLSYMS] = "OPEN_KALLSYMS_ANS",
 		[CTL_REQ_STATS] = "STATS", [CTL_ANS_STATS] = "STATS_ANS",
+		[CTL_REQ_OPEN_PERF_MAP] = "OPEN_PERF_MAP", [CTL_ANS_OPEN_PERF_MAP] = "OPEN_PERF_MAP_ANS",
+		[CTL_REQ_OPEN_DEBUG_BUILD_ID] = "OPEN_DEBUG_BUILD_ID",
+		[CTL_ANS_OPEN_DEBUG_BUILD_ID] = "OPEN_DEBUG_BUILD_ID_ANS",
+		[CTL_REQ_OPEN_DEBUGLINK] = "OPEN_DEBUGLINK", [CTL_ANS_OPEN_DEBUGLINK] = "OPEN_DEBUGLINK_ANS",
 	};
 	return type < CTL_TYPE_MAX && names[type] ? names[type] : "unknown";
 }
@@ -66,6 +70,12 @@ static long payload_size(uint16_t type)
 	case CTL_REQ_OPEN_KALLSYMS: return 0;
 	case CTL_REQ_STATS: return 0;
 	case CTL_ANS_STATS: return sizeof(struct ctl_stats_ans);
+	case CTL_REQ_OPEN_PERF_MAP: return sizeof(struct ctl_open_perf_map);
+	case CTL_REQ_OPEN_DEBUG_BUILD_ID: return sizeof(struct ctl_open_debug_build_id);
+	case CTL_REQ_OPEN_DEBUGLINK: return sizeof(struct ctl_open_debuglink);
+	case CTL_ANS_OPEN_PERF_MAP:
+	case CTL_ANS_OPEN_DEBUG_BUILD_ID:
+	case CTL_ANS_OPEN_DEBUGLINK:
 	case CTL_ANS_DETACH:
 	case CTL_ANS_OPEN_MAPS:
 	case CTL_ANS_OPEN_FILE:

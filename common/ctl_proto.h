@@ -30,7 +30,10 @@ enum ctl_type {
 	CTL_REQ_OPEN_FILE = 10,     CTL_ANS_OPEN_FILE = 11,
 	CTL_REQ_OPEN_KALLSYMS = 12, CTL_ANS_OPEN_KALLSYMS = 13,
 	CTL_REQ_STATS = 14,         CTL_ANS_STATS = 15,
-	CTL_TYPE_MAX = 16,
+	CTL_REQ_OPEN_PERF_MAP = 16, CTL_ANS_OPEN_PERF_MAP = 17,
+	CTL_REQ_OPEN_DEBUG_BUILD_ID = 18, CTL_ANS_OPEN_DEBUG_BUILD_ID = 19,
+	CTL_REQ_OPEN_DEBUGLINK = 20, CTL_ANS_OPEN_DEBUGLINK = 21,
+	CTL_TYPE_MAX = 22,
 };
 
 struct ctl_hdr {
@@ -64,6 +67,17 @@ struct ctl_err_ans { int32_t err; uint32_t pad; }; /* DETACH, OPEN_* answers (+1
 
 struct ctl_open_maps { uint32_t pid; uint32_t pad; };
 struct ctl_open_file { uint32_t pid; uint32_t pad; uint64_t start; uint64_t end; };
+/*
+ * Symbolizer depth.  The collector builds every path itself from fixed
+ * patterns (symbolizer/debugpath.h) under /proc/<pid>/root; the analyzer only
+ * names a pid, a build id, or a mapping plus a plain file name.
+ */
+struct ctl_open_perf_map { uint32_t pid; uint32_t pad; };            /* /tmp/perf-<nspid>.map */
+#define CTL_MAX_BUILD_ID 64
+struct ctl_open_debug_build_id { uint32_t pid; uint32_t len; uint8_t build_id[CTL_MAX_BUILD_ID]; }; /* len 2..64 */
+#define CTL_MAX_LINK_NAME 256
+/* name: NUL-terminated basename (<= 255 bytes, printable, no '/', not "." or ".."). */
+struct ctl_open_debuglink { uint32_t pid; uint32_t pad; uint64_t start; uint64_t end; char name[CTL_MAX_LINK_NAME]; };
 
 /* Collector counters, by index; names from ctl__stat_name(). Append only. */
 enum ctl_stat {

@@ -393,7 +393,7 @@ static struct elf_syms *debug_load(struct symbolizer *s, int fd, const uint8_t *
 	struct elf_syms *d;
 	const uint8_t *dbid;
 	size_t dlen;
-	uint32_t crc;
+	uint32_t crc = 0;
 
 	if (cfd < 0)
 		return NULL;

@@ -29,6 +29,12 @@ static long expected_len(uint16_t type)
 	case CTL_REQ_OPEN_KALLSYMS: return 0;
 	case CTL_REQ_STATS: return 0;
 	case CTL_ANS_STATS: return sizeof(struct ctl_stats_ans);
+	case CTL_REQ_OPEN_PERF_MAP: return sizeof(struct ctl_open_perf_map);
+	case CTL_REQ_OPEN_DEBUG_BUILD_ID: return sizeof(struct ctl_open_debug_build_id);
+	case CTL_REQ_OPEN_DEBUGLINK: return sizeof(struct ctl_open_debuglink);
+	case CTL_ANS_OPEN_PERF_MAP:
+	case CTL_ANS_OPEN_DEBUG_BUILD_ID:
+	case CTL_ANS_OPEN_DEBUGLINK:
 	case CTL_ANS_DETACH:
 	case CTL_ANS_OPEN_MAPS:
 	case CTL_ANS_OPEN_FILE:

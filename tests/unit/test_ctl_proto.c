@@ -51,6 +51,12 @@ static const struct {
 	{ CTL_ANS_OPEN_KALLSYMS, sizeof(struct ctl_err_ans) },
 	{ CTL_REQ_STATS, 0 },
 	{ CTL_ANS_STATS, sizeof(struct ctl_stats_ans) },
+	{ CTL_REQ_OPEN_PERF_MAP, sizeof(struct ctl_open_perf_map) },
+	{ CTL_ANS_OPEN_PERF_MAP, sizeof(struct ctl_err_ans) },
+	{ CTL_REQ_OPEN_DEBUG_BUILD_ID, sizeof(struct ctl_open_debug_build_id) },
+	{ CTL_ANS_OPEN_DEBUG_BUILD_ID, sizeof(struct ctl_err_ans) },
+	{ CTL_REQ_OPEN_DEBUGLINK, sizeof(struct ctl_open_debuglink) },
+	{ CTL_ANS_OPEN_DEBUGLINK, sizeof(struct ctl_err_ans) },
 };
 
 /* ---- helpers ------------------------------------------------------------- */
@@ -174,6 +180,9 @@ static void test_layout(void **state)
 	assert_int_equal(sizeof(struct ctl_err_ans), 8);
 	assert_int_equal(sizeof(struct ctl_open_maps), 8);
 	assert_int_equal(sizeof(struct ctl_open_file), 24);
+	assert_int_equal(sizeof(struct ctl_open_perf_map), 8);
+	assert_int_equal(sizeof(struct ctl_open_debug_build_id), 8 + 64);
+	assert_int_equal(sizeof(struct ctl_open_debuglink), 24 + 256);
 	assert_int_equal(sizeof(struct ctl_stats_ans), 8 + 8 * CTL_STAT_MAX);
 	/* The largest legal frame must fit the frame limit. */
 	assert_true(HDR + sizeof(struct ctl_attach) + CTL_MAX_PIDS * sizeof(uint32_t) <= CTL_MAX_FRAME);
