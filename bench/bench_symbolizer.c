@@ -1,6 +1,6 @@
 /*
- * Symbolizer throughput on a large ELF, beside `addr2line -f` on the same
- * addresses in the same run.
+ * Symbolizer throughput on a large ELF, beside `addr2line -f -C` and
+ * `llvm-symbolizer` on the same addresses in the same run.
  *
  *   bench_symbolizer [-n ADDRS] [-l LABEL] FILE...
  *
@@ -11,8 +11,12 @@
  *   module_load    open + parse + sort of the symbol tables (start-up cost of a module)
  *   cold           first pass over the N addresses on a new symbolizer (maps read + module load included)
  *   warm           later passes (cached), stacks of 64 frames per call
- *   addr2line      addr2line -f -e FILE on the same N addresses (one process, one pass)
- *   agreement      share of addresses where addr2line's function name equals ours
+ *   startup        new symbolizer -> first address of the file named (maps read, module load)
+ *   addr2line      addr2line -f -C -e FILE on the same N addresses (one process, one pass)
+ *   agreement      share of addresses where addr2line's (demangled) function name equals ours
+ *   llvm-symbolizer cold: one process over the N addresses (start-up and parsing included);
+ *                  warm: the N addresses fed twice to one process, rate of the second pass
+ *                  (time(2N) - time(N)).  LLVM_SYMBOLIZER overrides the binary.
  *   module_memory  heap held by the cached module, and per symbol
  * then once: kallsyms load time and memory.
  * Output: one "name: value unit" line per figure.
@@ -72,8 +76,13 @@ static void make_label(const char *path, char *out, size_t len)
 	out[i] = '\0';
 }
 
-/* Runs addr2line on vaddrs; fills names[i] (malloc'd) and returns seconds, or < 0. */
-static double run_addr2line(const char *path, const uint64_t *vaddrs, size_t n, char **names)
+/*
+ * Runs argv (NULL-terminated) with the addresses (repeated `reps` times) on
+ * stdin; fills names[i] (malloc'd, first pass) from its output of
+ * `per_addr` lines per address (llvm-symbolizer ends each with a blank line)
+ * and returns seconds, or < 0.
+ */
+static double run_tool(char *const argv[], const uint64_t *vaddrs, size_t n, int reps, int per_addr, char **names)
 {
 	char in_path[] = "/tmp/bench-sym-in-XXXXXX", out_path[] = "/tmp/bench-sym-out-XXXXXX";
 	int in_fd = mkstemp(in_path), out_fd = mkstemp(out_path);
@@ -87,8 +96,9 @@ static double run_addr2line(const char *path, const uint64_t *vaddrs, size_t n, 
 	if (in_fd < 0 || out_fd < 0)
 		return -1;
 	in = fdopen(in_fd, "w");
-	for (size_t k = 0; k < n; k++)
-		fprintf(in, "0x%" PRIx64 "\n", vaddrs[k]);
+	for (int r = 0; r < reps; r++)
+		for (size_t k = 0; k < n; k++)
+			fprintf(in, "0x%" PRIx64 "\n", vaddrs[k]);
 	fclose(in);
 	t0 = now_s();
 	pid = fork();
@@ -97,7 +107,10 @@ static double run_addr2line(const char *path, const uint64_t *vaddrs, size_t n, 
 
 		dup2(fd, 0);
 		dup2(out_fd, 1);
-		execlp("addr2line", "addr2line", "-f", "-e", path, (char *)NULL);
+		int dn = open("/dev/null", O_WRONLY);
+
+		dup2(dn, 2);
+		execvp(argv[0], argv);
 		_exit(127);
 	}
 	if (pid < 0 || waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st)) {
@@ -109,12 +122,13 @@ static double run_addr2line(const char *path, const uint64_t *vaddrs, size_t n, 
 	dt = now_s() - t0;
 	out = fdopen(out_fd, "r");
 	rewind(out);
-	/* Two lines per address: function, then file:line. */
-	while (i < n && fgets(line, sizeof(line), out)) {
+	/* Function, then file:line (then a blank line for llvm-symbolizer). */
+	while (names && i < n && fgets(line, sizeof(line), out)) {
 		line[strcspn(line, "\n")] = '\0';
 		names[i++] = strdup(line);
-		if (!fgets(line, sizeof(line), out))
-			break;
+		for (int k = 1; k < per_addr; k++)
+			if (!fgets(line, sizeof(line), out))
+				break;
 	}
 	fclose(out);
 	unlink(in_path);
@@ -131,7 +145,10 @@ static int bench_file(const char *path, size_t n)
 	struct sym_frame *frames;
 	uint64_t *vaddrs, *addrs;
 	char **a2l, **ours, label[64];
-	double t0, t_load, t_cold, t_warm, t_a2l;
+	double t0, t_load, t_cold, t_warm, t_a2l, t_start, t_llvm1 = -1, t_llvm2 = -1;
+	char *a2l_argv[] = { "addr2line", "-f", "-C", "-e", (char *)path, NULL };
+	const char *llvm = getenv("LLVM_SYMBOLIZER");
+	char obj_arg[4200];
 	size_t nsyms, agree = 0, resolved = 0, warm_rounds = 0;
 	struct stat sb;
 	void *map;
@@ -180,7 +197,16 @@ static int bench_file(const char *path, size_t n)
 		i++;
 	}
 
+	/* Start-up: what a profile pays before its first frame of this binary has a name. */
 	symbolizer__direct_opts(&o);
+	t0 = now_s();
+	s = symbolizer__new(&o);
+	if (!s)
+		return -1;
+	symbolizer__resolve_user(s, (uint32_t)getpid(), addrs, 1, frames);
+	t_start = now_s() - t0;
+	symbolizer__free(s);
+
 	s = symbolizer__new(&o);
 	if (!s)
 		return -1;
@@ -209,13 +235,28 @@ static int bench_file(const char *path, size_t n)
 	t_warm = now_s() - t0;
 	symbolizer__stats(s, &st);
 
-	t_a2l = run_addr2line(path, vaddrs, n, a2l);
+	t_a2l = run_tool(a2l_argv, vaddrs, n, 1, 2, a2l);
+	snprintf(obj_arg, sizeof(obj_arg), "--obj=%s", path);
+	{
+		static const char *cands[] = { "llvm-symbolizer", "llvm-symbolizer-14", "llvm-symbolizer-15", NULL };
+		char *argv[] = { NULL, obj_arg, "--no-inlines", NULL };
+
+		for (int c = 0; (llvm || cands[c]) && t_llvm1 < 0; c++) {
+			argv[0] = (char *)(llvm ? llvm : cands[c]);
+			t_llvm1 = run_tool(argv, vaddrs, n, 1, 3, NULL);
+			if (t_llvm1 >= 0)
+				t_llvm2 = run_tool(argv, vaddrs, n, 2, 3, NULL);
+			if (llvm)
+				break;
+		}
+	}
 	for (size_t i = 0; i < n; i++)
 		if (a2l[i] && !strcmp(a2l[i], ours[i]))
 			agree++;
 
 	printf("symbolizer_%s_symbols: %zu count\n", label, nsyms);
 	printf("symbolizer_%s_module_load: %.1f ms\n", label, t_load * 1e3);
+	printf("symbolizer_%s_startup: %.3f s\n", label, t_start);
 	printf("symbolizer_%s_cold: %.0f addr/s\n", label, (double)n / t_cold);
 	printf("symbolizer_%s_warm: %.0f addr/s\n", label, (double)n * (double)warm_rounds / t_warm);
 	if (t_a2l > 0) {
@@ -225,6 +266,16 @@ static int bench_file(const char *path, size_t n)
 		printf("symbolizer_%s_addr2line_agreement: %.1f %%\n", label, 100.0 * (double)agree / (double)n);
 	} else {
 		printf("addr2line_%s: 0 addr/s (addr2line failed)\n", label);
+	}
+	if (t_llvm1 > 0) {
+		double cold = (double)n / t_llvm1, ours_cold = (double)n / t_cold;
+
+		printf("llvm_symbolizer_%s_cold: %.0f addr/s\n", label, cold);
+		if (t_llvm2 > t_llvm1)
+			printf("llvm_symbolizer_%s_warm: %.0f addr/s\n", label, (double)n / (t_llvm2 - t_llvm1));
+		printf("symbolizer_%s_cold_vs_llvm_symbolizer: %.2f x\n", label, ours_cold / cold);
+	} else {
+		printf("llvm_symbolizer_%s_cold: 0 addr/s (llvm-symbolizer not found)\n", label);
 	}
 	printf("symbolizer_%s_resolved: %.1f %%\n", label, 100.0 * (double)resolved / (double)n);
 	printf("symbolizer_%s_module_memory: %.0f KiB\n", label, (double)st.module_bytes / 1024.0);

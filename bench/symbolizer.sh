@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Symbolizer: addresses resolved/s cold and warm on large binaries, beside
-# `addr2line -f` on the same addresses in the same run; module load time;
+# Symbolizer: addresses resolved/s cold and warm on large binaries, and start-up
+# (new symbolizer -> first name) beside `llvm-symbolizer` (cold and warm) and
+# `addr2line -f -C` on the same addresses in the same run; module load time;
 # memory per cached module; kallsyms load.  Targets: /usr/bin/node if
 # installed, and the largest libLLVM shared library (else the largest ELF
 # under /usr/lib/x86_64-linux-gnu).  Set SYM_BENCH_FILES to override.
