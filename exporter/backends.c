@@ -5,10 +5,12 @@
 /* The registry: one extern and one line per backend. */
 extern const struct exporter_backend_ops file_backend_ops;
 extern const struct exporter_backend_ops prometheus_backend_ops;
+extern const struct exporter_backend_ops skywalking_backend_ops;
 
 static const struct exporter_backend_ops *const backends[] = {
 	&file_backend_ops,
 	&prometheus_backend_ops,
+	&skywalking_backend_ops,
 	NULL,
 };
 
