@@ -65,12 +65,12 @@ for i in 1 2 3 4 5; do
   s=$(date +%s%N); "$B/progs/cpu_work" 150; echo "alone $(( ($(date +%s%N)-s)/1000000 ))" >> "$T/times"
   "$B/progs/cpu_work" 150 & P=$!
   s=$(date +%s%N)
-  "$B/ember" profile --config "$T/ember.yaml" --pid $P --duration 60s --out "$T/q" >/dev/null 2>&1 &
-  wait $P; echo "ember $(( ($(date +%s%N)-s)/1000000 ))" >> "$T/times"; wait
+  "$B/ember" profile --config "$T/ember.yaml" --pid $P --duration 60s --out "$T/q" >/dev/null 2>&1 & Q=$!
+  wait $P; echo "ember $(( ($(date +%s%N)-s)/1000000 ))" >> "$T/times"; wait $Q
   "$B/progs/cpu_work" 150 & P=$!
   s=$(date +%s%N)
-  perf record -q -F 111 -g -p $P -o "$T/perf2.data" >/dev/null 2>&1 &
-  wait $P; echo "perf $(( ($(date +%s%N)-s)/1000000 ))" >> "$T/times"; wait
+  perf record -q -F 111 -g -p $P -o "$T/perf2.data" >/dev/null 2>&1 & Q=$!
+  wait $P; echo "perf $(( ($(date +%s%N)-s)/1000000 ))" >> "$T/times"; wait $Q
 done
 python3 - "$T/times" <<'PY'
 import sys, statistics as st
