@@ -490,14 +490,18 @@ static void check_tasks(void)
 
 static void restore_state(void)
 {
-	uint8_t buf[1 << 20];
+	const size_t cap = 1 << 20; /* MAX_TASKS tasks of CTL_MAX_PIDS pids fit easily */
+	_cleanup_free_ uint8_t *buf = malloc(cap);
 	size_t len;
 	Ember__Reply *rep;
 	FILE *f = fopen(A.state_path, "re");
 
-	if (!f)
+	if (!f || !buf) {
+		if (f)
+			fclose(f);
 		return;
-	len = fread(buf, 1, sizeof(buf), f);
+	}
+	len = fread(buf, 1, cap, f);
 	fclose(f);
 	rep = ember__reply__unpack(NULL, len, buf);
 	if (!rep) {

@@ -513,7 +513,8 @@ static void conn_close(struct conn *c)
 /* Returns 0 to keep the connection, <0 to close it. */
 static int conn_handle(struct conn *c)
 {
-	char buf[CTL_MAX_FRAME];
+	/* Payloads are read in place as their structs: keep them aligned. */
+	_Alignas(8) char buf[CTL_MAX_FRAME];
 	int fds[CTL_MAX_FDS];
 	unsigned nfds = 0;
 	struct ctl_msg m;
