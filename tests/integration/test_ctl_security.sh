@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# The collector's control socket serves only the analyzer's uid (SO_PEERCRED),
+# ends a connection on a malformed request and counts it; root gets stats only.
+. "$(dirname "$0")/lib.sh"
+need_bpf
+command -v setpriv >/dev/null || skip "setpriv missing (util-linux)"
+PY=/usr/bin/python3; [ -x $PY ] || PY=python3
+start_agent
+SOCK=$AGENT_RUN/collector.sock
+stat_of() { "$EMBER" stats --config "$TMP/ember.yaml" | awk -v n="$1" '$1 == "collector" && $2 == n {print $3}'; }
+m0=$(stat_of ctl_malformed_requests); d0=$(stat_of ctl_denied_requests)
+cat > "$TMP/client.py" <<'PY'
+import socket, struct, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.settimeout(5)
+s.connect(sys.argv[1])
+mode = sys.argv[2]
+if mode == "garbage":
+    s.send(b"\x00" * 40)
+elif mode == "attach-before-hello":
+    # valid ATTACH frame (magic EMBR, version 1, type 4) for 1 pid, but no HELLO first
+    payload = struct.pack("<QIIQQI", 1, 1, 1, 9000000, 0, 1)
+    s.send(struct.pack("<IHHII", 0x454d4252, 1, 4, len(payload), 1) + payload)
+elif mode == "stats":
+    s.send(struct.pack("<IHHII", 0x454d4252, 1, 14, 0, 7))
+    hdr = s.recv(8192)
+    print("answer", len(hdr))
+    sys.exit(0)
+try:
+    r = s.recv(8192)
+    print("closed" if r == b"" else "answered %d" % len(r))
+except (ConnectionResetError, socket.timeout) as e:
+    print("closed" if isinstance(e, ConnectionResetError) else "timeout")
+PY
+out=$(setpriv --reuid=ember --regid=ember --clear-groups $PY "$TMP/client.py" "$SOCK" garbage)
+[ "$out" = closed ] || fail "garbage from the analyzer uid: connection not closed ($out)"
+out=$(setpriv --reuid=ember --regid=ember --clear-groups $PY "$TMP/client.py" "$SOCK" attach-before-hello)
+[ "$out" = closed ] || fail "ATTACH before HELLO: connection not closed ($out)"
+out=$(setpriv --reuid=65534 --regid=65534 --clear-groups $PY "$TMP/client.py" "$SOCK" stats 2>&1 || true)
+echo "$out" | grep -q "answer" && fail "uid 65534 got an answer from the collector"
+out=$($PY "$TMP/client.py" "$SOCK" attach-before-hello)
+[ "$out" = closed ] || fail "root asking for ATTACH: connection not closed ($out)"
+out=$($PY "$TMP/client.py" "$SOCK" stats)
+echo "$out" | grep -q "answer" || fail "root could not get stats"
+m1=$(stat_of ctl_malformed_requests); d1=$(stat_of ctl_denied_requests)
+echo "malformed $m0 -> $m1, denied $d0 -> $d1"
+[ $((m1 - m0)) -ge 1 ] || fail "malformed request not counted"
+[ $((d1 - d0)) -ge 3 ] || fail "denied requests not counted (expected ATTACH-before-HELLO, uid 65534, root ATTACH)"
+kill -0 "$(child_pid ember-collector)" || fail "collector died"
+ok "foreign uid refused, malformed and out-of-phase requests end the connection, all counted"
+stop_agent || fail "agent exited with an error"
