@@ -25,6 +25,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+
+#include "symbolizer/debuginfod.h"
 #include "symbolizer/debugpath.h"
 #include "symbolizer/demangle.h"
 #include "symbolizer/elf_syms.h"
@@ -665,6 +671,102 @@ static void test_debuglink(void **state)
 	reap(&c);
 }
 
+static bool port_open(int port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	bool ok;
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ok = fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
+/* A debuginfod server of our own: python3's http.server over a /buildid/<id>/debuginfo tree, loopback only. */
+static void test_debuginfod(void **state)
+{
+	struct symbolizer_stats st;
+	struct symbolizer_opts o;
+	struct symbolizer *s;
+	struct debuginfod *d;
+	struct sym_frame f;
+	struct child c;
+	char hex[130], bin[512], srv[512], cache[512], url[64], port_s[16];
+	pid_t py = -1;
+	int port = 0, stat;
+
+	NEED(have_cc, "cc/objcopy/strip");
+	NEED(tool("python3 --version"), "python3");
+	snprintf(bin, sizeof(bin), "%s/dbg_stripped", tmpdir);
+	snprintf(srv, sizeof(srv), "%s/dinfod", tmpdir);
+	snprintf(cache, sizeof(cache), "%s/dinfod-cache", tmpdir);
+	assert_int_equal(oracle_build_id(bin, hex, sizeof(hex)), 0);
+	assert_int_equal(run("mkdir -p '%s/buildid/%s' && cp '%s/dbg.debug' '%s/buildid/%s/debuginfo'", srv, hex,
+			     tmpdir, srv, hex), 0);
+	d = debuginfod__new("http://127.0.0.1:1", cache);
+	if (!d && errno == ENOENT) {
+		fprintf(stderr, "SKIP: libdebuginfod.so.1 not available\n");
+		skip();
+	}
+	debuginfod__free(d);
+
+	for (int attempt = 0; attempt < 5 && !port; attempt++) {
+		int p = 20000 + (int)((getpid() * 7 + attempt * 131) % 30000);
+
+		if (port_open(p))
+			continue;
+		snprintf(port_s, sizeof(port_s), "%d", p);
+		py = fork();
+		assert_true(py >= 0);
+		if (py == 0) {
+			int dn = open("/dev/null", O_RDWR);
+
+			dup2(dn, 1);
+			dup2(dn, 2);
+			execlp("python3", "python3", "-m", "http.server", port_s, "--bind", "127.0.0.1", "--directory",
+			       srv, (char *)NULL);
+			_exit(127);
+		}
+		for (int i = 0; i < 100 && !port_open(p); i++)
+			usleep(50000);
+		if (port_open(p))
+			port = p;
+		else {
+			kill(py, SIGTERM);
+			waitpid(py, &stat, 0);
+		}
+	}
+	assert_true(port > 0);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d", port);
+	d = debuginfod__new(url, cache);
+	assert_non_null(d);
+
+	assert_int_equal(spawn("dbg_stripped", &c), 0);
+	/* No local debug file lookups (ctx is the client here): only the server has it. */
+	symbolizer__direct_opts(&o);
+	o.ctx = d;
+	o.open_debuginfod = debuginfod__open_cb;
+	o.open_perf_map = NULL;
+	o.open_debug_build_id = NULL;
+	o.open_debuglink = NULL;
+	s = symbolizer__new(&o);
+	assert_non_null(s);
+	assert_int_equal(symbolizer__resolve_user(s, (uint32_t)c.pid, &c.local, 1, &f), 1);
+	assert_string_equal(f.name, "dbg_local");
+	symbolizer__stats(s, &st);
+	assert_int_equal(st.debuginfod_fetches, 1);
+	assert_int_equal(st.debug_files_loaded, 1);
+	symbolizer__free(s);
+	/* Downloaded into the cache. */
+	assert_int_equal(run("test -s '%s/%s/debuginfo'", cache, hex), 0);
+	debuginfod__free(d);
+	kill(py, SIGTERM);
+	waitpid(py, &stat, 0);
+	reap(&c);
+}
+
 /* ---- Go, C++, Rust ----------------------------------------------------------------------- */
 
 static void test_go_stripped(void **state)
@@ -846,6 +948,7 @@ int main(void)
 		cmocka_unit_test(test_debug_by_build_id),
 		cmocka_unit_test(test_debug_wrong_build_id),
 		cmocka_unit_test(test_debuglink),
+		cmocka_unit_test(test_debuginfod),
 		cmocka_unit_test(test_go_stripped),
 		cmocka_unit_test(test_cxx_templates),
 		cmocka_unit_test(test_rust_mangled),
