@@ -82,6 +82,9 @@ struct offcpu_start {
 	__u32 tgid;
 	__u32 pad;
 	char comm[EMBER_COMM_LEN];
+	/* The place before: threads often alternate between two (block in read,
+	 * get preempted in write), which would thrash a single entry. */
+	__u64 prev_fp, prev_khash, prev_uhash;
 };
 
 struct offcpu_key {
@@ -130,7 +133,7 @@ struct ember_rec_window {
 EMBER_ASSERT_SIZE(struct stack_key, 32);
 EMBER_ASSERT_SIZE(struct stack_val, 16);
 EMBER_ASSERT_SIZE(struct hstack, 8 + 8 * EMBER_MAX_STACK_DEPTH);
-EMBER_ASSERT_SIZE(struct offcpu_start, 56);
+EMBER_ASSERT_SIZE(struct offcpu_start, 80);
 EMBER_ASSERT_SIZE(struct offcpu_key, 40);
 EMBER_ASSERT_SIZE(struct ember_rec_stack, 48);
 EMBER_ASSERT_SIZE(struct ember_rec_window, 40);

@@ -254,21 +254,42 @@ static __always_inline int on_switch(void *ctx, __u32 next_tid)
 		 * blocks in different kernel paths) and the first user return address.
 		 * Walking even 8 kernel frames here tripled the cost per switch.
 		 */
-		fp = (fp ^ BPF_CORE_READ(regs, ip)) * 1099511628211ull;
-		fp = (fp ^ BPF_CORE_READ(regs, sp)) * 1099511628211ull;
-		fp = (fp ^ BPF_CORE_READ(regs, bp)) * 1099511628211ull;
-		fp = (fp ^ BPF_CORE_READ(regs, orig_ax)) * 1099511628211ull;
-		fp = (fp ^ BPF_CORE_READ(regs, di)) * 1099511628211ull;
-		bpf_probe_read_user(uframe, sizeof(uframe), (void *)BPF_CORE_READ(regs, bp));
+		/* regs is a BTF pointer: plain loads, no helper call each. */
+		fp = (fp ^ regs->ip) * 1099511628211ull;
+		fp = (fp ^ regs->sp) * 1099511628211ull;
+		fp = (fp ^ regs->bp) * 1099511628211ull;
+		fp = (fp ^ regs->orig_ax) * 1099511628211ull;
+		fp = (fp ^ regs->di) * 1099511628211ull;
+		bpf_probe_read_user(uframe, sizeof(uframe), (void *)regs->bp);
 		fp = (fp ^ uframe[1]) * 1099511628211ull;
 
 		st = bpf_map_lookup_elem(&offcpu_starts, &tid);
-		if (st && st->fp == fp && st->tgid == tgid) {
-			count(BPF_CNT_OFFCPU_FP_HITS);
-			st->ts = bpf_ktime_get_ns();
-			return 0;
+		if (st && st->tgid == tgid) {
+			if (st->fp == fp) {
+				count(BPF_CNT_OFFCPU_FP_HITS);
+				st->ts = now;
+				return 0;
+			}
+			if (st->prev_fp == fp) {
+				__u64 k = st->khash, u = st->uhash;
+
+				count(BPF_CNT_OFFCPU_FP_HITS);
+				st->khash = st->prev_khash;
+				st->uhash = st->prev_uhash;
+				st->prev_fp = st->fp;
+				st->prev_khash = k;
+				st->prev_uhash = u;
+				st->fp = fp;
+				st->ts = now;
+				return 0;
+			}
 		}
 		struct offcpu_start s = { .tgid = tgid, .fp = fp };
+		if (st && st->tgid == tgid) {
+			s.prev_fp = st->fp;
+			s.prev_khash = st->khash;
+			s.prev_uhash = st->uhash;
+		}
 		s.khash = hash_stack(ctx, 0);
 		s.uhash = hash_stack(ctx, BPF_F_USER_STACK);
 		BPF_CORE_READ_STR_INTO(&s.comm, task, group_leader, comm);
