@@ -25,6 +25,7 @@
 #include "common/log.h"
 #include "common/memstats.h"
 #include "common/shm_ring.h"
+#include "symbolizer/debuginfod.h"
 #include "symbolizer/symbolizer.h"
 
 #define MAX_TASKS 64
@@ -58,6 +59,7 @@ static struct {
 	struct collector_client *cc;
 	struct shm_ring *ring;
 	struct symbolizer *sym;
+	struct debuginfod *dinfod;   /* NULL unless symbolizer.debuginfod.enabled */
 	struct task_mgr *tm;
 	struct pending pend[MAX_TASKS];
 	uint64_t stats[AS_MAX];
@@ -697,6 +699,11 @@ static int cb_open_file(void *ctx, uint32_t pid, uint64_t start, uint64_t end, c
 	return collector_client__open_file(A.cc, pid, start, end);
 }
 static int cb_open_kallsyms(void *ctx) { (void)ctx; return collector_client__open_kallsyms(A.cc); }
+static int cb_open_debuginfod(void *ctx, const uint8_t *build_id, size_t len)
+{
+	(void)ctx;
+	return debuginfod__fetch(A.dinfod, build_id, len);
+}
 static int cb_open_perf_map(void *ctx, uint32_t pid) { (void)ctx; return collector_client__open_perf_map(A.cc, pid); }
 static int cb_open_debug_build_id(void *ctx, uint32_t pid, const uint8_t *build_id, size_t len)
 {
@@ -766,6 +773,24 @@ int main(int argc, char **argv)
 				      .open_kallsyms = cb_open_kallsyms, .open_perf_map = cb_open_perf_map,
 				      .open_debug_build_id = cb_open_debug_build_id,
 				      .open_debuglink = cb_open_debuglink };
+	if (A.cfg->symbolizer.debuginfod.enabled) {
+		char cache[4096];
+		const char *dir = A.cfg->symbolizer.debuginfod.cache_dir;
+
+		if (!dir || !dir[0]) {
+			snprintf(cache, sizeof(cache), "%s/debuginfod", A.cfg->ember.run_dir);
+			dir = cache;
+		}
+		A.dinfod = debuginfod__new(A.cfg->symbolizer.debuginfod.urls, dir);
+		if (A.dinfod) {
+			so.ctx = NULL;
+			so.open_debuginfod = cb_open_debuginfod;
+			log_info("debuginfod: %s (cache %s)", A.cfg->symbolizer.debuginfod.urls, dir);
+		} else {
+			log_warn("debuginfod disabled: %s", errno == ENOENT ? "libdebuginfod.so.1 not available" :
+				 errno == EINVAL ? "symbolizer.debuginfod.urls is empty" : strerror(errno));
+		}
+	}
 	A.sym = symbolizer__new(&so);
 	A.tm = task_mgr__new(MAX_TASKS);
 	if (!A.sym || !A.tm) {
@@ -845,6 +870,7 @@ int main(int argc, char **argv)
 	zmq_ctx_term(A.zctx);
 	unlink(A.state_path);
 	symbolizer__free(A.sym);
+	debuginfod__free(A.dinfod);
 	task_mgr__free(A.tm);
 	shm_ring__free(A.ring);
 	collector_client__free(A.cc);

@@ -261,6 +261,13 @@ static const struct cfg_entry entries[] = {
 	E_INT("access_log.protocol_analyze.queue_size", access_log.protocol_analyze.queue_size, "5000", 1,
 	      100000000, "ROVER_ACCESS_LOG_PROTOCOL_ANALYZE_QUEUE_SIZE", F_COMPAT,
 	      "Queue size of each protocol analyzer."),
+	E_BOOL("symbolizer.debuginfod.enabled", symbolizer.debuginfod.enabled, "false", "EMBER_SYMBOLIZER_DEBUGINFOD_ENABLED", 0,
+	       "Fetch debug files of stripped binaries by build id from debuginfod servers (the analyzer needs network access to them)."),
+	E_STR("symbolizer.debuginfod.urls", symbolizer.debuginfod.urls, "", "EMBER_SYMBOLIZER_DEBUGINFOD_URLS", 0,
+	      "debuginfod server URLs, space-separated."),
+	E_STR("symbolizer.debuginfod.cache_dir", symbolizer.debuginfod.cache_dir, "", "EMBER_SYMBOLIZER_DEBUGINFOD_CACHE_DIR",
+	      0,
+	      "Download cache of debuginfod files; empty = <ember.run_dir>/debuginfod."),
 };
 
 #define N_ENTRIES ARRAY_SIZE(entries)

@@ -174,6 +174,13 @@ struct ember_config {
 			int64_t queue_size;
 		} protocol_analyze;
 	} access_log;
+	struct {
+		struct {
+			bool enabled;		/* fetch missing debug files from debuginfod servers */
+			char *urls;		/* space-separated (DEBUGINFOD_URLS syntax) */
+			char *cache_dir;	/* "" = <ember.run_dir>/debuginfod */
+		} debuginfod;
+	} symbolizer;
 };
 
 enum config_scanner_mode { CONFIG_SCANNER_AGENT_SENSOR = 0, CONFIG_SCANNER_REGEX };

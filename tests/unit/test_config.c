@@ -153,7 +153,7 @@ static void test_table(void **state)
 			fail_msg("%s: set of its own value '%s' failed: %s", key, buf, err);
 		}
 		/* ember-only keys: EMBER_ + key, "ember." dropped, upper-cased, '.' -> '_' */
-		if (!strncmp(key, "ember.", 6) || !strncmp(key, "exporter.", 9) ||
+		if (!strncmp(key, "ember.", 6) || !strncmp(key, "exporter.", 9) || !strncmp(key, "symbolizer.", 11) ||
 		    !strcmp(key, "profiling.task.off_cpu.min_block_time")) {
 			char want[256] = "EMBER_";
 			size_t o = 6;
