@@ -273,8 +273,11 @@ static void push_done(struct grpc_client *c, struct done *d)
 	*c->done_tail = d;
 	c->done_tail = &d->next;
 	c->st.calls++;
-	if (d->r.status == GRPC_STATUS_OK)
+	if (d->r.status == GRPC_STATUS_OK) {
 		c->st.ok++;
+		/* an answer is the best evidence of a working channel */
+		atomic_store(&c->conn, GRPC_CONN_UP);
+	}
 	else
 		c->st.failed++;
 	if (d->r.status == GRPC_STATUS_DEADLINE_EXCEEDED)

@@ -46,6 +46,8 @@ struct process_finder {
 	const char *cur_layer;	/* {{.Finder.Layer}} while rendering */
 };
 
+static void read_exe(struct process_finder *pf, struct pf_process *p);
+
 /* ---- helpers ------------------------------------------------------------------------- */
 
 static size_t read_small(const char *path, char *buf, size_t len)
@@ -473,6 +475,8 @@ static int match_regex(struct process_finder *pf, struct pf_process *p)
 
 		if (regexec(&pf->rules[i].re, p->cmdline, MAX_GROUPS, m, 0))
 			continue;
+		if (!p->exe[0])
+			read_exe(pf, p);
 		for (unsigned g = 0; g < MAX_GROUPS; g++) {
 			groups[g] = NULL;
 			if (m[g].rm_so < 0)
@@ -501,6 +505,7 @@ static int match_agent(struct process_finder *pf, struct pf_process *p)
 	snprintf(path, sizeof(path), "%s/apache_skywalking/process/%u/metadata.properties", pf->tmp_root, p->pid);
 	if (stat(path, &sb))
 		return 0;
+	read_exe(pf, p);
 	clock_gettime(CLOCK_REALTIME, &now);
 	if ((uint64_t)(now.tv_sec - sb.st_mtim.tv_sec) * 1000 > pf->agent_refresh_ms)
 		return 0;
@@ -575,7 +580,6 @@ static int read_process(struct process_finder *pf, uint32_t pid, struct pf_proce
 	char path[PF_PATH_MAX + 32], buf[PF_CMDLINE_MAX];
 	size_t n;
 	char *rp;
-	ssize_t l;
 
 	memset(p, 0, sizeof(*p));
 	p->pid = pid;
@@ -610,20 +614,28 @@ static int read_process(struct process_finder *pf, uint32_t pid, struct pf_proce
 		if (p->cmdline[i] == 0 || p->cmdline[i] == '\n')
 			p->cmdline[i] = ' ';
 	p->cmdline[n] = 0;
-	snprintf(path, sizeof(path), "%s/%u/exe", pf->proc_root, pid);
+	return 0;
+}
+
+/* Only for processes that matched: reading exe is what fails for other users' processes. */
+static void read_exe(struct process_finder *pf, struct pf_process *p)
+{
+	char path[PF_PATH_MAX + 32];
+	ssize_t l;
+
+	snprintf(path, sizeof(path), "%s/%u/exe", pf->proc_root, p->pid);
 	l = readlink(path, p->exe, sizeof(p->exe) - 1);
 	if (l < 0) {
 		/* another user's process: the command's first word, when it is a path */
 		size_t w = strcspn(p->cmdline, " ");
 		if (errno == EACCES || errno == EPERM)
 			pf->st.unreadable++;
+		p->exe[0] = 0;
 		if (p->cmdline[0] == '/' && w < sizeof(p->exe))
 			snprintf(p->exe, sizeof(p->exe), "%.*s", (int)w, p->cmdline);
 	} else {
 		p->exe[l] = 0;
-		/* " (deleted)" after an upgrade: the name still tells what it is */
 	}
-	return 0;
 }
 
 static struct pf_process *find_rec(struct process_finder *pf, uint32_t pid, uint64_t start, unsigned *idx)

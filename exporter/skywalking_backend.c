@@ -64,6 +64,7 @@ enum item_kind { I_PROFILE, I_METERS };
 struct item {
 	struct item *next;
 	enum item_kind kind;
+	bool dropped;		/* in flight, but given up to make room: not put back on failure */
 	struct sw_msgs m;
 };
 
@@ -151,6 +152,9 @@ static void set_conn(struct sw_backend *b, int up, const char *why)
 		return;
 	if (up) {
 		log_info("connected to SkyWalking OAP at %s (agent id %s)", b->addr, b->agent_id);
+		/* the OAP is back: send the backlog now, not after the backoff */
+		b->backoff_ms = 0;
+		b->retry_at = 0;
 	} else {
 		char q[32];
 		config__format_size(b->cap_bytes, q, sizeof(q));
@@ -184,11 +188,53 @@ static void drop_head(struct sw_backend *b)
 	item_free(it);
 }
 
-/* Oldest data goes first when the buffer is full: what is newest matters most. */
+static void drop_item(struct sw_backend *b, struct item **pp)
+{
+	struct item *it = *pp;
+
+	*pp = it->next;
+	if (b->tail == &it->next)
+		b->tail = pp;
+	b->queued_bytes -= it->m.bytes;
+	b->c[SC_DROPPED_BATCHES]++;
+	b->c[SC_DROPPED_BYTES] += it->m.bytes;
+	item_free(it);
+}
+
+/* Gives up an in-flight item of that kind (its call goes on); 0 if there is none. */
+static int drop_inflight(struct sw_backend *b, int kind)
+{
+	for (struct item *it = b->inflight; it; it = it->next)
+		if (!it->dropped && (kind < 0 || it->kind == (enum item_kind)kind)) {
+			it->dropped = true;
+			b->inflight_bytes -= it->m.bytes;
+			b->c[SC_DROPPED_BATCHES]++;
+			b->c[SC_DROPPED_BYTES] += it->m.bytes;
+			return 1;
+		}
+	return 0;
+}
+
+/*
+ * When the buffer is full, meter batches go first (meters are cumulative: a
+ * later batch supersedes an earlier one), queued before in flight; then the
+ * oldest profile batch (what is newest matters most).
+ */
 static void make_room(struct sw_backend *b, size_t need)
 {
-	while (b->head && b->queued_bytes + b->inflight_bytes + need > b->cap_bytes)
-		drop_head(b);
+	while (b->queued_bytes + b->inflight_bytes + need > b->cap_bytes) {
+		struct item **pp = &b->head;
+		while (*pp && (*pp)->kind != I_METERS)
+			pp = &(*pp)->next;
+		if (*pp)
+			drop_item(b, pp);
+		else if (!drop_inflight(b, I_METERS)) {
+			if (b->head)
+				drop_head(b);
+			else if (!drop_inflight(b, -1))
+				break;
+		}
+	}
 }
 
 static void enqueue(struct sw_backend *b, enum item_kind kind, struct sw_msgs *m)
@@ -214,103 +260,114 @@ static void enqueue(struct sw_backend *b, enum item_kind kind, struct sw_msgs *m
 
 static void start_upload(struct sw_backend *b, uint64_t now)
 {
-	struct item *first = b->head, **lastp = &b->inflight;
+	struct item **pp, **lastp = &b->inflight, *it;
 	enum item_kind kind;
 	size_t n = 0, bytes = 0, items = 0, k = 0;
 	struct grpc_msg *msgs;
 	int r;
 
-	if (!first || b->upload_busy || now < b->retry_at)
+	if (!b->head || b->upload_busy || now < b->retry_at)
 		return;
-	kind = first->kind;
-	/* one stream carries several batches of the same kind: each profile batch
-	 * starts with its task, so the OAP attributes every message right */
-	for (struct item *it = first; it && it->kind == kind && items < UPLOAD_MAX_ITEMS; it = it->next) {
-		if (items && bytes + it->m.bytes > UPLOAD_MAX_BYTES)
-			break;
+	kind = b->head->kind;
+	/* One stream carries every queued batch of the oldest batch's kind (up to
+	 * a size limit): each profile batch starts with its task, so the OAP
+	 * attributes every message right, and a backlog leaves in a few calls. */
+	b->inflight = NULL;
+	for (pp = &b->head; *pp && items < UPLOAD_MAX_ITEMS;) {
+		it = *pp;
+		if (it->kind != kind || (items && bytes + it->m.bytes > UPLOAD_MAX_BYTES)) {
+			pp = &it->next;
+			continue;
+		}
+		*pp = it->next;
+		if (b->tail == &it->next)
+			b->tail = pp;
+		it->next = NULL;
+		*lastp = it;
+		lastp = &it->next;
 		n += it->m.n;
 		bytes += it->m.bytes;
 		items++;
 	}
-	msgs = calloc(n, sizeof(*msgs));
+	b->queued_bytes -= bytes;
+	b->inflight_bytes = bytes;
+	msgs = calloc(n ? n : 1, sizeof(*msgs));
 	if (!msgs)
-		return;
-	/* move the items to the in-flight list; the messages are copied into the call */
-	b->inflight = NULL;
-	for (size_t i = 0; i < items; i++) {
-		struct item *it = b->head;
-		b->head = it->next;
-		it->next = NULL;
-		*lastp = it;
-		lastp = &it->next;
+		goto nomem;
+	for (it = b->inflight; it; it = it->next)
 		for (size_t j = 0; j < it->m.n; j++) {
 			msgs[k].len = it->m.v[j].len;
 			msgs[k].data = malloc(msgs[k].len ? msgs[k].len : 1);
-			if (!msgs[k].data) {
-				n = k;
-				break;
-			}
+			if (!msgs[k].data)
+				goto nomem;
 			memcpy(msgs[k].data, it->m.v[j].data, msgs[k].len);
 			k++;
 		}
-	}
-	if (!b->head)
-		b->tail = &b->head;
-	b->queued_bytes -= bytes;
-	b->inflight_bytes = bytes;
 	r = grpc_client__call(b->gc, kind == I_PROFILE ? M_PROFILE : M_METERS, msgs, k, UPLOAD_TIMEOUT_MS,
 			      ((uint64_t)C_UPLOAD << 56) | kind);
-	if (r) {
-		/* put them back in front; try again later */
-		struct item *it = b->inflight;
-		while (it && it->next)
-			it = it->next;
-		if (it) {
-			it->next = b->head;
-			if (!b->head)
-				b->tail = &it->next;
-			b->head = b->inflight;
-		}
-		b->queued_bytes += bytes;
-		b->inflight = NULL;
-		b->inflight_bytes = 0;
-		b->retry_at = now + BACKOFF_MIN_MS;
+	msgs = NULL;	/* the client owns them now */
+	if (!r) {
+		b->upload_busy = true;
 		return;
 	}
-	b->upload_busy = true;
+nomem:
+	for (size_t j = 0; msgs && j < k; j++)
+		free(msgs[j].data);
+	free(msgs);
+	/* put them back in front; try again later */
+	for (it = b->inflight; it && it->next; it = it->next)
+		;
+	if (it) {
+		it->next = b->head;
+		if (!b->head)
+			b->tail = &it->next;
+		b->head = b->inflight;
+	}
+	b->queued_bytes += bytes;
+	b->inflight = NULL;
+	b->inflight_bytes = 0;
+	b->retry_at = now + BACKOFF_MIN_MS;
 }
 
 static void upload_done(struct sw_backend *b, const struct grpc_result *res, uint64_t now)
 {
-	struct item *it = b->inflight, *last = NULL;
+	struct item *it = b->inflight, *keep = NULL, **kt = &keep;
 
 	b->upload_busy = false;
-	if (res->status == 0) {
-		while (it) {
-			struct item *next = it->next;
+	b->inflight = NULL;
+	b->inflight_bytes = 0;
+	while (it) {
+		struct item *next = it->next;
+		if (res->status == 0) {
 			if (it->kind == I_PROFILE)
 				b->c[SC_PROFILE_MESSAGES] += it->m.n;
+			if (it->dropped) {	/* it made it after all */
+				b->c[SC_DROPPED_BATCHES]--;
+				b->c[SC_DROPPED_BYTES] -= it->m.bytes;
+			}
 			item_free(it);
-			it = next;
+		} else if (it->dropped) {
+			item_free(it);
+		} else {
+			it->next = NULL;
+			*kt = it;
+			kt = &it->next;
+			b->queued_bytes += it->m.bytes;
 		}
-		b->inflight = NULL;
-		b->inflight_bytes = 0;
+		it = next;
+	}
+	if (res->status == 0) {
 		b->backoff_ms = 0;
 		b->retry_at = 0;
 		return;
 	}
 	/* back to the front of the queue, oldest first; the buffer cap still holds */
-	for (last = it; last && last->next; last = last->next)
-		;
-	if (last) {
-		last->next = b->head;
+	if (keep) {
+		*kt = b->head;
 		if (!b->head)
-			b->tail = &last->next;
-		b->head = b->inflight;
-		b->queued_bytes += b->inflight_bytes;
+			b->tail = kt;
+		b->head = keep;
 	}
-	b->inflight = NULL;
-	b->inflight_bytes = 0;
 	make_room(b, 0);
 	b->backoff_ms = b->backoff_ms ? b->backoff_ms * 2 : BACKOFF_MIN_MS;
 	if (b->backoff_ms > BACKOFF_MAX_MS)
@@ -881,9 +938,12 @@ static void sw_on_task_event(void *st, const Ember__TaskEvent *ev)
 		k->state = T_FAILED;
 		b->c[SC_TASKS_FAILED]++;
 		log_warn("OAP task %s on process %u failed: %s", k->oap_task, k->pid, ev->error ? ev->error : "");
-	} else if (ev->state == EMBER__TASK_EVENT__STATE__STARTED && k->state != T_RUNNING) {
-		k->state = T_RUNNING;
+	} else if (ev->state == EMBER__TASK_EVENT__STATE__STARTED && ev->task->start_unix_ms) {
+		/* the submission's reply moves the state; this may come first */
+		k->profiling_start_ms = (int64_t)ev->task->start_unix_ms;
 	}
+	if (k->state == T_DONE || k->state == T_FAILED)
+		close_sock(k);
 }
 
 static void sw_on_meters(void *st, const Ember__MeterBatch *mb, uint32_t analyzer)
@@ -955,7 +1015,8 @@ static void sw_tick(void *st, uint64_t now_ms, int final)
 	if (!final && mono >= b->next_heartbeat) {
 		struct pf_stats ps;
 		bool all;
-		b->next_heartbeat = mono + hb;
+		/* on the period's grid, not tick time plus period: ticks come every 1-1.5 s */
+		b->next_heartbeat = b->next_heartbeat && b->next_heartbeat + hb > mono ? b->next_heartbeat + hb : mono + hb;
 		if (process_finder__scan(b->pf) >= 0) {
 			all = ++b->heartbeats % (uint64_t)b->cfg->process_discovery.properties_report_period == 0;
 			report_processes(b, all);
@@ -964,7 +1025,7 @@ static void sw_tick(void *st, uint64_t now_ms, int final)
 		b->c[SC_FINDER_UNREADABLE] = ps.unreadable;
 	}
 	if (!final && b->cfg->profiling.active && mono >= b->next_query) {
-		b->next_query = mono + ci;
+		b->next_query = b->next_query && b->next_query + ci > mono ? b->next_query + ci : mono + ci;
 		query_tasks(b);
 	}
 	run_tasks(b, mono);

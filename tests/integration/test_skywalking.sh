@@ -1,0 +1,199 @@
+#!/usr/bin/env bash
+# The skywalking backend against a stand-in OAP (tests/oap_receiver.py, which
+# validates what the OAP validates): processes reported and kept alive, a task
+# from the OAP picked up within one check interval, profiling data with the
+# task on the first message and the test program's frames innermost first,
+# meters with service/instance/timestamp, and an OAP outage survived without
+# restarting the exporter, losing at most the configured buffer.
+. "$(dirname "$0")/lib.sh"
+need_bpf
+PY=/usr/bin/python3   # Debian's python3 has the Debian grpc modules; a pyenv one may not
+if ! $PY -c "import grpc, grpc_tools.protoc, google.protobuf" 2>/dev/null; then
+  "$ROOT/deploy/install-deps.sh" >/dev/null 2>&1 || true
+  $PY -c "import grpc, grpc_tools.protoc, google.protobuf" 2>/dev/null ||
+    skip "python3-grpcio / python3-grpc-tools / python3-protobuf cannot be installed"
+fi
+[ -x "$PROGS/oncpu_chain" ] || fail "$PROGS/oncpu_chain not built"
+OUTAGE=${OUTAGE:-12}
+PORT=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+REC=$TMP/rec.jsonl TASKS=$TMP/tasks.json TOKEN=ember-test-token-$RANDOM
+: > "$REC"
+
+start_receiver() {
+  $PY "$ROOT/tests/oap_receiver.py" --port "$PORT" --record "$REC" --tasks "$TASKS" --auth "$TOKEN" \
+    >>"$TMP/receiver.log" 2>&1 &
+  RECV=$!
+  CLEANUP_PIDS+=("$RECV")
+  for _ in $(seq 100); do
+    grep -q "listening on" "$TMP/receiver.log" 2>/dev/null && return 0
+    kill -0 "$RECV" 2>/dev/null || { cat "$TMP/receiver.log"; fail "receiver exited"; }
+    sleep 0.1
+  done
+  fail "receiver did not start"
+}
+start_receiver
+
+"$PROGS/oncpu_chain" 120 & W=$!; CLEANUP_PIDS+=("$W")
+
+AGENT_RUN=$TMP/run
+cat > "$TMP/ember.yaml" <<YAML
+ember:
+  run_dir: $AGENT_RUN
+  output_dir: $TMP/out
+exporter:
+  backends: [file, skywalking]
+  queue_size: 64KiB
+core:
+  backend:
+    addr: 127.0.0.1:$PORT
+    check_period: 1
+    authentication: $TOKEN
+process_discovery:
+  heartbeat_period: 2s
+  scanner:
+    mode: REGEX
+    regex:
+      - match_cmd: "progs/oncpu_(chain)"
+        layer: OS_LINUX
+        service_name: "ember-it-{{.Finder.RegexMatchGroup 1}}"
+        instance_name: "{{.Rover.HostName}}"
+        process_name: "{{.Process.ExeName}}"
+        labels: "ember-test"
+profiling:
+  check_interval: 2s
+  flush_interval: 1s
+YAML
+"$EMBER" run --config "$TMP/ember.yaml" >"$TMP/agent.log" 2>&1 &
+AGENT_PID=$!
+CLEANUP_PIDS+=("$AGENT_PID")
+for _ in $(seq 100); do
+  [ -S "$AGENT_RUN/analyzer-0.ctl" ] && break
+  kill -0 "$AGENT_PID" 2>/dev/null || { cat "$TMP/agent.log"; fail "agent exited at start"; }
+  sleep 0.1
+done
+
+# JSON-lines checks live in one Python helper: check NAME [args] -> exit 0/1 with a message.
+check() { $PY - "$REC" "$@" <<'PY'
+import json, sys
+rec, what, args = sys.argv[1], sys.argv[2], sys.argv[3:]
+rows = [json.loads(l) for l in open(rec) if l.strip()]
+def out(ok, msg): print(msg); sys.exit(0 if ok else 1)
+if what == "process":
+    pid = int(args[0])
+    rep = [p["hostProcess"] for r in rows if r["rpc"] == "reportProcesses" and r["ok"] for p in r["req"].get("processes", []) if "hostProcess" in p]
+    mine = [p for p in rep if p.get("pid") == pid]
+    if not mine: out(False, "process %d not reported" % pid)
+    p = mine[-1]; e = p["entity"]; props = {kv["key"]: kv["value"] for kv in p.get("properties", [])}
+    ka = [q for r in rows if r["rpc"] == "keepAlive" and r["ok"] for q in r["req"].get("processes", []) if q["entityMetadata"] == e]
+    kasup = [kv["value"] for q in ka for kv in q.get("properties", []) if kv["key"] == "support_ebpf_profiling"]
+    bad_ka = [r["error"] for r in rows if r["rpc"] == "keepAlive" and not r["ok"]]
+    ok = (e["layer"] == "OS_LINUX" and e["serviceName"] == "ember-it-chain" and e["processName"] == "oncpu_chain"
+          and e.get("labels") == ["ember-test"] and props.get("support_ebpf_profiling") == "true"
+          and props.get("pid") == str(pid) and "oncpu_chain" in props.get("command_line", "")
+          and len(ka) >= 1 and set(kasup) == {"true"} and not bad_ka)
+    out(ok, "reported %s props %s, %d keep-alives (support %s), refused keep-alives %s" % (e, props, len(ka), set(kasup), bad_ka))
+if what == "profile":
+    task, since = args[0], int(args[1])
+    streams = [r for r in rows if r["rpc"] == "collectProfilingData" and r["t"] >= since]
+    if not streams: out(False, "no profiling data")
+    errs = [r["error"] for r in streams if not r["ok"]]
+    first_ok = all(r["req"] and "task" in r["req"][0] for r in streams)
+    ids = {m["task"]["taskId"] for r in streams for m in r["req"] if "task" in m}
+    chain, dumps, kernel_first = 0, 0, True
+    for r in streams:
+        for m in r["req"]:
+            st = m["onCPU"]["stacks"]
+            dumps += m["onCPU"].get("dumpCount", 0)
+            types = [s.get("stackType", "PROCESS_KERNEL_SPACE") for s in st]
+            if types != sorted(types, key=lambda t: t != "PROCESS_KERNEL_SPACE"): kernel_first = False
+            for s in st:
+                sy = s.get("stackSymbols", [])
+                if s.get("stackType") == "PROCESS_USER_SPACE" and "leaf" in sy:
+                    i = sy.index("leaf")
+                    if sy[i:i + 3] == ["leaf", "middle", "outer"]: chain += m["onCPU"].get("dumpCount", 0)
+    ok = not errs and first_ok and ids == {task} and chain > 0 and kernel_first and chain >= 0.5 * dumps
+    out(ok, "%d streams, errors %s, task on first message %s, task ids %s, leaf<-middle<-outer samples %d of %d, kernel first %s"
+        % (len(streams), errs, first_ok, ids, chain, dumps, kernel_first))
+if what == "meters":
+    b = [r for r in rows if r["rpc"] == "collectBatch"]
+    bad = [r["error"] for r in b if not r["ok"]]
+    md = [d for r in b for d in r["req"].get("meterData", [])]
+    full = all(d.get("service") and d.get("serviceInstance") and int(d.get("timestamp", 0)) > 0 for d in md)
+    names = {(d.get("singleValue") or d.get("histogram"))["name"] for d in md}
+    ok = b and not bad and full and "ember_exporter_envelopes" in names
+    out(ok, "%d batches, %d meters, dropped %s, all with service/instance/timestamp %s, e.g. %s" % (len(b), len(md), bad, full, sorted(names)[:3]))
+if what == "window":   # profiling messages built in [a, b) (currentTime) that arrived at or after c
+    a, b_, c = int(args[0]), int(args[1]), int(args[2])
+    n = sum(1 for r in rows if r["rpc"] == "collectProfilingData" and r["t"] >= c for m in r["req"]
+            if "task" in m and a <= int(m["task"]["currentTime"]) < b_)
+    out(n > 0, "%d batches built during the outage arrived after it" % n)
+if what == "after":
+    c = int(args[0])
+    n = sum(1 for r in rows if r["rpc"] in ("collectProfilingData", "keepAlive", "queryTasks") and r["t"] >= c)
+    out(n > 0, "%d calls after the restart" % n)
+out(False, "unknown check " + what)
+PY
+}
+now_ms() { date +%s%3N; }
+wait_for() {  # seconds, command...
+  local t=$1; shift
+  for _ in $(seq $((t * 10))); do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done
+  return 1
+}
+
+# 1. processes: reported with valid layer and support flag, then kept alive
+wait_for 12 check process "$W" || { check process "$W"; tail -20 "$TMP/agent.log"; fail "process not reported and kept alive"; }
+ok "$(check process "$W")"
+
+# 2. a task for the test program is picked up within one check interval (2 s; + 1 s tick + slack)
+TASK=$(printf '%064x' "$RANDOM$RANDOM")
+T0=$(now_ms)
+cat > "$TASKS.tmp" <<JSON
+[{"taskId": "$TASK", "serviceName": "ember-it-chain", "targetType": "ON_CPU", "startTime": $T0,
+  "duration": 90, "updateTime": $T0, "labels": ["ember-test"], "extension": "null"},
+ {"taskId": "net$TASK", "serviceName": "ember-it-chain", "targetType": "NETWORK", "startTime": $T0,
+  "duration": 60, "updateTime": $((T0 - 1)), "extension": "{\"NetworkSamplings\": []}"}]
+JSON
+mv "$TASKS.tmp" "$TASKS"
+# (the exporter ticks every 1-1.5 s: 2 s + 1.5 s)
+wait_for 4 grep -q "OAP task $TASK: on-CPU profiling of process $W" "$TMP/agent.log" ||
+  { tail -20 "$TMP/agent.log"; fail "task not picked up within one check interval (+1.5 s)"; }
+T1=$(now_ms)
+wait_for 5 grep -q "OAP task $TASK started on process $W" "$TMP/agent.log" ||
+  { tail -20 "$TMP/agent.log"; fail "task picked up but not started by the analyzer"; }
+T2=$(now_ms)
+ok "task picked up $((T1 - T0)) ms after the OAP had it, running after $((T2 - T0)) ms"
+grep -q "network profiling is not supported yet" "$TMP/agent.log" || fail "NETWORK task not reported as unsupported"
+
+# 3. profiling data: task on the first message, leaf/middle/outer innermost first
+wait_for 10 check profile "$TASK" "$T0" || { check profile "$TASK" "$T0"; fail "profiling data wrong or missing"; }
+ok "$(check profile "$TASK" "$T0")"
+
+# 4. meters
+check meters >/dev/null || { check meters; fail "meters"; }
+ok "$(check meters)"
+
+# 5. OAP outage: one log line per state change, data buffered (bounded), recovery without restart
+kill "$RECV"; wait "$RECV" 2>/dev/null
+D0=$(now_ms)
+sleep "$OUTAGE"
+D1=$(now_ms)
+start_receiver
+wait_for 20 check after "$D1" || { tail -20 "$TMP/agent.log"; fail "no calls after the OAP came back"; }
+wait_for 20 check window "$D0" "$D1" "$D1" || true
+"$EMBER" stats --config "$TMP/ember.yaml" > "$TMP/stats" || fail "ember stats failed"
+down=$(grep -c "unreachable" "$TMP/agent.log")
+up=$(grep -c "connected to SkyWalking OAP" "$TMP/agent.log")
+dropped=$(awk '$2 == "ember_skywalking_queue_dropped_bytes" {print $3}' "$TMP/stats")
+[ "$down" = 1 ] || { grep -i "skywalking\|oap" "$TMP/agent.log"; fail "expected one 'unreachable' line, got $down"; }
+[ "$up" = 2 ] || { grep -i "skywalking\|oap" "$TMP/agent.log"; fail "expected two 'connected' lines, got $up"; }
+grep -E "supervisor +supervisor_exporter_restarts +0$" "$TMP/stats" >/dev/null || fail "the exporter was restarted"
+if [ "${dropped:-0}" = 0 ]; then
+  check window "$D0" "$D1" "$D1" || fail "nothing dropped, yet the outage's profiling data did not arrive"
+else
+  echo "dropped $dropped bytes (buffer 64 KiB): counted"
+fi
+check profile "$TASK" "$D1" >/dev/null || { check profile "$TASK" "$D1"; fail "profiling data after recovery"; }
+ok "outage of ${OUTAGE}s: one down/up line each, exporter not restarted, dropped ${dropped:-0} bytes, $(check window "$D0" "$D1" "$D1")"
+grep -E "skywalking_(rpc|queue|profile|tasks)" "$TMP/stats"
+stop_agent || fail "agent exited with an error"
