@@ -653,52 +653,48 @@ int process_finder__scan(struct process_finder *pf)
 	DIR *d;
 	struct dirent *de;
 	uint64_t seen = 0, matched = 0;
+	struct pf_process **cand = NULL;
+	unsigned n_cand = 0, cap = 0;
+	int r = 0;
 
 	d = opendir(pf->proc_root);
 	if (!d)
 		return -errno;
 	memset(pf->seen, 0, pf->max * sizeof(bool));
+	/* pass 1: who is still there, and which new processes match */
 	while ((de = readdir(d))) {
 		char *end;
 		unsigned long pid = strtoul(de->d_name, &end, 10);
 		struct pf_process tmp, *p;
 		unsigned idx;
-		bool dup = false;
 
 		if (*end || !pid || pid > UINT32_MAX)
 			continue;
 		if (read_process(pf, (uint32_t)pid, &tmp))
 			continue;
 		seen++;
-		if ((p = find_rec(pf, tmp.pid, tmp.start_ticks, &idx))) {
+		if (find_rec(pf, tmp.pid, tmp.start_ticks, &idx)) {
 			pf->seen[idx] = true;
 			matched++;
 			continue;
 		}
 		if (!(pf->mode == PF_MODE_REGEX ? match_regex(pf, &tmp) : match_agent(pf, &tmp)))
 			continue;
-		for (unsigned i = 0; i < pf->n && !dup; i++)
-			dup = same_entity(&pf->v[i]->e, &tmp.e);
-		if (dup) {
-			/* Rover reports only the first process producing an entity */
-			pf->st.duplicates++;
-			continue;
+		if (n_cand == cap) {
+			struct pf_process **nc = realloc(cand, (cap ? cap * 2 : 16) * sizeof(*cand));
+			if (!nc) {
+				r = -ENOMEM;
+				break;
+			}
+			cand = nc;
+			cap = cap ? cap * 2 : 16;
 		}
-		if (pf->n >= pf->max) {
-			pf->st.overflow++;
-			continue;
-		}
-		p = malloc(sizeof(*p));
-		if (!p) {
-			closedir(d);
-			return -ENOMEM;
+		if (!(p = malloc(sizeof(*p)))) {
+			r = -ENOMEM;
+			break;
 		}
 		*p = tmp;
-		p->support_ebpf = process_finder__elf_supported(p->exe);
-		container_of(pf, p);
-		pf->seen[pf->n] = true;
-		pf->v[pf->n++] = p;
-		matched++;
+		cand[n_cand++] = p;
 	}
 	closedir(d);
 	/* forget what is gone; keep the order of the rest */
@@ -712,6 +708,31 @@ int process_finder__scan(struct process_finder *pf)
 		}
 		pf->n = w;
 	}
+	/* pass 2: new processes, against live ones only (a restarted service
+	 * keeps its entity: the old record is gone by now) */
+	for (unsigned c = 0; c < n_cand; c++) {
+		struct pf_process *p = cand[c];
+		bool dup = false;
+
+		for (unsigned i = 0; i < pf->n && !dup; i++)
+			dup = same_entity(&pf->v[i]->e, &p->e);
+		if (dup || pf->n >= pf->max || r) {
+			/* Rover reports only the first process producing an entity */
+			if (dup)
+				pf->st.duplicates++;
+			else if (!r)
+				pf->st.overflow++;
+			free(p);
+			continue;
+		}
+		p->support_ebpf = process_finder__elf_supported(p->exe);
+		container_of(pf, p);
+		pf->v[pf->n++] = p;
+		matched++;
+	}
+	free(cand);
+	if (r)
+		return r;
 	pf->st.scans++;
 	pf->st.processes_seen = seen;
 	pf->st.matched = matched;
