@@ -249,7 +249,7 @@ static int fill_stack(Skywalking__V3__EBPFProfilingStackMetadata *sm, bool kerne
 	for (size_t i = 0; i < n; i++) {
 		const char *f = kernel ? frame_name(s->kernel_frames, s->kernel_resolved, s->n_kernel_resolved, i)
 				       : frame_name(s->user_frames, s->user_resolved, s->n_user_resolved, i);
-		if (f == (const char *)SW_MISSING || !strcmp(f, SW_MISSING))
+		if (!strcmp(f, SW_MISSING))
 			st->missing++;
 		sm->stacksymbols[i] = (char *)f;
 	}
