@@ -209,9 +209,12 @@ static grpc_channel_credentials *make_creds(struct grpc_client *c, const struct 
 			pairs = c->g.grpc_tls_identity_pairs_create();
 			c->g.grpc_tls_identity_pairs_add_pair(pairs, key, cert);
 		}
-		prov = c->g.grpc_tls_certificate_provider_static_data_create(ca, pairs);
-		c->g.grpc_tls_credentials_options_set_certificate_provider(opts, prov);
-		c->g.grpc_tls_certificate_provider_release(prov);
+		/* gRPC asserts (aborts) on a provider with neither roots nor identity */
+		if (ca || pairs) {
+			prov = c->g.grpc_tls_certificate_provider_static_data_create(ca, pairs);
+			c->g.grpc_tls_credentials_options_set_certificate_provider(opts, prov);
+			c->g.grpc_tls_certificate_provider_release(prov);
+		}
 		if (ca)
 			c->g.grpc_tls_credentials_options_watch_root_certs(opts);
 		if (cert)

@@ -234,6 +234,9 @@ def main():
     ap.add_argument("--tasks")
     ap.add_argument("--auth")
     ap.add_argument("--delay-uploads", type=float, default=0)
+    ap.add_argument("--tls-cert", help="serve TLS with this certificate (PEM)")
+    ap.add_argument("--tls-key")
+    ap.add_argument("--tls-client-ca", help="require client certificates signed by this CA")
     args = ap.parse_args()
     M = load_messages(args.proto_dir)
     r = Receiver(args, M)
@@ -257,7 +260,14 @@ def main():
             "collectBatch": su(r.collect_batch, "MeterDataCollection")}),
     ]
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=8), handlers=handlers)
-    server.add_insecure_port("127.0.0.1:%d" % args.port)
+    if args.tls_cert:
+        read = lambda p: open(p, "rb").read()
+        creds = grpc.ssl_server_credentials([(read(args.tls_key), read(args.tls_cert))],
+                                            root_certificates=read(args.tls_client_ca) if args.tls_client_ca else None,
+                                            require_client_auth=bool(args.tls_client_ca))
+        server.add_secure_port("127.0.0.1:%d" % args.port, creds)
+    else:
+        server.add_insecure_port("127.0.0.1:%d" % args.port)
     server.start()
     print("oap_receiver: listening on 127.0.0.1:%d" % args.port, flush=True)
     stop = threading.Event()
