@@ -140,6 +140,23 @@ static inline void l7_rec_tagnum(struct l7_record *r, const char *key, const cha
 	}
 }
 
+/* The request half of an exchange: its first byte's time, size and order. */
+static inline void l7_rec_req(struct l7_record *r, uint64_t ts, uint64_t bytes, uint64_t seq)
+{
+	r->has_request = true;
+	r->req_ts_ns = ts;
+	r->req_bytes = bytes;
+	r->req_seq = seq;
+}
+
+/* The response half: the time it completed and its size. */
+static inline void l7_rec_resp(struct l7_record *r, uint64_t ts, uint64_t bytes)
+{
+	r->has_response = true;
+	r->resp_ts_ns = ts;
+	r->resp_bytes = bytes;
+}
+
 static inline size_t l7_min(size_t a, size_t b) { return a < b ? a : b; }
 
 #endif

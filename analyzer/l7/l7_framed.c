@@ -1,0 +1,92 @@
+#include "analyzer/l7/l7_framed.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+void *l7_framed__new(const struct l7_framed_spec *spec, const struct l7_config *cfg,
+		     l7_emit_fn emit, void *emit_ctx)
+{
+	struct l7_framed *b;
+
+	if (spec->state_size < sizeof(*b)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	b = calloc(1, spec->state_size);
+	if (!b)
+		return NULL;
+	b->spec = spec;
+	b->cfg = *cfg;
+	b->emit = emit;
+	b->emit_ctx = emit_ctx;
+	b->mem.cap = cfg->max_conn_mem;
+	b->mem.used = spec->state_size;
+	l7_framer__init(&b->fr[L7_DIR_REQ], spec->fops, b, &b->mem, L7_DIR_REQ);
+	l7_framer__init(&b->fr[L7_DIR_RESP], spec->fops, b, &b->mem, L7_DIR_RESP);
+	l7_pendq__init(&b->q, spec->entry_size, &b->mem);
+	return b;
+}
+
+int l7_framed__feed(void *st, enum l7_dir dir, const uint8_t *data, size_t len, uint64_t ts)
+{
+	struct l7_framed *b = st;
+	int err;
+
+	if (!l7_framed__dir_ok(dir))
+		return -EINVAL;
+	if (b->fatal)
+		return b->fatal;
+	err = l7_framer__feed(&b->fr[dir], data, len, ts);
+	if (err < 0)
+		b->fatal = err;
+	return err;
+}
+
+int l7_framed__gap(void *st, enum l7_dir dir, size_t len, uint64_t ts)
+{
+	struct l7_framed *b = st;
+	int r;
+
+	if (!l7_framed__dir_ok(dir))
+		return -EINVAL;
+	if (b->fatal)
+		return b->fatal;
+	r = l7_framer__gap(&b->fr[dir], len, ts);
+	if (r < 0)
+		return b->fatal = r;
+	if (r == 1 && !b->spec->resync)
+		return b->fatal = -EPROTO;
+	return 0;
+}
+
+void l7_framed__finish(void *st, uint64_t ts)
+{
+	struct l7_framed *b = st;
+	void *e;
+
+	(void)ts;
+	while ((e = l7_pendq__at(&b->q, 0))) {
+		if (b->spec->unanswered)
+			b->spec->unanswered(st, e);
+		l7_pendq__remove(&b->q, 0);
+	}
+}
+
+void l7_framed__free(void *st)
+{
+	struct l7_framed *b = st;
+
+	if (!b)
+		return;
+	l7_framer__release(&b->fr[L7_DIR_REQ]);
+	l7_framer__release(&b->fr[L7_DIR_RESP]);
+	l7_pendq__release(&b->q);
+	free(b);
+}
+
+uint64_t l7_framed__discarded(const void *st)
+{
+	const struct l7_framed *b = st;
+
+	return b->fr[L7_DIR_REQ].discarded + b->fr[L7_DIR_RESP].discarded;
+}
