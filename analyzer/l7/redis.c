@@ -17,12 +17,10 @@
  * unknowable, so a gap outside a bulk body ends the analysis (-EPROTO).
  */
 #include "analyzer/l7/l7.h"
-#include "analyzer/l7/l7_framer.h"
-#include "analyzer/l7/l7_pendq.h"
+#include "analyzer/l7/l7_framed.h"
 #include "analyzer/l7/l7_util.h"
 
 #include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 
 #define REDIS_MAX_DEPTH   32
@@ -67,14 +65,8 @@ struct pend {
 };
 
 struct redis {
-	struct l7_config cfg;
-	l7_emit_fn emit;
-	void *emit_ctx;
-	struct l7_mem mem;
-	struct l7_framer fr[2];
+	struct l7_framed base;   /* first: framers, pending commands, memory, error */
 	struct rdir d[2];
-	struct l7_pendq q;
-	int fatal;
 	uint64_t nreq;         /* commands seen: their order for req_seq */
 };
 
@@ -84,20 +76,15 @@ static void emit_rec(struct redis *r, const struct pend *p, bool has_req)
 
 	l7_record__init(&rec, "redis");
 	if (has_req) {
-		rec.has_request = true;
-		rec.req_ts_ns = p->ts;
-		rec.req_bytes = p->req_bytes;
-		rec.req_seq = p->seq;
+		l7_rec_req(&rec, p->ts, p->req_bytes, p->seq);
 	}
 	l7_rec_str(&rec, "command", p->name[0] ? p->name : "-");
 	if (p->got) {
-		rec.has_response = true;
-		rec.resp_ts_ns = p->resp_ts;
-		rec.resp_bytes = p->resp_bytes;
+		l7_rec_resp(&rec, p->resp_ts, p->resp_bytes);
 		rec.is_error = p->is_error;
 		l7_rec_str(&rec, "reply", p->reply);
 	}
-	r->emit(r->emit_ctx, &rec);
+	l7_framed__emit(&r->base, &rec);
 }
 
 /* Signed decimal in p[0..n); false on junk or overflow. */
@@ -365,8 +352,8 @@ static int redis_end(void *ctx, struct l7_framer *f)
 	if (f->tag == L7_DIR_REQ) {
 		if (!d->name[0])
 			return 0;
-		if (!(e = l7_pendq__push(&r->q)))
-			return r->fatal = -ENOBUFS;
+		if (!(e = l7_pendq__push(&r->base.q)))
+			return r->base.fatal = -ENOBUFS;
 		e->ts = d->ts;
 		e->seq = ++r->nreq;
 		e->req_bytes = d->bytes;
@@ -384,7 +371,7 @@ static int redis_end(void *ctx, struct l7_framer *f)
 			emit_rec(r, &push, false);
 			return 0;
 		}
-		e = l7_pendq__at(&r->q, 0);
+		e = l7_pendq__at(&r->base.q, 0);
 		if (!e) {
 			struct pend orphan = { .got = true, .resp_ts = f->ts, .resp_bytes = bytes, .is_error = d->is_error };
 			memcpy(orphan.reply, d->reply, sizeof(orphan.reply));
@@ -400,7 +387,7 @@ static int redis_end(void *ctx, struct l7_framer *f)
 		e->resp_bytes += bytes;
 		if (--e->need <= 0) {
 			emit_rec(r, e, true);
-			l7_pendq__remove(&r->q, 0);
+			l7_pendq__remove(&r->base.q, 0);
 		}
 	}
 	return 0;
@@ -408,82 +395,23 @@ static int redis_end(void *ctx, struct l7_framer *f)
 
 static const struct l7_framer_ops redis_fops = { .frame = redis_frame, .end = redis_end };
 
+/* Commands still waiting at the close: reported with whatever reply they got. */
+static void redis_unanswered(void *st, void *e)
+{
+	emit_rec(st, e, true);
+}
+
+static const struct l7_framed_spec redis_spec = {
+	.fops = &redis_fops,
+	.state_size = sizeof(struct redis),
+	.entry_size = sizeof(struct pend),
+	.resync = false,   /* FIFO pairing */
+	.unanswered = redis_unanswered,
+};
+
 static void *redis_create(const struct l7_config *cfg, l7_emit_fn emit, void *emit_ctx)
 {
-	struct redis *r = calloc(1, sizeof(*r));
-
-	if (!r)
-		return NULL;
-	r->cfg = *cfg;
-	r->emit = emit;
-	r->emit_ctx = emit_ctx;
-	r->mem.cap = cfg->max_conn_mem;
-	r->mem.used = sizeof(*r);
-	l7_framer__init(&r->fr[L7_DIR_REQ], &redis_fops, r, &r->mem, L7_DIR_REQ);
-	l7_framer__init(&r->fr[L7_DIR_RESP], &redis_fops, r, &r->mem, L7_DIR_RESP);
-	l7_pendq__init(&r->q, sizeof(struct pend), &r->mem);
-	return r;
-}
-
-static int redis_feed(void *st, enum l7_dir dir, const uint8_t *data, size_t len, uint64_t ts)
-{
-	struct redis *r = st;
-	int err;
-
-	if (dir != L7_DIR_REQ && dir != L7_DIR_RESP)
-		return -EINVAL;
-	if (r->fatal)
-		return r->fatal;
-	err = l7_framer__feed(&r->fr[dir], data, len, ts);
-	if (err < 0)
-		r->fatal = err;
-	return err;
-}
-
-static int redis_gap(void *st, enum l7_dir dir, size_t len, uint64_t ts)
-{
-	struct redis *r = st;
-	int rc;
-
-	if (dir != L7_DIR_REQ && dir != L7_DIR_RESP)
-		return -EINVAL;
-	rc = l7_framer__gap(&r->fr[dir], len, ts);
-	if (rc == 1)
-		rc = -EPROTO;
-	if (rc < 0)
-		r->fatal = rc;
-	return rc;
-}
-
-static void redis_finish(void *st, uint64_t ts)
-{
-	struct redis *r = st;
-	struct pend *e;
-
-	(void)ts;
-	while ((e = l7_pendq__at(&r->q, 0))) {
-		emit_rec(r, e, true);
-		l7_pendq__remove(&r->q, 0);
-	}
-}
-
-static void redis_free(void *st)
-{
-	struct redis *r = st;
-
-	if (!r)
-		return;
-	l7_framer__release(&r->fr[0]);
-	l7_framer__release(&r->fr[1]);
-	l7_pendq__release(&r->q);
-	free(r);
-}
-
-/* Chunks discarded while resynchronising after a gap. */
-static uint64_t redis_dropped(const void *st)
-{
-	const struct redis *r = st;
-	return r->fr[0].discarded + r->fr[1].discarded;
+	return l7_framed__new(&redis_spec, cfg, emit, emit_ctx);
 }
 
 /* Commands worth recognising inline (redis-cli, redis-benchmark, telnet). */
@@ -574,9 +502,9 @@ const struct l7_parser_ops l7_redis_ops = {
 	.name = "redis",
 	.detect = redis_detect,
 	.create = redis_create,
-	.feed = redis_feed,
-	.gap = redis_gap,
-	.finish = redis_finish,
-	.free = redis_free,
-	.dropped = redis_dropped,
+	.feed = l7_framed__feed,
+	.gap = l7_framed__gap,
+	.finish = l7_framed__finish,
+	.free = l7_framed__free,
+	.dropped = l7_framed__discarded,   /* chunks discarded while resynchronising */
 };
