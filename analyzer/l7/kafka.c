@@ -16,12 +16,10 @@
  * starts with a plausible header (a response must carry a pending id).
  */
 #include "analyzer/l7/l7.h"
-#include "analyzer/l7/l7_framer.h"
-#include "analyzer/l7/l7_pendq.h"
+#include "analyzer/l7/l7_framed.h"
 #include "analyzer/l7/l7_util.h"
 
 #include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 
 #define KAFKA_MAX_MSG     (1u << 30)
@@ -77,13 +75,7 @@ struct pend {
 };
 
 struct kafka {
-	struct l7_config cfg;
-	l7_emit_fn emit;
-	void *emit_ctx;
-	struct l7_mem mem;
-	struct l7_framer fr[2];
-	struct l7_pendq q;
-	int fatal;
+	struct l7_framed base;   /* first: framers, pending requests, memory, error */
 	uint64_t nreq;         /* requests seen: their order for req_seq */
 	/* Built by frame(), emitted by end() once the message's last byte is in. */
 	bool have;
@@ -142,10 +134,7 @@ static void emit_rec(struct kafka *k, const struct pend *p, bool has_req, bool h
 
 	l7_record__init(&rec, "kafka");
 	if (has_req) {
-		rec.has_request = true;
-		rec.req_ts_ns = p->ts;
-		rec.req_bytes = p->req_bytes;
-		rec.req_seq = p->seq;
+		l7_rec_req(&rec, p->ts, p->req_bytes, p->seq);
 		l7_rec_u64(&rec, "api_key", (uint64_t)p->key);
 		if (p->key < NAPIS)
 			l7_rec_str(&rec, "api_name", apis[p->key].name);
@@ -157,16 +146,14 @@ static void emit_rec(struct kafka *k, const struct pend *p, bool has_req, bool h
 	if (has_req && p->cid_len)
 		l7_rec_strn(&rec, "client_id", p->client_id, p->cid_len);
 	if (has_resp) {
-		rec.has_response = true;
-		rec.resp_ts_ns = resp_ts;
-		rec.resp_bytes = resp_bytes;
+		l7_rec_resp(&rec, resp_ts, resp_bytes);
 		if (err_known) {
 			rec.status = err;
 			rec.is_error = err != 0;
 			l7_rec_i64(&rec, "error_code", err);
 		}
 	}
-	k->emit(k->emit_ctx, &rec);
+	l7_framed__emit(&k->base, &rec);
 }
 
 /* Request header check shared by frame(), sync() and detect(). */
@@ -287,14 +274,14 @@ static ssize_t frame_resp(struct kafka *k, const uint8_t *p, size_t avail, size_
 	k->resp_bytes = 4 + (uint64_t)size;
 	memset(&k->cur, 0, sizeof(k->cur));
 	k->cur.corr = corr;
-	cnt = l7_pendq__count(&k->q);
+	cnt = l7_pendq__count(&k->base.q);
 	for (i = 0; i < cnt; i++) {
-		e = l7_pendq__at(&k->q, i);
+		e = l7_pendq__at(&k->base.q, i);
 		if (e->corr != corr)
 			continue;
 		k->cur = *e;
 		k->have_req = true;
-		l7_pendq__remove(&k->q, i);
+		l7_pendq__remove(&k->base.q, i);
 		/* Error code, for the APIs that put it at a fixed place. */
 		if (k->cur.key < NAPIS && apis[k->cur.key].err_v0 >= 0) {
 			const struct api *a = &apis[k->cur.key];
@@ -339,14 +326,14 @@ static int kafka_end(void *ctx, struct l7_framer *f)
 			emit_rec(k, &k->cur, true, false, 0, false, 0, 0);
 			return 0;
 		}
-		if (l7_pendq__count(&k->q) >= KAFKA_MAX_PENDING) {
+		if (l7_pendq__count(&k->base.q) >= KAFKA_MAX_PENDING) {
 			/* Never answered (lost in a gap): report rather than hold forever. */
-			e = l7_pendq__at(&k->q, 0);
+			e = l7_pendq__at(&k->base.q, 0);
 			emit_rec(k, e, true, false, 0, false, 0, 0);
-			l7_pendq__remove(&k->q, 0);
+			l7_pendq__remove(&k->base.q, 0);
 		}
-		if (!(e = l7_pendq__push(&k->q)))
-			return k->fatal = -ENOBUFS;
+		if (!(e = l7_pendq__push(&k->base.q)))
+			return k->base.fatal = -ENOBUFS;
 		*e = k->cur;
 		return 0;
 	}
@@ -368,91 +355,31 @@ static bool kafka_sync(void *ctx, struct l7_framer *f, const uint8_t *p, size_t 
 	corr = (int32_t)l7_be32(p + 4);
 	if (size < 4 || size > KAFKA_MAX_MSG)
 		return false;
-	for (unsigned i = 0; i < l7_pendq__count(&k->q); i++)
-		if (((struct pend *)l7_pendq__at(&k->q, i))->corr == corr)
+	for (unsigned i = 0; i < l7_pendq__count(&k->base.q); i++)
+		if (((struct pend *)l7_pendq__at(&k->base.q, i))->corr == corr)
 			return true;
 	return false;
 }
 
 static const struct l7_framer_ops kafka_fops = { .frame = kafka_frame, .end = kafka_end, .sync = kafka_sync };
 
+/* Requests never answered (the close came first): reported without a response. */
+static void kafka_unanswered(void *st, void *e)
+{
+	emit_rec(st, e, true, false, 0, false, 0, 0);
+}
+
+static const struct l7_framed_spec kafka_spec = {
+	.fops = &kafka_fops,
+	.state_size = sizeof(struct kafka),
+	.entry_size = sizeof(struct pend),
+	.resync = true,   /* sync() finds the next header; correlation ids keep pairing safe */
+	.unanswered = kafka_unanswered,
+};
+
 static void *kafka_create(const struct l7_config *cfg, l7_emit_fn emit, void *emit_ctx)
 {
-	struct kafka *k = calloc(1, sizeof(*k));
-
-	if (!k)
-		return NULL;
-	k->cfg = *cfg;
-	k->emit = emit;
-	k->emit_ctx = emit_ctx;
-	k->mem.cap = cfg->max_conn_mem;
-	k->mem.used = sizeof(*k);
-	l7_framer__init(&k->fr[L7_DIR_REQ], &kafka_fops, k, &k->mem, L7_DIR_REQ);
-	l7_framer__init(&k->fr[L7_DIR_RESP], &kafka_fops, k, &k->mem, L7_DIR_RESP);
-	l7_pendq__init(&k->q, sizeof(struct pend), &k->mem);
-	return k;
-}
-
-static int kafka_feed(void *st, enum l7_dir dir, const uint8_t *data, size_t len, uint64_t ts)
-{
-	struct kafka *k = st;
-	int err;
-
-	if (dir != L7_DIR_REQ && dir != L7_DIR_RESP)
-		return -EINVAL;
-	if (k->fatal)
-		return k->fatal;
-	err = l7_framer__feed(&k->fr[dir], data, len, ts);
-	if (err < 0)
-		k->fatal = err;
-	return err;
-}
-
-static int kafka_gap(void *st, enum l7_dir dir, size_t len, uint64_t ts)
-{
-	struct kafka *k = st;
-	int r;
-
-	if (dir != L7_DIR_REQ && dir != L7_DIR_RESP)
-		return -EINVAL;
-	if (k->fatal)
-		return k->fatal;
-	r = l7_framer__gap(&k->fr[dir], len, ts);
-	if (r < 0)
-		return k->fatal = r;
-	/* r == 1: framing lost, sync() finds the next header; ids keep pairing safe. */
-	return 0;
-}
-
-static void kafka_finish(void *st, uint64_t ts)
-{
-	struct kafka *k = st;
-	struct pend *e;
-
-	(void)ts;
-	while ((e = l7_pendq__at(&k->q, 0))) {
-		emit_rec(k, e, true, false, 0, false, 0, 0);
-		l7_pendq__remove(&k->q, 0);
-	}
-}
-
-static void kafka_free(void *st)
-{
-	struct kafka *k = st;
-
-	if (!k)
-		return;
-	l7_framer__release(&k->fr[0]);
-	l7_framer__release(&k->fr[1]);
-	l7_pendq__release(&k->q);
-	free(k);
-}
-
-/* Chunks discarded while resynchronising after a gap. */
-static uint64_t kafka_dropped(const void *st)
-{
-	const struct kafka *k = st;
-	return k->fr[0].discarded + k->fr[1].discarded;
+	return l7_framed__new(&kafka_spec, cfg, emit, emit_ctx);
 }
 
 static int kafka_detect(const uint8_t *d, size_t len, enum l7_dir dir, uint16_t port)
@@ -503,9 +430,9 @@ const struct l7_parser_ops l7_kafka_ops = {
 	.name = "kafka",
 	.detect = kafka_detect,
 	.create = kafka_create,
-	.feed = kafka_feed,
-	.gap = kafka_gap,
-	.finish = kafka_finish,
-	.free = kafka_free,
-	.dropped = kafka_dropped,
+	.feed = l7_framed__feed,
+	.gap = l7_framed__gap,
+	.finish = l7_framed__finish,
+	.free = l7_framed__free,
+	.dropped = l7_framed__discarded,   /* chunks discarded while resynchronising */
 };
