@@ -20,8 +20,7 @@
  * that starts with a plausible header (a reply must answer a pending id).
  */
 #include "analyzer/l7/l7.h"
-#include "analyzer/l7/l7_framer.h"
-#include "analyzer/l7/l7_pendq.h"
+#include "analyzer/l7/l7_framed.h"
 #include "analyzer/l7/l7_util.h"
 
 #include <errno.h>
@@ -219,13 +218,7 @@ struct summary {
 };
 
 struct mongo {
-	struct l7_config cfg;
-	l7_emit_fn emit;
-	void *emit_ctx;
-	struct l7_mem mem;
-	struct l7_framer fr[2];
-	struct l7_pendq q;
-	int fatal;
+	struct l7_framed base;     /* first: framers, pending requests, memory, error */
 	uint64_t nreq;             /* requests seen: their order for req_seq */
 	size_t resp_pfx;
 	/* Message framed, to be reported by end(). */
@@ -272,10 +265,7 @@ static void emit_rec(struct mongo *m, const struct pend *p, bool has_req, bool h
 			fmt_opcode(f->val, sizeof(f->val), m->resp_op, m->resp_orig);
 	}
 	if (has_req) {
-		rec.has_request = true;
-		rec.req_ts_ns = p->ts;
-		rec.req_bytes = p->req_bytes;
-		rec.req_seq = p->seq;
+		l7_rec_req(&rec, p->ts, p->req_bytes, p->seq);
 		if (p->cmd_len)
 			l7_rec_strn(&rec, "command", p->cmd, p->cmd_len);
 		l7_rec_i64(&rec, "request_id", p->request_id);
@@ -283,9 +273,7 @@ static void emit_rec(struct mongo *m, const struct pend *p, bool has_req, bool h
 		l7_rec_i64(&rec, "response_to", m->resp_to);
 	}
 	if (has_resp) {
-		rec.has_response = true;
-		rec.resp_ts_ns = resp_ts;
-		rec.resp_bytes = m->resp_bytes;
+		l7_rec_resp(&rec, resp_ts, m->resp_bytes);
 		if ((f = l7_rec_field(&rec, "result"))) {
 			if (s->have_ok && s->ok == 1) {
 				strcpy(f->val, "ok=1");
@@ -311,7 +299,7 @@ static void emit_rec(struct mongo *m, const struct pend *p, bool has_req, bool h
 		if (m->opaque)
 			l7_rec_str(&rec, "compressed", "opaque");
 	}
-	m->emit(m->emit_ctx, &rec);
+	l7_framed__emit(&m->base, &rec);
 }
 
 /* First key of the document at p[0..n) into the pending entry. */
@@ -507,7 +495,7 @@ static void uncompress_body(struct mongo *m, const uint8_t *b, size_t n, uint64_
 	/* zlib: a prefix of the stream inflates to a prefix of the body, which is all we read. */
 	(void)msg_len;
 	olen = l7_min(usize, cap);
-	if (!olen || l7_mem__charge(&m->mem, olen) < 0)
+	if (!olen || l7_mem__charge(&m->base.mem, olen) < 0)
 		return;
 	out = malloc(olen);
 	if (out) {
@@ -530,7 +518,7 @@ static void uncompress_body(struct mongo *m, const uint8_t *b, size_t n, uint64_
 		}
 		free(out);
 	}
-	l7_mem__release(&m->mem, olen);
+	l7_mem__release(&m->base.mem, olen);
 }
 
 static bool plausible_header(const uint8_t *p, size_t n, bool req)
@@ -614,21 +602,21 @@ static int mongo_end(void *ctx, struct l7_framer *f)
 			emit_rec(m, &m->cur, true, false, 0);
 			return 0;
 		}
-		if (l7_pendq__count(&m->q) >= MONGO_MAX_PEND) {
-			e = l7_pendq__at(&m->q, 0);
+		if (l7_pendq__count(&m->base.q) >= MONGO_MAX_PEND) {
+			e = l7_pendq__at(&m->base.q, 0);
 			emit_rec(m, e, true, false, 0);
-			l7_pendq__remove(&m->q, 0);
+			l7_pendq__remove(&m->base.q, 0);
 		}
-		if (!(e = l7_pendq__push(&m->q)))
-			return m->fatal = -ENOBUFS;
+		if (!(e = l7_pendq__push(&m->base.q)))
+			return m->base.fatal = -ENOBUFS;
 		*e = m->cur;
 		return 0;
 	}
-	for (unsigned i = 0; (e = l7_pendq__at(&m->q, i)); i++) {
+	for (unsigned i = 0; (e = l7_pendq__at(&m->base.q, i)); i++) {
 		if (e->request_id != m->resp_to)
 			continue;
 		emit_rec(m, e, true, true, f->ts);
-		l7_pendq__remove(&m->q, i);
+		l7_pendq__remove(&m->base.q, i);
 		return 0;
 	}
 	emit_rec(m, NULL, false, true, f->ts);
@@ -645,94 +633,39 @@ static bool mongo_sync(void *ctx, struct l7_framer *f, const uint8_t *p, size_t 
 	rto = (int32_t)l7_le32(p + 8);
 	if (f->tag == L7_DIR_REQ)
 		return rto == 0;   /* requests answer nothing */
-	for (unsigned i = 0; i < l7_pendq__count(&m->q); i++)
-		if (((struct pend *)l7_pendq__at(&m->q, i))->request_id == rto)
+	for (unsigned i = 0; i < l7_pendq__count(&m->base.q); i++)
+		if (((struct pend *)l7_pendq__at(&m->base.q, i))->request_id == rto)
 			return true;
 	return false;
 }
 
 static const struct l7_framer_ops mongo_fops = { .frame = mongo_frame, .end = mongo_end, .sync = mongo_sync };
 
+/* Requests never answered (the close came first): reported without a response. */
+static void mongo_unanswered(void *st, void *e)
+{
+	emit_rec(st, e, true, false, 0);
+}
+
+static const struct l7_framed_spec mongo_spec = {
+	.fops = &mongo_fops,
+	.state_size = sizeof(struct mongo),
+	.entry_size = sizeof(struct pend),
+	.resync = true,   /* framing lost or not: ids keep the pairing honest */
+	.unanswered = mongo_unanswered,
+};
+
 static void *mongo_create(const struct l7_config *cfg, l7_emit_fn emit, void *emit_ctx)
 {
-	struct mongo *m = calloc(1, sizeof(*m));
+	struct mongo *m = l7_framed__new(&mongo_spec, cfg, emit, emit_ctx);
 
 	if (!m)
 		return NULL;
-	m->cfg = *cfg;
-	m->emit = emit;
-	m->emit_ctx = emit_ctx;
-	m->mem.cap = cfg->max_conn_mem;
-	m->mem.used = sizeof(*m);
 	/* Replies keep "ok" last: look at as much of them as half the budget allows. */
 	m->resp_pfx = l7_min(cfg->max_conn_mem / 2, 1u << 20);
 	if (m->resp_pfx < 1024)
 		m->resp_pfx = 1024;
-	l7_framer__init(&m->fr[L7_DIR_REQ], &mongo_fops, m, &m->mem, L7_DIR_REQ);
-	l7_framer__init(&m->fr[L7_DIR_RESP], &mongo_fops, m, &m->mem, L7_DIR_RESP);
-	l7_pendq__init(&m->q, sizeof(struct pend), &m->mem);
 	return m;
-}
-
-static int mongo_feed(void *st, enum l7_dir dir, const uint8_t *data, size_t len, uint64_t ts)
-{
-	struct mongo *m = st;
-	int err;
-
-	if (dir != L7_DIR_REQ && dir != L7_DIR_RESP)
-		return -EINVAL;
-	if (m->fatal)
-		return m->fatal;
-	err = l7_framer__feed(&m->fr[dir], data, len, ts);
-	if (err < 0)
-		m->fatal = err;
-	return err;
-}
-
-static int mongo_gap(void *st, enum l7_dir dir, size_t len, uint64_t ts)
-{
-	struct mongo *m = st;
-	int r;
-
-	if (dir != L7_DIR_REQ && dir != L7_DIR_RESP)
-		return -EINVAL;
-	if (m->fatal)
-		return m->fatal;
-	r = l7_framer__gap(&m->fr[dir], len, ts);
-	if (r < 0)
-		return m->fatal = r;
-	return 0;   /* framing lost or not: ids keep the pairing honest */
-}
-
-static void mongo_finish(void *st, uint64_t ts)
-{
-	struct mongo *m = st;
-	struct pend *e;
-
-	(void)ts;
-	while ((e = l7_pendq__at(&m->q, 0))) {
-		emit_rec(m, e, true, false, 0);
-		l7_pendq__remove(&m->q, 0);
-	}
-}
-
-static void mongo_free(void *st)
-{
-	struct mongo *m = st;
-
-	if (!m)
-		return;
-	l7_framer__release(&m->fr[0]);
-	l7_framer__release(&m->fr[1]);
-	l7_pendq__release(&m->q);
-	free(m);
-}
-
-/* Chunks discarded while resynchronising after a gap. */
-static uint64_t mongo_dropped(const void *st)
-{
-	const struct mongo *m = st;
-	return m->fr[0].discarded + m->fr[1].discarded;
 }
 
 static int mongo_detect(const uint8_t *d, size_t len, enum l7_dir dir, uint16_t port)
@@ -777,9 +710,9 @@ const struct l7_parser_ops l7_mongo_ops = {
 	.name = "mongo",
 	.detect = mongo_detect,
 	.create = mongo_create,
-	.feed = mongo_feed,
-	.gap = mongo_gap,
-	.finish = mongo_finish,
-	.free = mongo_free,
-	.dropped = mongo_dropped,
+	.feed = l7_framed__feed,
+	.gap = l7_framed__gap,
+	.finish = l7_framed__finish,
+	.free = l7_framed__free,
+	.dropped = l7_framed__discarded,   /* chunks discarded while resynchronising */
 };
