@@ -20,12 +20,10 @@
  * given up (-EPROTO) unless the gap fell inside a discarded row body.
  */
 #include "analyzer/l7/l7.h"
-#include "analyzer/l7/l7_framer.h"
-#include "analyzer/l7/l7_pendq.h"
+#include "analyzer/l7/l7_framed.h"
 #include "analyzer/l7/l7_util.h"
 
 #include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 
 #define MYSQL_MAX_PKT     0xffffffu
@@ -76,12 +74,8 @@ struct pend {
 };
 
 struct mysql {
-	struct l7_config cfg;
-	l7_emit_fn emit;
-	void *emit_ctx;
-	struct l7_mem mem;
-	struct l7_framer fr[2];
-	struct l7_pendq q;
+	struct l7_framed base;  /* first: framers, pending commands, memory, error
+	                         * (-EPROTO for TLS or compression, -ENOBUFS) */
 	enum conn_state cs;
 	enum eof_mode eof;
 	uint32_t server_caps;
@@ -106,7 +100,6 @@ struct mysql {
 	bool noresp_pending;
 	struct pend noresp;
 	size_t prefix;
-	int fatal;             /* -EPROTO (TLS, compression) or -ENOBUFS, sticky */
 	uint64_t nreq;         /* requests seen: their order for req_seq */
 	uint64_t dropped;      /* response packets nobody asked for */
 };
@@ -118,10 +111,7 @@ static void emit_rec(struct mysql *m, const struct pend *p, bool has_resp, uint6
 	char tmp[16];
 
 	l7_record__init(&rec, "mysql");
-	rec.has_request = true;
-	rec.req_ts_ns = p->ts;
-	rec.req_bytes = p->req_bytes;
-	rec.req_seq = p->rseq;
+	l7_rec_req(&rec, p->ts, p->req_bytes, p->rseq);
 	if (p->cmd == CMD_LOGIN) {
 		name = "LOGIN";
 	} else if (p->cmd < sizeof(cmd_names) / sizeof(cmd_names[0])) {
@@ -136,9 +126,7 @@ static void emit_rec(struct mysql *m, const struct pend *p, bool has_resp, uint6
 	if (p->arg_len)
 		l7_rec_text(&rec, p->cmd == COM_FIELD_LIST ? "table" : "argument", p->arg, p->arg_len);
 	if (has_resp) {
-		rec.has_response = true;
-		rec.resp_ts_ns = resp_ts;
-		rec.resp_bytes = m->resp_bytes;
+		l7_rec_resp(&rec, resp_ts, m->resp_bytes);
 		rec.status = m->status;
 		rec.is_error = m->is_error;
 		if (m->have_result)
@@ -148,7 +136,7 @@ static void emit_rec(struct mysql *m, const struct pend *p, bool has_resp, uint6
 		if (m->is_error && m->errmsg[0])
 			l7_rec_str(&rec, "error_message", m->errmsg);
 	}
-	m->emit(m->emit_ctx, &rec);
+	l7_framed__emit(&m->base, &rec);
 }
 
 static void resp_reset(struct mysql *m)
@@ -255,7 +243,7 @@ static void client_packet(struct mysql *m, const uint8_t *p, size_t n, uint32_t 
 
 	if (m->cs == CS_AUTH || (m->cs == CS_CMD && seq != 0) || (m->cs == CS_START && seq != 0 && seq != 1)) {
 		/* Auth data, LOCAL INFILE contents, CHANGE_USER auth rounds: part of the open exchange. */
-		if ((e = l7_pendq__at(&m->q, 0)))
+		if ((e = l7_pendq__at(&m->base.q, 0)))
 			e->req_bytes += total;
 		return;
 	}
@@ -268,20 +256,20 @@ static void client_packet(struct mysql *m, const uint8_t *p, size_t n, uint32_t 
 		if (m->cs == CS_START && (!(caps & CLIENT_PROTOCOL_41) || n < 33))
 			return;
 		if (caps & CLIENT_PROTOCOL_41 && plen == 32 && (caps & CLIENT_SSL)) {
-			m->fatal = -EPROTO;   /* SSL request: the rest is TLS */
+			m->base.fatal = -EPROTO;   /* SSL request: the rest is TLS */
 			return;
 		}
 		if (m->server_caps & caps & CLIENT_COMPRESS) {
-			m->fatal = -EPROTO;   /* compressed protocol */
+			m->base.fatal = -EPROTO;   /* compressed protocol */
 			return;
 		}
-		if (!(e = l7_pendq__push(&m->q))) {
-			m->fatal = -ENOBUFS;
+		if (!(e = l7_pendq__push(&m->base.q))) {
+			m->base.fatal = -ENOBUFS;
 			return;
 		}
 		e->cmd = CMD_LOGIN;
 		e->rseq = ++m->nreq;
-		e->ts = m->fr[L7_DIR_REQ].msg_ts;
+		e->ts = m->base.fr[L7_DIR_REQ].msg_ts;
 		e->req_bytes = total;
 		e->seq = seq;
 		m->cs = CS_AUTH;
@@ -295,7 +283,7 @@ static void client_packet(struct mysql *m, const uint8_t *p, size_t n, uint32_t 
 		if (n > off) {
 			const uint8_t *z = memchr(p + off, 0, n - off);
 			size_t ulen = z ? (size_t)(z - (p + off)) : n - off;
-			e->arg_len = (uint16_t)l7_min(ulen, l7_min(m->cfg.max_query_len, L7_FIELD_MAX - 1));
+			e->arg_len = (uint16_t)l7_min(ulen, l7_min(m->base.cfg.max_query_len, L7_FIELD_MAX - 1));
 			memcpy(e->arg, p + off, e->arg_len);
 		}
 		return;
@@ -309,12 +297,12 @@ static void client_packet(struct mysql *m, const uint8_t *p, size_t n, uint32_t 
 		e = &m->noresp;
 		memset(e, 0, offsetof(struct pend, arg));
 		m->noresp_pending = true;
-	} else if (!(e = l7_pendq__push(&m->q))) {
-		m->fatal = -ENOBUFS;
+	} else if (!(e = l7_pendq__push(&m->base.q))) {
+		m->base.fatal = -ENOBUFS;
 		return;
 	}
 	e->cmd = cmd;
-	e->ts = m->fr[L7_DIR_REQ].msg_ts;
+	e->ts = m->base.fr[L7_DIR_REQ].msg_ts;
 	e->req_bytes = total;
 	e->rseq = ++m->nreq;
 	e->seq = seq;
@@ -350,7 +338,7 @@ static void client_packet(struct mysql *m, const uint8_t *p, size_t n, uint32_t 
 			if (z)
 				alen = (size_t)(z - (p + 1));
 		}
-		e->arg_len = (uint16_t)l7_min(alen, l7_min(m->cfg.max_query_len, L7_FIELD_MAX - 1));
+		e->arg_len = (uint16_t)l7_min(alen, l7_min(m->base.cfg.max_query_len, L7_FIELD_MAX - 1));
 		memcpy(e->arg, p + 1, e->arg_len);
 		break;
 	}
@@ -395,7 +383,7 @@ static int server_packet(struct mysql *m, const uint8_t *p, size_t n, uint32_t p
 			return 0;
 		}
 	}
-	e = l7_pendq__at(&m->q, 0);
+	e = l7_pendq__at(&m->base.q, 0);
 	if (!e) {
 		m->dropped++;
 		return 0;   /* nobody asked: a response from before the capture */
@@ -405,7 +393,7 @@ static int server_packet(struct mysql *m, const uint8_t *p, size_t n, uint32_t p
 		return 0;   /* not the start of this request's response */
 	}
 	if (!m->resp_bytes)
-		m->resp_ts = m->fr[L7_DIR_RESP].msg_ts;
+		m->resp_ts = m->base.fr[L7_DIR_RESP].msg_ts;
 	m->resp_bytes += total;
 	m->next_seq = (uint8_t)(seq + 1);
 	if (n < 1)
@@ -575,8 +563,8 @@ static ssize_t mysql_frame(void *ctx, struct l7_framer *f, const uint8_t *p, siz
 	m->cont[f->tag] = plen == MYSQL_MAX_PKT;
 	if (cont) {
 		/* Continuation of a >16 MB payload: belongs to the packet before. */
-		unsigned cnt = l7_pendq__count(&m->q);
-		struct pend *e = cnt ? l7_pendq__at(&m->q, cnt - 1) : NULL;
+		unsigned cnt = l7_pendq__count(&m->base.q);
+		struct pend *e = cnt ? l7_pendq__at(&m->base.q, cnt - 1) : NULL;
 		if (f->tag == L7_DIR_RESP) {
 			m->resp_bytes += 4 + (uint64_t)plen;
 		} else if (e) {
@@ -587,8 +575,8 @@ static ssize_t mysql_frame(void *ctx, struct l7_framer *f, const uint8_t *p, siz
 	}
 	if (f->tag == L7_DIR_REQ) {
 		client_packet(m, p + 4, n, plen, seq, 4 + (uint64_t)plen);
-		if (m->fatal)
-			return m->fatal;
+		if (m->base.fatal)
+			return m->base.fatal;
 	} else {
 		server_packet(m, p + 4, n, plen, seq, 4 + (uint64_t)plen);
 	}
@@ -609,10 +597,10 @@ static int mysql_end(void *ctx, struct l7_framer *f)
 	}
 	if (!m->done)
 		return 0;
-	e = l7_pendq__at(&m->q, 0);
+	e = l7_pendq__at(&m->base.q, 0);
 	if (e) {
 		emit_rec(m, e, true, f->ts);
-		l7_pendq__remove(&m->q, 0);
+		l7_pendq__remove(&m->base.q, 0);
 	}
 	resp_reset(m);
 	return 0;
@@ -624,78 +612,40 @@ static const struct l7_framer_ops mysql_fops = {
 	.sync = NULL,
 };
 
+/*
+ * A command pending at the close; the head may have a partial response
+ * (e.g. rows cut by the close), the others none (resp_reset() clears it).
+ */
+static void mysql_unanswered(void *st, void *e)
+{
+	struct mysql *m = st;
+	bool partial = m->resp_bytes > 0;
+
+	emit_rec(m, e, partial, partial ? m->base.fr[L7_DIR_RESP].ts : 0);
+	resp_reset(m);
+}
+
+static const struct l7_framed_spec mysql_spec = {
+	.fops = &mysql_fops,
+	.state_size = sizeof(struct mysql),
+	.entry_size = sizeof(struct pend),
+	.resync = false,   /* FIFO pairing */
+	.unanswered = mysql_unanswered,
+};
+
 static void *mysql_create(const struct l7_config *cfg, l7_emit_fn emit, void *emit_ctx)
 {
-	struct mysql *m = calloc(1, sizeof(*m));
+	struct mysql *m = l7_framed__new(&mysql_spec, cfg, emit, emit_ctx);
 
 	if (!m)
 		return NULL;
-	m->cfg = *cfg;
-	m->emit = emit;
-	m->emit_ctx = emit_ctx;
-	m->mem.cap = cfg->max_conn_mem;
-	m->mem.used = sizeof(*m);
 	m->qattr = -1;
 	/* Enough of a packet for the command, its argument, error texts and OK fields. */
 	m->prefix = l7_min(cfg->max_query_len, L7_FIELD_MAX) + 64;
 	if (m->prefix < 512)
 		m->prefix = 512;
-	l7_framer__init(&m->fr[L7_DIR_REQ], &mysql_fops, m, &m->mem, L7_DIR_REQ);
-	l7_framer__init(&m->fr[L7_DIR_RESP], &mysql_fops, m, &m->mem, L7_DIR_RESP);
-	l7_pendq__init(&m->q, sizeof(struct pend), &m->mem);
 	resp_reset(m);
 	return m;
-}
-
-static int mysql_feed(void *st, enum l7_dir dir, const uint8_t *data, size_t len, uint64_t ts)
-{
-	struct mysql *m = st;
-
-	if (dir != L7_DIR_REQ && dir != L7_DIR_RESP)
-		return -EINVAL;
-	if (m->fatal)
-		return m->fatal;
-	return l7_framer__feed(&m->fr[dir], data, len, ts);
-}
-
-static int mysql_gap(void *st, enum l7_dir dir, size_t len, uint64_t ts)
-{
-	struct mysql *m = st;
-	int r;
-
-	if (dir != L7_DIR_REQ && dir != L7_DIR_RESP)
-		return -EINVAL;
-	r = l7_framer__gap(&m->fr[dir], len, ts);
-	return r == 0 ? 0 : r < 0 ? r : -EPROTO;
-}
-
-static void mysql_finish(void *st, uint64_t ts)
-{
-	struct mysql *m = st;
-	struct pend *e;
-	bool first = true;
-
-	(void)ts;
-	while ((e = l7_pendq__at(&m->q, 0))) {
-		/* The head may have a partial response (e.g. rows cut by the close). */
-		bool partial = first && (m->resp_bytes > 0);
-		emit_rec(m, e, partial, partial ? m->fr[L7_DIR_RESP].ts : 0);
-		l7_pendq__remove(&m->q, 0);
-		resp_reset(m);
-		first = false;
-	}
-}
-
-static void mysql_free(void *st)
-{
-	struct mysql *m = st;
-
-	if (!m)
-		return;
-	l7_framer__release(&m->fr[0]);
-	l7_framer__release(&m->fr[1]);
-	l7_pendq__release(&m->q);
-	free(m);
 }
 
 static uint64_t mysql_dropped(const void *st)
@@ -796,9 +746,9 @@ const struct l7_parser_ops l7_mysql_ops = {
 	.name = "mysql",
 	.detect = mysql_detect,
 	.create = mysql_create,
-	.feed = mysql_feed,
-	.gap = mysql_gap,
-	.finish = mysql_finish,
-	.free = mysql_free,
+	.feed = l7_framed__feed,
+	.gap = l7_framed__gap,
+	.finish = l7_framed__finish,
+	.free = l7_framed__free,
 	.dropped = mysql_dropped,
 };
