@@ -24,13 +24,11 @@
  * unless it fell inside a discarded message body.
  */
 #include "analyzer/l7/l7.h"
-#include "analyzer/l7/l7_framer.h"
-#include "analyzer/l7/l7_pendq.h"
+#include "analyzer/l7/l7_framed.h"
 #include "analyzer/l7/l7_util.h"
 
 #include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #define PG_PROTO_V3      196608u
@@ -66,14 +64,8 @@ struct stmt {
 };
 
 struct pgsql {
-	struct l7_config cfg;
-	l7_emit_fn emit;
-	void *emit_ctx;
-	struct l7_mem mem;
-	struct l7_framer fr[2];
-	struct l7_pendq q;
+	struct l7_framed base;  /* first: framers, pending exchanges, memory, error */
 	size_t prefix;
-	int fatal;
 	uint64_t nreq;          /* exchanges opened: their order for req_seq */
 	uint64_t dropped;       /* orphan backend messages, evicted statements */
 	bool cli_untyped;       /* next client message may be a startup-phase one */
@@ -137,7 +129,7 @@ static struct stmt *stmt_slot(struct pgsql *s, const char *name)
 
 static size_t qmax(const struct pgsql *s)
 {
-	return l7_min(s->cfg.max_query_len, L7_FIELD_MAX - 1);
+	return l7_min(s->base.cfg.max_query_len, L7_FIELD_MAX - 1);
 }
 
 static void emit_txn(struct pgsql *s, const struct txn *t, bool aborted, uint64_t resp_ts)
@@ -145,19 +137,14 @@ static void emit_txn(struct pgsql *s, const struct txn *t, bool aborted, uint64_
 	struct l7_record rec;
 
 	l7_record__init(&rec, "pgsql");
-	rec.has_request = true;
-	rec.req_ts_ns = t->ts;
-	rec.req_bytes = t->req_bytes;
-	rec.req_seq = t->seq;
+	l7_rec_req(&rec, t->ts, t->req_bytes, t->seq);
 	l7_rec_str(&rec, "kind", kind_names[t->kind]);
 	if (t->qlen)
 		l7_rec_text(&rec, "query", t->q, t->qlen);
 	if (aborted) {
 		l7_rec_str(&rec, "result", "ABORTED");
 	} else if (t->got_resp) {
-		rec.has_response = true;
-		rec.resp_ts_ns = resp_ts;
-		rec.resp_bytes = t->resp_bytes;
+		l7_rec_resp(&rec, resp_ts, t->resp_bytes);
 		if (t->err[0]) {
 			rec.is_error = true;
 			l7_rec_str(&rec, "result", t->err);
@@ -169,19 +156,19 @@ static void emit_txn(struct pgsql *s, const struct txn *t, bool aborted, uint64_
 		if (t->rows)
 			l7_rec_u64(&rec, "rows", t->rows);
 	}
-	s->emit(s->emit_ctx, &rec);
+	l7_framed__emit(&s->base, &rec);
 }
 
 static struct txn *new_txn(struct pgsql *s, uint8_t kind, uint64_t bytes)
 {
-	struct txn *t = l7_pendq__push(&s->q);
+	struct txn *t = l7_pendq__push(&s->base.q);
 
 	if (!t) {
-		s->fatal = -ENOBUFS;
+		s->base.fatal = -ENOBUFS;
 		return NULL;
 	}
 	t->kind = kind;
-	t->ts = s->fr[L7_DIR_REQ].msg_ts;
+	t->ts = s->base.fr[L7_DIR_REQ].msg_ts;
 	t->req_bytes = bytes;
 	t->batch = s->cli_batch;
 	t->seq = ++s->nreq;
@@ -311,7 +298,7 @@ static void client_message(struct pgsql *s, uint8_t type, const uint8_t *b, size
 		return;
 	default:
 		/* Describe, Close, Flush, Terminate, copy data, auth responses. */
-		if ((t = l7_pendq__at(&s->q, l7_pendq__count(&s->q) - 1)) && l7_pendq__count(&s->q))
+		if ((t = l7_pendq__at(&s->base.q, l7_pendq__count(&s->base.q) - 1)) && l7_pendq__count(&s->base.q))
 			t->req_bytes += total;
 		return;
 	}
@@ -338,7 +325,7 @@ static ssize_t pg_frame_req(struct pgsql *s, const uint8_t *p, size_t avail, siz
 					return 0;
 				}
 				startup_message(s, p, want, len);
-				return s->fatal ? s->fatal : (ssize_t)len;
+				return s->base.fatal ? s->base.fatal : (ssize_t)len;
 			}
 		}
 		/* Mid-connection: typed messages from the start. */
@@ -357,13 +344,13 @@ static ssize_t pg_frame_req(struct pgsql *s, const uint8_t *p, size_t avail, siz
 		return 0;
 	}
 	client_message(s, p[0], p + 5, want - 5, 1 + (uint64_t)len);
-	return s->fatal ? s->fatal : (ssize_t)(1 + (uint64_t)len);
+	return s->base.fatal ? s->base.fatal : (ssize_t)(1 + (uint64_t)len);
 }
 
 /* Oldest transaction awaiting the current ReadyForQuery, NULL if none. */
 static struct txn *current(struct pgsql *s, unsigned *idx)
 {
-	struct txn *t = l7_pendq__at(&s->q, 0);
+	struct txn *t = l7_pendq__at(&s->base.q, 0);
 
 	if (!t || t->batch != s->srv_batch)
 		return NULL;
@@ -390,8 +377,8 @@ static void server_message(struct pgsql *s, uint8_t type, const uint8_t *b, size
 		while ((t = current(s, NULL))) {
 			if (!t->tag[0] && !t->err[0])
 				strcpy(t->tag, t->kind == K_STARTUP ? "READY" : "OK");
-			emit_txn(s, t, false, s->fr[L7_DIR_RESP].ts);
-			l7_pendq__remove(&s->q, 0);
+			emit_txn(s, t, false, s->base.fr[L7_DIR_RESP].ts);
+			l7_pendq__remove(&s->base.q, 0);
 		}
 		if (s->srv_batch < s->cli_batch)
 			s->srv_batch++;
@@ -432,15 +419,15 @@ static void server_message(struct pgsql *s, uint8_t type, const uint8_t *b, size
 		if (t->kind != K_EXECUTE)
 			return;
 		/* This Execute is done. */
-		emit_txn(s, t, false, s->fr[L7_DIR_RESP].ts);
+		emit_txn(s, t, false, s->base.fr[L7_DIR_RESP].ts);
 		uint64_t batch = t->batch;
-		l7_pendq__remove(&s->q, 0);
+		l7_pendq__remove(&s->base.q, 0);
 		if (type == 'E') {
 			/* The server skips to Sync: the batch's other Executes never run. */
-			for (unsigned j = 0; (t = l7_pendq__at(&s->q, j)) && t->batch == batch;) {
+			for (unsigned j = 0; (t = l7_pendq__at(&s->base.q, j)) && t->batch == batch;) {
 				if (t->kind == K_EXECUTE || t->kind == K_PARSE) {
 					emit_txn(s, t, true, 0);
-					l7_pendq__remove(&s->q, j);
+					l7_pendq__remove(&s->base.q, j);
 				} else {
 					j++;
 				}
@@ -484,7 +471,7 @@ static ssize_t pg_frame_resp(struct pgsql *s, const uint8_t *p, size_t avail, si
 		return 0;
 	}
 	server_message(s, p[0], p + 5, want - 5, 1 + (uint64_t)len);
-	return s->fatal ? s->fatal : (ssize_t)(1 + (uint64_t)len);
+	return s->base.fatal ? s->base.fatal : (ssize_t)(1 + (uint64_t)len);
 }
 
 static ssize_t pg_frame(void *ctx, struct l7_framer *f, const uint8_t *p, size_t avail, size_t *need)
@@ -494,69 +481,31 @@ static ssize_t pg_frame(void *ctx, struct l7_framer *f, const uint8_t *p, size_t
 
 static const struct l7_framer_ops pg_fops = { .frame = pg_frame };
 
+/* Exchanges open at the close: reported with what their response gave so far. */
+static void pg_unanswered(void *st, void *t)
+{
+	struct pgsql *s = st;
+
+	emit_txn(s, t, false, s->base.fr[L7_DIR_RESP].ts);
+}
+
+static const struct l7_framed_spec pg_spec = {
+	.fops = &pg_fops,
+	.state_size = sizeof(struct pgsql),
+	.entry_size = sizeof(struct txn),
+	.resync = false,   /* FIFO pairing */
+	.unanswered = pg_unanswered,
+};
+
 static void *pg_create(const struct l7_config *cfg, l7_emit_fn emit, void *emit_ctx)
 {
-	struct pgsql *s = calloc(1, sizeof(*s));
+	struct pgsql *s = l7_framed__new(&pg_spec, cfg, emit, emit_ctx);
 
 	if (!s)
 		return NULL;
-	s->cfg = *cfg;
-	s->emit = emit;
-	s->emit_ctx = emit_ctx;
-	s->mem.cap = cfg->max_conn_mem;
-	s->mem.used = sizeof(*s);
 	s->prefix = l7_min(cfg->max_query_len, L7_FIELD_MAX) + 1024;
 	s->cli_untyped = true;
-	l7_framer__init(&s->fr[L7_DIR_REQ], &pg_fops, s, &s->mem, L7_DIR_REQ);
-	l7_framer__init(&s->fr[L7_DIR_RESP], &pg_fops, s, &s->mem, L7_DIR_RESP);
-	l7_pendq__init(&s->q, sizeof(struct txn), &s->mem);
 	return s;
-}
-
-static int pg_feed(void *st, enum l7_dir dir, const uint8_t *data, size_t len, uint64_t ts)
-{
-	struct pgsql *s = st;
-
-	if (dir != L7_DIR_REQ && dir != L7_DIR_RESP)
-		return -EINVAL;
-	if (s->fatal)
-		return s->fatal;
-	return l7_framer__feed(&s->fr[dir], data, len, ts);
-}
-
-static int pg_gap(void *st, enum l7_dir dir, size_t len, uint64_t ts)
-{
-	struct pgsql *s = st;
-	int r;
-
-	if (dir != L7_DIR_REQ && dir != L7_DIR_RESP)
-		return -EINVAL;
-	r = l7_framer__gap(&s->fr[dir], len, ts);
-	return r == 0 ? 0 : r < 0 ? r : -EPROTO;
-}
-
-static void pg_finish(void *st, uint64_t ts)
-{
-	struct pgsql *s = st;
-	struct txn *t;
-
-	(void)ts;
-	while ((t = l7_pendq__at(&s->q, 0))) {
-		emit_txn(s, t, false, s->fr[L7_DIR_RESP].ts);
-		l7_pendq__remove(&s->q, 0);
-	}
-}
-
-static void pg_free(void *st)
-{
-	struct pgsql *s = st;
-
-	if (!s)
-		return;
-	l7_framer__release(&s->fr[0]);
-	l7_framer__release(&s->fr[1]);
-	l7_pendq__release(&s->q);
-	free(s);
 }
 
 static uint64_t pg_dropped(const void *st)
@@ -631,9 +580,9 @@ const struct l7_parser_ops l7_pgsql_ops = {
 	.name = "pgsql",
 	.detect = pg_detect,
 	.create = pg_create,
-	.feed = pg_feed,
-	.gap = pg_gap,
-	.finish = pg_finish,
-	.free = pg_free,
+	.feed = l7_framed__feed,
+	.gap = l7_framed__gap,
+	.finish = l7_framed__finish,
+	.free = l7_framed__free,
 	.dropped = pg_dropped,
 };
