@@ -21,13 +21,11 @@
  * result ("RESULT:<kind>", "ERROR:0x<code>", or the response opcode).
  */
 #include "analyzer/l7/l7.h"
-#include "analyzer/l7/l7_framer.h"
-#include "analyzer/l7/l7_pendq.h"
+#include "analyzer/l7/l7_framed.h"
 #include "analyzer/l7/l7_util.h"
 
 #include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #define CQL_HDR        9
@@ -82,15 +80,9 @@ struct seg {
 };
 
 struct cql {
-	struct l7_config cfg;
-	l7_emit_fn emit;
-	void *emit_ctx;
-	struct l7_mem mem;
-	struct l7_framer fr[2];
+	struct l7_framed base;    /* first: framers, pending requests, memory, error */
 	struct seg seg[2];
-	struct l7_pendq q;
 	size_t req_pfx;
-	int fatal;
 	uint64_t nreq;            /* requests seen: their order for req_seq */
 	int version;              /* 0 until the first envelope */
 	bool v5_startup;          /* a v5 STARTUP awaits READY / AUTHENTICATE */
@@ -116,25 +108,20 @@ static void emit_rec(struct cql *c, const struct pend *p, bool has_req, bool has
 	l7_record__init(&rec, "cql");
 	l7_rec_i64(&rec, "stream_id", has_req ? p->stream : c->resp_stream);
 	if (has_req) {
-		rec.has_request = true;
-		rec.req_ts_ns = p->ts;
-		rec.req_bytes = p->req_bytes;
-		rec.req_seq = p->seq;
+		l7_rec_req(&rec, p->ts, p->req_bytes, p->seq);
 		l7_rec_str(&rec, "opcode", p->op < NOPC && opc_names[p->op] ? opc_names[p->op] : "?");
 		if (p->qlen)
 			l7_rec_text(&rec, "query", p->q, p->qlen);
 	}
 	if (has_resp) {
-		rec.has_response = true;
-		rec.resp_ts_ns = resp_ts;
-		rec.resp_bytes = c->resp_bytes;
+		l7_rec_resp(&rec, resp_ts, c->resp_bytes);
 		rec.is_error = c->is_error;
 		rec.status = c->status;
 		l7_rec_str(&rec, "result", c->result);
 		if (c->is_error && c->errmsg[0])
 			l7_rec_str(&rec, "error_message", c->errmsg);
 	}
-	c->emit(c->emit_ctx, &rec);
+	l7_framed__emit(&c->base, &rec);
 }
 
 /* Skip the optional prefix of a body: tracing id, warnings, custom payload. */
@@ -178,7 +165,7 @@ static size_t body_start(const uint8_t *b, size_t n, uint8_t flags, bool req)
 static void parse_request(struct cql *c, struct pend *e, uint8_t flags, const uint8_t *b, size_t n)
 {
 	size_t off;
-	size_t qmax = l7_min(c->cfg.max_query_len, L7_FIELD_MAX - 1);
+	size_t qmax = l7_min(c->base.cfg.max_query_len, L7_FIELD_MAX - 1);
 
 	if (e->op == OPC_STARTUP) {
 		/* [string map]: note protocol v5 and compression. */
@@ -343,7 +330,7 @@ static ssize_t cql_frame(void *ctx, struct l7_framer *f, const uint8_t *p, size_
 			/* Both sides use v5 segments from the next byte on. */
 			c->v5_startup = false;
 			if (c->v5_compressed)
-				c->fatal = -EPROTO;
+				c->base.fatal = -EPROTO;
 			c->seg[L7_DIR_REQ].on = c->seg[L7_DIR_RESP].on = true;
 			f->pause = true;
 		}
@@ -362,23 +349,23 @@ static int cql_end(void *ctx, struct l7_framer *f)
 	if (f->tag == L7_DIR_REQ) {
 		c->cur.ts = f->msg_ts;
 		c->cur.seq = ++c->nreq;
-		if (l7_pendq__count(&c->q) >= CQL_MAX_PEND) {
-			e = l7_pendq__at(&c->q, 0);
+		if (l7_pendq__count(&c->base.q) >= CQL_MAX_PEND) {
+			e = l7_pendq__at(&c->base.q, 0);
 			emit_rec(c, e, true, false, 0);
-			l7_pendq__remove(&c->q, 0);
+			l7_pendq__remove(&c->base.q, 0);
 		}
-		if (!(e = l7_pendq__push(&c->q)))
-			return c->fatal = -ENOBUFS;
+		if (!(e = l7_pendq__push(&c->base.q)))
+			return c->base.fatal = -ENOBUFS;
 		*e = c->cur;
 		return 0;
 	}
 	if (c->event)
 		return 0;   /* server push, not an exchange */
-	for (unsigned i = 0; (e = l7_pendq__at(&c->q, i)); i++) {
+	for (unsigned i = 0; (e = l7_pendq__at(&c->base.q, i)); i++) {
 		if (e->stream != c->resp_stream)
 			continue;
 		emit_rec(c, e, true, true, f->ts);
-		l7_pendq__remove(&c->q, i);
+		l7_pendq__remove(&c->base.q, i);
 		return 0;
 	}
 	emit_rec(c, NULL, false, true, f->ts);
@@ -399,8 +386,8 @@ static bool cql_sync(void *ctx, struct l7_framer *f, const uint8_t *p, size_t le
 	sid = (int16_t)l7_be16(p + 2);
 	if (sid < 0)
 		return p[4] == OPC_EVENT;
-	for (unsigned i = 0; i < l7_pendq__count(&c->q); i++)
-		if (((struct pend *)l7_pendq__at(&c->q, i))->stream == sid)
+	for (unsigned i = 0; i < l7_pendq__count(&c->base.q); i++)
+		if (((struct pend *)l7_pendq__at(&c->base.q, i))->stream == sid)
 			return true;
 	return false;
 }
@@ -439,7 +426,7 @@ static int seg_feed(struct cql *c, enum l7_dir dir, const uint8_t *d, size_t len
 		}
 		if (s->pay_left) {
 			size_t n = l7_min(len, s->pay_left);
-			if ((err = l7_framer__feed(&c->fr[dir], d, n, ts)) < 0)
+			if ((err = l7_framer__feed(&c->base.fr[dir], d, n, ts)) < 0)
 				return err;
 			s->pay_left -= (uint32_t)n;
 			d += n;
@@ -467,90 +454,58 @@ static int cql_feed(void *st, enum l7_dir dir, const uint8_t *data, size_t len, 
 	struct cql *c = st;
 	int err;
 
-	if (dir != L7_DIR_REQ && dir != L7_DIR_RESP)
+	if (!l7_framed__dir_ok(dir))
 		return -EINVAL;
-	if (c->fatal)
-		return c->fatal;
+	if (c->base.fatal)
+		return c->base.fatal;
 	if (c->seg[dir].on) {
 		err = seg_feed(c, dir, data, len, ts);
 	} else {
-		err = l7_framer__feed(&c->fr[dir], data, len, ts);
-		if (!err && c->fatal)
-			err = c->fatal;
-		if (!err && c->fr[dir].unconsumed) {
-			size_t used = len - c->fr[dir].unconsumed;
+		err = l7_framer__feed(&c->base.fr[dir], data, len, ts);
+		if (!err && c->base.fatal)
+			err = c->base.fatal;
+		if (!err && c->base.fr[dir].unconsumed) {
+			size_t used = len - c->base.fr[dir].unconsumed;
 			err = seg_feed(c, dir, data + used, len - used, ts);
 		}
 	}
 	if (err < 0)
-		c->fatal = err;
+		c->base.fatal = err;
 	return err;
 }
 
 static int cql_gap(void *st, enum l7_dir dir, size_t len, uint64_t ts)
 {
 	struct cql *c = st;
-	int r;
 
-	if (dir != L7_DIR_REQ && dir != L7_DIR_RESP)
-		return -EINVAL;
-	if (c->fatal)
-		return c->fatal;
-	if (c->seg[dir].on)
-		return c->fatal = -EPROTO;   /* segment boundaries are gone */
-	r = l7_framer__gap(&c->fr[dir], len, ts);
-	if (r < 0)
-		return c->fatal = r;
-	return 0;   /* stream ids keep the pairing honest across the resync */
+	if (l7_framed__dir_ok(dir) && !c->base.fatal && c->seg[dir].on)
+		return c->base.fatal = -EPROTO;   /* segment boundaries are gone */
+	/* Otherwise stream ids keep the pairing honest across the resync. */
+	return l7_framed__gap(st, dir, len, ts);
 }
 
-static void cql_finish(void *st, uint64_t ts)
+/* Requests never answered (the close came first): reported without a response. */
+static void cql_unanswered(void *st, void *e)
 {
-	struct cql *c = st;
-	struct pend *e;
-
-	(void)ts;
-	while ((e = l7_pendq__at(&c->q, 0))) {
-		emit_rec(c, e, true, false, 0);
-		l7_pendq__remove(&c->q, 0);
-	}
+	emit_rec(st, e, true, false, 0);
 }
 
-static void cql_free(void *st)
-{
-	struct cql *c = st;
-
-	if (!c)
-		return;
-	l7_framer__release(&c->fr[0]);
-	l7_framer__release(&c->fr[1]);
-	l7_pendq__release(&c->q);
-	free(c);
-}
+static const struct l7_framed_spec cql_spec = {
+	.fops = &cql_fops,
+	.state_size = sizeof(struct cql),
+	.entry_size = sizeof(struct pend),
+	.resync = true,
+	.unanswered = cql_unanswered,
+};
 
 static void *cql_create(const struct l7_config *cfg, l7_emit_fn emit, void *emit_ctx)
 {
-	struct cql *c = calloc(1, sizeof(*c));
+	struct cql *c = l7_framed__new(&cql_spec, cfg, emit, emit_ctx);
 
 	if (!c)
 		return NULL;
-	c->cfg = *cfg;
-	c->emit = emit;
-	c->emit_ctx = emit_ctx;
-	c->mem.cap = cfg->max_conn_mem;
-	c->mem.used = sizeof(*c);
 	c->req_pfx = l7_min(cfg->max_query_len, L7_FIELD_MAX) + 512;
-	l7_framer__init(&c->fr[L7_DIR_REQ], &cql_fops, c, &c->mem, L7_DIR_REQ);
-	l7_framer__init(&c->fr[L7_DIR_RESP], &cql_fops, c, &c->mem, L7_DIR_RESP);
-	l7_pendq__init(&c->q, sizeof(struct pend), &c->mem);
 	return c;
-}
-
-/* Chunks discarded while resynchronising after a gap. */
-static uint64_t cql_dropped(const void *st)
-{
-	const struct cql *c = st;
-	return c->fr[0].discarded + c->fr[1].discarded;
 }
 
 static int cql_detect(const uint8_t *d, size_t len, enum l7_dir dir, uint16_t port)
@@ -597,7 +552,7 @@ const struct l7_parser_ops l7_cql_ops = {
 	.create = cql_create,
 	.feed = cql_feed,
 	.gap = cql_gap,
-	.finish = cql_finish,
-	.free = cql_free,
-	.dropped = cql_dropped,
+	.finish = l7_framed__finish,
+	.free = l7_framed__free,
+	.dropped = l7_framed__discarded,   /* chunks discarded while resynchronising */
 };
