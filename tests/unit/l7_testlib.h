@@ -115,6 +115,36 @@ static inline void tb_str(struct tbuf *b, const char *s) { tb_mem(b, s, strlen(s
 static inline void tb_cstr(struct tbuf *b, const char *s) { tb_mem(b, s, strlen(s) + 1); }
 static inline void tb_fill(struct tbuf *b, int c, size_t n) { while (n--) tb_u8(b, (unsigned)c); }
 
+/*
+ * A client that pipelines without bound: on a fresh connection capped at
+ * `cap` bytes (other settings default), requests msg(b, 0), msg(b, 1), ...
+ * up to msg(b, max - 1) are fed one per feed() until one fails.  Returns that
+ * error, 0 when all were taken, -ENOMEM when the setup failed.
+ */
+static inline int tflood(const struct l7_parser_ops *ops, size_t cap, void (*msg)(struct tbuf *b, int i), int max)
+{
+	struct l7_config cfg = L7_CONFIG_DEFAULTS;
+	struct tcollect c = { 0 };
+	struct tbuf *b = calloc(1, sizeof(*b));
+	void *st = NULL;
+	int rc = 0;
+
+	cfg.max_conn_mem = cap;
+	if (!b || !(st = ops->create(&cfg, tcollect_emit, &c))) {
+		free(b);
+		return -ENOMEM;
+	}
+	for (int i = 0; i < max && !rc; i++) {
+		b->n = 0;
+		msg(b, i);
+		rc = ops->feed(st, L7_DIR_REQ, b->d, b->n, 1);
+	}
+	ops->free(st);
+	tcollect_free(&c);
+	free(b);
+	return rc;
+}
+
 /* ---- scripted conversations ------------------------------------------ */
 
 struct tstep {
@@ -345,6 +375,17 @@ static inline int tpcap_run(const char *path, const struct l7_parser_ops *ops, c
 	pcap_close(pc);
 	return (int)tp->nflows;
 }
+
+/*
+ * tpcap_run() on the shared capture `rel` (under testdata/pcap/); skips the
+ * calling cmocka test when the shared tree is absent.  For files that
+ * include cmocka.h.
+ */
+#define TCAPTURE(rel, ops, cfg, server_port, out, tp) __extension__ ({ \
+	char tcap_path_[512]; \
+	if (!tshared((rel), tcap_path_, sizeof(tcap_path_))) \
+		skip(); \
+	tpcap_run(tcap_path_, (ops), (cfg), (server_port), (out), (tp)); })
 
 /* Print records as "conn<TAB>field...": handy to diff against oracle.sh. */
 static inline void tprint(FILE *fp, const struct tcollect *c, const char *const *keys)

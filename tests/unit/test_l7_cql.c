@@ -227,6 +227,11 @@ static void test_v5_segments(void **state)
 	free(q1); free(r1); free(env2); free(q2); free(r2); free(big);
 }
 
+static void select_1(struct tbuf *b, int i)
+{
+	query(b, 4, (int16_t)(i & 0x7fff), 7, "SELECT 1");
+}
+
 static void test_gap_resync_and_memory(void **state)
 {
 	struct l7_config cfg = L7_CONFIG_DEFAULTS;
@@ -258,19 +263,7 @@ static void test_gap_resync_and_memory(void **state)
 	OPS->free(st);
 	tcollect_free(&c);
 
-	cfg.max_conn_mem = 16 * 1024;
-	st = OPS->create(&cfg, tcollect_emit, &c);
-	{
-		int rc = 0;
-		for (int i = 0; i < 5000 && !rc; i++) {
-			b->n = 0;
-			query(b, 4, (int16_t)(i & 0x7fff), 7, "SELECT 1");
-			rc = OPS->feed(st, L7_DIR_REQ, b->d, b->n, 1);
-		}
-		assert_int_equal(rc, -ENOBUFS);
-	}
-	OPS->free(st);
-	tcollect_free(&c);
+	assert_int_equal(tflood(OPS, 16 * 1024, select_1, 5000), -ENOBUFS);
 	free(b);
 }
 
@@ -299,13 +292,10 @@ static void test_capture(void **state)
 	struct l7_config cfg = L7_CONFIG_DEFAULTS;
 	struct tcollect c = { 0 };
 	struct tpcap tp;
-	char path[512];
 	unsigned rows = 0, schema = 0, answered = 0;
 
 	(void)state;
-	if (!tshared("cql/ndpi-cassandra-v4.pcap", path, sizeof(path)))
-		skip();
-	assert_int_equal(tpcap_run(path, OPS, &cfg, 9042, &c, &tp), 2);
+	assert_int_equal(TCAPTURE("cql/ndpi-cassandra-v4.pcap", OPS, &cfg, 9042, &c, &tp), 2);
 	assert_int_equal(tp.errors, 0);
 	assert_int_equal(c.n, 107);
 	for (size_t i = 0; i < c.n; i++) {

@@ -35,6 +35,11 @@ static void response(struct tbuf *b, int32_t corr, bool flex, const void *body, 
 	tb_mem(b, body, n);
 }
 
+static void metadata_v1(struct tbuf *b, int i)
+{
+	request(b, 3, 1, i, "p", false, "\x00\x00\x00\x00", 4);
+}
+
 static const size_t steps[] = { 0, 1, 2, 3, 5, 9 };
 
 static void test_out_of_order_and_errors(void **state)
@@ -127,18 +132,7 @@ static void test_large_body_gap_resync(void **state)
 	tcollect_free(&c);
 
 	/* Unanswered requests pile up until the cap. */
-	st = OPS->create(&cfg, tcollect_emit, &c);
-	{
-		int rc = 0;
-		for (int i = 0; i < 2000 && !rc; i++) {
-			b->n = 0;
-			request(b, 3, 1, i, "p", false, "\x00\x00\x00\x00", 4);
-			rc = OPS->feed(st, L7_DIR_REQ, b->d, b->n, 1);
-		}
-		assert_int_equal(rc, -ENOBUFS);
-	}
-	OPS->free(st);
-	tcollect_free(&c);
+	assert_int_equal(tflood(OPS, 16 * 1024, metadata_v1, 2000), -ENOBUFS);
 	free(body);
 	free(b);
 }
@@ -175,13 +169,10 @@ static void test_captures(void **state)
 	struct l7_config cfg = L7_CONFIG_DEFAULTS;
 	struct tcollect c = { 0 };
 	struct tpcap tp;
-	char path[512];
 	unsigned orphans = 0, unanswered = 0;
 
 	(void)state;
-	if (!tshared("kafka/ndpi-kafka.pcapng", path, sizeof(path)))
-		skip();
-	tpcap_run(path, OPS, &cfg, 9092, &c, &tp);
+	TCAPTURE("kafka/ndpi-kafka.pcapng", OPS, &cfg, 9092, &c, &tp);
 	assert_int_equal(tp.errors, 0);
 	assert_int_equal(c.n, 17);
 	for (size_t i = 0; i < c.n; i++) {
@@ -192,9 +183,7 @@ static void test_captures(void **state)
 	assert_int_equal(unanswered, 3);
 	tcollect_free(&c);
 
-	if (!tshared("kafka/deepflow-11-join-group-v7.pcap", path, sizeof(path)))
-		skip();
-	tpcap_run(path, OPS, &cfg, 36333, &c, &tp);
+	TCAPTURE("kafka/deepflow-11-join-group-v7.pcap", OPS, &cfg, 36333, &c, &tp);
 	assert_int_equal(c.n, 1);
 	assert_string_equal(tfield(&c.v[0].r, "api_name"), "JoinGroup");
 	assert_string_equal(tfield(&c.v[0].r, "api_version"), "7");

@@ -206,6 +206,15 @@ static void test_compressed(void **state)
 	free(q); free(r); free(m); free(body);
 }
 
+static void ping(struct tbuf *b, int i)
+{
+	static struct tbuf body;
+
+	body.n = 0;
+	cmd_body(&body, "ping");
+	op_msg(b, i + 1, 0, 0, &body);
+}
+
 static void test_gap_memory_malformed(void **state)
 {
 	struct l7_config cfg = L7_CONFIG_DEFAULTS;
@@ -250,20 +259,7 @@ static void test_gap_memory_malformed(void **state)
 	OPS->free(st);
 	tcollect_free(&c);
 
-	cfg.max_conn_mem = 16 * 1024;
-	st = OPS->create(&cfg, tcollect_emit, &c);
-	{
-		int rc = 0;
-		body->n = 0; cmd_body(body, "ping");
-		for (int i = 0; i < 2000 && !rc; i++) {
-			b->n = 0;
-			op_msg(b, i + 1, 0, 0, body);
-			rc = OPS->feed(st, L7_DIR_REQ, b->d, b->n, 1);
-		}
-		assert_int_equal(rc, -ENOBUFS);
-	}
-	OPS->free(st);
-	tcollect_free(&c);
+	assert_int_equal(tflood(OPS, 16 * 1024, ping, 2000), -ENOBUFS);
 	free(b); free(body);
 }
 
@@ -290,12 +286,9 @@ static void test_captures(void **state)
 	struct l7_config cfg = L7_CONFIG_DEFAULTS;
 	struct tcollect c = { 0 };
 	struct tpcap tp;
-	char path[512];
 
 	(void)state;
-	if (!tshared("mongo/deepflow-mongo.pcap", path, sizeof(path)))
-		skip();
-	tpcap_run(path, OPS, &cfg, 27017, &c, &tp);
+	TCAPTURE("mongo/deepflow-mongo.pcap", OPS, &cfg, 27017, &c, &tp);
 	assert_int_equal(tp.errors, 0);
 	assert_int_equal(c.n, 15);
 	assert_string_equal(tfield(&c.v[0].r, "opcode"), "OP_QUERY");
@@ -304,9 +297,7 @@ static void test_captures(void **state)
 	assert_string_equal(tfield(&c.v[11].r, "result"), "ok=0:76");
 	tcollect_free(&c);
 
-	if (!tshared("mongo/mongotools-op_command_2inserts.pcap", path, sizeof(path)))
-		skip();
-	tpcap_run(path, OPS, &cfg, 20000, &c, &tp);
+	TCAPTURE("mongo/mongotools-op_command_2inserts.pcap", OPS, &cfg, 20000, &c, &tp);
 	assert_int_equal(c.n, 12);
 	assert_string_equal(tfield(&c.v[0].r, "opcode"), "OP_COMMAND");
 	assert_string_equal(tfield(&c.v[0].r, "command"), "insert");

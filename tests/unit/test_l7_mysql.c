@@ -340,12 +340,9 @@ static void test_capture_zeek_mysql(void **state)
 	struct l7_config cfg = L7_CONFIG_DEFAULTS;
 	struct tcollect c = { 0 };
 	struct tpcap tp;
-	char path[512];
 
 	(void)state;
-	if (!tshared("mysql/zeek-mysql.pcap", path, sizeof(path)))
-		skip();
-	assert_int_equal(tpcap_run(path, OPS, &cfg, 3306, &c, &tp), 1);
+	assert_int_equal(TCAPTURE("mysql/zeek-mysql.pcap", OPS, &cfg, 3306, &c, &tp), 1);
 	assert_int_equal(tp.errors, 0);
 	assert_int_equal(c.n, 18);
 	for (size_t i = 0; i < c.n; i++)
@@ -364,13 +361,10 @@ static void test_capture_mid_connection(void **state)
 	struct l7_config cfg = L7_CONFIG_DEFAULTS;
 	struct tcollect c = { 0 };
 	struct tpcap tp;
-	char path[512];
 
 	(void)state;
 	/* No handshake: prepared statement, binary result set, STMT_CLOSE, then a text result set. */
-	if (!tshared("mysql/deepflow-truncate-1024.pcap", path, sizeof(path)))
-		skip();
-	assert_int_equal(tpcap_run(path, OPS, &cfg, 6033, &c, &tp), 1);
+	assert_int_equal(TCAPTURE("mysql/deepflow-truncate-1024.pcap", OPS, &cfg, 6033, &c, &tp), 1);
 	assert_int_equal(c.n, 4);
 	assert_string_equal(tfield(&c.v[0].r, "command"), "STMT_PREPARE");
 	assert_string_equal(tfield(&c.v[0].r, "result"), "OK");
@@ -382,9 +376,7 @@ static void test_capture_mid_connection(void **state)
 	assert_string_equal(tfield(&c.v[3].r, "result"), "RESULTSET");
 	tcollect_free(&c);
 
-	if (!tshared("mysql/deepflow-171-mysql.pcap", path, sizeof(path)))
-		skip();
-	assert_int_equal(tpcap_run(path, OPS, &cfg, 20130, &c, &tp), 6);
+	assert_int_equal(TCAPTURE("mysql/deepflow-171-mysql.pcap", OPS, &cfg, 20130, &c, &tp), 6);
 	assert_int_equal(c.n, 390);
 	for (size_t i = 0; i < c.n; i++)
 		assert_true(c.v[i].r.has_response && !c.v[i].r.is_error);

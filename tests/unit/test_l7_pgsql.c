@@ -262,13 +262,10 @@ static void test_captures(void **state)
 	struct l7_config cfg = L7_CONFIG_DEFAULTS;
 	struct tcollect c = { 0 };
 	struct tpcap tp;
-	char path[512];
 	unsigned exec = 0;
 
 	(void)state;
-	if (!tshared("pgsql/zeek-psql-insert-fail-drop-fail.pcap", path, sizeof(path)))
-		skip();
-	assert_int_equal(tpcap_run(path, OPS, &cfg, 5432, &c, &tp), 1);
+	assert_int_equal(TCAPTURE("pgsql/zeek-psql-insert-fail-drop-fail.pcap", OPS, &cfg, 5432, &c, &tp), 1);
 	assert_int_equal(c.n, 6);
 	assert_string_equal(tfield(&c.v[0].r, "result"), "READY");
 	assert_string_equal(tfield(&c.v[3].r, "result"), "ERROR:42804");
@@ -276,18 +273,14 @@ static void test_captures(void **state)
 	assert_string_equal(tfield(&c.v[5].r, "result"), "ERROR:42P01");
 	tcollect_free(&c);
 
-	if (!tshared("pgsql/ndpi-pgsql.pcap", path, sizeof(path)))
-		skip();
-	tpcap_run(path, OPS, &cfg, 5432, &c, &tp);
+	TCAPTURE("pgsql/ndpi-pgsql.pcap", OPS, &cfg, 5432, &c, &tp);
 	assert_int_equal(c.n, 11);
 	for (size_t i = 0; i < c.n; i++)
 		exec += !strcmp(tfield(&c.v[i].r, "kind"), "EXECUTE");
 	assert_int_equal(exec, 7);
 	tcollect_free(&c);
 
-	if (!tshared("pgsql/zeek-greenhouse-app.pcap", path, sizeof(path)))
-		skip();
-	assert_int_equal(tpcap_run(path, OPS, &cfg, 5432, &c, &tp), 2);
+	assert_int_equal(TCAPTURE("pgsql/zeek-greenhouse-app.pcap", OPS, &cfg, 5432, &c, &tp), 2);
 	assert_int_equal(tp.errors, 0);
 	assert_int_equal(c.n, 86);
 	tcollect_free(&c);

@@ -98,6 +98,12 @@ static void test_resp3_types_attributes_pushes(void **state)
 	}
 }
 
+static void ping(struct tbuf *b, int i)
+{
+	(void)i;
+	tb_str(b, "*1\r\n$4\r\nPING\r\n");
+}
+
 static void test_errors_and_limits(void **state)
 {
 	struct l7_config cfg = L7_CONFIG_DEFAULTS;
@@ -133,16 +139,7 @@ static void test_errors_and_limits(void **state)
 	OPS->free(st);
 	tcollect_free(&c);
 	/* Pipelining without bound meets the memory cap. */
-	cfg.max_conn_mem = 8 * 1024;
-	st = OPS->create(&cfg, tcollect_emit, &c);
-	{
-		int rc = 0;
-		for (int i = 0; i < 1000 && !rc; i++)
-			rc = OPS->feed(st, L7_DIR_REQ, (const uint8_t *)"*1\r\n$4\r\nPING\r\n", 14, 1);
-		assert_int_equal(rc, -ENOBUFS);
-	}
-	OPS->free(st);
-	tcollect_free(&c);
+	assert_int_equal(tflood(OPS, 8 * 1024, ping, 1000), -ENOBUFS);
 }
 
 static void test_detect(void **state)
@@ -163,13 +160,10 @@ static void test_captures(void **state)
 	struct l7_config cfg = L7_CONFIG_DEFAULTS;
 	struct tcollect c = { 0 };
 	struct tpcap tp;
-	char path[512];
 	unsigned arrays = 0;
 
 	(void)state;
-	if (!tshared("redis/tcpdump-resp_1_benchmark.pcap", path, sizeof(path)))
-		skip();
-	assert_int_equal(tpcap_run(path, OPS, &cfg, 6379, &c, &tp), 15);
+	assert_int_equal(TCAPTURE("redis/tcpdump-resp_1_benchmark.pcap", OPS, &cfg, 6379, &c, &tp), 15);
 	assert_int_equal(tp.errors, 0);
 	assert_int_equal(c.n, 15);
 	assert_string_equal(tfield(&c.v[0].r, "command"), "PING");   /* inline */
@@ -178,9 +172,7 @@ static void test_captures(void **state)
 	assert_int_equal(arrays, 4);
 	tcollect_free(&c);
 
-	if (!tshared("redis/zeek-auth.pcap", path, sizeof(path)))
-		skip();
-	tpcap_run(path, OPS, &cfg, 6379, &c, &tp);
+	TCAPTURE("redis/zeek-auth.pcap", OPS, &cfg, 6379, &c, &tp);
 	assert_int_equal(c.n, 3);
 	assert_string_equal(tfield(&c.v[0].r, "reply"), "-WRONGPASS");
 	assert_true(c.v[0].r.is_error);
