@@ -137,6 +137,10 @@ if what == "offcpu":
             for s in m["offCPU"]["stacks"]: names.update(s.get("stackSymbols", []))
     ok = not bad and sw > 0 and dur > 0 and ({"sleeper", "wait_on_pipe"} & names)
     out(ok, "off-CPU: %d switches, %.2f s blocked, sleeper/wait_on_pipe seen: %s, non-offCPU messages %d" % (sw, dur / 1e9, sorted({"sleeper", "wait_on_pipe"} & names), len(bad)))
+if what == "query":   # the first queryTasks at or after t
+    t = int(args[0])
+    q = [r["t"] for r in rows if r["rpc"] == "queryTasks" and r["t"] >= t]
+    out(bool(q), str(q[0] if q else -1))
 if what == "meters":
     b = [r for r in rows if r["rpc"] == "collectBatch"]
     bad = [r["error"] for r in b if not r["ok"]]
@@ -185,10 +189,14 @@ mv "$TASKS.tmp" "$TASKS"
 wait_for 4 grep -q "OAP task $TASK: on-CPU profiling of process $W" "$TMP/agent.log" ||
   { tail -20 "$TMP/agent.log"; fail "task not picked up within one check interval (+1.5 s)"; }
 T1=$(now_ms)
+Q=$(check query "$T0") || fail "no task query after the task was created"
+# queries run every check_interval; the answer is handled at the exporter's next tick (1-1.5 s)
+[ $((Q - T0)) -le 2500 ] || fail "first task query $((Q - T0)) ms after the task was created (check_interval 2 s)"
+[ $((T1 - Q)) -le 2000 ] || fail "task handled $((T1 - Q)) ms after the query answered"
 wait_for 5 grep -q "OAP task $TASK started on process $W" "$TMP/agent.log" ||
   { tail -20 "$TMP/agent.log"; fail "task picked up but not started by the analyzer"; }
 T2=$(now_ms)
-ok "task picked up $((T1 - T0)) ms after the OAP had it, running after $((T2 - T0)) ms"
+ok "task queried $((Q - T0)) ms after the OAP had it, handled after $((T1 - T0)) ms, running after $((T2 - T0)) ms"
 grep -q "network profiling is not supported yet" "$TMP/agent.log" || fail "NETWORK task not reported as unsupported"
 
 # 3. profiling data: task on the first message, leaf/middle/outer innermost first
