@@ -190,8 +190,9 @@ wait_for 4 grep -q "OAP task $TASK: on-CPU profiling of process $W" "$TMP/agent.
   { tail -20 "$TMP/agent.log"; fail "task not picked up within one check interval (+1.5 s)"; }
 T1=$(now_ms)
 Q=$(check query "$T0") || fail "no task query after the task was created"
-# queries run every check_interval; the answer is handled at the exporter's next tick (1-1.5 s)
-[ $((Q - T0)) -le 2500 ] || fail "first task query $((Q - T0)) ms after the task was created (check_interval 2 s)"
+# Queries run every check_interval on the exporter's ticks (every 1-1.5 s), so
+# one comes within 2 s + one tick; its answer is handled at the next tick.
+[ $((Q - T0)) -le 3500 ] || fail "first task query $((Q - T0)) ms after the task was created (check_interval 2 s)"
 [ $((T1 - Q)) -le 2000 ] || fail "task handled $((T1 - Q)) ms after the query answered"
 wait_for 5 grep -q "OAP task $TASK started on process $W" "$TMP/agent.log" ||
   { tail -20 "$TMP/agent.log"; fail "task picked up but not started by the analyzer"; }
