@@ -783,8 +783,8 @@ static void poll_submission(struct sw_backend *b, struct sw_task *k, uint64_t mo
 	if (rep->err == 0 || rep->err == -EEXIST) {
 		/* EEXIST: started before this exporter restarted; adopt it */
 		k->state = T_RUNNING;
-		k->profiling_start_ms = rep->task && rep->task->start_unix_ms ? (int64_t)rep->task->start_unix_ms
-									    : unix_ms();
+		/* an adopted task's start comes with its next batch */
+		k->profiling_start_ms = rep->task && rep->task->start_unix_ms ? (int64_t)rep->task->start_unix_ms : 0;
 		b->c[SC_TASKS_STARTED]++;
 		log_info("OAP task %s started on process %u as %s", k->oap_task, k->pid, k->ember_id);
 	} else if (rep->err == -EOPNOTSUPP) {
@@ -911,9 +911,11 @@ static void sw_on_profile(void *st, const Ember__ProfileBatch *pb)
 			b->c[SC_PROFILE_UNKNOWN_TASK]++;
 		return;	/* not an OAP task (cli, rest...) */
 	}
+	if (!k->profiling_start_ms)
+		k->profiling_start_ms = pb->task->start_unix_ms ? (int64_t)pb->task->start_unix_ms : unix_ms();
 	meta = (struct sw_profile_meta){
 		.task_id = k->oap_task, .process_id = k->process_id,
-		.profiling_start_ms = k->profiling_start_ms ? k->profiling_start_ms : (int64_t)pb->task->start_unix_ms,
+		.profiling_start_ms = k->profiling_start_ms,
 		.current_ms = unix_ms(), .off_cpu = k->target == SW_TARGET_OFF_CPU, .with_task = true,
 	};
 	if (sw_codec__build_profile(pb, &meta, &m, &ps)) {

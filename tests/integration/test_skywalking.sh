@@ -233,4 +233,15 @@ wait_for 10 check window "$D0" "$D1" "$D1" "$OUTAGE" ||
 check profile "$TASK" "$D1" >/dev/null || { check profile "$TASK" "$D1"; fail "profiling data after recovery"; }
 ok "outage of ${OUTAGE}s: one down/up line each, exporter not restarted, dropped ${dropped:-0} bytes, $(check window "$D0" "$D1" "$D1")"
 grep -E "skywalking_(rpc|queue|profile|tasks)" "$TMP/stats"
+
+# 6. a restarted exporter (new agent id, as Rover after a restart) finds the
+# running task again through the OAP and keeps sending its data
+X=$(pgrep -P "$AGENT_PID" -x ember-exporter | head -1)
+kill -9 "$X" || fail "no exporter to kill"
+K=$(now_ms)
+adopted() { sed -n "/exporter (pid $X) was killed/,\$p" "$TMP/agent.log" | grep -q "OAP task $TASK started on process $W"; }
+wait_for 15 adopted ||
+  { tail -20 "$TMP/agent.log"; fail "the restarted exporter did not take the running task back"; }
+wait_for 10 check profile "$TASK" "$K" || { check profile "$TASK" "$K"; fail "no profiling data after the exporter restart"; }
+ok "exporter restarted: task adopted, $(check profile "$TASK" "$K")"
 stop_agent || fail "agent exited with an error"
