@@ -21,7 +21,7 @@ struct exporter_backend_ops {
 	void (*on_profile)(void *st, const Ember__ProfileBatch *b);
 	void (*on_task_event)(void *st, const Ember__TaskEvent *ev);
 	void (*on_meters)(void *st, const Ember__MeterBatch *m, uint32_t analyzer);
-	/* Called about once a second and at shutdown (final = 1: flush everything). */
+	/* Called about every 250 ms and at shutdown (final = 1: flush everything). */
 	void (*tick)(void *st, uint64_t now_ms, int final);
 	/* Fills up to max counters (drops, errors...), returns how many. */
 	unsigned (*counters)(void *st, struct backend_counter *ret, unsigned max);

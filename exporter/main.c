@@ -96,7 +96,8 @@ static int drain_pull(int max)
 	return n;
 }
 
-#define MAX_OWN_METERS (XS_MAX + MAX_BACKENDS * 16 + 8)
+#define MAX_BACKEND_COUNTERS 32
+#define MAX_OWN_METERS (XS_MAX + MAX_BACKENDS * MAX_BACKEND_COUNTERS + 8)
 struct own_meters {
 	Ember__Meter m[MAX_OWN_METERS];
 	Ember__Meter *p[MAX_OWN_METERS];
@@ -117,14 +118,14 @@ static void own_add(struct own_meters *o, const char *name, double v, int counte
 static void own_meters(struct own_meters *o)
 {
 	uint64_t ts = unix_ms();
-	struct backend_counter bc[16];
+	struct backend_counter bc[MAX_BACKEND_COUNTERS];
 	struct memstats mem;
 
 	o->n = 0;
 	for (unsigned i = 0; i < XS_MAX; i++)
 		own_add(o, xstat_names[i], X.stats[i], 1, ts);
 	for (unsigned b = 0; b < X.nb; b++) {
-		unsigned n = X.ops[b]->counters ? X.ops[b]->counters(X.st[b], bc, 16) : 0;
+		unsigned n = X.ops[b]->counters ? X.ops[b]->counters(X.st[b], bc, MAX_BACKEND_COUNTERS) : 0;
 		for (unsigned i = 0; i < n; i++)
 			own_add(o, bc[i].name, bc[i].value, 1, ts);
 	}
@@ -252,7 +253,9 @@ int main(int argc, char **argv)
 		zmq_pollitem_t items[2] = { { .socket = X.pull, .events = ZMQ_POLLIN },
 					    { .socket = X.rep, .events = ZMQ_POLLIN } };
 		uint64_t now;
-		int n = zmq_poll(items, 2, 500);
+		/* Backends are ticked every 250 ms: a task the OAP hands out is picked
+		 * up well within one check interval. */
+		int n = zmq_poll(items, 2, 250);
 
 		if (n < 0 && errno != EINTR)
 			break;
@@ -265,7 +268,7 @@ int main(int argc, char **argv)
 			last_meters = now;
 			publish_own_meters();
 		}
-		if (now - last_tick >= 1000) {
+		if (now - last_tick >= 250) {
 			last_tick = now;
 			for (unsigned i = 0; i < X.nb; i++)
 				if (X.ops[i]->tick)
