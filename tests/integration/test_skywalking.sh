@@ -173,7 +173,7 @@ wait_for() {  # seconds, command...
 wait_for 12 check process "$W" || { check process "$W"; tail -20 "$TMP/agent.log"; fail "process not reported and kept alive"; }
 ok "$(check process "$W")"
 
-# 2. a task for the test program is picked up within one check interval (2 s; + 1 s tick + slack)
+# 2. a task for the test program is picked up within one check interval (2 s, + the 250 ms tick + slack)
 TASK=$(printf '%064x' "$RANDOM$RANDOM")
 T0=$(now_ms)
 cat > "$TASKS.tmp" <<JSON
@@ -185,15 +185,14 @@ cat > "$TASKS.tmp" <<JSON
   "duration": 60, "updateTime": $((T0 - 1)), "extension": "{\"NetworkSamplings\": []}"}]
 JSON
 mv "$TASKS.tmp" "$TASKS"
-# (the exporter ticks every 1-1.5 s: 2 s + 1.5 s)
 wait_for 4 grep -q "OAP task $TASK: on-CPU profiling of process $W" "$TMP/agent.log" ||
-  { tail -20 "$TMP/agent.log"; fail "task not picked up within one check interval (+1.5 s)"; }
+  { tail -20 "$TMP/agent.log"; fail "task not picked up within one check interval"; }
 T1=$(now_ms)
 Q=$(check query "$T0") || fail "no task query after the task was created"
-# Queries run every check_interval on the exporter's ticks (every 1-1.5 s), so
-# one comes within 2 s + one tick; its answer is handled at the next tick.
-[ $((Q - T0)) -le 3500 ] || fail "first task query $((Q - T0)) ms after the task was created (check_interval 2 s)"
-[ $((T1 - Q)) -le 2000 ] || fail "task handled $((T1 - Q)) ms after the query answered"
+# Queries run every check_interval on the exporter's 250 ms ticks, so one comes
+# within 2 s + one tick; its answer is handled at the next tick.
+[ $((Q - T0)) -le 2600 ] || fail "first task query $((Q - T0)) ms after the task was created (check_interval 2 s)"
+[ $((T1 - Q)) -le 1000 ] || fail "task handled $((T1 - Q)) ms after the query answered"
 wait_for 5 grep -q "OAP task $TASK started on process $W" "$TMP/agent.log" ||
   { tail -20 "$TMP/agent.log"; fail "task picked up but not started by the analyzer"; }
 T2=$(now_ms)
