@@ -133,6 +133,37 @@ bad:
 	return NULL;
 }
 
+/*
+ * A Rover user changes only core.backend.addr (or ROVER_BACKEND_ADDR) to reach
+ * their OAP: when it is given, the skywalking backend is switched on even if
+ * exporter.backends does not list it.  The default (Rover's localhost:11800)
+ * does not switch it on, so the embedded default needs no OAP.
+ */
+static int enable_oap_if_addressed(struct ember_config *cfg)
+{
+	struct ember_config *def = config__new();
+	char list[512] = "";
+	int given, r = 0;
+
+	if (!def)
+		return -ENOMEM;
+	given = getenv("ROVER_BACKEND_ADDR") || strcmp(cfg->core.backend.addr, def->core.backend.addr);
+	config__free(def);
+	if (!given)
+		return 0;
+	for (size_t i = 0; i < cfg->exporter.backends.n; i++) {
+		if (!strcmp(cfg->exporter.backends.v[i], "skywalking"))
+			return 0;
+		snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s,", cfg->exporter.backends.v[i]);
+	}
+	strncat(list, "skywalking", sizeof(list) - strlen(list) - 1);
+	r = config__set(cfg, "exporter.backends", list, NULL, 0);
+	if (!r)
+		fprintf(stderr, "ember: core.backend.addr is %s: reporting to the SkyWalking OAP there "
+				"(exporter.backends = %s)\n", cfg->core.backend.addr, list);
+	return r;
+}
+
 static int preflight(const char *cmd)
 {
 	if (geteuid() != 0) {
@@ -180,6 +211,10 @@ static int cmd_run(int argc, char **argv)
 	cfg = load_config("run", &ca);
 	if (!cfg)
 		return 2;
+	if (enable_oap_if_addressed(cfg)) {
+		config__free(cfg);
+		return 1;
+	}
 	if (dump) {
 		r = config__dump(cfg, stdout);
 		config__free(cfg);

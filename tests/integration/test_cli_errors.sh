@@ -31,6 +31,13 @@ expect_err 2 "no.such.key" "$EMBER" run --set no.such.key=1 --dump-config
 "$EMBER" run --config "$TMP/dump.yaml" --dump-config > "$TMP/dump2.yaml" || fail "the dump does not load back"
 cmp -s "$TMP/dump.yaml" "$TMP/dump2.yaml" || fail "dump -> load -> dump is not stable"
 ok "--help, --help-config and a stable --dump-config"
+# A Rover user only points core.backend.addr (or ROVER_BACKEND_ADDR) at the OAP.
+"$EMBER" run --dump-config 2>/dev/null | grep -q "backends: \[file, prometheus\]$" || fail "default backends are not file + prometheus"
+"$EMBER" run --set core.backend.addr=127.0.0.1:11800 --dump-config 2>/dev/null | grep -q "backends: \[file, prometheus, skywalking\]" \
+  || fail "setting core.backend.addr does not enable the skywalking backend"
+ROVER_BACKEND_ADDR=127.0.0.1:11800 "$EMBER" run --dump-config 2>/dev/null | grep -q "skywalking" \
+  || fail "ROVER_BACKEND_ADDR does not enable the skywalking backend"
+ok "core.backend.addr / ROVER_BACKEND_ADDR alone switch the SkyWalking backend on"
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
   "$PROGS/oncpu_chain" 5 & W=$!; CLEANUP_PIDS+=("$W")
   expect_err 1 "must run as root" setpriv --reuid=65534 --regid=65534 --clear-groups "$EMBER" profile --pid "$W" --duration 1s --out "$TMP/x"
