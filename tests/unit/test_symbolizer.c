@@ -30,8 +30,8 @@
 #include "symbolizer/kallsyms.h"
 #include "symbolizer/maps.h"
 #include "symbolizer/symbolizer.h"
+#include "tests/unit/sym_testlib.h"
 
-static char tmpdir[256];
 static bool have_cc;
 
 static const char prog_src[] =
@@ -79,102 +79,6 @@ static const char lib_src[] =
 
 /* ---- helpers ------------------------------------------------------------------ */
 
-static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int run(const char *fmt, ...)
-{
-	char cmd[4096];
-	va_list ap;
-	int r;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	r = system(cmd);
-	return r == 0 ? 0 : -1;
-}
-
-static void path_of(char *buf, size_t len, const char *name)
-{
-	snprintf(buf, len, "%s/%s", tmpdir, name);
-}
-
-static int write_file(const char *name, const char *text)
-{
-	char p[512];
-	FILE *f;
-
-	path_of(p, sizeof(p), name);
-	f = fopen(p, "w");
-	if (!f)
-		return -1;
-	fputs(text, f);
-	return fclose(f);
-}
-
-struct child {
-	pid_t pid;
-	int in;         /* child's stdin: closing it ends the child */
-	FILE *out;
-	uint64_t alpha, beta, gamma, delta;
-};
-
-static int spawn(const char *name, struct child *c)
-{
-	int pin[2], pout[2];
-	char path[512], line[256];
-
-	memset(c, 0, sizeof(*c));
-	path_of(path, sizeof(path), name);
-	if (pipe2(pin, O_CLOEXEC) || pipe2(pout, O_CLOEXEC))
-		return -1;
-	c->pid = fork();
-	if (c->pid < 0)
-		return -1;
-	if (c->pid == 0) {
-		dup2(pin[0], 0);
-		dup2(pout[1], 1);
-		execl(path, path, (char *)NULL);
-		_exit(127);
-	}
-	close(pin[0]);
-	close(pout[1]);
-	c->in = pin[1];
-	c->out = fdopen(pout[0], "r");
-	if (!c->out)
-		return -1;
-	while (fgets(line, sizeof(line), c->out)) {
-		char key[32];
-		uint64_t v;
-
-		if (!strncmp(line, "ready", 5))
-			return 0;
-		if (sscanf(line, "%31s %" SCNx64, key, &v) != 2)
-			continue;
-		if (!strcmp(key, "alpha"))
-			c->alpha = v;
-		else if (!strcmp(key, "beta"))
-			c->beta = v;
-		else if (!strcmp(key, "gamma"))
-			c->gamma = v;
-		else if (!strcmp(key, "delta"))
-			c->delta = v;
-	}
-	return -1;
-}
-
-static void reap(struct child *c)
-{
-	int st;
-
-	if (c->in > 0)
-		close(c->in);
-	if (c->out)
-		fclose(c->out);
-	if (c->pid > 0)
-		waitpid(c->pid, &st, 0);
-	memset(c, 0, sizeof(*c));
-}
-
 /* Independent oracle: file offset of addr in pid's maps, and the mapping's path. */
 static int oracle_file_offset(pid_t pid, uint64_t addr, uint64_t *ret_off, char *ret_path, size_t plen)
 {
@@ -203,30 +107,6 @@ static int oracle_file_offset(pid_t pid, uint64_t addr, uint64_t *ret_off, char 
 	return found;
 }
 
-/* Build id of a file as hex, from readelf (independent of our note parser). */
-static int oracle_build_id(const char *name, char *hex, size_t len)
-{
-	char cmd[600], line[512], path[512];
-	FILE *p;
-	int r = -1;
-
-	path_of(path, sizeof(path), name);
-	snprintf(cmd, sizeof(cmd), "readelf -n '%s' 2>/dev/null", path);
-	p = popen(cmd, "r");
-	if (!p)
-		return -1;
-	while (fgets(line, sizeof(line), p)) {
-		char *b = strstr(line, "Build ID: ");
-
-		if (b && sscanf(b + 10, "%127s", hex) == 1 && strlen(hex) < len) {
-			r = 0;
-			break;
-		}
-	}
-	pclose(p);
-	return r;
-}
-
 static void hexify(const uint8_t *b, size_t n, char *out)
 {
 	for (size_t i = 0; i < n; i++)
@@ -247,20 +127,6 @@ static struct symbolizer *new_direct(size_t max_modules, int64_t refresh_ms)
 	return s;
 }
 
-static int memfd_with(const void *data, size_t len)
-{
-	int fd = memfd_create("symtest", MFD_CLOEXEC);
-
-	if (fd < 0)
-		return -1;
-	if (len && write(fd, data, len) != (ssize_t)len) {
-		close(fd);
-		return -1;
-	}
-	lseek(fd, 0, SEEK_SET);
-	return fd;
-}
-
 #define NEED_CC() do { if (!have_cc) { fprintf(stderr, "SKIP: no cc\n"); skip(); } } while (0)
 
 /* ---- setup ---------------------------------------------------------------------- */
@@ -269,13 +135,16 @@ static int group_setup(void **state)
 {
 	const char *flags = "-O1 -g -fno-inline -fno-optimize-sibling-calls -fno-omit-frame-pointer -w";
 
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/ember-symtest-XXXXXX");
-	if (!mkdtemp(tmpdir))
+	char prog_c[512], lib_c[512];
+
+	if (make_tmpdir("/tmp/ember-symtest-XXXXXX"))
 		return -1;
-	have_cc = run("cc --version >/dev/null 2>&1") == 0;
+	have_cc = tool("cc --version");
 	if (!have_cc)
 		return 0;
-	if (write_file("prog.c", prog_src) || write_file("lib.c", lib_src))
+	path_of(prog_c, sizeof(prog_c), "prog.c");
+	path_of(lib_c, sizeof(lib_c), "lib.c");
+	if (write_file(prog_c, prog_src) || write_file(lib_c, lib_src))
 		return -1;
 	if (run("cd %s && cc %s -fPIE -pie -o prog_pie prog.c", tmpdir, flags) ||
 	    run("cd %s && cc %s -fno-pie -no-pie -o prog_nopie prog.c", tmpdir, flags) ||
@@ -287,13 +156,6 @@ static int group_setup(void **state)
 		flags) ||
 	    run("cd %s && cp prog_pie prog_copy", tmpdir))
 		return -1;
-	return 0;
-}
-
-static int group_teardown(void **state)
-{
-	if (tmpdir[0])
-		run("rm -rf '%s'", tmpdir);
 	return 0;
 }
 
@@ -614,7 +476,7 @@ static void test_elf_syms_file(void **state)
 	es = elf_syms__open(fd);
 	assert_non_null(es);
 	bid = elf_syms__build_id(es, &bid_len);
-	if (oracle_build_id("prog_nopie", want_hex, sizeof(want_hex)) == 0) {
+	if (oracle_build_id(path, want_hex, sizeof(want_hex)) == 0) {
 		assert_non_null(bid);
 		hexify(bid, bid_len, hex);
 		assert_string_equal(hex, want_hex);
@@ -763,7 +625,7 @@ static void check_prog(const char *prog, bool with_lib)
 	struct child c;
 	uint64_t addrs[4];
 	size_t n = with_lib ? 4 : 2;
-	char buf[128], want_hex[130], hex[130];
+	char buf[128], want_hex[130], hex[130], path[512];
 
 	NEED_CC();
 	assert_int_equal(spawn(prog, &c), 0);
@@ -780,7 +642,8 @@ static void check_prog(const char *prog, bool with_lib)
 	assert_true(f[1].offset > 0);
 	assert_int_equal(sym_frame__format(&f[0], buf, sizeof(buf)), 9);
 	assert_string_equal(buf, "sym_alpha");
-	if (oracle_build_id(prog, want_hex, sizeof(want_hex)) == 0) {
+	path_of(path, sizeof(path), prog);
+	if (oracle_build_id(path, want_hex, sizeof(want_hex)) == 0) {
 		assert_non_null(f[0].build_id);
 		hexify(f[0].build_id, f[0].build_id_len, hex);
 		assert_string_equal(hex, want_hex);

@@ -37,8 +37,8 @@
 #include "symbolizer/gopclntab.h"
 #include "symbolizer/perfmap.h"
 #include "symbolizer/symbolizer.h"
+#include "tests/unit/sym_testlib.h"
 
-static char tmpdir[256];
 static bool have_cc, have_gxx, have_go, have_rust;
 
 static const char c_src[] =
@@ -125,114 +125,6 @@ static const char rust_src[] =
 
 /* ---- helpers ------------------------------------------------------------------ */
 
-static int run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int run(const char *fmt, ...)
-{
-	char cmd[4096];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	return system(cmd) == 0 ? 0 : -1;
-}
-
-static int write_file(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-
-	if (!f)
-		return -1;
-	fputs(text, f);
-	return fclose(f);
-}
-
-struct child {
-	pid_t pid;
-	int in;
-	FILE *out;
-	uint64_t alpha, beta, local;
-};
-
-static int spawn(const char *name, struct child *c)
-{
-	int pin[2], pout[2];
-	char path[512], line[256];
-
-	memset(c, 0, sizeof(*c));
-	snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
-	if (pipe2(pin, O_CLOEXEC) || pipe2(pout, O_CLOEXEC))
-		return -1;
-	c->pid = fork();
-	if (c->pid < 0)
-		return -1;
-	if (c->pid == 0) {
-		dup2(pin[0], 0);
-		dup2(pout[1], 1);
-		execl(path, path, (char *)NULL);
-		_exit(127);
-	}
-	close(pin[0]);
-	close(pout[1]);
-	c->in = pin[1];
-	c->out = fdopen(pout[0], "r");
-	if (!c->out)
-		return -1;
-	while (fgets(line, sizeof(line), c->out)) {
-		char key[32], *p;
-		uint64_t v;
-
-		if (!strncmp(line, "ready", 5))
-			return 0;
-		if (sscanf(line, "%31s", key) != 1 || !(p = strchr(line, ' ')))
-			continue;
-		v = strtoull(p + 1, NULL, 16);
-		if (!strcmp(key, "alpha"))
-			c->alpha = v;
-		else if (!strcmp(key, "beta"))
-			c->beta = v;
-		else if (!strcmp(key, "local"))
-			c->local = v;
-	}
-	return -1;
-}
-
-static void reap(struct child *c)
-{
-	int st;
-
-	if (c->in > 0)
-		close(c->in);
-	if (c->out)
-		fclose(c->out);
-	if (c->pid > 0)
-		waitpid(c->pid, &st, 0);
-	memset(c, 0, sizeof(*c));
-}
-
-/* Build id of a file as hex, from readelf (independent of our note parser). */
-static int oracle_build_id(const char *path, char *hex, size_t len)
-{
-	char cmd[600], line[512];
-	FILE *p;
-	int r = -1;
-
-	snprintf(cmd, sizeof(cmd), "readelf -n '%s' 2>/dev/null", path);
-	p = popen(cmd, "r");
-	if (!p)
-		return -1;
-	while (fgets(line, sizeof(line), p)) {
-		char *b = strstr(line, "Build ID: ");
-
-		if (b && sscanf(b + 10, "%127s", hex) == 1 && strlen(hex) < len) {
-			r = 0;
-			break;
-		}
-	}
-	pclose(p);
-	return r;
-}
-
 static struct symbolizer *new_direct(const char *root, bool no_demangle)
 {
 	struct symbolizer_opts o;
@@ -247,25 +139,6 @@ static struct symbolizer *new_direct(const char *root, bool no_demangle)
 	return s;
 }
 
-static int memfd_with(const void *data, size_t len)
-{
-	int fd = memfd_create("symtest", MFD_CLOEXEC);
-
-	if (fd < 0)
-		return -1;
-	if (len && write(fd, data, len) != (ssize_t)len) {
-		close(fd);
-		return -1;
-	}
-	lseek(fd, 0, SEEK_SET);
-	return fd;
-}
-
-static bool tool(const char *cmd)
-{
-	return run("%s >/dev/null 2>&1", cmd) == 0;
-}
-
 #define NEED(flag, what) do { if (!(flag)) { fprintf(stderr, "SKIP: %s not available\n", what); skip(); } } while (0)
 
 /* ---- setup ---------------------------------------------------------------------- */
@@ -275,15 +148,14 @@ static int group_setup(void **state)
 	const char *flags = "-O1 -g -fno-inline -fno-optimize-sibling-calls -fno-omit-frame-pointer -w";
 	char p[512];
 
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/ember-symdepth-XXXXXX");
-	if (!mkdtemp(tmpdir))
+	if (make_tmpdir("/tmp/ember-symdepth-XXXXXX"))
 		return -1;
 	have_cc = tool("cc --version") && tool("objcopy --version") && tool("strip --version");
 	have_gxx = tool("g++ --version");
 	have_go = tool("go version");
 	have_rust = tool("rustc --version") || tool("$HOME/.cargo/bin/rustc --version");
 	if (have_cc) {
-		snprintf(p, sizeof(p), "%s/dbg.c", tmpdir);
+		path_of(p, sizeof(p), "dbg.c");
 		if (write_file(p, c_src) ||
 		    run("cd %s && cc %s -fPIE -pie -Wl,--build-id=sha1 -o dbg_full dbg.c && "
 			"objcopy --only-keep-debug dbg_full dbg.debug && "
@@ -296,12 +168,12 @@ static int group_setup(void **state)
 			have_cc = false;
 	}
 	if (have_gxx) {
-		snprintf(p, sizeof(p), "%s/cxx.cc", tmpdir);
+		path_of(p, sizeof(p), "cxx.cc");
 		if (write_file(p, cxx_src) || run("cd %s && g++ %s -o cxx_prog cxx.cc", tmpdir, flags))
 			have_gxx = false;
 	}
 	if (have_go) {
-		snprintf(p, sizeof(p), "%s/gomain.go", tmpdir);
+		path_of(p, sizeof(p), "gomain.go");
 		/* -s -w: no .symtab, no DWARF; strip too, as distributions do. */
 		if (write_file(p, go_src) ||
 		    run("cd %s && HOME=%s GOCACHE=%s/gocache GOFLAGS= GO111MODULE=off CGO_ENABLED=0 "
@@ -310,19 +182,12 @@ static int group_setup(void **state)
 			have_go = false;
 	}
 	if (have_rust) {
-		snprintf(p, sizeof(p), "%s/rmain.rs", tmpdir);
+		path_of(p, sizeof(p), "rmain.rs");
 		if (write_file(p, rust_src) ||
 		    run("cd %s && PATH=$PATH:$HOME/.cargo/bin rustc -O -C debuginfo=0 -o rust_prog rmain.rs "
 			">/dev/null 2>&1", tmpdir))
 			have_rust = false;
 	}
-	return 0;
-}
-
-static int group_teardown(void **state)
-{
-	if (tmpdir[0])
-		run("rm -rf '%s'", tmpdir);
 	return 0;
 }
 
