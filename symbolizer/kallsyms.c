@@ -7,6 +7,7 @@
 
 #include "common/cleanup.h"
 #include "symbolizer/lines.h"
+#include "symbolizer/tables.h"
 
 #define KALLSYMS_DEFAULT_MAX (4u << 20)
 #define KALLSYMS_MAX_MODULES 65535
@@ -20,8 +21,7 @@ struct ksym {
 struct kallsyms {
 	struct ksym *syms;
 	size_t n;
-	char *arena;
-	size_t arena_len, arena_cap;
+	struct str_arena arena;
 	uint32_t *mod_off;    /* arena offsets of module labels */
 	uint16_t *sym_mod;    /* per symbol: 0 = core kernel, else index + 1 into mod_off */
 	size_t nmod, mod_cap;
@@ -30,27 +30,12 @@ struct kallsyms {
 
 static int arena_add(struct kallsyms *ks, const char *s, size_t len, uint32_t *ret_off)
 {
-	size_t need = len + 1;
+	size_t off;
+	int r = tables__add_string(&ks->arena, s, len, 1 << 16, UINT32_MAX, &off);
 
-	if (ks->arena_cap - ks->arena_len < need) {
-		size_t ncap = ks->arena_cap ? ks->arena_cap : 1 << 16;
-		char *t;
-
-		while (ncap - ks->arena_len < need)
-			ncap *= 2;
-		if (ncap > UINT32_MAX)
-			return -E2BIG;
-		t = realloc(ks->arena, ncap);
-		if (!t)
-			return -ENOMEM;
-		ks->arena = t;
-		ks->arena_cap = ncap;
-	}
-	memcpy(ks->arena + ks->arena_len, s, len);
-	ks->arena[ks->arena_len + len] = '\0';
-	*ret_off = (uint32_t)ks->arena_len;
-	ks->arena_len += need;
-	return 0;
+	if (!r)
+		*ret_off = (uint32_t)off;
+	return r;
 }
 
 /* Returns 0 for the core kernel, else module index + 1, or -errno. */
@@ -61,28 +46,21 @@ static int intern_module(struct kallsyms *ks, const char *s, size_t len, int *la
 
 	/* Lines come grouped by module, so the previous label almost always matches. */
 	if (*last > 0) {
-		const char *m = ks->arena + ks->mod_off[*last - 1];
+		const char *m = ks->arena.buf + ks->mod_off[*last - 1];
 
 		if (strlen(m) == len && !memcmp(m, s, len))
 			return *last;
 	}
 	for (size_t i = 0; i < ks->nmod; i++) {
-		const char *m = ks->arena + ks->mod_off[i];
+		const char *m = ks->arena.buf + ks->mod_off[i];
 
 		if (strlen(m) == len && !memcmp(m, s, len))
 			return *last = (int)i + 1;
 	}
 	if (ks->nmod >= KALLSYMS_MAX_MODULES)
 		return -E2BIG;
-	if (ks->nmod == ks->mod_cap) {
-		size_t ncap = ks->mod_cap ? ks->mod_cap * 2 : 64;
-		uint32_t *t = reallocarray(ks->mod_off, ncap, sizeof(*t));
-
-		if (!t)
-			return -ENOMEM;
-		ks->mod_off = t;
-		ks->mod_cap = ncap;
-	}
+	if (ks->nmod == ks->mod_cap && tables__grow(&ks->mod_off, sizeof(*ks->mod_off), &ks->mod_cap, 64))
+		return -ENOMEM;
 	r = arena_add(ks, s, len, &off);
 	if (r)
 		return r;
@@ -157,7 +135,7 @@ void kallsyms__free(struct kallsyms *ks)
 	if (!ks)
 		return;
 	free(ks->syms);
-	free(ks->arena);
+	free(ks->arena.buf);
 	free(ks->mod_off);
 	free(ks->sym_mod);
 	free(ks);
@@ -231,22 +209,14 @@ struct kallsyms *kallsyms__read(int fd, size_t max_symbols)
 			}
 		}
 		if (ks->n == cap) {
-			size_t ncap = cap ? cap * 2 : 4096;
-			struct ksym *t = reallocarray(ks->syms, ncap, sizeof(*t));
-			uint16_t *tm;
+			size_t scap = cap;
 
-			if (!t) {
+			/* syms and mods grow in step: one capacity for both. */
+			if (tables__grow(&ks->syms, sizeof(*ks->syms), &scap, 4096) ||
+			    tables__grow(&mods, sizeof(*mods), &cap, 4096)) {
 				errno = ENOMEM;
 				return NULL;
 			}
-			ks->syms = t;
-			tm = reallocarray(mods, ncap, sizeof(*tm));
-			if (!tm) {
-				errno = ENOMEM;
-				return NULL;
-			}
-			mods = tm;
-			cap = ncap;
 		}
 		r = arena_add(ks, name, name_len, &off);
 		if (r == -E2BIG) {
@@ -302,20 +272,12 @@ struct kallsyms *kallsyms__read(int fd, size_t max_symbols)
 int kallsyms__lookup(const struct kallsyms *ks, uint64_t addr, const char **ret_name,
 		     uint64_t *ret_offset, const char **ret_module)
 {
-	size_t lo = 0, hi, i;
+	size_t lo, i;
 	uint64_t span;
 
 	if (!ks || !ks->n)
 		return -ENOENT;
-	hi = ks->n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (ks->syms[mid].addr <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = TABLES_UPPER_BOUND(ks->syms, ks->n, addr, addr);
 	if (lo == 0)
 		return -ENOENT;
 	i = lo - 1;
@@ -329,9 +291,9 @@ int kallsyms__lookup(const struct kallsyms *ks, uint64_t addr, const char **ret_
 	}
 	if (addr - ks->syms[i].addr >= span)
 		return -ENOENT;
-	*ret_name = ks->arena + ks->syms[i].name;
+	*ret_name = ks->arena.buf + ks->syms[i].name;
 	*ret_offset = addr - ks->syms[i].addr;
-	*ret_module = ks->sym_mod[i] ? ks->arena + ks->mod_off[ks->sym_mod[i] - 1] : NULL;
+	*ret_module = ks->sym_mod[i] ? ks->arena.buf + ks->mod_off[ks->sym_mod[i] - 1] : NULL;
 	return 0;
 }
 
@@ -342,7 +304,7 @@ uint64_t kallsyms__find_name(const struct kallsyms *ks, const char *name)
 	if (!ks || !name)
 		return 0;
 	for (size_t i = 0; i < ks->n; i++) {
-		if (strcmp(ks->arena + ks->syms[i].name, name))
+		if (strcmp(ks->arena.buf + ks->syms[i].name, name))
 			continue;
 		if (!ks->sym_mod[i])
 			return ks->syms[i].addr;
@@ -364,6 +326,6 @@ size_t kallsyms__memory(const struct kallsyms *ks)
 {
 	if (!ks)
 		return 0;
-	return sizeof(*ks) + ks->n * (sizeof(*ks->syms) + sizeof(*ks->sym_mod)) + ks->arena_cap +
+	return sizeof(*ks) + ks->n * (sizeof(*ks->syms) + sizeof(*ks->sym_mod)) + ks->arena.cap +
 	       ks->mod_cap * sizeof(*ks->mod_off);
 }

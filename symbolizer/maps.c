@@ -6,6 +6,7 @@
 
 #include "common/cleanup.h"
 #include "symbolizer/lines.h"
+#include "symbolizer/tables.h"
 
 #define MAPS_DEFAULT_MAX_ENTRIES 65536
 #define DELETED_SUFFIX " (deleted)"
@@ -146,9 +147,9 @@ struct proc_maps *proc_maps__read(int fd, size_t max_entries)
 {
 	_cleanup_free_ struct line_reader *lr = NULL;
 	_cleanup_free_ struct maps_entry *entries = NULL;
-	_cleanup_free_ char *arena = NULL;
+	_cleanup_(tables__arena_freep) struct str_arena arena = { 0 };
 	_cleanup_free_ struct proc_maps *pm = NULL;
-	size_t n = 0, cap = 0, alen = 0, acap = 0;
+	size_t n = 0, cap = 0;
 	bool sorted = true;
 	const char *line;
 	size_t len;
@@ -172,7 +173,7 @@ struct proc_maps *proc_maps__read(int fd, size_t max_entries)
 	while ((r = line_reader__next(lr, &line, &len)) > 0) {
 		struct maps_line m;
 		struct maps_entry *e;
-		size_t need;
+		size_t off;
 
 		pm->stats.lines++;
 		if (maps__parse_line(line, len, &m)) {
@@ -183,31 +184,13 @@ struct proc_maps *proc_maps__read(int fd, size_t max_entries)
 			pm->stats.dropped_entries++;
 			continue;
 		}
-		if (n == cap) {
-			size_t ncap = cap ? cap * 2 : 64;
-			struct maps_entry *t = reallocarray(entries, ncap, sizeof(*t));
-
-			if (!t) {
-				errno = ENOMEM;
-				return NULL;
-			}
-			entries = t;
-			cap = ncap;
+		if (n == cap && tables__grow(&entries, sizeof(*entries), &cap, 64)) {
+			errno = ENOMEM;
+			return NULL;
 		}
-		need = m.path_len + 1;
-		if (acap - alen < need) {
-			size_t ncap = acap ? acap : 4096;
-			char *t;
-
-			while (ncap - alen < need)
-				ncap *= 2;
-			t = realloc(arena, ncap);
-			if (!t) {
-				errno = ENOMEM;
-				return NULL;
-			}
-			arena = t;
-			acap = ncap;
+		if (tables__add_string(&arena, m.path, m.path_len, 4096, SIZE_MAX, &off)) {
+			errno = ENOMEM;
+			return NULL;
 		}
 		e = &entries[n];
 		*e = (struct maps_entry){
@@ -215,11 +198,8 @@ struct proc_maps *proc_maps__read(int fd, size_t max_entries)
 			.dev_major = m.dev_major, .dev_minor = m.dev_minor,
 			.perms = m.perms, .kind = m.kind, .deleted = m.deleted,
 		};
-		memcpy(arena + alen, m.path, m.path_len);
-		arena[alen + m.path_len] = '\0';
 		/* Offsets for now: the arena may still move. */
-		e->path = (const char *)(uintptr_t)alen;
-		alen += need;
+		e->path = (const char *)(uintptr_t)off;
 		if (n && cmp_entry(&entries[n - 1], e) > 0)
 			sorted = false;
 		n++;
@@ -231,16 +211,16 @@ struct proc_maps *proc_maps__read(int fd, size_t max_entries)
 	pm->stats.overlong_lines = lr->overlong;
 	if (!sorted)
 		qsort(entries, n, sizeof(*entries), cmp_entry);
-	if (!arena) {
-		arena = malloc(1);
-		if (!arena) {
+	if (!arena.buf) {
+		arena.buf = malloc(1);
+		if (!arena.buf) {
 			errno = ENOMEM;
 			return NULL;
 		}
 	}
 	for (size_t i = 0; i < n; i++) {
 		struct maps_entry *e = &entries[i];
-		const char *path = arena + (uintptr_t)e->path;
+		const char *path = arena.buf + (uintptr_t)e->path;
 		const char *slash;
 
 		e->path = path;
@@ -259,27 +239,19 @@ struct proc_maps *proc_maps__read(int fd, size_t max_entries)
 	}
 	pm->entries = TAKE_PTR(entries);
 	pm->n = n;
-	pm->arena = TAKE_PTR(arena);
-	pm->arena_len = acap;
+	pm->arena_len = arena.cap;
+	pm->arena = TAKE_PTR(arena.buf);
 	return TAKE_PTR(pm);
 }
 
 int proc_maps__find(const struct proc_maps *pm, uint64_t addr)
 {
-	size_t lo = 0, hi;
+	size_t lo;
 
 	if (!pm)
 		return -ENOENT;
-	hi = pm->n;
 	/* First entry with start > addr; the candidate is the one before it. */
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (pm->entries[mid].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = TABLES_UPPER_BOUND(pm->entries, pm->n, start, addr);
 	if (lo == 0)
 		return -ENOENT;
 	/* Overlaps are not produced by the kernel; still look back a little. */

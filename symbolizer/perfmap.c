@@ -7,6 +7,7 @@
 
 #include "common/cleanup.h"
 #include "symbolizer/lines.h"
+#include "symbolizer/tables.h"
 
 /* Entries overlapping an address are searched this far back from the last start <= addr. */
 #define LOOKBACK 16
@@ -96,9 +97,9 @@ struct perf_map *perf_map__read(int fd, size_t max_entries, size_t max_bytes)
 {
 	_cleanup_free_ struct line_reader *lr = NULL;
 	_cleanup_free_ struct pm_entry *e = NULL;
-	_cleanup_free_ char *arena = NULL;
+	_cleanup_(tables__arena_freep) struct str_arena arena = { 0 };
 	_cleanup_free_ struct perf_map *pm = NULL;
-	size_t n = 0, cap = 0, alen = 0, acap = 0, w;
+	size_t n = 0, cap = 0, w;
 	bool sorted = true;
 	const char *line;
 	size_t len;
@@ -126,48 +127,28 @@ struct perf_map *perf_map__read(int fd, size_t max_entries, size_t max_bytes)
 	while ((r = line_reader__next(lr, &line, &len)) > 0) {
 		uint64_t start, size;
 		const char *name;
-		size_t nlen;
+		size_t nlen, off;
 
 		pm->st.lines++;
 		if (perf_map__parse_line(line, len, &start, &size, &name, &nlen)) {
 			pm->st.bad_lines++;
 			continue;
 		}
-		if (n >= max_entries || alen + nlen + 1 > max_bytes) {
+		if (n >= max_entries || arena.len + nlen + 1 > max_bytes) {
 			pm->st.dropped++;
 			continue;
 		}
-		if (n == cap) {
-			size_t ncap = cap ? cap * 2 : 256;
-			struct pm_entry *t = reallocarray(e, ncap, sizeof(*t));
-
-			if (!t) {
-				errno = ENOMEM;
-				return NULL;
-			}
-			e = t;
-			cap = ncap;
+		if (n == cap && tables__grow(&e, sizeof(*e), &cap, 256)) {
+			errno = ENOMEM;
+			return NULL;
 		}
-		if (acap - alen < nlen + 1) {
-			size_t ncap = acap ? acap : 16384;
-			char *t;
-
-			while (ncap - alen < nlen + 1)
-				ncap *= 2;
-			t = realloc(arena, ncap);
-			if (!t) {
-				errno = ENOMEM;
-				return NULL;
-			}
-			arena = t;
-			acap = ncap;
+		if (tables__add_string(&arena, name, nlen, 16384, SIZE_MAX, &off)) {
+			errno = ENOMEM;
+			return NULL;
 		}
-		memcpy(arena + alen, name, nlen);
-		arena[alen + nlen] = '\0';
-		e[n] = (struct pm_entry){ .start = start, .size = size, .seq = (uint32_t)n, .name = (uint32_t)alen };
+		e[n] = (struct pm_entry){ .start = start, .size = size, .seq = (uint32_t)n, .name = (uint32_t)off };
 		if (n && e[n - 1].start > start)
 			sorted = false;
-		alen += nlen + 1;
 		n++;
 	}
 	if (r < 0) {
@@ -188,27 +169,19 @@ struct perf_map *perf_map__read(int fd, size_t max_entries, size_t max_bytes)
 	pm->st.entries = w;
 	pm->n = w;
 	pm->e = TAKE_PTR(e);
-	pm->arena = TAKE_PTR(arena);
-	pm->arena_len = acap;
+	pm->arena_len = arena.cap;
+	pm->arena = TAKE_PTR(arena.buf);
 	return TAKE_PTR(pm);
 }
 
 int perf_map__lookup(const struct perf_map *pm, uint64_t addr, const char **ret_name, uint64_t *ret_offset)
 {
 	const struct pm_entry *best = NULL;
-	size_t lo = 0, hi;
+	size_t lo;
 
 	if (!pm || !pm->n)
 		return -ENOENT;
-	hi = pm->n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (pm->e[mid].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = TABLES_UPPER_BOUND(pm->e, pm->n, start, addr);
 	for (size_t i = lo, k = 0; i > 0 && k < LOOKBACK; i--, k++) {
 		const struct pm_entry *x = &pm->e[i - 1];
 
