@@ -9,6 +9,7 @@
 
 #include "common/cleanup.h"
 #include "symbolizer/gopclntab.h"
+#include "symbolizer/tables.h"
 
 #define NT_GNU_BUILD_ID_TYPE 3
 /* Section headers beyond this are still read for symbols, but give no size bound. */
@@ -338,6 +339,14 @@ struct cand_vec {
 	size_t n, cap;
 };
 
+/* A new last slot, or NULL when out of memory. */
+static struct cand *cand_vec_push(struct cand_vec *cv)
+{
+	if (cv->n == cv->cap && tables__grow(&cv->v, sizeof(*cv->v), &cv->cap, 1024))
+		return NULL;
+	return &cv->v[cv->n++];
+}
+
 /* Returns 0, or -ENOMEM; a malformed table is counted and skipped. */
 static int collect_table(struct elf_syms *es, Elf_Scn *scn, const GElf_Shdr *sh,
 			 const uint64_t *sec_end, size_t nsec, size_t max, struct cand_vec *cv)
@@ -370,6 +379,7 @@ static int collect_table(struct elf_syms *es, Elf_Scn *scn, const GElf_Shdr *sh,
 
 	for (size_t i = 0; i < nsym; i++) {
 		const char *strtab = strd->d_buf;
+		struct cand *c;
 		GElf_Sym sym;
 		size_t nlen;
 		int type;
@@ -393,16 +403,10 @@ static int collect_table(struct elf_syms *es, Elf_Scn *scn, const GElf_Shdr *sh,
 			es->info.dropped++;
 			continue;
 		}
-		if (cv->n == cv->cap) {
-			size_t ncap = cv->cap ? cv->cap * 2 : 1024;
-			struct cand *t = reallocarray(cv->v, ncap, sizeof(*t));
-
-			if (!t)
-				return -ENOMEM;
-			cv->v = t;
-			cv->cap = ncap;
-		}
-		cv->v[cv->n++] = (struct cand){
+		c = cand_vec_push(cv);
+		if (!c)
+			return -ENOMEM;
+		*c = (struct cand){
 			.addr = sym.st_value,
 			.size = sym.st_size,
 			.bound = sym.st_shndx < nsec ? sec_end[sym.st_shndx] : 0,
@@ -427,6 +431,7 @@ static int go_func(void *ctx, uint64_t entry, uint64_t end, const char *name, si
 {
 	struct go_ctx *g = ctx;
 	struct cand_vec *cv = g->cv;
+	struct cand *c;
 
 	if (cv->n >= g->max) {
 		g->es->info.dropped++;
@@ -436,16 +441,10 @@ static int go_func(void *ctx, uint64_t entry, uint64_t end, const char *name, si
 		g->es->info.bad_symbols++;
 		return 0;
 	}
-	if (cv->n == cv->cap) {
-		size_t ncap = cv->cap ? cv->cap * 2 : 1024;
-		struct cand *t = reallocarray(cv->v, ncap, sizeof(*t));
-
-		if (!t)
-			return -ENOMEM;
-		cv->v = t;
-		cv->cap = ncap;
-	}
-	cv->v[cv->n++] = (struct cand){
+	c = cand_vec_push(cv);
+	if (!c)
+		return -ENOMEM;
+	*c = (struct cand){
 		.addr = entry, .size = end - entry, .name = name, .name_len = (uint32_t)name_len,
 	};
 	return 0;
@@ -668,42 +667,47 @@ const char *elf_syms__debuglink(const struct elf_syms *es, uint32_t *ret_crc)
 	return es->debuglink;
 }
 
-int elf_syms__offset_to_vaddr(const struct elf_syms *es, uint64_t file_offset, uint64_t *ret_vaddr)
+/* The segment holding pos as a file offset (or a vaddr): executable segments first. */
+static const struct seg *find_seg(const struct elf_syms *es, uint64_t pos, bool by_vaddr)
 {
-	if (!es)
-		return -EINVAL;
 	for (int pass = 0; pass < 2; pass++) {
 		for (uint32_t i = 0; i < es->info.nsegments; i++) {
 			const struct seg *s = &es->segs[i];
+			uint64_t base = by_vaddr ? s->vaddr : s->off;
 
 			if (pass == 0 && !(s->flags & PF_X))
 				continue;
-			if (file_offset >= s->off && file_offset - s->off < s->filesz) {
-				*ret_vaddr = s->vaddr + (file_offset - s->off);
-				return 0;
-			}
+			if (pos >= base && pos - base < s->filesz)
+				return s;
 		}
 	}
-	return -ENOENT;
+	return NULL;
+}
+
+int elf_syms__offset_to_vaddr(const struct elf_syms *es, uint64_t file_offset, uint64_t *ret_vaddr)
+{
+	const struct seg *s;
+
+	if (!es)
+		return -EINVAL;
+	s = find_seg(es, file_offset, false);
+	if (!s)
+		return -ENOENT;
+	*ret_vaddr = s->vaddr + (file_offset - s->off);
+	return 0;
 }
 
 int elf_syms__vaddr_to_offset(const struct elf_syms *es, uint64_t vaddr, uint64_t *ret_offset)
 {
+	const struct seg *s;
+
 	if (!es)
 		return -EINVAL;
-	for (int pass = 0; pass < 2; pass++) {
-		for (uint32_t i = 0; i < es->info.nsegments; i++) {
-			const struct seg *s = &es->segs[i];
-
-			if (pass == 0 && !(s->flags & PF_X))
-				continue;
-			if (vaddr >= s->vaddr && vaddr - s->vaddr < s->filesz) {
-				*ret_offset = s->off + (vaddr - s->vaddr);
-				return 0;
-			}
-		}
-	}
-	return -ENOENT;
+	s = find_seg(es, vaddr, true);
+	if (!s)
+		return -ENOENT;
+	*ret_offset = s->off + (vaddr - s->vaddr);
+	return 0;
 }
 
 int elf_syms__lookup(const struct elf_syms *es, uint64_t vaddr, const char **ret_name,
@@ -717,19 +721,11 @@ int elf_syms__lookup(const struct elf_syms *es, uint64_t vaddr, const char **ret
 int elf_syms__lookup_index(const struct elf_syms *es, uint64_t vaddr, size_t *ret_idx,
 			   const char **ret_name, uint64_t *ret_offset)
 {
-	size_t lo = 0, hi;
+	size_t lo;
 
 	if (!es || !es->nsyms)
 		return -ENOENT;
-	hi = es->nsyms;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (es->syms[mid].addr <= vaddr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = TABLES_UPPER_BOUND(es->syms, es->nsyms, addr, vaddr);
 	for (size_t i = lo, k = 0; i > 0 && k < LOOKBACK; i--, k++) {
 		const struct esym *s = &es->syms[i - 1];
 
