@@ -25,6 +25,7 @@
 #include "common/log.h"
 #include "common/memstats.h"
 #include "common/shm_ring.h"
+#include "common/timeutil.h"
 #include "symbolizer/debuginfod.h"
 #include "symbolizer/symbolizer.h"
 
@@ -68,13 +69,6 @@ static struct {
 	char state_path[512];
 	volatile sig_atomic_t stop;
 } A;
-
-static uint64_t unix_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void on_signal(int sig) { (void)sig; A.stop = 1; }
 
@@ -452,7 +446,7 @@ static void end_task(struct task_def *t, const char *why)
 	/* The collector drained before answering: everything is in the ring now. */
 	consume_all();
 	if (p) {
-		flush_pending(p, unix_ms() * 1000000ull);
+		flush_pending(p, timeutil__unix_ms() * 1000000ull);
 		log_info("task %s finished (%s): %llu samples in %llu stacks", t->id, why,
 			 (unsigned long long)p->samples_total, (unsigned long long)p->stacks_total);
 		free(p->v);
@@ -477,7 +471,7 @@ static int all_pids_gone(const struct task_def *t)
 
 static void check_tasks(void)
 {
-	uint64_t now = unix_ms();
+	uint64_t now = timeutil__unix_ms();
 
 	for (unsigned i = 0; i < task_mgr__count(A.tm);) {
 		struct task_def *t = task_mgr__at(A.tm, i);
@@ -525,7 +519,7 @@ static void restore_state(void)
 		def.period_ns = p->period_ns;
 		def.min_block_ns = p->min_block_ns;
 		snprintf(def.origin, sizeof(def.origin), "%s", p->origin ? p->origin : "");
-		if (unix_ms() >= def.start_unix_ms + def.duration_ms)
+		if (timeutil__unix_ms() >= def.start_unix_ms + def.duration_ms)
 			continue;
 		if (start_task(&def, err, sizeof(err)))
 			log_warn("could not resume task %s: %s", def.id, err);
@@ -560,7 +554,7 @@ static void meter_add(struct meter_set *ms, const char *name, double v, int coun
 
 static void collect_meters(struct meter_set *ms, int with_collector)
 {
-	uint64_t ts = unix_ms();
+	uint64_t ts = timeutil__unix_ms();
 	struct symbolizer_stats ss;
 	struct shm_ring_stats rs;
 	struct memstats mem;
@@ -638,12 +632,12 @@ static void handle_request(void)
 		if (s->id && s->id[0])
 			snprintf(def.id, sizeof(def.id), "%s", s->id);
 		else
-			snprintf(def.id, sizeof(def.id), "task-%llu-%u-%llu", (unsigned long long)unix_ms(), A.shard,
-				 (unsigned long long)++A.next_task_num);
+			snprintf(def.id, sizeof(def.id), "task-%llu-%u-%llu", (unsigned long long)timeutil__unix_ms(),
+				 A.shard, (unsigned long long)++A.next_task_num);
 		def.kind = s->kind;
 		def.npids = s->n_pids;
 		memcpy(def.pids, s->pids, s->n_pids * sizeof(uint32_t));
-		def.start_unix_ms = unix_ms();
+		def.start_unix_ms = timeutil__unix_ms();
 		def.duration_ms = s->duration_ms;
 		def.period_ns = s->period_ns ? s->period_ns : A.cfg->profiling.task.on_cpu.dump_period_ns;
 		def.min_block_ns = s->min_block_ns ? s->min_block_ns : A.cfg->profiling.task.off_cpu.min_block_time_ns;
@@ -828,13 +822,13 @@ int main(int argc, char **argv)
 	restore_state();
 	log_info("ready: shard %u of %u, uid %u", A.shard, A.nshards, (unsigned)geteuid());
 
-	A.last_meters_ms = unix_ms();
+	A.last_meters_ms = timeutil__unix_ms();
 	while (!A.stop) {
 		zmq_pollitem_t items[2] = {
 			{ .socket = A.rep, .events = ZMQ_POLLIN },
 			{ .fd = shm_ring__event_fd(A.ring), .events = ZMQ_POLLIN },
 		};
-		uint64_t now = unix_ms(), next = task_mgr__next_deadline(A.tm);
+		uint64_t now = timeutil__unix_ms(), next = task_mgr__next_deadline(A.tm);
 		long timeout = 1000;
 		int n;
 
@@ -855,7 +849,7 @@ int main(int argc, char **argv)
 			log_error("lost the collector connection; exiting to be restarted");
 			return 1;
 		}
-		now = unix_ms();
+		now = timeutil__unix_ms();
 		if (now - A.last_meters_ms >= A.cfg->profiling.flush_interval_ns / 1000000) {
 			A.last_meters_ms = now;
 			publish_meters();

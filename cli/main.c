@@ -30,6 +30,7 @@
 #include "common/config.h"
 #include "common/ctl_proto.h"
 #include "common/log.h"
+#include "common/timeutil.h"
 
 #define EMBER_VERSION "0.1.0"
 
@@ -243,13 +244,6 @@ static int cmd_run(int argc, char **argv)
 
 /* ---- ember profile --------------------------------------------------------------- */
 
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static int rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
 {
 	(void)sb; (void)flag; (void)ftw;
@@ -412,7 +406,7 @@ static int cmd_profile(int argc, char **argv)
 		Ember__Task t = EMBER__TASK__INIT;
 		Ember__Reply *rep = NULL;
 		uint32_t mine[CTL_MAX_PIDS], n = 0;
-		uint64_t deadline = mono_ms() + 20000;
+		uint64_t deadline = timeutil__mono_ms() + 20000;
 
 		for (uint32_t i = 0; i < npids; i++)
 			if (pids[i] % ai.analyzers == shard)
@@ -444,7 +438,7 @@ static int cmd_profile(int argc, char **argv)
 				if (r != -ETIMEDOUT && r != -ECONNREFUSED)
 					break;
 			}
-			if (mono_ms() > deadline) {
+			if (timeutil__mono_ms() > deadline) {
 				fprintf(stderr, "ember profile: the agent's analyzer (%s) does not answer\n", ep);
 				goto out;
 			}
@@ -464,9 +458,9 @@ static int cmd_profile(int argc, char **argv)
 
 		/* task.json is written last by the exporter: then the files are final. */
 		snprintf(done, sizeof(done), "%s/%s/task.json", ai.output_dir, task_id);
-		deadline = mono_ms() + duration_ns / 1000000 + 2 * cfg->profiling.flush_interval_ns / 1000000 + 30000;
+		deadline = timeutil__mono_ms() + duration_ns / 1000000 + 2 * cfg->profiling.flush_interval_ns / 1000000 + 30000;
 		while (access(done, F_OK)) {
-			if (mono_ms() > deadline) {
+			if (timeutil__mono_ms() > deadline) {
 				fprintf(stderr, "ember profile: timed out waiting for %s\n", done);
 				goto out;
 			}

@@ -16,6 +16,7 @@
 #include "collector/privs.h"
 #include "common/cleanup.h"
 #include "common/log.h"
+#include "common/timeutil.h"
 
 enum role { ROLE_COLLECTOR, ROLE_EXPORTER, ROLE_ANALYZER };
 
@@ -31,13 +32,6 @@ struct child {
 
 static volatile sig_atomic_t stop_requested;
 static void on_stop(int sig) { (void)sig; stop_requested = 1; }
-
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static const char *role_name(enum role r)
 {
@@ -118,7 +112,7 @@ static pid_t spawn(struct sup *s, struct child *c)
 		return -errno;
 	if (pid > 0) {
 		c->pid = pid;
-		c->started_ms = mono_ms();
+		c->started_ms = timeutil__mono_ms();
 		c->restart_at_ms = 0;
 		if (c->role == ROLE_ANALYZER)
 			log_info("started analyzer of shard %u (pid %d)", c->shard, (int)pid);
@@ -184,8 +178,8 @@ static void write_stats(struct sup *s)
 
 static int wait_for_file(const char *path, pid_t pid, unsigned timeout_ms)
 {
-	uint64_t end = mono_ms() + timeout_ms;
-	while (mono_ms() < end) {
+	uint64_t end = timeutil__mono_ms() + timeout_ms;
+	while (timeutil__mono_ms() < end) {
 		int st;
 		if (access(path, F_OK) == 0)
 			return 0;
@@ -204,8 +198,8 @@ static void stop_child(struct child *c, unsigned timeout_ms)
 	if (c->pid <= 0)
 		return;
 	kill(c->pid, SIGTERM);
-	end = mono_ms() + timeout_ms;
-	while (mono_ms() < end) {
+	end = timeutil__mono_ms() + timeout_ms;
+	while (timeutil__mono_ms() < end) {
 		if (waitpid(c->pid, &st, WNOHANG) == c->pid) {
 			c->pid = 0;
 			return;
@@ -331,7 +325,7 @@ int supervisor__run(const struct ember_config *cfg, const char *bin_dir)
 	while (!stop_requested) {
 		int st;
 		pid_t pid = waitpid(-1, &st, WNOHANG);
-		uint64_t now = mono_ms();
+		uint64_t now = timeutil__mono_ms();
 
 		if (pid > 0) {
 			for (unsigned i = 0; i < s.nkids; i++) {

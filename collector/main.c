@@ -36,6 +36,7 @@
 #include "common/ctl_proto.h"
 #include "common/log.h"
 #include "common/shm_ring.h"
+#include "common/timeutil.h"
 
 #define MAX_CONNS 64
 #define MAX_TASKS 64
@@ -93,13 +94,6 @@ static struct {
 	char sock_path[108];
 } C;
 
-static uint64_t now_ns(clockid_t clk)
-{
-	struct timespec ts;
-	clock_gettime(clk, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
-}
-
 static void arm(struct conn *src)
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&C.ring);
@@ -153,7 +147,7 @@ static void drain(void)
 	n = bpf_stacks__drain(C.bpf, on_stack, NULL);
 	if (n < 0)
 		log_warn("draining the stack maps failed: %s", strerror(-n));
-	end = now_ns(CLOCK_REALTIME);
+	end = timeutil__now_ns(CLOCK_REALTIME);
 	C.last_drain_real_ns = end;
 	C.stats[CTL_STAT_DRAINS]++;
 	for (unsigned s = 0; s < C.nshards; s++) {
@@ -191,7 +185,7 @@ static void task_remove(struct task *t)
 		bpf_stacks__detach_offcpu(C.bpf);
 	else if (t->kind == EMBER_TASK_MEM)
 		bpf_stacks__detach_mem(C.bpf);
-	t->detached_at = now_ns(CLOCK_MONOTONIC);
+	t->detached_at = timeutil__now_ns(CLOCK_MONOTONIC);
 	C.stats[CTL_STAT_TASKS_ACTIVE]--;
 }
 
@@ -220,7 +214,7 @@ static int task_attach(struct conn *c, const struct ctl_attach *a, struct ctl_at
 		return -ERANGE;
 	if (a->min_block_ns > 3600000000000ull)
 		return -ERANGE;
-	uint64_t now = now_ns(CLOCK_MONOTONIC);
+	uint64_t now = timeutil__now_ns(CLOCK_MONOTONIC);
 	for (unsigned i = 0; i < MAX_TASKS && !t; i++)
 		if (task_slot_free(&C.tasks[i], now))
 			t = &C.tasks[i];
@@ -283,7 +277,7 @@ static int pid_allowed(const struct conn *c, uint32_t pid)
 	for (unsigned i = 0; i < MAX_TASKS; i++) {
 		const struct task *t = &C.tasks[i];
 		if (!t->used || t->shard != c->shard ||
-		    (t->detached_at && now_ns(CLOCK_MONOTONIC) - t->detached_at > DETACHED_GRACE_NS))
+		    (t->detached_at && timeutil__now_ns(CLOCK_MONOTONIC) - t->detached_at > DETACHED_GRACE_NS))
 			continue;
 		for (uint32_t j = 0; j < t->npids; j++)
 			if (t->pids[j] == pid)
@@ -503,7 +497,7 @@ static void conn_close(struct conn *c)
 {
 	if (c->hello) {
 		C.shards[c->shard].connected = 0;
-		C.shards[c->shard].orphaned_since = now_ns(CLOCK_MONOTONIC);
+		C.shards[c->shard].orphaned_since = timeutil__now_ns(CLOCK_MONOTONIC);
 		log_info("analyzer of shard %u disconnected", c->shard);
 	}
 	close(c->fd);
@@ -588,7 +582,7 @@ static void on_accept(void)
 
 static void on_timer(void)
 {
-	uint64_t ticks, now = now_ns(CLOCK_MONOTONIC);
+	uint64_t ticks, now = timeutil__now_ns(CLOCK_MONOTONIC);
 
 	(void)!read(C.timer_src.fd, &ticks, sizeof(ticks));
 	drain();
@@ -769,7 +763,7 @@ int main(int argc, char **argv)
 		log_error("cannot drop privileges: %s", strerror(-err));
 		return 1;
 	}
-	C.last_drain_real_ns = now_ns(CLOCK_REALTIME);
+	C.last_drain_real_ns = timeutil__now_ns(CLOCK_REALTIME);
 	log_info("ready: %u shard(s) of %llu bytes, control socket %s, kept capabilities %s", C.nshards,
 		 (unsigned long long)C.ring_size, C.sock_path, PRIVS_KEPT_DESC);
 

@@ -19,6 +19,7 @@
 #include "common/config.h"
 #include "common/log.h"
 #include "common/memstats.h"
+#include "common/timeutil.h"
 #include "exporter/backend.h"
 
 #define MAX_BACKENDS 8
@@ -39,13 +40,6 @@ static struct {
 	uint64_t last_seq[64];
 	volatile sig_atomic_t stop;
 } X;
-
-static uint64_t unix_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void on_signal(int sig) { (void)sig; X.stop = 1; }
 
@@ -117,7 +111,7 @@ static void own_add(struct own_meters *o, const char *name, double v, int counte
 
 static void own_meters(struct own_meters *o)
 {
-	uint64_t ts = unix_ms();
+	uint64_t ts = timeutil__unix_ms();
 	struct backend_counter bc[MAX_BACKEND_COUNTERS];
 	struct memstats mem;
 
@@ -263,7 +257,7 @@ int main(int argc, char **argv)
 			drain_pull(1000);
 		if (n > 0 && (items[1].revents & ZMQ_POLLIN))
 			handle_request();
-		now = unix_ms();
+		now = timeutil__unix_ms();
 		if (now - last_meters >= X.cfg->profiling.flush_interval_ns / 1000000) {
 			last_meters = now;
 			publish_own_meters();
@@ -280,7 +274,7 @@ int main(int argc, char **argv)
 		;
 	for (unsigned i = 0; i < X.nb; i++) {
 		if (X.ops[i]->tick)
-			X.ops[i]->tick(X.st[i], unix_ms(), 1);
+			X.ops[i]->tick(X.st[i], timeutil__unix_ms(), 1);
 		X.ops[i]->free(X.st[i]);
 	}
 	log_info("stopped after %llu envelopes", (unsigned long long)X.stats[XS_ENVELOPES]);
