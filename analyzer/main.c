@@ -531,25 +531,18 @@ static void restore_state(void)
 
 /* ---- meters and requests ----------------------------------------------------------- */
 
+_Static_assert(AS_MAX + CTL_STAT_MAX + 16 <= BUS_METER_SET_MAX, "analyzer meters fit a meter set");
+
 struct meter_set {
-	Ember__Meter m[AS_MAX + CTL_STAT_MAX + 16];
-	Ember__Meter *ptrs[AS_MAX + CTL_STAT_MAX + 16];
+	struct bus_meter_set set;
 	Ember__Label shard_label;
 	Ember__Label *labels[1];
 	char shard_buf[16];
-	char names[AS_MAX + CTL_STAT_MAX + 16][64];
-	unsigned n;
 };
 
 static void meter_add(struct meter_set *ms, const char *name, double v, int counter, uint64_t ts)
 {
-	Ember__Meter *m = &ms->m[ms->n];
-	snprintf(ms->names[ms->n], sizeof(ms->names[0]), "ember_%s", name);
-	bus__meter_init(m, ms->names[ms->n], v, counter, ts);
-	m->n_labels = 1;
-	m->labels = ms->labels;
-	ms->ptrs[ms->n] = m;
-	ms->n++;
+	bus__meter_set_add(&ms->set, name, v, counter, ts);
 }
 
 static void collect_meters(struct meter_set *ms, int with_collector)
@@ -560,12 +553,12 @@ static void collect_meters(struct meter_set *ms, int with_collector)
 	struct memstats mem;
 	struct ctl_stats_ans cs;
 
-	memset(ms, 0, sizeof(*ms));
 	ember__label__init(&ms->shard_label);
 	snprintf(ms->shard_buf, sizeof(ms->shard_buf), "%u", A.shard);
 	ms->shard_label.name = "analyzer";
 	ms->shard_label.value = ms->shard_buf;
 	ms->labels[0] = &ms->shard_label;
+	bus__meter_set_reset(&ms->set, ms->labels, 1);
 	for (unsigned i = 0; i < AS_MAX; i++)
 		meter_add(ms, astat_names[i], A.stats[i], 1, ts);
 	meter_add(ms, "tasks_running", task_mgr__count(A.tm), 0, ts);
@@ -595,8 +588,8 @@ static void publish_meters(void)
 
 	/* Shard 0 reports the collector's counters once for everyone. */
 	collect_meters(&ms, A.shard == 0);
-	b.n_meters = ms.n;
-	b.meters = ms.ptrs;
+	b.n_meters = ms.set.n;
+	b.meters = ms.set.ptrs;
 	env.body_case = EMBER__ENVELOPE__BODY_METERS;
 	env.meters = &b;
 	publish(&env);
@@ -661,8 +654,8 @@ static void handle_request(void)
 	}
 	case EMBER__REQUEST__BODY_STATS:
 		collect_meters(&ms, 1);
-		rep.n_stats = ms.n;
-		rep.stats = ms.ptrs;
+		rep.n_stats = ms.set.n;
+		rep.stats = ms.set.ptrs;
 		break;
 	case EMBER__REQUEST__BODY_LIST:
 		for (unsigned i = 0; i < task_mgr__count(A.tm); i++) {

@@ -118,3 +118,26 @@ void bus__meter_init(Ember__Meter *m, const char *name, double value, int is_cou
 	m->is_counter = is_counter;
 	m->timestamp_ms = ts_ms;
 }
+
+void bus__meter_set_reset(struct bus_meter_set *ms, Ember__Label **labels, size_t n_labels)
+{
+	ms->n = 0;
+	ms->labels = labels;
+	ms->n_labels = n_labels;
+}
+
+int bus__meter_set_add(struct bus_meter_set *ms, const char *name, double value, int is_counter,
+		       uint64_t ts_ms)
+{
+	Ember__Meter *m;
+
+	if (ms->n >= BUS_METER_SET_MAX)
+		return -ENOSPC;
+	m = &ms->m[ms->n];
+	snprintf(ms->names[ms->n], sizeof(ms->names[0]), "ember_%s", name);
+	bus__meter_init(m, ms->names[ms->n], value, is_counter, ts_ms);
+	m->n_labels = ms->n_labels;
+	m->labels = ms->labels;
+	ms->ptrs[ms->n++] = m;
+	return 0;
+}

@@ -32,4 +32,31 @@ int bus__call(void *zctx, const char *endpoint, const Ember__Request *req, Ember
 /* Helpers to fill meters. */
 void bus__meter_init(Ember__Meter *m, const char *name, double value, int is_counter, uint64_t ts_ms);
 
+/* Room for a program's own counters: the exporter's with every backend's, or an analyzer's. */
+#define BUS_METER_SET_MAX 288
+#define BUS_METER_NAME_LEN 64
+
+/*
+ * A program's own meters for one batch or stats reply, built in place: ptrs
+ * and n go into Ember__MeterBatch.meters / Ember__Reply.stats as they are.
+ */
+struct bus_meter_set {
+	Ember__Meter m[BUS_METER_SET_MAX];
+	Ember__Meter *ptrs[BUS_METER_SET_MAX];
+	char names[BUS_METER_SET_MAX][BUS_METER_NAME_LEN];
+	Ember__Label **labels;  /* on every meter added, not copied */
+	size_t n_labels;
+	unsigned n;
+};
+
+/* Empties the set; the meters added next carry labels[0, n_labels) (may be NULL, 0). */
+void bus__meter_set_reset(struct bus_meter_set *ms, Ember__Label **labels, size_t n_labels);
+
+/*
+ * Adds the meter "ember_<name>" (truncated to BUS_METER_NAME_LEN - 1 bytes).
+ * Returns 0, or -ENOSPC when the set is full (the meter is left out).
+ */
+int bus__meter_set_add(struct bus_meter_set *ms, const char *name, double value, int is_counter,
+		       uint64_t ts_ms);
+
 #endif

@@ -91,56 +91,41 @@ static int drain_pull(int max)
 }
 
 #define MAX_BACKEND_COUNTERS 32
-#define MAX_OWN_METERS (XS_MAX + MAX_BACKENDS * MAX_BACKEND_COUNTERS + 8)
-struct own_meters {
-	Ember__Meter m[MAX_OWN_METERS];
-	Ember__Meter *p[MAX_OWN_METERS];
-	char names[MAX_OWN_METERS][64];
-	unsigned n;
-};
+_Static_assert(XS_MAX + MAX_BACKENDS * MAX_BACKEND_COUNTERS + 8 <= BUS_METER_SET_MAX,
+	       "the exporter's and its backends' meters fit a meter set");
 
-static void own_add(struct own_meters *o, const char *name, double v, int counter, uint64_t ts)
-{
-	if (o->n >= MAX_OWN_METERS)
-		return;
-	snprintf(o->names[o->n], sizeof(o->names[0]), "ember_%s", name);
-	bus__meter_init(&o->m[o->n], o->names[o->n], v, counter, ts);
-	o->p[o->n] = &o->m[o->n];
-	o->n++;
-}
-
-static void own_meters(struct own_meters *o)
+static void own_meters(struct bus_meter_set *o)
 {
 	uint64_t ts = timeutil__unix_ms();
 	struct backend_counter bc[MAX_BACKEND_COUNTERS];
 	struct memstats mem;
 
-	o->n = 0;
+	bus__meter_set_reset(o, NULL, 0);
 	for (unsigned i = 0; i < XS_MAX; i++)
-		own_add(o, xstat_names[i], X.stats[i], 1, ts);
+		bus__meter_set_add(o, xstat_names[i], X.stats[i], 1, ts);
 	for (unsigned b = 0; b < X.nb; b++) {
 		unsigned n = X.ops[b]->counters ? X.ops[b]->counters(X.st[b], bc, MAX_BACKEND_COUNTERS) : 0;
 		for (unsigned i = 0; i < n; i++)
-			own_add(o, bc[i].name, bc[i].value, 1, ts);
+			bus__meter_set_add(o, bc[i].name, bc[i].value, 1, ts);
 	}
 	if (!memstats__read(&mem)) {
-		own_add(o, "exporter_rss_bytes", mem.rss, 0, ts);
-		own_add(o, "exporter_rss_peak_bytes", mem.rss_peak, 0, ts);
+		bus__meter_set_add(o, "exporter_rss_bytes", mem.rss, 0, ts);
+		bus__meter_set_add(o, "exporter_rss_peak_bytes", mem.rss_peak, 0, ts);
 		if (mem.jemalloc) {
-			own_add(o, "exporter_jemalloc_allocated_bytes", mem.allocated, 0, ts);
-			own_add(o, "exporter_jemalloc_resident_bytes", mem.resident, 0, ts);
+			bus__meter_set_add(o, "exporter_jemalloc_allocated_bytes", mem.allocated, 0, ts);
+			bus__meter_set_add(o, "exporter_jemalloc_resident_bytes", mem.resident, 0, ts);
 		}
 	}
 }
 
 static void publish_own_meters(void)
 {
-	static struct own_meters o;
+	static struct bus_meter_set o;
 	Ember__MeterBatch b = EMBER__METER_BATCH__INIT;
 
 	own_meters(&o);
 	b.n_meters = o.n;
-	b.meters = o.p;
+	b.meters = o.ptrs;
 	for (unsigned i = 0; i < X.nb; i++)
 		if (X.ops[i]->on_meters)
 			X.ops[i]->on_meters(X.st[i], &b, UINT32_MAX);
@@ -148,7 +133,7 @@ static void publish_own_meters(void)
 
 static void handle_request(void)
 {
-	static struct own_meters o;
+	static struct bus_meter_set o;
 	Ember__Request *req = bus__recv_request(X.rep, ZMQ_DONTWAIT);
 	Ember__Reply rep = EMBER__REPLY__INIT;
 
@@ -160,7 +145,7 @@ static void handle_request(void)
 	} else if (req->body_case == EMBER__REQUEST__BODY_STATS) {
 		own_meters(&o);
 		rep.n_stats = o.n;
-		rep.stats = o.p;
+		rep.stats = o.ptrs;
 	} else {
 		rep.err = -EOPNOTSUPP;
 		rep.error = "the exporter answers stats requests only";
