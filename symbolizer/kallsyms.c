@@ -125,9 +125,7 @@ static int cmp_ksym(const void *a, const void *b)
 {
 	const struct ksym *x = a, *y = b;
 
-	if (x->addr != y->addr)
-		return x->addr < y->addr ? -1 : 1;
-	return (x->order > y->order) - (x->order < y->order);
+	return tables__cmp_u64(x->addr, y->addr) ?: tables__cmp_u64(x->order, y->order);
 }
 
 void kallsyms__free(struct kallsyms *ks)

@@ -138,9 +138,7 @@ static int cmp_entry(const void *a, const void *b)
 {
 	const struct maps_entry *x = a, *y = b;
 
-	if (x->start != y->start)
-		return x->start < y->start ? -1 : 1;
-	return (x->end > y->end) - (x->end < y->end);
+	return tables__cmp_u64(x->start, y->start) ?: tables__cmp_u64(x->end, y->end);
 }
 
 struct proc_maps *proc_maps__read(int fd, size_t max_entries)

@@ -88,9 +88,7 @@ static int cmp_entry(const void *a, const void *b)
 {
 	const struct pm_entry *x = a, *y = b;
 
-	if (x->start != y->start)
-		return x->start < y->start ? -1 : 1;
-	return (x->seq > y->seq) - (x->seq < y->seq);
+	return tables__cmp_u64(x->start, y->start) ?: tables__cmp_u64(x->seq, y->seq);
 }
 
 struct perf_map *perf_map__read(int fd, size_t max_entries, size_t max_bytes)

@@ -57,6 +57,12 @@ static inline size_t tables__upper_bound(const void *base, size_t n, size_t elem
 	return lo;
 }
 
+/* Three-way comparison for qsort() comparators: -1, 0 or 1. */
+static inline int tables__cmp_u64(uint64_t a, uint64_t b)
+{
+	return (a > b) - (a < b);
+}
+
 /* tables__upper_bound() over an array of structs sorted by their uint64_t field. */
 #define TABLES_UPPER_BOUND(arr, n, field, key) \
 	tables__upper_bound((arr), (n), sizeof(*(arr)), offsetof(__typeof__(*(arr)), field), (key))
