@@ -313,10 +313,8 @@ static int cmp_cand(const void *a, const void *b)
 {
 	const struct cand *x = a, *y = b;
 
-	if (x->addr != y->addr)
-		return x->addr < y->addr ? -1 : 1;
 	/* Higher priority first, so the first of an address group is kept. */
-	return (x->prio < y->prio) - (x->prio > y->prio);
+	return tables__cmp_u64(x->addr, y->addr) ?: tables__cmp_u64(y->prio, x->prio);
 }
 
 static uint32_t cand_prio(const GElf_Sym *sym, bool from_symtab)
@@ -667,47 +665,38 @@ const char *elf_syms__debuglink(const struct elf_syms *es, uint32_t *ret_crc)
 	return es->debuglink;
 }
 
-/* The segment holding pos as a file offset (or a vaddr): executable segments first. */
-static const struct seg *find_seg(const struct elf_syms *es, uint64_t pos, bool by_vaddr)
+/*
+ * pos as a file offset (or a vaddr) translated through the segment holding
+ * it, executable segments first.
+ */
+static int seg_translate(const struct elf_syms *es, uint64_t pos, bool from_vaddr, uint64_t *ret)
 {
+	if (!es)
+		return -EINVAL;
 	for (int pass = 0; pass < 2; pass++) {
 		for (uint32_t i = 0; i < es->info.nsegments; i++) {
 			const struct seg *s = &es->segs[i];
-			uint64_t base = by_vaddr ? s->vaddr : s->off;
+			uint64_t from = from_vaddr ? s->vaddr : s->off, to = from_vaddr ? s->off : s->vaddr;
 
 			if (pass == 0 && !(s->flags & PF_X))
 				continue;
-			if (pos >= base && pos - base < s->filesz)
-				return s;
+			if (pos >= from && pos - from < s->filesz) {
+				*ret = to + (pos - from);
+				return 0;
+			}
 		}
 	}
-	return NULL;
+	return -ENOENT;
 }
 
 int elf_syms__offset_to_vaddr(const struct elf_syms *es, uint64_t file_offset, uint64_t *ret_vaddr)
 {
-	const struct seg *s;
-
-	if (!es)
-		return -EINVAL;
-	s = find_seg(es, file_offset, false);
-	if (!s)
-		return -ENOENT;
-	*ret_vaddr = s->vaddr + (file_offset - s->off);
-	return 0;
+	return seg_translate(es, file_offset, false, ret_vaddr);
 }
 
 int elf_syms__vaddr_to_offset(const struct elf_syms *es, uint64_t vaddr, uint64_t *ret_offset)
 {
-	const struct seg *s;
-
-	if (!es)
-		return -EINVAL;
-	s = find_seg(es, vaddr, true);
-	if (!s)
-		return -ENOENT;
-	*ret_offset = s->off + (vaddr - s->vaddr);
-	return 0;
+	return seg_translate(es, vaddr, true, ret_offset);
 }
 
 int elf_syms__lookup(const struct elf_syms *es, uint64_t vaddr, const char **ret_name,
