@@ -244,6 +244,16 @@ static struct elf_syms *open_common(struct elf_syms *es)
 	return es;
 }
 
+/* A zeroed handle once libelf is usable; NULL + errno (ENOSYS, ENOMEM). */
+static struct elf_syms *new_handle(void)
+{
+	if (elf_version(EV_CURRENT) == EV_NONE) {
+		errno = ENOSYS;
+		return NULL;
+	}
+	return calloc(1, sizeof(struct elf_syms));
+}
+
 static struct elf_syms *open_fd(int fd, bool debug_only)
 {
 	struct elf_syms *es;
@@ -259,11 +269,7 @@ static struct elf_syms *open_fd(int fd, bool debug_only)
 		errno = ENOEXEC;
 		return NULL;
 	}
-	if (elf_version(EV_CURRENT) == EV_NONE) {
-		errno = ENOSYS;
-		return NULL;
-	}
-	es = calloc(1, sizeof(*es));
+	es = new_handle();
 	if (!es)
 		return NULL;
 	es->file_size = (uint64_t)st.st_size;
@@ -290,11 +296,7 @@ struct elf_syms *elf_syms__open_mem(const void *image, size_t len)
 		errno = EINVAL;
 		return NULL;
 	}
-	if (elf_version(EV_CURRENT) == EV_NONE) {
-		errno = ENOSYS;
-		return NULL;
-	}
-	es = calloc(1, sizeof(*es));
+	es = new_handle();
 	if (!es)
 		return NULL;
 	es->image = malloc(len);
