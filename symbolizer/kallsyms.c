@@ -154,21 +154,16 @@ struct kallsyms *kallsyms__read(int fd, size_t max_symbols)
 	const char *line;
 	size_t len;
 
-	if (fd < 0) {
-		errno = EBADF;
+	lr = line_reader__new(fd);
+	if (!lr)
 		return NULL;
-	}
 	if (!max_symbols)
 		max_symbols = KALLSYMS_DEFAULT_MAX;
 	if (max_symbols > UINT32_MAX)
 		max_symbols = UINT32_MAX;
 	ks = calloc(1, sizeof(*ks));
-	lr = malloc(sizeof(*lr));
-	if (!ks || !lr) {
-		errno = ENOMEM;
+	if (!ks)
 		return NULL;
-	}
-	line_reader__init(lr, fd);
 	while ((r = line_reader__next(lr, &line, &len)) > 0) {
 		const char *name, *mod;
 		size_t name_len, mod_len;

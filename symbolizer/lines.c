@@ -1,6 +1,7 @@
 #include "symbolizer/lines.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -12,6 +13,21 @@ void line_reader__init(struct line_reader *lr, int fd)
 	lr->skipping = 0;
 	lr->overlong = 0;
 	lr->bytes = 0;
+}
+
+struct line_reader *line_reader__new(int fd)
+{
+	struct line_reader *lr;
+
+	if (fd < 0) {
+		errno = EBADF;
+		return NULL;
+	}
+	lr = malloc(sizeof(*lr));
+	if (!lr)
+		return NULL;
+	line_reader__init(lr, fd);
+	return lr;
 }
 
 static int fill(struct line_reader *lr)

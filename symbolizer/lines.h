@@ -1,6 +1,7 @@
 /*
  * Line reader over a file descriptor (procfs files report size 0, so they are
- * read in chunks until EOF).  Used for /proc/<pid>/maps and /proc/kallsyms.
+ * read in chunks until EOF).  Used for /proc/<pid>/maps, /proc/kallsyms and
+ * perf maps.
  *
  * Lines longer than LINES_MAX_LEN bytes are skipped whole and counted in
  * lr->overlong; they never reach the caller truncated.  The reader does not
@@ -26,6 +27,8 @@ struct line_reader {
 };
 
 void line_reader__init(struct line_reader *lr, int fd);
+/* A reader on the heap (64 KiB: too large for a stack), free() it; NULL + errno (EBADF, ENOMEM). */
+struct line_reader *line_reader__new(int fd);
 
 /*
  * Returns 1 and the next line in *ret_line / *ret_len (no '\n'; not

@@ -153,21 +153,16 @@ struct proc_maps *proc_maps__read(int fd, size_t max_entries)
 	size_t len;
 	int r;
 
-	if (fd < 0) {
-		errno = EBADF;
+	lr = line_reader__new(fd);
+	if (!lr)
 		return NULL;
-	}
 	if (!max_entries)
 		max_entries = MAPS_DEFAULT_MAX_ENTRIES;
 	if (max_entries > INT32_MAX) /* proc_maps__find() returns an int index */
 		max_entries = INT32_MAX;
 	pm = calloc(1, sizeof(*pm));
-	lr = malloc(sizeof(*lr));
-	if (!pm || !lr) {
-		errno = ENOMEM;
+	if (!pm)
 		return NULL;
-	}
-	line_reader__init(lr, fd);
 	while ((r = line_reader__next(lr, &line, &len)) > 0) {
 		struct maps_line m;
 		struct maps_entry *e;

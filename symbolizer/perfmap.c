@@ -103,10 +103,9 @@ struct perf_map *perf_map__read(int fd, size_t max_entries, size_t max_bytes)
 	size_t len;
 	int r;
 
-	if (fd < 0) {
-		errno = EBADF;
+	lr = line_reader__new(fd);
+	if (!lr)
 		return NULL;
-	}
 	if (!max_entries)
 		max_entries = PERF_MAP_DEFAULT_MAX_ENTRIES;
 	if (max_entries > UINT32_MAX)
@@ -116,12 +115,8 @@ struct perf_map *perf_map__read(int fd, size_t max_entries, size_t max_bytes)
 	if (max_bytes > UINT32_MAX)
 		max_bytes = UINT32_MAX;
 	pm = calloc(1, sizeof(*pm));
-	lr = malloc(sizeof(*lr));
-	if (!pm || !lr) {
-		errno = ENOMEM;
+	if (!pm)
 		return NULL;
-	}
-	line_reader__init(lr, fd);
 	while ((r = line_reader__next(lr, &line, &len)) > 0) {
 		uint64_t start, size;
 		const char *name;
