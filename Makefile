@@ -107,10 +107,13 @@ $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(LIB)
 
 # ---- fuzzing (clang, libFuzzer, ASan+UBSan) --------------------------------
 FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
+# A campaign (tests/fuzz/campaign.sh): each target FUZZ_TIME seconds from the
+# committed corpus and the seeds cut from the shared captures; what adds
+# coverage is minimised into tests/fuzz/corpus/ to be committed.
+#   make fuzz [FUZZ_TIME=600] [FUZZ_TARGETS=l7_] [FUZZ_JOBS=2]
 FUZZ_TIME ?= 600
-# Longer fuzzing than CI does: `make fuzz FUZZ_TIME=3600`.
-fuzz:
-	FUZZ_TIME=$(FUZZ_TIME) tests/run-tests.sh --unit-only --only fuzz/ --with-fuzz
+fuzz: deps
+	FUZZ_TIME=$(FUZZ_TIME) FUZZ_TARGETS=$(FUZZ_TARGETS) FUZZ_JOBS=$(FUZZ_JOBS) tests/fuzz/campaign.sh
 FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzzers/%,$(FUZZ_SRCS))
 .PHONY: fuzz-bins
 fuzz-bins: $(FUZZ_BINS)

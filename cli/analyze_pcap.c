@@ -6,7 +6,9 @@
  * per request/response exchange, ordered by request time.  With --json every
  * line is a JSON object whose keys include the columns of
  * shared/testdata/pcap/oracle.sh for the protocol (conn, method, uri, status,
- * stream_id, qname, ...), plus protocol, latency_us, is_error and sizes.
+ * stream_id, qname, ...), plus protocol, latency_us (request's last byte to
+ * response completed, as tshark's response time), duration_us (request's
+ * first byte to response completed), is_error and sizes.
  * A summary of the counters goes to stderr.
  */
 #include "cli/commands.h"
@@ -87,19 +89,25 @@ static char *render_json(const struct pcap_flow_conn *conn, const struct l7_reco
 		utf8_clean((const uint8_t *)rec->fields[i].val, strlen(rec->fields[i].val), buf, sizeof(buf));
 		json_object_object_add(o, rec->fields[i].key, json_object_new_string(buf));
 	}
-	if (rec->has_request && rec->has_response && rec->resp_ts_ns >= rec->req_ts_ns)
+	if (rec->has_request && rec->has_response) {
 		json_object_object_add(o, "latency_us",
-				       json_object_new_int64((int64_t)((rec->resp_ts_ns - rec->req_ts_ns + 500) / 1000)));
-	else
+				       json_object_new_int64((int64_t)((l7_record__latency_ns(rec) + 500) / 1000)));
+		json_object_object_add(o, "duration_us",
+				       json_object_new_int64((int64_t)((l7_record__duration_ns(rec) + 500) / 1000)));
+	} else {
 		json_object_object_add(o, "latency_us", NULL);
+		json_object_object_add(o, "duration_us", NULL);
+	}
 	json_object_object_add(o, "has_request", json_object_new_boolean(rec->has_request));
 	json_object_object_add(o, "has_response", json_object_new_boolean(rec->has_response));
 	json_object_object_add(o, "is_error", json_object_new_boolean(rec->is_error));
 	json_object_object_add(o, "is_client_error", json_object_new_boolean(rec->is_client_error));
 	json_object_object_add(o, "req_bytes", json_object_new_int64((int64_t)rec->req_bytes));
 	json_object_object_add(o, "resp_bytes", json_object_new_int64((int64_t)rec->resp_bytes));
-	if (rec->has_request)
+	if (rec->has_request) {
 		json_object_object_add(o, "req_ts_ns", json_object_new_int64((int64_t)rec->req_ts_ns));
+		json_object_object_add(o, "req_end_ts_ns", json_object_new_int64((int64_t)rec->req_end_ts_ns));
+	}
 	if (rec->has_response)
 		json_object_object_add(o, "resp_ts_ns", json_object_new_int64((int64_t)rec->resp_ts_ns));
 	if (rec->req_body) {
@@ -139,8 +147,8 @@ static char *render_text(const struct pcap_flow_conn *conn, const struct l7_reco
 		utf8_clean((const uint8_t *)rec->fields[i].val, strlen(rec->fields[i].val), buf, sizeof(buf));
 		fprintf(f, " %s=%s", rec->fields[i].key, buf);
 	}
-	if (rec->has_request && rec->has_response && rec->resp_ts_ns >= rec->req_ts_ns)
-		fprintf(f, " latency=%" PRIu64 "us", (rec->resp_ts_ns - rec->req_ts_ns + 500) / 1000);
+	if (rec->has_request && rec->has_response)
+		fprintf(f, " latency=%" PRIu64 "us", (l7_record__latency_ns(rec) + 500) / 1000);
 	else
 		fprintf(f, " latency=-");
 	fprintf(f, " req=%" PRIu64 "B resp=%" PRIu64 "B%s", rec->req_bytes, rec->resp_bytes,

@@ -8,10 +8,18 @@ same number of exchanges, and in order the same values of the columns both
 report (method/uri/status, qname/qtype/rcode/answers, command/result, ...),
 plus answered/unanswered (latency '-' on both sides or on neither).
 
+Latency: for every exchange both answer, ember's latency_us must be within
+LATENCY_TOL_US of tshark's (request PDU completed -> first response PDU
+completed, from the capture's timestamps).  And at least as many exchanges
+must agree (columns, answered, latency) as the "Pairs" column of
+MANIFEST.md lists for the capture.
+
 Result per capture: PASS, FAIL (with the differing rows), NOPARSER (ember has
-no parser of that name registered yet: reported, not a failure) or
-EXCEPTION (a listed case where tshark's own decoding differs; the reason is
-printed).  Exit status 1 if any capture of a registered protocol FAILs.
+no parser registered for the capture's protocol: a failure, since every
+protocol with captures is one ember claims to parse), ERROR (oracle.sh or
+`ember analyze-pcap` failed: a failure) or EXCEPTION (a listed case where
+tshark's own decoding differs; the reason is printed).  Exit status 1 unless
+every capture PASSes or is a listed EXCEPTION.
 
 Standard library only.
 """
@@ -50,6 +58,7 @@ COLUMNS = {
 }
 FREE_TEXT = {'uri', 'path', 'argument', 'query', 'command'}
 PREFIX_MIN = 64  # a truncated value must still match at least this much
+LATENCY_TOL_US = 1000
 
 # Records ember reports that tshark files under another protocol.
 # (folder protocol, predicate on ember's record, reason)
@@ -76,24 +85,28 @@ def norm(s):
     return s or '-'
 
 
-def manifest_rules(pcap_dir):
-    """file (relative to pcap_dir) -> list of tshark decode-as args."""
+def manifest(pcap_dir):
+    """file (relative to pcap_dir) -> (tshark decode-as args, answered pairs listed)."""
     rules = {}
     path = os.path.join(pcap_dir, 'MANIFEST.md')
     try:
         text = open(path, encoding='utf-8').read()
     except OSError:
         return rules
+    pairs_col = None
     for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip('|').split('|')]
+        if line.startswith('| File') and 'Pairs' in cells:
+            pairs_col = cells.index('Pairs')
         if not line.startswith('| `'):
             continue
-        cells = [c.strip() for c in line.strip().strip('|').split('|')]
         name = cells[0].strip('`')
         args = []
         for c in cells:
             for m in re.finditer(r'`(-d [^`]+)`', c):
                 args += m.group(1).split(None, 1)
-        rules[name] = args
+        m = re.match(r'(\d+)', cells[pairs_col]) if pairs_col is not None and pairs_col < len(cells) else None
+        rules[name] = (args, int(m.group(1)) if m else None)
     return rules
 
 
@@ -148,8 +161,9 @@ def by_conn(rows):
 
 
 def compare(proto, oracle, ours):
-    """List of difference strings (empty = agree)."""
+    """(list of difference strings (empty = agree), answered exchanges that agree)."""
     diffs = []
+    agreed = 0
     cols = COLUMNS[proto]
     if len(oracle) != len(ours):
         diffs.append('exchange count: oracle %d, ember %d' % (len(oracle), len(ours)))
@@ -171,12 +185,21 @@ def compare(proto, oracle, ours):
             e_ans = erow.get('latency_us') is not None
             if o_ans != e_ans:
                 bad.append('answered')
+            elif o_ans:
+                try:
+                    d = abs(int(erow['latency_us']) - int(orow['latency_us']))
+                except (TypeError, ValueError):
+                    d = None
+                if d is None or d > LATENCY_TOL_US:
+                    bad.append('latency (oracle %s us, ember %s us)' % (orow.get('latency_us'), erow.get('latency_us')))
+                elif not bad:
+                    agreed += 1
             if bad:
                 diffs.append('%s #%d differs in %s: oracle [%s] ember [%s]' % (
                     conn, i, ','.join(bad),
                     ' '.join(norm(orow.get(c)) for c in cols) + (' answered' if o_ans else ' unanswered'),
                     ' '.join(norm(erow.get(c)) for c in cols) + (' answered' if e_ans else ' unanswered')))
-    return diffs
+    return diffs, agreed
 
 
 def main():
@@ -187,7 +210,7 @@ def main():
     ap.add_argument('-v', '--verbose', action='store_true', help='print every difference')
     a = ap.parse_args()
 
-    rules = manifest_rules(a.pcap_dir)
+    rules = manifest(a.pcap_dir)
     reg = registered(a.ember)
     counts = {'PASS': 0, 'FAIL': 0, 'NOPARSER': 0, 'EXCEPTION': 0, 'ERROR': 0}
     failed = []
@@ -204,7 +227,7 @@ def main():
                 continue
             tag = '%-8s %s' % (proto, rel)
             try:
-                oracle = run_oracle(a.pcap_dir, rel, proto, rules.get(rel, []))
+                oracle = run_oracle(a.pcap_dir, rel, proto, rules.get(rel, ([], None))[0])
             except RuntimeError as e:
                 print('ERROR    %s: %s' % (tag, e))
                 counts['ERROR'] += 1
@@ -214,12 +237,13 @@ def main():
                 print('NOPARSER %s: no ember parser registered for %s (oracle: %d exchanges)' %
                       (tag, proto, len(oracle)))
                 counts['NOPARSER'] += 1
+                failed.append(rel)
                 continue
             try:
                 recs = run_ember(a.ember, os.path.join(a.pcap_dir, rel))
             except (RuntimeError, ValueError) as e:
-                print('FAIL     %s: %s' % (tag, e))
-                counts['FAIL'] += 1
+                print('ERROR    %s: %s' % (tag, e))
+                counts['ERROR'] += 1
                 failed.append(rel)
                 continue
             ours, excepted = [], []
@@ -233,7 +257,12 @@ def main():
                     ours.append(r)
             for why in sorted(set(excepted)):
                 print('  note   %s: %d ember record(s) not compared: %s' % (tag, excepted.count(why), why))
-            diffs = compare(proto, oracle, ours)
+            diffs, agreed = compare(proto, oracle, ours)
+            listed = rules.get(rel, ([], None))[1]
+            if listed is None:
+                diffs.append('MANIFEST.md lists no pair count for this capture')
+            elif agreed < listed:
+                diffs.append('%d answered exchanges agree, MANIFEST.md lists %d pairs' % (agreed, listed))
             cexc = CAPTURE_EXCEPTIONS.get((fn, proto))
             if diffs and cexc:
                 print('EXCEPTION %s: %s (%d differences)' % (tag, cexc, len(diffs)))
@@ -248,7 +277,8 @@ def main():
                 counts['FAIL'] += 1
                 failed.append(rel)
             else:
-                print('PASS     %s: %d exchanges' % (tag, len(oracle)))
+                print('PASS     %s: %d exchanges, %d answered agree (latency within %d us)' %
+                      (tag, len(oracle), agreed, LATENCY_TOL_US))
                 counts['PASS'] += 1
     print('pcap_compare: ' + ', '.join('%d %s' % (v, k.lower()) for k, v in counts.items()))
     if failed:

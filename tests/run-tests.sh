@@ -17,7 +17,7 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-pass=0; fail=0; skip=0; failed=()
+pass=0; fail=0; skip=0; failed=(); skipped=()
 logdir=build/test-logs; mkdir -p "$logdir"
 export EMBER_ROOT=$PWD EMBER_BUILD=$PWD/build SHARED=${SHARED:-$PWD/../shared}
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0} UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
@@ -26,10 +26,14 @@ run_one() { # name cmd...
   local name=$1; shift
   [ -n "$only" ] && [[ "$name" != *$only* ]] && return
   local log="$logdir/${name//\//_}.log" start=$SECONDS rc
-  timeout 600 "$@" >"$log" 2>&1; rc=$?
+  timeout "${TEST_TIMEOUT:-600}" "$@" >"$log" 2>&1; rc=$?
   local dt=$((SECONDS - start))
+  # A cmocka binary exits 0 when some of its cases called skip(): that is a
+  # skip, not a pass, and its reasons are the "SKIP:" lines the cases print.
+  if [ $rc -eq 0 ] && grep -q '^\[  SKIPPED \] [a-z_]' "$log"; then rc=77; fi
   if [ $rc -eq 0 ]; then pass=$((pass+1)); echo "PASS  $name (${dt}s)"
-  elif [ $rc -eq 77 ]; then skip=$((skip+1)); echo "SKIP  $name: $(grep -m1 -i 'skip' "$log" || tail -1 "$log")"
+  elif [ $rc -eq 77 ]; then skip=$((skip+1)); skipped+=("$name")
+    echo "SKIP  $name: $(grep -h 'SKIP' "$log" | grep -v '^\[  SKIPPED \] [0-9]' | sort -u | tr '\n' ' ' | cut -c1-400)"
   else fail=$((fail+1)); failed+=("$name"); echo "FAIL  $name (rc=$rc, ${dt}s) — last lines of $log:"; tail -25 "$log" | sed 's/^/      /'
   fi
 }
@@ -41,10 +45,20 @@ if [ "$mode" != integration ]; then
   done
   if [ "$with_fuzz" = 1 ] && [ -n "$(ls tests/fuzz/fuzz_*.c 2>/dev/null)" ]; then
     if make -s BUILD=build/fuzz CC=clang SAN=1 CFLAGS="-O1 -g -fsanitize=fuzzer-no-link" fuzz-bins >"$logdir/fuzz-build.log" 2>&1; then
+      # Seeds from the shared captures (each direction of each connection);
+      # without them the parsers' fuzzers start from the committed corpus only.
+      if [ -d "$SHARED/testdata/pcap" ] && command -v tshark >/dev/null; then
+        rm -rf build/fuzz/seeds
+        python3 tests/fuzz/pcap_seeds.py "$SHARED/testdata/pcap" build/fuzz/seeds >"$logdir/fuzz-seeds.log" 2>&1 ||
+          { fail=$((fail+1)); failed+=("fuzz-seeds"); echo "FAIL  fuzz-seeds"; tail -5 "$logdir/fuzz-seeds.log"; }
+      fi
       for f in build/fuzz/fuzzers/fuzz_*; do
-        n=$(basename "$f"); corp=tests/fuzz/corpus/${n#fuzz_}
+        n=$(basename "$f"); corp=tests/fuzz/corpus/${n#fuzz_}; dirs=()
         mkdir -p "build/fuzz/corpus/$n"
-        run_one "fuzz/$n" "$f" -max_total_time="${FUZZ_TIME:-15}" -rss_limit_mb=2048 -print_final_stats=1 "build/fuzz/corpus/$n" $( [ -d "$corp" ] && echo "$corp")
+        [ -d "$corp" ] && dirs+=("$corp")
+        [ -d "build/fuzz/seeds/$n" ] && dirs+=("build/fuzz/seeds/$n")
+        TEST_TIMEOUT=$(( ${FUZZ_TIME:-15} + 300 )) run_one "fuzz/$n" "$f" -max_total_time="${FUZZ_TIME:-15}" -timeout=10 -rss_limit_mb=2048 \
+          -print_final_stats=1 -artifact_prefix="$logdir/$n-" "build/fuzz/corpus/$n" "${dirs[@]}"
       done
     else
       fail=$((fail+1)); failed+=("fuzz-build"); echo "FAIL  fuzz-build"; tail -20 "$logdir/fuzz-build.log"
@@ -58,5 +72,6 @@ if [ "$mode" != unit ]; then
   done
 fi
 [ ${#failed[@]} -gt 0 ] && echo "failed: ${failed[*]}"
+[ ${#skipped[@]} -gt 0 ] && echo "skipped: ${skipped[*]}"
 echo "$pass passed, $fail failed, $skip skipped"
 [ $fail -eq 0 ]

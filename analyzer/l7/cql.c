@@ -63,7 +63,7 @@ static bool is_response_op(uint8_t op)
 static const char *const kinds[] = { NULL, "Void", "Rows", "Set_keyspace", "Prepared", "Schema_change" };
 
 struct pend {
-	uint64_t ts, req_bytes, seq;
+	uint64_t ts, end_ts, req_bytes, seq;   /* first and last byte */
 	int16_t stream;
 	uint8_t op;
 	uint16_t qlen;
@@ -108,7 +108,7 @@ static void emit_rec(struct cql *c, const struct pend *p, bool has_req, bool has
 	l7_record__init(&rec, "cql");
 	l7_rec_i64(&rec, "stream_id", has_req ? p->stream : c->resp_stream);
 	if (has_req) {
-		l7_rec_req(&rec, p->ts, p->req_bytes, p->seq);
+		l7_rec_req(&rec, p->ts, p->end_ts, p->req_bytes, p->seq);
 		l7_rec_str(&rec, "opcode", p->op < NOPC && opc_names[p->op] ? opc_names[p->op] : "?");
 		if (p->qlen)
 			l7_rec_text(&rec, "query", p->q, p->qlen);
@@ -348,6 +348,7 @@ static int cql_end(void *ctx, struct l7_framer *f)
 	c->have = false;
 	if (f->tag == L7_DIR_REQ) {
 		c->cur.ts = f->msg_ts;
+		c->cur.end_ts = f->ts;
 		c->cur.seq = ++c->nreq;
 		if (l7_pendq__count(&c->base.q) >= CQL_MAX_PEND) {
 			e = l7_pendq__at(&c->base.q, 0);

@@ -41,7 +41,7 @@ enum h1_state {
 
 struct h1_req {
 	uint64_t seq;
-	uint64_t ts_ns, bytes;
+	uint64_t ts_ns, end_ts_ns, bytes;   /* first and last byte; size */
 	char method[H1_METHOD_MAX + 1];
 	char uri[L7_FIELD_MAX];
 	char charset[H1_CHARSET_MAX];
@@ -176,6 +176,7 @@ static void emit_exchange(struct h1 *h, const struct h1_req *r, bool has_req, bo
 	rec.has_response = has_resp;
 	if (has_req) {
 		rec.req_ts_ns = r->ts_ns;
+		rec.req_end_ts_ns = r->end_ts_ns >= r->ts_ns ? r->end_ts_ns : r->ts_ns;
 		rec.req_bytes = r->bytes;
 		l7_record__add_str(&rec, "method", r->method, strlen(r->method));
 		l7_record__add_str(&rec, "uri", r->uri, strnlen(r->uri, h->uri_max));
@@ -276,8 +277,13 @@ static void tail_push(struct h1_dir *d, const uint8_t *p, size_t n)
 }
 
 /* A request (headers and body) is complete. */
-static void req_done(struct h1 *h)
+/* The request being read is complete at time ts. */
+static void req_done(struct h1 *h, uint64_t ts)
 {
+	struct h1_req *last = h->qlen ? q_at(h, h->qlen - 1) : NULL;
+
+	if (last && last->seq == h->body_seq)
+		last->end_ts_ns = ts;
 	h->body_seq = 0;
 	dir_reset(&h->d[L7_DIR_REQ]);
 }
@@ -312,7 +318,7 @@ static void resp_done(struct h1 *h, uint64_t ts)
 static void msg_done(struct h1 *h, enum l7_dir dir, uint64_t ts)
 {
 	if (dir == L7_DIR_REQ)
-		req_done(h);
+		req_done(h, ts);
 	else
 		resp_done(h, ts);
 }
@@ -435,7 +441,7 @@ static int headers_done(struct h1 *h, enum l7_dir dir, uint64_t ts)
 			d->st = ST_BODY_LEN;
 			d->remaining = (uint64_t)d->clen;
 		} else {
-			req_done(h);
+			req_done(h, ts);
 		}
 		return 0;
 	}

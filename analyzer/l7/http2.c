@@ -110,6 +110,11 @@ static void emit_stream(struct h2 *h, struct h2_stream *s)
 	rec.req_seq = s->seq;
 	l7_record__add_u64(&rec, "stream_id", s->id);
 	if (s->has_req) {
+		/*
+		 * req_end_ts stays 0: a stream's request and response overlap
+		 * (streaming RPCs, a server answering before the request ends),
+		 * so latency counts from the request headers, as tshark's does.
+		 */
 		rec.req_ts_ns = s->req_ts;
 		rec.req_bytes = s->req_bytes;
 		if (s->method[0])

@@ -67,7 +67,7 @@ static const struct api {
 #define NAPIS ((int)(sizeof(apis) / sizeof(apis[0])))
 
 struct pend {
-	uint64_t ts, req_bytes, seq;
+	uint64_t ts, end_ts, req_bytes, seq;   /* first and last byte */
 	int32_t corr;
 	int16_t key, version;
 	uint16_t cid_len;
@@ -134,7 +134,7 @@ static void emit_rec(struct kafka *k, const struct pend *p, bool has_req, bool h
 
 	l7_record__init(&rec, "kafka");
 	if (has_req) {
-		l7_rec_req(&rec, p->ts, p->req_bytes, p->seq);
+		l7_rec_req(&rec, p->ts, p->end_ts, p->req_bytes, p->seq);
 		l7_rec_u64(&rec, "api_key", (uint64_t)p->key);
 		if (p->key < NAPIS)
 			l7_rec_str(&rec, "api_name", apis[p->key].name);
@@ -321,6 +321,7 @@ static int kafka_end(void *ctx, struct l7_framer *f)
 	k->have = false;
 	if (f->tag == L7_DIR_REQ) {
 		k->cur.ts = f->msg_ts;
+		k->cur.end_ts = f->ts;
 		k->cur.seq = ++k->nreq;
 		if (k->noresp) {
 			emit_rec(k, &k->cur, true, false, 0, false, 0, 0);

@@ -64,6 +64,7 @@ struct l7_field {
 struct l7_record {
 	const char *protocol;   /* parser name: "http1", "http2", "mysql", ... */
 	uint64_t req_ts_ns;     /* time of the first byte of the request, 0 if none */
+	uint64_t req_end_ts_ns; /* time the request completed (its last byte), 0 = req_ts_ns */
 	uint64_t resp_ts_ns;    /* time the response completed, 0 if none (unanswered) */
 	uint64_t req_bytes;
 	uint64_t resp_bytes;
@@ -72,9 +73,9 @@ struct l7_record {
 	bool is_client_error;   /* HTTP 4xx (flagged apart from errors, as Rover does) */
 	bool has_request, has_response;
 	/*
-	 * Added later, 0 = unknown: order of the request within its connection
-	 * (1, 2, ...) when exchanges complete out of order (HTTP/2 streams), so
-	 * consumers can list exchanges in request order.
+	 * Order of the request within its connection (1, 2, ...; 0 = unknown):
+	 * exchanges complete out of order (HTTP/2 streams, Kafka, CQL), and
+	 * consumers list them in request order.
 	 */
 	uint64_t req_seq;
 	unsigned nfields;
@@ -83,6 +84,25 @@ struct l7_record {
 	const uint8_t *req_body;  size_t req_body_len;
 	const uint8_t *resp_body; size_t resp_body_len;
 };
+
+/*
+ * Latency of an answered exchange: from the request's last byte to the
+ * response's completion, the server's time to answer as tshark reports it
+ * (a slow upload does not count).  duration adds the request's own
+ * transfer: first request byte to response completion.  Both 0 when the
+ * exchange is not answered.
+ */
+static inline uint64_t l7_record__latency_ns(const struct l7_record *r)
+{
+	uint64_t from = r->req_end_ts_ns ? r->req_end_ts_ns : r->req_ts_ns;
+
+	return r->has_request && r->has_response && r->resp_ts_ns >= from ? r->resp_ts_ns - from : 0;
+}
+
+static inline uint64_t l7_record__duration_ns(const struct l7_record *r)
+{
+	return r->has_request && r->has_response && r->resp_ts_ns >= r->req_ts_ns ? r->resp_ts_ns - r->req_ts_ns : 0;
+}
 
 typedef void (*l7_emit_fn)(void *ctx, const struct l7_record *rec);
 

@@ -140,11 +140,15 @@ static inline void l7_rec_tagnum(struct l7_record *r, const char *key, const cha
 	}
 }
 
-/* The request half of an exchange: its first byte's time, size and order. */
-static inline void l7_rec_req(struct l7_record *r, uint64_t ts, uint64_t bytes, uint64_t seq)
+/*
+ * The request half of an exchange: the times of its first and last byte
+ * (end_ts 0 = unknown, taken as ts), size and order.
+ */
+static inline void l7_rec_req(struct l7_record *r, uint64_t ts, uint64_t end_ts, uint64_t bytes, uint64_t seq)
 {
 	r->has_request = true;
 	r->req_ts_ns = ts;
+	r->req_end_ts_ns = end_ts >= ts ? end_ts : ts;
 	r->req_bytes = bytes;
 	r->req_seq = seq;
 }

@@ -199,7 +199,7 @@ static int64_t dbl_to_i64(double v)
 /* ---- parser ------------------------------------------------------------ */
 
 struct pend {
-	uint64_t ts, req_bytes, seq;
+	uint64_t ts, end_ts, req_bytes, seq;   /* first and last byte */
 	int32_t request_id;
 	uint32_t op, orig_op;      /* orig_op != 0: carried by OP_COMPRESSED */
 	uint8_t compressor;
@@ -265,7 +265,7 @@ static void emit_rec(struct mongo *m, const struct pend *p, bool has_req, bool h
 			fmt_opcode(f->val, sizeof(f->val), m->resp_op, m->resp_orig);
 	}
 	if (has_req) {
-		l7_rec_req(&rec, p->ts, p->req_bytes, p->seq);
+		l7_rec_req(&rec, p->ts, p->end_ts, p->req_bytes, p->seq);
 		if (p->cmd_len)
 			l7_rec_strn(&rec, "command", p->cmd, p->cmd_len);
 		l7_rec_i64(&rec, "request_id", p->request_id);
@@ -597,6 +597,7 @@ static int mongo_end(void *ctx, struct l7_framer *f)
 	m->have = false;
 	if (f->tag == L7_DIR_REQ) {
 		m->cur.ts = f->msg_ts;
+		m->cur.end_ts = f->ts;
 		m->cur.seq = ++m->nreq;
 		if (m->noresp) {
 			emit_rec(m, &m->cur, true, false, 0);

@@ -66,7 +66,7 @@ enum phase {
 };
 
 struct pend {
-	uint64_t ts, req_bytes, rseq;
+	uint64_t ts, end_ts, req_bytes, rseq;   /* first and last byte (0 while incomplete) */
 	uint16_t cmd;
 	uint8_t seq;          /* seq of the command's last packet */
 	uint16_t arg_len;
@@ -111,7 +111,7 @@ static void emit_rec(struct mysql *m, const struct pend *p, bool has_resp, uint6
 	char tmp[16];
 
 	l7_record__init(&rec, "mysql");
-	l7_rec_req(&rec, p->ts, p->req_bytes, p->rseq);
+	l7_rec_req(&rec, p->ts, p->end_ts, p->req_bytes, p->rseq);
 	if (p->cmd == CMD_LOGIN) {
 		name = "LOGIN";
 	} else if (p->cmd < sizeof(cmd_names) / sizeof(cmd_names[0])) {
@@ -589,6 +589,10 @@ static int mysql_end(void *ctx, struct l7_framer *f)
 	struct pend *e;
 
 	if (f->tag == L7_DIR_REQ) {
+		/* The command framed last is complete (entries are pushed as it starts). */
+		e = l7_pendq__count(&m->base.q) ? l7_pendq__at(&m->base.q, l7_pendq__count(&m->base.q) - 1) : NULL;
+		if (e && !e->end_ts)
+			e->end_ts = f->ts;
 		if (m->noresp_pending) {
 			m->noresp_pending = false;
 			emit_rec(m, &m->noresp, false, 0);

@@ -44,7 +44,9 @@ enum kind { K_STARTUP, K_QUERY, K_FUNCTION, K_EXECUTE, K_PARSE };
 static const char *const kind_names[] = { "STARTUP", "QUERY", "FUNCTION", "EXECUTE", "PARSE" };
 
 struct txn {
-	uint64_t ts, req_bytes, resp_bytes, rows, seq;
+	uint64_t ts, end_ts;   /* the request's first and last byte (end 0 while incomplete) */
+	uint64_t resp1_ts;     /* the server's first message completed (STARTUP's answer) */
+	uint64_t req_bytes, resp_bytes, rows, seq;
 	uint64_t batch;
 	uint8_t kind;
 	bool got_resp;
@@ -137,14 +139,18 @@ static void emit_txn(struct pgsql *s, const struct txn *t, bool aborted, uint64_
 	struct l7_record rec;
 
 	l7_record__init(&rec, "pgsql");
-	l7_rec_req(&rec, t->ts, t->req_bytes, t->seq);
+	l7_rec_req(&rec, t->ts, t->end_ts, t->req_bytes, t->seq);
 	l7_rec_str(&rec, "kind", kind_names[t->kind]);
 	if (t->qlen)
 		l7_rec_text(&rec, "query", t->q, t->qlen);
 	if (aborted) {
 		l7_rec_str(&rec, "result", "ABORTED");
 	} else if (t->got_resp) {
-		l7_rec_resp(&rec, resp_ts, t->resp_bytes);
+		/*
+		 * A login goes on with the client's password messages, each its
+		 * own round trip: STARTUP's latency is the server's first answer.
+		 */
+		l7_rec_resp(&rec, t->kind == K_STARTUP && t->resp1_ts ? t->resp1_ts : resp_ts, t->resp_bytes);
 		if (t->err[0]) {
 			rec.is_error = true;
 			l7_rec_str(&rec, "result", t->err);
@@ -479,7 +485,23 @@ static ssize_t pg_frame(void *ctx, struct l7_framer *f, const uint8_t *p, size_t
 	return f->tag == L7_DIR_REQ ? pg_frame_req(ctx, p, avail, need) : pg_frame_resp(ctx, p, avail, need);
 }
 
-static const struct l7_framer_ops pg_fops = { .frame = pg_frame };
+/* A message is over: time the request it completes, or STARTUP's first answer. */
+static int pg_end(void *ctx, struct l7_framer *f)
+{
+	struct pgsql *s = ctx;
+	unsigned n = l7_pendq__count(&s->base.q);
+	struct txn *t;
+
+	if (f->tag == L7_DIR_REQ) {
+		if (n && !(t = l7_pendq__at(&s->base.q, n - 1))->end_ts)
+			t->end_ts = f->ts;
+	} else if ((t = current(s, NULL)) && t->kind == K_STARTUP && !t->resp1_ts) {
+		t->resp1_ts = f->ts;
+	}
+	return 0;
+}
+
+static const struct l7_framer_ops pg_fops = { .frame = pg_frame, .end = pg_end };
 
 /* Exchanges open at the close: reported with what their response gave so far. */
 static void pg_unanswered(void *st, void *t)

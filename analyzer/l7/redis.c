@@ -55,7 +55,7 @@ struct rdir {
 };
 
 struct pend {
-	uint64_t ts, req_bytes, seq;
+	uint64_t ts, end_ts, req_bytes, seq;   /* first and last byte */
 	uint64_t resp_ts, resp_bytes;
 	int64_t need;
 	bool got;
@@ -76,7 +76,7 @@ static void emit_rec(struct redis *r, const struct pend *p, bool has_req)
 
 	l7_record__init(&rec, "redis");
 	if (has_req) {
-		l7_rec_req(&rec, p->ts, p->req_bytes, p->seq);
+		l7_rec_req(&rec, p->ts, p->end_ts, p->req_bytes, p->seq);
 	}
 	l7_rec_str(&rec, "command", p->name[0] ? p->name : "-");
 	if (p->got) {
@@ -355,6 +355,7 @@ static int redis_end(void *ctx, struct l7_framer *f)
 		if (!(e = l7_pendq__push(&r->base.q)))
 			return r->base.fatal = -ENOBUFS;
 		e->ts = d->ts;
+		e->end_ts = f->ts;
 		e->seq = ++r->nreq;
 		e->req_bytes = d->bytes;
 		memcpy(e->name, d->name, sizeof(e->name));

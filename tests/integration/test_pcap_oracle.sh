@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # L7 parsers against real captures: for every capture under
 # $SHARED/testdata/pcap/<protocol>/, `ember analyze-pcap --json` must find the
-# same exchanges as oracle.sh (tshark) - see tests/pcap_compare.py.  Needs no
-# BPF and no root.  Captures of protocols without a registered parser are
-# reported (NOPARSER) but do not fail; listed tshark exceptions are printed.
+# same exchanges as oracle.sh (tshark), with latencies within 1 ms, and at
+# least the pairs MANIFEST.md lists - see tests/pcap_compare.py.  Needs no BPF
+# and no root.  A capture whose protocol has no parser (NOPARSER) or that
+# `ember analyze-pcap` cannot read fails; listed tshark exceptions are printed.
 set -u
 cd "$(dirname "$0")/../.."
 SHARED=${SHARED:-../shared}

@@ -383,8 +383,10 @@ static inline int tpcap_run(const char *path, const struct l7_parser_ops *ops, c
  */
 #define TCAPTURE(rel, ops, cfg, server_port, out, tp) __extension__ ({ \
 	char tcap_path_[512]; \
-	if (!tshared((rel), tcap_path_, sizeof(tcap_path_))) \
+	if (!tshared((rel), tcap_path_, sizeof(tcap_path_))) { \
+		fprintf(stderr, "SKIP: shared capture %s not found (../shared/testdata/pcap)\n", (rel)); \
 		skip(); \
+	} \
 	tpcap_run(tcap_path_, (ops), (cfg), (server_port), (out), (tp)); })
 
 /* Print records as "conn<TAB>field...": handy to diff against oracle.sh. */

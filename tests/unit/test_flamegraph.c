@@ -815,8 +815,10 @@ static void test_write_errors(void **state)
 	FILE *f = fopen("/dev/full", "w");
 
 	(void)state;
-	if (!f)
+	if (!f) {
+		fprintf(stderr, "SKIP: /dev/full cannot be opened\n");
 		skip();
+	}
 	add(fg, "a;b", 1);
 	assert_int_equal(flamegraph__write_folded(fg, f), -EIO);
 	clearerr(f);

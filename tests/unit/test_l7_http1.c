@@ -62,6 +62,32 @@ static void run_basic(size_t step)
 	fix_free(f);
 }
 
+/*
+ * A request whose body arrives later (a slow upload, Expect: 100-continue):
+ * latency counts from its last byte, duration from its first.
+ */
+static void test_latency_from_request_end(void **s)
+{
+	const char *hdr = "POST /up HTTP/1.1\r\nHost: h\r\nContent-Length: 6\r\nExpect: 100-continue\r\n\r\n";
+	const char *cont = "HTTP/1.1 100 Continue\r\n\r\n";
+	const char *resp = "HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n";
+	struct fix *f = fix_new(0);
+
+	(void)s;
+	feed_steps(ops, f->st, L7_DIR_REQ, hdr, strlen(hdr), 0, 1000);
+	feed_steps(ops, f->st, L7_DIR_RESP, cont, strlen(cont), 0, 2000);
+	feed_steps(ops, f->st, L7_DIR_REQ, "abc", 3, 0, 3000);
+	feed_steps(ops, f->st, L7_DIR_REQ, "def", 3, 0, 4000);
+	feed_steps(ops, f->st, L7_DIR_RESP, resp, strlen(resp), 0, 9000);
+	assert_int_equal(f->log.n, 1);
+	assert_field(&f->log.r[0], "status", "201");
+	assert_int_equal(f->log.r[0].req_ts_ns, 1000);
+	assert_int_equal(f->log.r[0].req_end_ts_ns, 4000);
+	assert_int_equal(l7_record__latency_ns(&f->log.r[0]), 5000);
+	assert_int_equal(l7_record__duration_ns(&f->log.r[0]), 8000);
+	fix_free(f);
+}
+
 static void test_one_shot(void **s) { (void)s; run_basic(0); }
 static void test_one_byte(void **s) { (void)s; run_basic(1); }
 static void test_seven_bytes(void **s) { (void)s; run_basic(7); }
@@ -255,6 +281,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_one_shot),
+		cmocka_unit_test(test_latency_from_request_end),
 		cmocka_unit_test(test_one_byte),
 		cmocka_unit_test(test_seven_bytes),
 		cmocka_unit_test(test_pipelining),

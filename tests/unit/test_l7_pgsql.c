@@ -127,6 +127,40 @@ static void test_startup_simple_query_error(void **state)
 	free(ssl); free(no); free(su); free(auth); free(q); free(r);
 }
 
+/*
+ * A password login: STARTUP's latency is the server's first answer (the
+ * authentication request), not the whole login, whose later round trips
+ * wait on the client.
+ */
+static void test_startup_latency_first_answer(void **state)
+{
+	struct l7_config cfg = L7_CONFIG_DEFAULTS;
+	struct tbuf *su = calloc(1, sizeof(*su)), *ask = calloc(1, sizeof(*ask)), *pw = calloc(1, sizeof(*pw)),
+		    *ok = calloc(1, sizeof(*ok));
+	uint8_t md5[8] = { 0, 0, 0, 5, 1, 2, 3, 4 }, zero[4] = { 0, 0, 0, 0 };
+
+	(void)state;
+	startup(su, "carol");
+	msg(ask, 'R', md5, 8);
+	msg_cstr(pw, 'p', "md5abcdef");
+	msg(ok, 'R', zero, 4);
+	ready(ok);
+	struct tstep s[] = {
+		{ L7_DIR_REQ, su->d, su->n }, { L7_DIR_RESP, ask->d, ask->n },
+		{ L7_DIR_REQ, pw->d, pw->n }, { L7_DIR_RESP, ok->d, ok->n },
+	};
+	struct tcollect c = { 0 };
+	assert_int_equal(tplay(OPS, &cfg, s, 4, 0, &c), 0);
+	assert_int_equal(c.n, 1);
+	assert_string_equal(tfield(&c.v[0].r, "kind"), "STARTUP");
+	assert_string_equal(tfield(&c.v[0].r, "result"), "READY");
+	/* tplay stamps step i at 1000 * (i + 1). */
+	assert_int_equal(c.v[0].r.req_ts_ns, 1000);
+	assert_int_equal(l7_record__latency_ns(&c.v[0].r), 1000);
+	tcollect_free(&c);
+	free(su); free(ask); free(pw); free(ok);
+}
+
 /* Extended protocol: two batches pipelined, an error aborting the rest of batch 1. */
 static void test_extended_batches(void **state)
 {
@@ -290,6 +324,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_startup_simple_query_error),
+		cmocka_unit_test(test_startup_latency_first_answer),
 		cmocka_unit_test(test_extended_batches),
 		cmocka_unit_test(test_gap_tls_and_memory),
 		cmocka_unit_test(test_detect),
