@@ -15,6 +15,18 @@
  * and a fragile dance to reserve the address range; padding costs at most
  * one record's worth of space per lap, and max_record is a quarter of the
  * ring, so a record always fits after a pad once the consumer catches up.
+ *
+ * Where the time goes, and what the producer does about it (measured with
+ * perf and bench/bench_ring.c, two processes on two vCPUs):
+ *  - a record written straight into the ring costs a read-for-ownership of
+ *    each cache line, which the consumer last held: records are built in a
+ *    private stage (32 KiB, hot in L1) and copied into the ring in bulk;
+ *  - publishing the position per record makes the consumer read lines the
+ *    producer is still filling: it is published per 32 KiB and at notify;
+ *  - walking a whole 8 MiB buffer per lap keeps nothing in cache: while the
+ *    consumer keeps up, the producer wraps early (reserve_slow).
+ * None of this changes what the producer trusts: the consumer position is
+ * validated as before, against what was published.
  */
 #include "common/shm_ring.h"
 #include "common/cleanup.h"
@@ -36,6 +48,19 @@
 
 /* Spatial prefetchers pull 64-byte lines in pairs; 128 keeps hot words apart. */
 #define RING_LINE 128
+
+/*
+ * The producer publishes its position once per this many bytes (and at
+ * every shm_ring__notify), not once per record.  A consumer that keeps up
+ * then trails by at least this much and never reads a cache line the
+ * producer is still filling: each line moves from one core to the other
+ * once, instead of bouncing while both sides work on it, and the position's
+ * own line is written once per batch.
+ */
+#define RING_PUBLISH_BYTES (32u << 10)
+/* Producer laps stay within an eighth of the buffer while the consumer keeps
+ * up (reserve_slow), in rings where that is at least this much. */
+#define RING_HOT_MIN (256u << 10)
 
 /* Page 0 of the data memfd; read-only for the consumer. */
 struct ring_meta {
@@ -77,13 +102,22 @@ struct shm_ring {
 	uint64_t max_record;
 
 	/* producer */
-	uint64_t prod;         /* last published position */
+	uint64_t prod;         /* end of the last committed record */
+	uint64_t published;    /* prod as last stored in meta->prod_pos */
+	uint64_t publish_every; /* bytes committed between two publications */
 	uint64_t cached_cons;  /* last consumer position that passed validation */
 	uint64_t notified;     /* prod at the last notify */
 	uint32_t woken_seq;    /* sleep_seq answered by the last wake-up */
 	void *resv;            /* outstanding reservation's payload, or NULL */
 	uint64_t resv_end;
 	uint32_t resv_len;
+	bool resv_staged;      /* the reservation lies in stage[] */
+	uint8_t *stage;        /* records committed but not yet copied to the ring */
+	uint64_t stage_pos;    /* ring position of stage[0] */
+	uint64_t stage_len;
+	uint64_t stage_cap;
+	uint64_t hot;          /* early-wrap mark: size / 8, 0 when the ring is too small to bother */
+	uint64_t wrap_try;     /* position at which to try the next early wrap */
 
 	/* consumer */
 	uint64_t cpos;         /* our position; the page holds the published copy */
@@ -134,6 +168,7 @@ struct shm_ring *shm_ring__free(struct shm_ring *r)
 	zclose(&r->cons_fd);
 	zclose(&r->wake_fd);
 	zclose(&r->wake_tx);
+	free(r->stage);
 	free(r);
 	return NULL;
 }
@@ -154,6 +189,7 @@ static void ring_set_size(struct shm_ring *r, uint64_t size)
 	r->size = size;
 	r->mask = size - 1;
 	r->max_record = size / 4;
+	r->publish_every = size / 16 < RING_PUBLISH_BYTES ? size / 16 : RING_PUBLISH_BYTES;
 }
 
 static void ring_freep(struct shm_ring **r)
@@ -176,6 +212,12 @@ struct shm_ring *shm_ring__create(size_t data_size, const char *name)
 	if (!r)
 		return NULL;
 	ring_set_size(r, data_size);
+	r->stage_cap = r->publish_every;
+	r->hot = data_size / 8 >= RING_HOT_MIN ? data_size / 8 : 0;
+	r->wrap_try = r->hot ? r->hot : UINT64_MAX;
+	r->stage = malloc(r->stage_cap);
+	if (!r->stage)
+		return NULL;
 	snprintf(label, sizeof(label), "ember-ring:%s", name ? name : "");
 
 	r->data_fd = memfd_create(label, MFD_CLOEXEC | MFD_ALLOW_SEALING);
@@ -268,7 +310,7 @@ void shm_ring__stats(const struct shm_ring *r, struct shm_ring_stats *ret)
 
 /*
  * Reads the consumer position and accepts it only inside
- * [cached_cons, prod] and 8-aligned.  Anything else (ahead of us, further
+ * [cached_cons, published] and 8-aligned.  Anything else (ahead of us, further
  * back than the ring, backwards, misaligned) is hostile or broken, and using
  * it could let us overwrite records the consumer has not read.  Since
  * prod - cached_cons <= size always holds, accepting c bounds the free space
@@ -280,7 +322,7 @@ static bool cons_refresh(struct shm_ring *r)
 	 * records it released are done before we overwrite their space. */
 	uint64_t c = atomic_load_explicit(&r->cons->cons_pos, memory_order_acquire);
 
-	if ((c & 7) || r->prod - c > r->prod - r->cached_cons)
+	if ((c & 7) || r->published - c > r->published - r->cached_cons)
 		return false;
 	r->cached_cons = c;
 	return true;
@@ -292,9 +334,42 @@ static void count_drop(struct shm_ring *r, uint32_t len)
 	r->st.drop_bytes += len;
 }
 
-void *shm_ring__reserve(struct shm_ring *r, uint32_t type, uint32_t len)
+static void prod_publish(struct shm_ring *r)
+{
+	/* release: the pad, header and payload stores of every record below
+	 * prod become visible before the position that covers them (the
+	 * consumer load-acquires it). */
+	atomic_store_explicit(&r->meta->prod_pos, r->prod, memory_order_release);
+	r->published = r->prod;
+}
+
+/*
+ * Copies the staged records into the ring in one go.  A bulk copy writes
+ * whole cache lines (`rep movsb` needs no read-for-ownership), where
+ * record-by-record stores would each fetch a line the consumer last held.
+ * No record straddles the end, but the staged run does when a record ended
+ * exactly there: then it is two copies.
+ */
+static void stage_flush(struct shm_ring *r)
+{
+	uint64_t off = r->stage_pos & r->mask, first;
+
+	if (!r->stage_len)
+		return;
+	first = r->size - off < r->stage_len ? r->size - off : r->stage_len;
+	memcpy(r->data + off, r->stage, first);
+	if (first < r->stage_len)
+		memcpy(r->data, r->stage + first, r->stage_len - first);
+	r->stage_len = 0;
+}
+
+/* Everything but the common case: errors, a full-looking ring, a wrap, a
+ * record too big for the stage.  Kept out of line so the fast path below
+ * saves no registers. */
+static __attribute__((noinline)) void *reserve_slow(struct shm_ring *r, uint32_t type, uint32_t len)
 {
 	uint64_t total, pos, off, tail, need;
+	bool early = false;
 
 	if (!r->producer) {
 		errno = EPERM;
@@ -318,12 +393,36 @@ void *shm_ring__reserve(struct shm_ring *r, uint32_t type, uint32_t len)
 	pos = r->prod;
 	off = pos & r->mask;
 	tail = r->size - off;
-	/* A record never straddles the end: if it does not fit in the tail,
-	 * the tail becomes a pad record and the record starts at offset 0. */
-	need = tail < total ? tail + total : total;
+	/*
+	 * Past an eighth of the buffer, go back to offset 0 early if the
+	 * consumer is at most two publications behind.  A consumer that keeps
+	 * up then leaves the producer cycling through the first eighth, which
+	 * stays in cache, instead of walking the whole buffer (measured here
+	 * with 64-byte records: 8 MiB laps run at two thirds of the rate of
+	 * 1 MiB ones).  A consumer that falls behind stops the early wraps and
+	 * gets the whole buffer; one that pauses right after a wrap, before it
+	 * has skipped the pad, still has the eighth minus its lag.  The check
+	 * reads the consumer's page once per try.
+	 */
+	if (tail >= total && pos >= r->wrap_try) {
+		if (off >= r->hot && cons_refresh(r) && pos - r->cached_cons <= 2 * r->publish_every)
+			early = true;
+		else
+			r->wrap_try = pos + r->hot / 4;
+	}
+	/* A record never straddles the end: if it does not fit in the tail (or
+	 * we wrap early), the tail becomes a pad record and the record starts
+	 * at offset 0. */
+	need = tail < total || early ? tail + total : total;
 	/* Only look at the consumer page when our cached view says full: the
 	 * consumer's cache line is touched once per lap, not once per record. */
 	if (need > r->size - (pos - r->cached_cons)) {
+		/* Full: whatever is still unpublished goes out now, so that a
+		 * producer that drops (or waits) is never waiting on itself. */
+		if (r->prod != r->published) {
+			stage_flush(r);
+			prod_publish(r);
+		}
 		if (!cons_refresh(r)) {
 			r->st.hostile_cons++;
 			count_drop(r, len);
@@ -336,26 +435,71 @@ void *shm_ring__reserve(struct shm_ring *r, uint32_t type, uint32_t len)
 			return NULL;
 		}
 	}
-	if (tail < total) {
+	if (tail < total || early) {
+		stage_flush(r);
 		hdr_write(r->data + off, SHM_RING_TYPE_PAD, (uint32_t)(tail - SHM_RING_HDR_SIZE));
 		pos += tail;
 		off = 0;
+		r->wrap_try = r->hot ? pos + r->hot : UINT64_MAX;
 	}
-	hdr_write(r->data + off, type, len);
-	r->resv = r->data + off + SHM_RING_HDR_SIZE;
+	if (r->stage_len + total > r->stage_cap)
+		stage_flush(r);
+	if (total <= r->stage_cap) {
+		uint8_t *h;
+
+		if (!r->stage_len)
+			r->stage_pos = pos;
+		h = r->stage + r->stage_len;
+		memcpy(h, &(uint64_t){ hdr_pack(type, len) }, 8);
+		r->resv = h + SHM_RING_HDR_SIZE;
+		r->resv_staged = true;
+	} else {
+		hdr_write(r->data + off, type, len);
+		r->resv = r->data + off + SHM_RING_HDR_SIZE;
+		r->resv_staged = false;
+	}
 	r->resv_end = pos + total;
 	r->resv_len = len;
 	return r->resv;
 }
 
+
+void *shm_ring__reserve(struct shm_ring *r, uint32_t type, uint32_t len)
+{
+	uint64_t total = rec_total(len), pos = r->prod, off = pos & r->mask;
+	uint8_t *h;
+
+	/* The common case: a valid request that fits the stage, before the end
+	 * of the buffer, in the space the cached consumer position leaves. */
+	if (__builtin_expect(!r->resv && type != SHM_RING_TYPE_PAD && len <= r->max_record &&
+			     total <= r->size - off && pos < r->wrap_try &&
+			     total <= r->size - (pos - r->cached_cons) &&
+			     r->stage_len + total <= r->stage_cap && r->producer, 1)) {
+		if (!r->stage_len)
+			r->stage_pos = pos;
+		h = r->stage + r->stage_len;
+		memcpy(h, &(uint64_t){ hdr_pack(type, len) }, sizeof(uint64_t));
+		r->resv = h + SHM_RING_HDR_SIZE;
+		r->resv_staged = true;
+		r->resv_end = pos + total;
+		r->resv_len = len;
+		return r->resv;
+	}
+	return reserve_slow(r, type, len);
+}
+
 int shm_ring__commit(struct shm_ring *r, void *rec)
 {
-	if (!r->producer || !rec || rec != r->resv)
+	/* A consumer handle never has a reservation, so this also refuses it. */
+	if (!rec || rec != r->resv)
 		return -EINVAL;
+	if (r->resv_staged)
+		r->stage_len += rec_total(r->resv_len);   /* a pad is never staged */
 	r->prod = r->resv_end;
-	/* release: the pad, header and payload stores above become visible
-	 * before the position that covers them (consumer load-acquires it). */
-	atomic_store_explicit(&r->meta->prod_pos, r->prod, memory_order_release);
+	if (r->prod - r->published >= r->publish_every) {
+		stage_flush(r);
+		prod_publish(r);
+	}
 	r->st.produced++;
 	r->st.produced_bytes += r->resv_len;
 	r->resv = NULL;
@@ -410,6 +554,10 @@ int shm_ring__notify(struct shm_ring *r)
 	 * the consumer or saw it awake, and it has seen those records. */
 	if (r->prod == r->notified)
 		return 0;
+	if (r->prod != r->published) {
+		stage_flush(r);
+		prod_publish(r);
+	}
 	r->notified = r->prod;
 	/* seq_cst: orders the prod_pos stores of this batch before the
 	 * sleep_seq load below (store->load needs a full fence). */

@@ -19,8 +19,9 @@
  *            MSG_DONTWAIT|MSG_NOSIGNAL on its own socket instead, which never
  *            blocks and never raises SIGPIPE whatever the consumer does.
  *
- * Records are {u32 len, u32 type} + payload, 8-byte aligned.  Neither side
- * blocks: a record that does not fit is dropped and counted.  Neither side
+ * Records are {u32 len, u32 type} + payload, 8-byte aligned.  The producer
+ * publishes them in batches (shm_ring__commit).  Neither side blocks: a
+ * record that does not fit is dropped and counted.  Neither side
  * trusts the other beyond the bounds of the mapping: the producer validates
  * the consumer position (hostile_cons), the consumer validates every position
  * and length it reads (-EBADMSG).
@@ -89,8 +90,13 @@ int shm_ring__event_fd(const struct shm_ring *r); /* the consumer's wake fd */
  */
 void *shm_ring__reserve(struct shm_ring *r, uint32_t type, uint32_t len);
 
-/* Publishes the reserved record rec.  Returns 0, or -EINVAL if rec is not
- * the outstanding reservation (nothing is published then). */
+/*
+ * Commits the reserved record rec.  Committed records become visible to the
+ * consumer in batches: at the latest at the next shm_ring__notify(), earlier
+ * once 16 KiB (a sixteenth of a small ring) have been committed since the
+ * last publication.  Returns 0, or -EINVAL if rec is not the outstanding
+ * reservation (nothing is committed then).
+ */
 int shm_ring__commit(struct shm_ring *r, void *rec);
 
 /* Abandons the outstanding reservation rec; nothing becomes visible and
@@ -102,9 +108,10 @@ int shm_ring__discard(struct shm_ring *r, void *rec);
 int shm_ring__write(struct shm_ring *r, uint32_t type, const void *data, uint32_t len);
 
 /*
- * Ends a batch: sends one wake-up if records were committed since the last
- * call and the consumer announced a sleep (shm_ring__prepare_wait) that has
- * not been answered yet.  Makes no syscall otherwise.  Never blocks.
+ * Ends a batch: publishes every record committed so far, and sends one
+ * wake-up if records were committed since the last call and the consumer
+ * announced a sleep (shm_ring__prepare_wait) that has not been answered yet.
+ * Makes no syscall otherwise.  Never blocks.
  * Returns 1 if a wake-up was sent (or one is already pending), 0 if none was
  * needed, -EPIPE/-ECONNREFUSED if the consumer closed its end, -EPERM on a
  * consumer handle.

@@ -49,7 +49,7 @@ one() { # target name
   local base; base=$(mktemp -d)
   for d in "$repo" "${dirs[@]}"; do cp -n "$d"/* "$base"/ 2>/dev/null; done
   local before; before=$(ls "$base" | sort)
-  "$f" -merge=1 -rss_limit_mb=2048 -timeout=10 "$base" "$work" >"$out/logs/$n.merge.log" 2>&1
+  "$f" -merge=1 -use_counters=0 -rss_limit_mb=2048 -timeout=10 "$base" "$work" >"$out/logs/$n.merge.log" 2>&1
   local added=0
   for x in $(comm -13 <(echo "$before") <(ls "$base" | sort)); do cp "$base/$x" "$repo/$x"; added=$((added+1)); done
   rm -rf "$base"

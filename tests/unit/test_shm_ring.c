@@ -142,6 +142,13 @@ static int write_rec(struct shm_ring *r, struct expect *e, uint64_t seq, uint32_
 	return 0;
 }
 
+/* Ends the producer's batch (publishing what it committed), then consumes. */
+static int consume(struct shm_ring *p, struct shm_ring *c, shm_ring_record_fn cb, void *ctx, size_t max)
+{
+	assert_true(shm_ring__notify(p) >= 0);
+	return shm_ring__consume(c, cb, ctx, max);
+}
+
 /* A producer and a consumer of the same ring in this process. */
 static void pair_new(size_t size, struct shm_ring **prod, struct shm_ring **cons)
 {
@@ -230,12 +237,12 @@ static void test_wrap_many_sizes(void **state)
 		enospc++;
 		/* Full: read a random number of records (at least one). */
 		size_t want = 1 + (rnd >> 20) % (expect_pending(&e) ? expect_pending(&e) : 1);
-		int n = shm_ring__consume(c, check_cb, &e, want);
+		int n = consume(p, c, check_cb, &e, want);
 		assert_int_equal(e.bad, 0);
 		assert_true(n >= 1);
 		assert_int_equal((size_t)n, want);
 	}
-	assert_int_equal(shm_ring__consume(c, check_cb, &e, 0), (int)expect_pending(&e));
+	assert_int_equal(consume(p, c, check_cb, &e, 0), (int)expect_pending(&e));
 	assert_int_equal(e.bad, 0);
 	assert_int_equal(expect_pending(&e), 0);
 	assert_int_equal(e.delivered, seq);
@@ -296,14 +303,14 @@ static void test_full_ring_exact_drops(void **state)
 	assert_int_equal(s.hostile_cons, 0);
 
 	/* Free ten, write ten, the eleventh is dropped again. */
-	assert_int_equal(shm_ring__consume(c, check_cb, &e, 10), 10);
+	assert_int_equal(consume(p, c, check_cb, &e, 10), 10);
 	assert_int_equal(shm_ring__writable(p), 640);
 	for (int i = 0; i < 10; i++, seq++)
 		assert_int_equal(write_rec(p, &e, seq, 56), 0);
 	assert_int_equal(write_rec(p, &e, seq, 56), -ENOSPC);
-	assert_int_equal(shm_ring__consume(c, check_cb, &e, 0), 64);
+	assert_int_equal(consume(p, c, check_cb, &e, 0), 64);
 	assert_int_equal(e.bad, 0);
-	assert_int_equal(shm_ring__consume(c, check_cb, &e, 0), 0);
+	assert_int_equal(consume(p, c, check_cb, &e, 0), 0);
 	s = stats(p);
 	assert_int_equal(s.produced, 74);
 	assert_int_equal(s.drops, 39);
@@ -326,7 +333,7 @@ static void test_wrap_space_accounting(void **state)
 	while (write_rec(p, &e, seq, 100) == 0)
 		seq++;
 	assert_int_equal(seq, 36);
-	assert_int_equal(shm_ring__consume(c, check_cb, &e, 1), 1);
+	assert_int_equal(consume(p, c, check_cb, &e, 1), 1);
 	/* 64 + 112 = 176 bytes free, but split: a 128-byte record would have
 	 * to straddle the end, so it needs 64 (pad) + 128. */
 	assert_int_equal(shm_ring__writable(p), 176);
@@ -336,7 +343,7 @@ static void test_wrap_space_accounting(void **state)
 	seq++;
 	assert_int_equal(shm_ring__writable(p), 0);
 	/* The pad is skipped, never delivered. */
-	assert_int_equal(shm_ring__consume(c, check_cb, &e, 0), 36);
+	assert_int_equal(consume(p, c, check_cb, &e, 0), 36);
 	assert_int_equal(e.bad, 0);
 	assert_int_equal(e.delivered, seq);
 	assert_int_equal(stats(p).drops, 2);
@@ -372,7 +379,7 @@ static void test_space_released_during_batch(void **state)
 	while (shm_ring__write(p, 1, "0123456789abcdef0123456789abcdef0123456789abcdef01234567", 56) == 0)
 		;
 	m.prod = p;
-	assert_int_equal(shm_ring__consume(c, midbatch_cb, &m, 0), 64);
+	assert_int_equal(consume(p, c, midbatch_cb, &m, 0), 64);
 	/* 39 records (2496 bytes) were done; at least two quarters released. */
 	assert_true(m.writable_at_40 >= 2048);
 	assert_true(m.writable_at_40 <= 39 * 64);
@@ -394,7 +401,7 @@ static void test_zero_loss_when_keeping_up(void **state)
 
 		for (int i = 0; i < n; i++, seq++)
 			assert_int_equal(write_rec(p, &e, seq, (uint32_t)(mix(seq) % 600)), 0);
-		assert_int_equal(shm_ring__consume(c, check_cb, &e, 0), n);
+		assert_int_equal(consume(p, c, check_cb, &e, 0), n);
 	}
 	assert_int_equal(e.bad, 0);
 	assert_int_equal(stats(p).drops, 0);
@@ -443,7 +450,7 @@ static void test_reserve_commit_discard(void **state)
 	assert_int_equal(shm_ring__commit(p, (char *)rec + 8), -EINVAL);
 	assert_int_equal(shm_ring__discard(p, rec), 0);
 	assert_int_equal(shm_ring__commit(p, rec), -EINVAL);
-	assert_int_equal(shm_ring__consume(c, count_cb, &n, 0), 0);
+	assert_int_equal(consume(p, c, count_cb, &n, 0), 0);
 	assert_int_equal(stats(p).produced, 0);
 	assert_int_equal(stats(p).drops, 0);
 
@@ -458,29 +465,29 @@ static void test_reserve_commit_discard(void **state)
 	assert_int_equal(shm_ring__writable(c), 0);
 	assert_int_equal(shm_ring__consume(p, count_cb, &n, 0), -EPERM);
 	assert_int_equal(shm_ring__prepare_wait(p), -EPERM);
-	assert_int_equal(shm_ring__consume(c, NULL, NULL, 0), -EINVAL);
+	assert_int_equal(consume(p, c, NULL, NULL, 0), -EINVAL);
 
 	/* Zero-length records exist and are delivered with len 0. */
 	assert_int_equal(shm_ring__write(p, 3, NULL, 0), 0);
-	assert_int_equal(shm_ring__consume(c, len_cb, &got, 0), 1);
+	assert_int_equal(consume(p, c, len_cb, &got, 0), 1);
 	assert_int_equal(got, 1);
 
 	/* Callback control: > 0 stops after the record, < 0 is returned. */
 	for (int i = 0; i < 4; i++)
 		assert_int_equal(shm_ring__write(p, 1, "abcd", 4), 0);
-	assert_int_equal(shm_ring__consume(c, stop_cb, &n, 0), -ECANCELED);
+	assert_int_equal(consume(p, c, stop_cb, &n, 0), -ECANCELED);
 	assert_int_equal(n, 2);
-	assert_int_equal(shm_ring__consume(c, len_cb, &got, 0), 1);
+	assert_int_equal(consume(p, c, len_cb, &got, 0), 1);
 	assert_int_equal(got, 5);
 	n = 0;
-	assert_int_equal(shm_ring__consume(c, count_cb, &n, 0), 1);
+	assert_int_equal(consume(p, c, count_cb, &n, 0), 1);
 	assert_int_equal(stats(c).consumed, 5);
 
 	/* A reservation after a wrap can be discarded too. */
 	rec2 = shm_ring__reserve(p, 1, 1000);
 	assert_non_null(rec2);
 	assert_int_equal(shm_ring__discard(p, rec2), 0);
-	assert_int_equal(shm_ring__consume(c, count_cb, &n, 0), 0);
+	assert_int_equal(consume(p, c, count_cb, &n, 0), 0);
 	shm_ring__free(c);
 	shm_ring__free(p);
 }
@@ -501,7 +508,7 @@ static void test_hostile_cons_exact(void **state)
 	/* One lap, fully consumed, then full again: prod = 8192, truth = 4096. */
 	while (write_rec(p, &e, seq, 56) == 0)
 		seq++;
-	assert_int_equal(shm_ring__consume(c, check_cb, &e, 0), 64);
+	assert_int_equal(consume(p, c, check_cb, &e, 0), 64);
 	while (write_rec(p, &e, seq, 56) == 0)
 		seq++;
 	drops = 2;
@@ -547,12 +554,12 @@ static void test_hostile_cons_exact(void **state)
 
 	/* Back to the truth: the 64 unread records are intact. */
 	cp[CONS_POS_OFF / 8] = truth;
-	assert_int_equal(shm_ring__consume(c, check_cb, &e, 0), 64);
+	assert_int_equal(consume(p, c, check_cb, &e, 0), 64);
 	assert_int_equal(e.bad, 0);
 	assert_int_equal(e.delivered, 128);
 	/* And the ring works normally afterwards. */
 	assert_int_equal(write_rec(p, &e, seq++, 56), 0);
-	assert_int_equal(shm_ring__consume(c, check_cb, &e, 0), 1);
+	assert_int_equal(consume(p, c, check_cb, &e, 0), 1);
 	assert_int_equal(e.bad, 0);
 	assert_int_equal(stats(p).hostile_cons, hostile);
 	munmap((void *)cp, (size_t)page);
@@ -603,12 +610,12 @@ static void test_hostile_cons_random(void **state)
 		}
 		cp[CONS_POS_OFF / 8] = truth;
 		if (v % 3 == 0) {
-			int n = shm_ring__consume(c, check_cb, &e, 1 + (v >> 32) % 8);
+			int n = consume(p, c, check_cb, &e, 1 + (v >> 32) % 8);
 			assert_true(n >= 0);
 			assert_int_equal(e.bad, 0);
 		}
 	}
-	assert_int_equal(shm_ring__consume(c, check_cb, &e, 0), (int)expect_pending(&e));
+	assert_int_equal(consume(p, c, check_cb, &e, 0), (int)expect_pending(&e));
 	assert_int_equal(e.bad, 0);
 	assert_int_equal(e.delivered, seq);
 	struct shm_ring_stats s = stats(p);
@@ -641,15 +648,92 @@ static void corrupt_case(uint32_t good, uint32_t bad_len, uint32_t bad_type, uin
 	assert_int_equal(shm_ring__commit(p, rec), 0);
 	for (uint32_t i = 0; i < after; i++)
 		assert_int_equal(shm_ring__write(p, 9, "after", 5), 0);
-	assert_int_equal(shm_ring__consume(c, check_cb, &e, 0), -EBADMSG);
+	assert_int_equal(consume(p, c, check_cb, &e, 0), -EBADMSG);
 	assert_int_equal(e.delivered, good);
 	assert_int_equal(e.bad, 0);
 	/* Broken for good: nothing past a bad record can be located. */
-	assert_int_equal(shm_ring__consume(c, check_cb, &e, 0), -EBADMSG);
+	assert_int_equal(consume(p, c, check_cb, &e, 0), -EBADMSG);
 	assert_int_equal(shm_ring__prepare_wait(c), -EBADMSG);
 	struct shm_ring_stats s = stats(c);
 	assert_int_equal(s.consumed, good);
 	assert_int_equal(s.corrupt, 1);
+	expect_fini(&e);
+	shm_ring__free(c);
+	shm_ring__free(p);
+}
+
+/*
+ * Publication is batched: nothing is visible before the batch ends (notify),
+ * a full ring publishes by itself (a dropping producer never waits on its
+ * own unpublished records), and 32 KiB of commits publish without notify.
+ */
+static void test_batched_publication(void **state)
+{
+	struct shm_ring *p, *c;
+	struct expect e;
+	uint64_t seq = 0;
+
+	pair_new(4096, &p, &c);
+	expect_init(&e, 256);
+	assert_int_equal(write_rec(p, &e, seq++, 24), 0);
+	assert_int_equal(shm_ring__consume(c, check_cb, &e, 0), 0);
+	assert_int_equal(shm_ring__notify(p), 0);
+	assert_int_equal(shm_ring__consume(c, check_cb, &e, 0), 1);
+	while (write_rec(p, &e, seq, 24) == 0)
+		seq++;
+	assert_int_equal(shm_ring__consume(c, check_cb, &e, 0), (int)expect_pending(&e));
+	assert_int_equal(e.bad, 0);
+	shm_ring__free(c);
+	shm_ring__free(p);
+	expect_fini(&e);
+
+	pair_new(1 << 20, &p, &c);
+	expect_init(&e, 4096);
+	for (seq = 0; seq < 1000; seq++)    /* 1000 * 40 bytes: one publication at 32 KiB */
+		assert_int_equal(write_rec(p, &e, seq, 32), 0);
+	assert_int_equal(shm_ring__consume(c, check_cb, &e, 0), (32 << 10) / 40 + 1);
+	assert_int_equal(consume(p, c, check_cb, &e, 0), (int)expect_pending(&e));
+	assert_int_equal(e.bad, 0);
+	assert_int_equal(e.delivered, 1000);
+	expect_fini(&e);
+	shm_ring__free(c);
+	shm_ring__free(p);
+}
+
+/*
+ * A consumer that keeps up keeps the producer within the first eighth of a
+ * large ring (early wrap); one that falls behind still gets the whole ring
+ * as buffer, without a loss.
+ */
+static void test_early_wrap(void **state)
+{
+	const size_t size = 4 << 20;
+	struct shm_ring *p, *c;
+	struct expect e;
+	volatile uint64_t *cp;
+	uint64_t seq = 0, maxoff = 0;
+
+	pair_new(size, &p, &c);
+	cp = map_cons_page(p);
+	expect_init(&e, 1 << 17);
+	for (int batch = 0; batch < 2000; batch++) {
+		for (int i = 0; i < 100; i++, seq++)
+			assert_int_equal(write_rec(p, &e, seq, (uint32_t)(mix(seq) % 200)), 0);
+		assert_int_equal(consume(p, c, check_cb, &e, 0), 100);
+		if ((cp[CONS_POS_OFF / 8] & (size - 1)) > maxoff)
+			maxoff = cp[CONS_POS_OFF / 8] & (size - 1);
+	}
+	/* Laps of an eighth plus the one batch that crosses the mark. */
+	assert_true(maxoff <= size / 8 + 100 * 216);
+	assert_true(cp[CONS_POS_OFF / 8] > 10 * size);   /* it did go round */
+	/* Now a consumer that stops: 3 MiB fit, past the hot window. */
+	for (int i = 0; i < 3 * 1024 * 4; i++, seq++)
+		assert_int_equal(write_rec(p, &e, seq, 248), 0);
+	assert_int_equal(consume(p, c, check_cb, &e, 0), 3 * 1024 * 4);
+	assert_int_equal(e.bad, 0);
+	assert_int_equal(stats(p).drops, 0);
+	assert_int_equal(e.delivered, seq);
+	munmap((void *)cp, (size_t)page);
 	expect_fini(&e);
 	shm_ring__free(c);
 	shm_ring__free(p);
@@ -679,14 +763,17 @@ static void test_consumer_rejects_corrupt_prod(void **state)
 		int n = 0;
 
 		pair_new(4096, &p, &c);
-		rec = shm_ring__reserve(p, 1, 8);
+		/* Bigger than the producer's stage (a sixteenth of the ring), so
+		 * the reservation lies in the ring itself, at position 0: the data
+		 * area starts at rec - 8, meta a page before. */
+		rec = shm_ring__reserve(p, 1, 300);
 		assert_non_null(rec);
-		/* Position 0: the data area starts at rec - 8, meta a page before. */
 		volatile uint64_t *prod = (volatile uint64_t *)(void *)(rec - 8 - page + META_PROD_OFF);
 		assert_int_equal(shm_ring__commit(p, rec), 0);
-		assert_int_equal(*prod, 16);
+		assert_int_equal(shm_ring__notify(p), 0);
+		assert_int_equal(*prod, 8 + 304);
 		*prod = bad[i];
-		assert_int_equal(shm_ring__consume(c, count_cb, &n, 0), -EBADMSG);
+		assert_int_equal(consume(p, c, count_cb, &n, 0), -EBADMSG);
 		assert_int_equal(n, 0);
 		assert_int_equal(stats(c).corrupt, 1);
 		shm_ring__free(c);
@@ -768,9 +855,9 @@ static void test_readonly_enforced(void **state)
 
 	/* The record is still what the producer wrote. */
 	uint32_t got = 0;
-	assert_int_equal(shm_ring__consume(c, len_cb, &got, 0), 1);
+	assert_int_equal(consume(p, c, len_cb, &got, 0), 1);
 	assert_int_equal(got, 9);
-	assert_int_equal(shm_ring__consume(c, count_cb, &n, 0), 0);
+	assert_int_equal(consume(p, c, count_cb, &n, 0), 0);
 	shm_ring__free(c);
 	shm_ring__free(p);
 }
@@ -852,6 +939,7 @@ static void test_attach_validation(void **state)
 	assert_int_equal(shm_ring__event_fd(c), -1);
 	assert_int_equal(shm_ring__prepare_wait(c), 0);
 	assert_int_equal(shm_ring__write(p, 1, "z", 1), 0);
+	assert_int_equal(shm_ring__notify(p), 1);
 	assert_int_equal(shm_ring__prepare_wait(c), 1);
 	shm_ring__free(c);
 	shm_ring__free(p);
@@ -888,16 +976,19 @@ static void test_wakeups(void **state)
 		assert_int_equal(shm_ring__notify(p), 0);
 	}
 	assert_int_equal(stats(p).wakeups, 1);
-	assert_int_equal(shm_ring__consume(c, count_cb, &n, 0), 15);
+	assert_int_equal(consume(p, c, count_cb, &n, 0), 15);
 	/* Going back to sleep drains the pending datagram. */
 	assert_int_equal(shm_ring__prepare_wait(c), 0);
 	assert_false(readable(wfd));
 
-	/* Records already there: prepare_wait says so. */
+	/* Committed records stay invisible until the batch ends; notify then
+	 * publishes them and answers the announcement, and prepare_wait sees
+	 * them instead of sleeping. */
 	assert_int_equal(shm_ring__write(p, 1, "abc", 3), 0);
+	assert_int_equal(shm_ring__consume(c, count_cb, &n, 0), 0);
+	assert_int_equal(shm_ring__notify(p), 1); /* saw the announcement */
 	assert_int_equal(shm_ring__prepare_wait(c), 1);
 	assert_int_equal(shm_ring__consume(c, count_cb, &n, 0), 1);
-	assert_int_equal(shm_ring__notify(p), 1); /* saw the announcement */
 	assert_int_equal(shm_ring__prepare_wait(c), 0);
 	assert_false(readable(wfd));
 	assert_int_equal(stats(p).wakeups, 2);
@@ -925,7 +1016,7 @@ static void test_hostile_wake_fd(void **state)
 		assert_int_equal(shm_ring__write(p, 1, "x", 1), 0);
 		assert_int_equal(shm_ring__notify(p), 1);
 		int n = 0;
-		assert_int_equal(shm_ring__consume(c, count_cb, &n, 0), 1);
+		assert_int_equal(consume(p, c, count_cb, &n, 0), 1);
 	}
 	alarm(0);
 	/* The queue is bounded: most notifies found it full (that is fine, the
@@ -952,12 +1043,12 @@ static void test_consumer_restart(void **state)
 	expect_init(&e, 64);
 	for (uint64_t i = 0; i < 10; i++)
 		assert_int_equal(write_rec(p, &e, i, 40), 0);
-	assert_int_equal(shm_ring__consume(c, check_cb, &e, 0), 10);
+	assert_int_equal(consume(p, c, check_cb, &e, 0), 10);
 	/* Records already visible: no sleep announced. */
 	assert_int_equal(write_rec(p, &e, 10, 40), 0);
-	assert_int_equal(shm_ring__prepare_wait(c), 1);
 	assert_int_equal(shm_ring__notify(p), 0);
-	assert_int_equal(shm_ring__consume(c, check_cb, &e, 0), 1);
+	assert_int_equal(shm_ring__prepare_wait(c), 1);
+	assert_int_equal(consume(p, c, check_cb, &e, 0), 1);
 	/* The old consumer's last sleep is answered; it dies before reading. */
 	assert_int_equal(shm_ring__prepare_wait(c), 0);
 	for (uint64_t i = 11; i < 17; i++)
@@ -967,7 +1058,7 @@ static void test_consumer_restart(void **state)
 	c = shm_ring__attach(dup(shm_ring__data_fd(p)), dup(shm_ring__cons_fd(p)),
 			     dup(shm_ring__event_fd(p)));
 	assert_non_null(c);
-	assert_int_equal(shm_ring__consume(c, check_cb, &e, 0), 6);
+	assert_int_equal(consume(p, c, check_cb, &e, 0), 6);
 	assert_int_equal(e.bad, 0);
 	assert_int_equal(e.delivered, 17);
 	/* The new consumer's first sleep is a new one to the producer. */
@@ -981,10 +1072,10 @@ static void test_consumer_restart(void **state)
 	cp[CONS_POS_OFF / 8] = 3;
 	c = shm_ring__attach(dup(shm_ring__data_fd(p)), dup(shm_ring__cons_fd(p)), -1);
 	assert_non_null(c);
-	assert_int_equal(shm_ring__consume(c, count_cb, &n, 0), 0);
+	assert_int_equal(consume(p, c, count_cb, &n, 0), 0);
 	assert_int_equal(cp[CONS_POS_OFF / 8] & 7, 0);
 	assert_int_equal(shm_ring__write(p, 1, "q", 1), 0);
-	assert_int_equal(shm_ring__consume(c, count_cb, &n, 0), 1);
+	assert_int_equal(consume(p, c, count_cb, &n, 0), 1);
 	munmap((void *)cp, (size_t)page);
 	expect_fini(&e);
 	shm_ring__free(c);
@@ -1188,6 +1279,8 @@ int main(void)
 		cmocka_unit_test(test_reserve_commit_discard),
 		cmocka_unit_test(test_hostile_cons_exact),
 		cmocka_unit_test(test_hostile_cons_random),
+		cmocka_unit_test(test_batched_publication),
+		cmocka_unit_test(test_early_wrap),
 		cmocka_unit_test(test_consumer_rejects_corrupt_length),
 		cmocka_unit_test(test_consumer_rejects_corrupt_prod),
 		cmocka_unit_test(test_readonly_enforced),
