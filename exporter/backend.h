@@ -21,8 +21,13 @@ struct exporter_backend_ops {
 	void (*on_profile)(void *st, const Ember__ProfileBatch *b);
 	void (*on_task_event)(void *st, const Ember__TaskEvent *ev);
 	void (*on_meters)(void *st, const Ember__MeterBatch *m, uint32_t analyzer);
-	/* Called about every 250 ms and at shutdown (final = 1: flush everything). */
+	/* Called every 250 ms (on a fixed grid), at shutdown (final = 1: flush
+	 * everything), and whenever event_fd is readable. */
 	void (*tick)(void *st, uint64_t now_ms, int final);
+	/* Optional: an fd that turns readable when the backend has work before
+	 * the next tick (an answer from the network); the exporter then ticks
+	 * it at once.  NULL or -1 = none. */
+	int (*event_fd)(void *st);
 	/* Fills up to max counters (drops, errors...), returns how many. */
 	unsigned (*counters)(void *st, struct backend_counter *ret, unsigned max);
 	void (*free)(void *st);

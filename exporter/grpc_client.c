@@ -13,7 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
+#include <unistd.h>
 
 
 #define PEM_MAX         (1u << 20)
@@ -99,6 +101,7 @@ struct grpc_client {
 	struct grpc_client_stats st;
 
 	atomic_int conn;
+	int wake_fd;            /* eventfd: written once per finished call */
 	/* thread only */
 	struct gc_call *active;
 };
@@ -275,6 +278,8 @@ static void push_done(struct grpc_client *c, struct done *d)
 	d->next = NULL;
 	*c->done_tail = d;
 	c->done_tail = &d->next;
+	if (c->wake_fd >= 0)
+		(void)!write(c->wake_fd, &(uint64_t){ 1 }, sizeof(uint64_t));
 	c->st.calls++;
 	if (d->r.status == GRPC_STATUS_OK) {
 		c->st.ok++;
@@ -544,6 +549,14 @@ struct grpc_client *grpc_client__new(const struct grpc_client_opts *o, char *err
 		return NULL;
 	}
 	pthread_mutex_init(&c->lock, NULL);
+	/* Non-blocking: the thread never waits on the caller, and the caller
+	 * drains it without waiting. */
+	c->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (c->wake_fd < 0) {
+		e = -errno;
+		snprintf(err, errlen, "eventfd: %s", strerror(errno));
+		goto fail;
+	}
 	c->queued_tail = &c->queued;
 	c->done_tail = &c->done;
 	c->check_period_ms = o->check_period_ms ? o->check_period_ms : 5000;
@@ -641,10 +654,18 @@ int grpc_client__call(struct grpc_client *c, const char *method, struct grpc_msg
 	return 0;
 }
 
+int grpc_client__event_fd(const struct grpc_client *c)
+{
+	return c->wake_fd;
+}
+
 int grpc_client__poll(struct grpc_client *c, struct grpc_result *ret)
 {
 	struct done *d;
+	uint64_t n;
 
+	/* Drain before looking: a result pushed after this read wakes us again. */
+	(void)!read(c->wake_fd, &n, sizeof(n));
 	pthread_mutex_lock(&c->lock);
 	d = c->done;
 	if (d) {
@@ -725,6 +746,8 @@ void grpc_client__free(struct grpc_client *c)
 		c->g.grpc_shutdown();
 	/* libgrpc stays mapped: its threads may outlive grpc_shutdown() briefly. */
 	free(c->auth);
+	if (c->wake_fd >= 0)
+		close(c->wake_fd);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
 }

@@ -68,6 +68,9 @@ struct grpc_client *grpc_client__new(const struct grpc_client_opts *o, char *err
 int grpc_client__call(struct grpc_client *c, const char *method, struct grpc_msg *msgs, size_t n,
 		      unsigned timeout_ms, uint64_t cookie);
 
+/* Readable (POLLIN) when a call has finished since the last grpc_client__poll(). */
+int grpc_client__event_fd(const struct grpc_client *c);
+
 /* One finished call, without waiting: 1 (ret filled; release it), 0 none. */
 int grpc_client__poll(struct grpc_client *c, struct grpc_result *ret);
 void grpc_client__result_release(struct grpc_result *r);

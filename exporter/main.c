@@ -23,6 +23,7 @@
 #include "exporter/backend.h"
 
 #define MAX_BACKENDS 8
+#define TICK_MS 250
 
 enum xstat { XS_ENVELOPES, XS_DECODE_ERRORS, XS_PROFILES, XS_TASK_EVENTS, XS_METER_BATCHES, XS_SEQ_GAPS, XS_MAX };
 static const char *const xstat_names[XS_MAX] = {
@@ -165,7 +166,7 @@ int main(int argc, char **argv)
 	struct sigaction sa = { .sa_handler = on_signal };
 	int opt, hwm, zero = 0;
 	int64_t maxmsg = BUS_MAX_MSG;
-	uint64_t last_tick = 0, last_meters = 0;
+	uint64_t next_tick, last_meters = 0;
 
 	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (opt) {
@@ -228,14 +229,27 @@ int main(int argc, char **argv)
 		}
 	}
 	log_info("ready: %u backend(s)", X.nb);
+	next_tick = timeutil__mono_ms() + TICK_MS;
 	while (!X.stop) {
-		zmq_pollitem_t items[2] = { { .socket = X.pull, .events = ZMQ_POLLIN },
-					    { .socket = X.rep, .events = ZMQ_POLLIN } };
-		uint64_t now;
-		/* Backends are ticked every 250 ms: a task the OAP hands out is picked
-		 * up well within one check interval. */
-		int n = zmq_poll(items, 2, 250);
+		zmq_pollitem_t items[2 + MAX_BACKENDS] = { { .socket = X.pull, .events = ZMQ_POLLIN },
+							   { .socket = X.rep, .events = ZMQ_POLLIN } };
+		unsigned owner[MAX_BACKENDS], ni = 2;
+		uint64_t now, mono = timeutil__mono_ms();
+		int n;
 
+		for (unsigned i = 0; i < X.nb; i++) {
+			int fd = X.ops[i]->event_fd ? X.ops[i]->event_fd(X.st[i]) : -1;
+
+			if (fd >= 0) {
+				owner[ni - 2] = i;
+				items[ni++] = (zmq_pollitem_t){ .fd = fd, .events = ZMQ_POLLIN };
+			}
+		}
+		/* Ticks on a fixed 250 ms grid, whatever else wakes the loop; a
+		 * backend with news (an OAP answer) is ticked at once, so a task
+		 * the OAP hands out is handled within one check interval plus one
+		 * tick. */
+		n = zmq_poll(items, (int)ni, next_tick > mono ? (long)(next_tick - mono) : 0);
 		if (n < 0 && errno != EINTR)
 			break;
 		if (n > 0 && (items[0].revents & ZMQ_POLLIN))
@@ -243,12 +257,16 @@ int main(int argc, char **argv)
 		if (n > 0 && (items[1].revents & ZMQ_POLLIN))
 			handle_request();
 		now = timeutil__unix_ms();
+		for (unsigned k = 2; n > 0 && k < ni; k++)
+			if (items[k].revents & ZMQ_POLLIN)
+				X.ops[owner[k - 2]]->tick(X.st[owner[k - 2]], now, 0);
 		if (now - last_meters >= X.cfg->profiling.flush_interval_ns / 1000000) {
 			last_meters = now;
 			publish_own_meters();
 		}
-		if (now - last_tick >= 250) {
-			last_tick = now;
+		mono = timeutil__mono_ms();
+		if (mono >= next_tick) {
+			next_tick = next_tick + TICK_MS > mono ? next_tick + TICK_MS : mono + TICK_MS;
 			for (unsigned i = 0; i < X.nb; i++)
 				if (X.ops[i]->tick)
 					X.ops[i]->tick(X.st[i], now, 0);

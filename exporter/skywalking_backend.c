@@ -1017,7 +1017,7 @@ static void sw_tick(void *st, uint64_t now_ms, int final)
 	if (!final && mono >= b->next_heartbeat) {
 		struct pf_stats ps;
 		bool all;
-		/* on the period's grid, not tick time plus period: ticks come every 1-1.5 s */
+		/* on the period's grid, not tick time plus period, so ticks do not add up */
 		b->next_heartbeat = b->next_heartbeat && b->next_heartbeat + hb > mono ? b->next_heartbeat + hb : mono + hb;
 		if (process_finder__scan(b->pf) >= 0) {
 			all = ++b->heartbeats % (uint64_t)b->cfg->process_discovery.properties_report_period == 0;
@@ -1045,6 +1045,13 @@ static void sw_tick(void *st, uint64_t now_ms, int final)
 			nanosleep(&ts, NULL);
 		}
 	}
+}
+
+static int sw_event_fd(void *st)
+{
+	struct sw_backend *b = st;
+
+	return b->gc ? grpc_client__event_fd(b->gc) : -1;
 }
 
 static unsigned sw_counters(void *st, struct backend_counter *ret, unsigned max)
@@ -1089,6 +1096,7 @@ const struct exporter_backend_ops skywalking_backend_ops = {
 	.on_task_event = sw_on_task_event,
 	.on_meters = sw_on_meters,
 	.tick = sw_tick,
+	.event_fd = sw_event_fd,
 	.counters = sw_counters,
 	.free = sw_free,
 };
