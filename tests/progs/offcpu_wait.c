@@ -8,9 +8,12 @@
  * own wrappers have no frame pointer, which hides their caller from any
  * frame-pointer unwinder (perf's too).
  * usage: offcpu_wait SECONDS   (waits 1 s unmeasured first, so a profiler can attach)
- * At exit prints the time each blocked, measured around the calls:
+ * At exit prints the time each blocked, measured around the calls, and how
+ * many calls each made:
  *   blocked_ns wait_on_pipe N
  *   blocked_ns sleeper N
+ *   calls wait_on_pipe N
+ *   calls sleeper N
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -21,7 +24,7 @@
 
 static int pfd[2];
 static volatile int stop;
-static unsigned long long pipe_ns, sleep_ns;
+static unsigned long long pipe_ns, sleep_ns, pipe_calls, sleep_calls;
 
 __attribute__((noinline)) long raw_syscall3(long nr, long a, long b, long c)
 {
@@ -48,6 +51,7 @@ __attribute__((noinline)) void wait_on_pipe(void)
 	if (read_pipe(pfd[0], &c, 1) != 1)
 		stop = 1;
 	pipe_ns += now_ns() - t;
+	pipe_calls++;
 }
 
 __attribute__((noinline)) void *waiter(void *arg)
@@ -76,6 +80,7 @@ __attribute__((noinline)) void sleeper(void)
 	unsigned long long t = now_ns();
 	do_nanosleep(&ts);
 	sleep_ns += now_ns() - t;
+	sleep_calls++;
 }
 
 int main(int argc, char **argv)
@@ -97,5 +102,6 @@ int main(int argc, char **argv)
 	pthread_join(w, NULL);
 	pthread_join(r, NULL);
 	printf("blocked_ns wait_on_pipe %llu\nblocked_ns sleeper %llu\n", pipe_ns, sleep_ns);
+	printf("calls wait_on_pipe %llu\ncalls sleeper %llu\n", pipe_calls, sleep_calls);
 	return 0;
 }
