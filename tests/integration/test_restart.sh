@@ -28,9 +28,15 @@ grep -q "resumed task" "$TMP/agent.log" || { cat "$TMP/agent.log"; fail "the res
 total=$(folded_total "$TMP/prof/oncpu.folded")
 expect=$(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN { printf "%d", (b - a) / 0.009 }')
 echo "samples in the output: $total of ~$expect (CPU time / 9 ms)"
-# A killed analyzer loses at most the flush window it had not published yet (1 s here);
-# the restarted exporter resumes the task's files from disk.
-awk -v t="$total" -v e="$expect" 'BEGIN { exit !(t >= 0.6 * e) }' || fail "only $total of ~$expect samples survived the restarts"
+# Nothing is lost on the way: while the analyzer is dead the records wait in
+# the ring (a restarted analyzer resumes at the old consumer position), it
+# publishes each window as soon as the window's last record arrives, and the
+# restarted exporter resumes the task's files from disk.  Runs here keep
+# 99-100% of the samples the CPU time stands for; 0.95 allows for the
+# command's window exceeding the task's (as in test_oncpu_profile), and an
+# analyzer that skipped the backlog or a lost window (1 s = 12%) fails.
+awk -v t="$total" -v e="$expect" 'BEGIN { exit !(t >= 0.95 * e && t <= 1.02 * e) }' ||
+  fail "$total of ~$expect samples survived the restarts (0.95..1.02 allowed)"
 grep -q "outer;middle;leaf" "$TMP/prof/oncpu.folded" || fail "stacks not symbolized after the restart"
 "$EMBER" stats --config "$TMP/ember.yaml" > "$TMP/stats" || fail "ember stats failed"
 grep -E "supervisor +supervisor_analyzer_restarts +1$" "$TMP/stats" || { cat "$TMP/stats"; fail "analyzer restart not counted"; }
