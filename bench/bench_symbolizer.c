@@ -87,7 +87,8 @@ static double run_tool(char *const argv[], const uint64_t *vaddrs, size_t n, int
 	char in_path[] = "/tmp/bench-sym-in-XXXXXX", out_path[] = "/tmp/bench-sym-out-XXXXXX";
 	int in_fd = mkstemp(in_path), out_fd = mkstemp(out_path);
 	FILE *in, *out;
-	char line[8192];
+	char *line = NULL;
+	size_t cap = 0;
 	double t0, dt;
 	pid_t pid;
 	int st;
@@ -122,14 +123,16 @@ static double run_tool(char *const argv[], const uint64_t *vaddrs, size_t n, int
 	dt = now_s() - t0;
 	out = fdopen(out_fd, "r");
 	rewind(out);
-	/* Function, then file:line (then a blank line for llvm-symbolizer). */
-	while (names && i < n && fgets(line, sizeof(line), out)) {
+	/* Function, then file:line (then a blank line for llvm-symbolizer).
+	 * Whole lines: some C++ names run past any fixed buffer. */
+	while (names && i < n && getline(&line, &cap, out) > 0) {
 		line[strcspn(line, "\n")] = '\0';
 		names[i++] = strdup(line);
 		for (int k = 1; k < per_addr; k++)
-			if (!fgets(line, sizeof(line), out))
+			if (getline(&line, &cap, out) <= 0)
 				break;
 	}
+	free(line);
 	fclose(out);
 	unlink(in_path);
 	unlink(out_path);

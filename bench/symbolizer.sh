@@ -5,6 +5,12 @@
 # memory per cached module; kallsyms load.  Targets: /usr/bin/node if
 # installed, and the largest libLLVM shared library (else the largest ELF
 # under /usr/lib/x86_64-linux-gnu).  Set SYM_BENCH_FILES to override.
+#
+# Like with like: ember names functions from the symbol tables, while the
+# peers read DWARF (line tables, inlined frames) when a file has it, which is
+# more work.  Every tool is therefore run on a copy of each file with its
+# debug sections removed (objcopy --strip-debug keeps .symtab and .dynsym),
+# so all three do the same job: symbol tables only.
 set -u
 B=${EMBER_BUILD:-build}/bench/bench_symbolizer
 if [ ! -x "$B" ]; then
@@ -27,5 +33,13 @@ if [ -z "$files" ]; then
   echo "symbolizer: SKIP: no large ELF found"
   exit 0
 fi
+T=$(mktemp -d /tmp/ember-symbench.XXXXXX); trap 'rm -rf "$T"' EXIT
+copies=""
+for f in $files; do
+  c="$T/$(basename "$f")"
+  objcopy --strip-debug "$f" "$c" || { echo "symbolizer: cannot strip a copy of $f"; exit 1; }
+  echo "symbolizer_file: $(basename "$f") ($(( $(stat -c %s "$f") / 1048576 )) MiB, $(( $(stat -c %s "$c") / 1048576 )) MiB without debug sections)"
+  copies="$copies $c"
+done
 # shellcheck disable=SC2086
-exec "$B" -n "${SYM_BENCH_ADDRS:-20000}" $files
+"$B" -n "${SYM_BENCH_ADDRS:-20000}" $copies

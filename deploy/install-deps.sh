@@ -8,6 +8,7 @@ PKGS="build-essential clang llvm lld libbpf-dev bpftool linux-perf libelf-dev zl
  libclang-rt-14-dev pkg-config binutils tshark procps passwd"
 PKGS="$PKGS libxml2-utils nodejs"  # xmllint, node: flamegraph SVG XML and script tests
 PKGS="$PKGS prometheus python3-zmq curl"  # promtool + a real scraper, a ZeroMQ pusher: Prometheus backend test
+PKGS="$PKGS bpftrace"  # make bench: the peer tracer measured beside ember in the same run
 PKGS="$PKGS libgrpc-dev python3-grpcio python3-grpc-tools python3-protobuf"  # SkyWalking backend: gRPC core C API; the test OAP receiver
 PKGS="$PKGS rustc openssl util-linux"  # symbolizer: Rust demangling fixture; TLS test certificates; setpriv
 PKGS="$PKGS libiberty-dev golang-go libdebuginfod-dev"  # symbolizer: C++/Rust demangling, stripped Go test binaries, optional debuginfod
