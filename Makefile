@@ -1,8 +1,10 @@
 # ember build.  Layout (see README.md):
-#   every .c under common/ symbolizer/ analyzer/ exporter/ collector/ cli/ that is
-#   not a program entry point goes into build/libember.a; programs are
-#   <dir>/main.c; tests/unit/test_*.c are cmocka programs; tests/fuzz/fuzz_*.c are
-#   libFuzzer targets; tests/progs/*.c are test workloads; bench/bench_*.c benchmarks.
+#   each folder's .c files that are not a program entry point go into that
+#   folder's static library (build/lib/lib<folder>.a); programs are <dir>/main.c
+#   and link only the libraries and system libraries they use (the privileged
+#   collector: collector + common, libbpf, liburing, libcap); tests/unit/test_*.c
+#   are cmocka programs; tests/fuzz/fuzz_*.c are libFuzzer targets;
+#   tests/progs/*.c are test workloads; bench/bench_*.c benchmarks.
 # Adding a module = adding its files: nothing here needs to change.
 
 BUILD    ?= build
@@ -16,15 +18,23 @@ WARN     := -Wall -Wextra -Werror -Wno-unused-parameter -Wmissing-field-initiali
 # CFLAGS is the user's (e.g. CFLAGS="-O1 -g -fsanitize=fuzzer-no-link"); the rest is always added.
 CFLAGS   ?= -O2 -g
 ALL_CFLAGS = $(CFLAGS) $(WARN) -std=gnu11 -D_GNU_SOURCE -fno-omit-frame-pointer -I. -I$(BUILD)/gen $(SAN_CFLAGS)
-LDLIBS   := -lbpf -lelf -lz -luring -lzmq -lprotobuf-c -lyaml -lcap -lpcap -ljson-c -lmicrohttpd -lpthread -lm -liberty
-JEMALLOC := -ljemalloc
+# What each program links, and nothing more (ldd build/ember-collector).
+LIBS_COLLECTOR := -lbpf -lelf -lz -luring -lcap
+LIBS_ANALYZER  := -lbpf -lelf -lz -lzmq -lprotobuf-c -lyaml -lcap -liberty -lpthread -lm
+LIBS_EXPORTER  := -lelf -lzmq -lprotobuf-c -lyaml -ljson-c -lmicrohttpd -lpthread -lm -ldl
+LIBS_CLI       := -lbpf -lelf -lz -lzmq -lprotobuf-c -lyaml -lcap -lpcap -ljson-c -lpthread -lm
+# tests, benchmarks and fuzzers: everything
+LDLIBS   := -lbpf -lelf -lz -luring -lzmq -lprotobuf-c -lyaml -lcap -lpcap -ljson-c -lmicrohttpd -lpthread -lm -liberty -ldl
+# jemalloc replaces malloc without being referenced by name: keep it past
+# --as-needed (Debian's default), or the analyzer and exporter run on glibc's.
+JEMALLOC := -Wl,--no-as-needed -ljemalloc -Wl,--as-needed
 ifeq ($(SAN),1)
   SAN_CFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -DEMBER_SANITIZED
   LDFLAGS += -fsanitize=address,undefined
   JEMALLOC :=
 endif
 
-LIB_DIRS  := common symbolizer analyzer analyzer/l7 exporter collector cli
+LIB_DIRS  := common symbolizer analyzer analyzer/l7 exporter exporter/skywalking collector cli
 LIB_SRCS  := $(filter-out %/main.c,$(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c)))
 PROTOS    := $(wildcard proto/*.proto)
 PROTO_C   := $(patsubst proto/%.proto,$(BUILD)/gen/proto/%.pb-c.c,$(PROTOS))
@@ -32,8 +42,18 @@ PROTO_H   := $(PROTO_C:.c=.h)
 BPF_SRCS  := $(wildcard bpf/*.bpf.c)
 BPF_SKELS := $(patsubst bpf/%.bpf.c,$(BUILD)/gen/bpf/%.skel.h,$(BPF_SRCS))
 GEN_HDRS  := $(BUILD)/gen/vmlinux.h $(PROTO_H) $(BPF_SKELS)
-LIB_OBJS  := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRCS)) $(patsubst $(BUILD)/gen/%.c,$(BUILD)/obj/gen/%.o,$(PROTO_C))
-LIB       := $(BUILD)/libember.a
+PROTO_OBJS:= $(patsubst $(BUILD)/gen/%.c,$(BUILD)/obj/gen/%.o,$(PROTO_C))
+objs_of    = $(patsubst %.c,$(BUILD)/obj/%.o,$(filter-out %/main.c,$(foreach d,$(1),$(wildcard $(d)/*.c))))
+LIB_COMMON    := $(BUILD)/lib/libcommon.a
+LIB_SYMBOLIZER:= $(BUILD)/lib/libsymbolizer.a
+LIB_ANALYZER  := $(BUILD)/lib/libanalyzer.a
+LIB_EXPORTER  := $(BUILD)/lib/libexporter.a
+LIB_COLLECTOR := $(BUILD)/lib/libcollector.a
+LIB_CLI       := $(BUILD)/lib/libcli.a
+LIB_PROTO     := $(BUILD)/lib/libproto.a
+# Every library, in link order (users before what they use), for tests and tools.
+LIB       := $(LIB_CLI) $(LIB_COLLECTOR) $(LIB_ANALYZER) $(LIB_EXPORTER) $(LIB_SYMBOLIZER) $(LIB_COMMON) $(LIB_PROTO)
+LIB_OBJS  := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRCS)) $(PROTO_OBJS)
 
 PROGRAMS  := $(BUILD)/ember $(BUILD)/ember-collector $(BUILD)/ember-analyzer $(BUILD)/ember-exporter
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
@@ -78,22 +98,32 @@ $(BUILD)/obj/%.o: %.c | $(GEN_HDRS)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
 
-$(LIB): $(LIB_OBJS)
+$(BUILD)/lib/lib%.a:
+	@mkdir -p $(@D)
 	@rm -f $@
 	ar rcs $@ $^
+$(LIB_COMMON): $(call objs_of,common)
+$(LIB_SYMBOLIZER): $(call objs_of,symbolizer)
+$(LIB_ANALYZER): $(call objs_of,analyzer analyzer/l7)
+$(LIB_EXPORTER): $(call objs_of,exporter exporter/skywalking)
+$(LIB_COLLECTOR): $(call objs_of,collector)
+$(LIB_CLI): $(call objs_of,cli)
+$(LIB_PROTO): $(PROTO_OBJS)
 
-$(BUILD)/ember: $(BUILD)/obj/cli/main.o $(LIB)
-	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
-$(BUILD)/ember-collector: $(BUILD)/obj/collector/main.o $(LIB)
-	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
-$(BUILD)/ember-analyzer: $(BUILD)/obj/analyzer/main.o $(LIB)
-	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS) $(JEMALLOC)
-$(BUILD)/ember-exporter: $(BUILD)/obj/exporter/main.o $(LIB)
-	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS) $(JEMALLOC)
+$(BUILD)/ember: $(BUILD)/obj/cli/main.o $(LIB_CLI) $(LIB_ANALYZER) $(LIB_COMMON) $(LIB_PROTO)
+	$(CC) $(LDFLAGS) $^ -o $@ $(LIBS_CLI)
+$(BUILD)/ember-collector: $(BUILD)/obj/collector/main.o $(LIB_COLLECTOR) $(LIB_COMMON)
+	$(CC) $(LDFLAGS) $^ -o $@ $(LIBS_COLLECTOR)
+$(BUILD)/ember-analyzer: $(BUILD)/obj/analyzer/main.o $(LIB_ANALYZER) $(LIB_SYMBOLIZER) $(LIB_COMMON) $(LIB_PROTO)
+	$(CC) $(LDFLAGS) $^ -o $@ $(LIBS_ANALYZER) $(JEMALLOC)
+$(BUILD)/ember-exporter: $(BUILD)/obj/exporter/main.o $(LIB_EXPORTER) $(LIB_COMMON) $(LIB_PROTO)
+	$(CC) $(LDFLAGS) $^ -o $@ $(LIBS_EXPORTER) $(JEMALLOC)
 
+# Tests, benchmarks and fuzzers may use any module: every library, as a group.
+LINK_ALL = -Wl,--start-group $(LIB) -Wl,--end-group
 $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(LIB)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS) -lcmocka
+	$(CC) $(LDFLAGS) $< $(LINK_ALL) -o $@ $(LDLIBS) -lcmocka
 
 # Test workloads: frame pointers in every function (gcc 12 drops them from leaf
 # functions at -O1 even with -mno-omit-leaf-frame-pointer), no inlining.
@@ -103,7 +133,7 @@ $(BUILD)/progs/%: tests/progs/%.c
 
 $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(LIB)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+	$(CC) $(LDFLAGS) $< $(LINK_ALL) -o $@ $(LDLIBS)
 
 # ---- fuzzing (clang, libFuzzer, ASan+UBSan) --------------------------------
 FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
@@ -119,7 +149,7 @@ FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzzers/%,$(FUZZ_SRCS))
 fuzz-bins: $(FUZZ_BINS)
 $(BUILD)/fuzzers/%: $(BUILD)/obj/tests/fuzz/%.o $(LIB)
 	@mkdir -p $(@D)
-	$(CC) -fsanitize=fuzzer,address,undefined $^ -o $@ $(LDLIBS)
+	$(CC) -fsanitize=fuzzer,address,undefined $< $(LINK_ALL) -o $@ $(LDLIBS)
 
 # ---- entry points -----------------------------------------------------------
 deps:

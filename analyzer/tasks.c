@@ -1,6 +1,7 @@
 #include "analyzer/tasks.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -117,12 +118,78 @@ uint64_t task_mgr__next_deadline(struct task_mgr *tm)
 	return best;
 }
 
-void task_mgr__free(struct task_mgr *tm)
+struct task_mgr *task_mgr__free(struct task_mgr *tm)
 {
 	if (!tm)
-		return;
+		return NULL;
 	for (unsigned i = 0; i < tm->n; i++)
 		free(tm->tasks[i]);
 	free(tm->tasks);
 	free(tm);
+	return NULL;
+}
+
+uint32_t task_kind__from_proto(Ember__TaskKind k)
+{
+	switch (k) {
+	case EMBER__TASK_KIND__ON_CPU: return EMBER_TASK_ONCPU;
+	case EMBER__TASK_KIND__OFF_CPU: return EMBER_TASK_OFFCPU;
+	case EMBER__TASK_KIND__MEM: return EMBER_TASK_MEM;
+	default: return 0;
+	}
+}
+
+Ember__TaskKind task_kind__to_proto(uint32_t kind)
+{
+	switch (kind) {
+	case EMBER_TASK_ONCPU: return EMBER__TASK_KIND__ON_CPU;
+	case EMBER_TASK_OFFCPU: return EMBER__TASK_KIND__OFF_CPU;
+	case EMBER_TASK_MEM: return EMBER__TASK_KIND__MEM;
+	default: return EMBER__TASK_KIND__TASK_KIND_UNSPECIFIED;
+	}
+}
+
+void task_def__to_proto(const struct task_def *t, Ember__Task *p)
+{
+	ember__task__init(p);
+	p->id = (char *)t->id;
+	p->kind = task_kind__to_proto(t->kind);
+	p->n_pids = t->npids;
+	p->pids = (uint32_t *)t->pids;
+	p->start_unix_ms = t->start_unix_ms;
+	p->duration_ms = t->duration_ms;
+	p->origin = (char *)t->origin;
+	p->period_ns = t->period_ns;
+	p->min_block_ns = t->min_block_ns;
+	p->shards = t->shards;
+}
+
+int task_def__from_proto(const Ember__Task *p, struct task_def *ret, char *err, size_t errlen)
+{
+	memset(ret, 0, sizeof(*ret));
+	if (!p->n_pids || p->n_pids > CTL_MAX_PIDS) {
+		snprintf(err, errlen, "a task needs 1..%d pids", CTL_MAX_PIDS);
+		return -EINVAL;
+	}
+	ret->kind = task_kind__from_proto(p->kind);
+	if (!ret->kind) {
+		snprintf(err, errlen, "task kind %d is not supported (on-CPU, off-CPU and memory are)", (int)p->kind);
+		return -EINVAL;
+	}
+	if (p->id && p->id[0]) {
+		if (!task_def__valid_id(p->id)) {
+			snprintf(err, errlen, "bad task id (1..%d of [A-Za-z0-9._:-])", TASK_ID_LEN - 1);
+			return -EINVAL;
+		}
+		snprintf(ret->id, sizeof(ret->id), "%s", p->id);
+	}
+	ret->npids = (uint32_t)p->n_pids;
+	memcpy(ret->pids, p->pids, p->n_pids * sizeof(uint32_t));
+	ret->start_unix_ms = p->start_unix_ms;
+	ret->duration_ms = p->duration_ms;
+	ret->period_ns = p->period_ns;
+	ret->min_block_ns = p->min_block_ns;
+	ret->shards = p->shards;
+	snprintf(ret->origin, sizeof(ret->origin), "%s", p->origin ? p->origin : "");
+	return 0;
 }

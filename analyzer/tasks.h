@@ -1,13 +1,17 @@
 /*
  * The task manager: what is being profiled, for how long.  Pure bookkeeping
  * (no I/O) so the CLI, the REST API, the OAP poller and continuous-profiling
- * triggers all drive the same object.
+ * triggers all drive the same object; and the task's wire form
+ * (proto/ember.proto Task), the one place where the BPF task kinds and the
+ * message's kinds meet.
  */
-#ifndef EMBER_TASKS_H
-#define EMBER_TASKS_H
+#ifndef EMBER_ANALYZER_TASKS_H
+#define EMBER_ANALYZER_TASKS_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include "common/ctl_proto.h"
+#include "proto/ember.pb-c.h"
 
 #define TASK_ID_LEN 64
 
@@ -22,6 +26,7 @@ struct task_def {
 	uint64_t period_ns;
 	uint64_t min_block_ns;
 	char origin[16];
+	uint32_t shards;          /* analyzers running this task (its pids span them); 0 = 1 */
 	uint32_t attach_point;
 };
 
@@ -40,6 +45,20 @@ unsigned task_mgr__count(const struct task_mgr *tm);
 /* Earliest end (unix ms) over all tasks, UINT64_MAX if none. */
 uint64_t task_mgr__next_deadline(struct task_mgr *tm);
 int task_def__valid_id(const char *id);
-void task_mgr__free(struct task_mgr *tm);
+/* Accepts NULL.  Returns NULL. */
+struct task_mgr *task_mgr__free(struct task_mgr *tm);
+
+/* enum ember_task_kind <-> Ember__TaskKind; 0 / UNSPECIFIED for anything else. */
+uint32_t task_kind__from_proto(Ember__TaskKind k);
+Ember__TaskKind task_kind__to_proto(uint32_t kind);
+
+/* The wire form; p borrows t's id, origin and pids. */
+void task_def__to_proto(const struct task_def *t, Ember__Task *p);
+/*
+ * From a request or the state file: checks the pids and the kind, copies
+ * what is there (the caller fills id, times and defaults).  0, or -EINVAL
+ * with a reason in err.
+ */
+int task_def__from_proto(const Ember__Task *p, struct task_def *ret, char *err, size_t errlen);
 
 #endif

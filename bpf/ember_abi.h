@@ -11,7 +11,7 @@
 #include <linux/types.h>
 #endif
 
-#define EMBER_ABI_VERSION 1
+#define EMBER_ABI_VERSION 2
 #define EMBER_MAX_STACK_DEPTH 127 /* kernel.perf_event_max_stack default */
 #define EMBER_COMM_LEN 16
 
@@ -20,6 +20,17 @@ enum ember_task_kind {
 	EMBER_TASK_ONCPU = 1,
 	EMBER_TASK_OFFCPU = 2,
 	EMBER_TASK_MEM = 3,
+};
+
+/*
+ * Value of the "targets" map (key: tgid): the kinds of task that want the
+ * process (bit 1 << enum ember_task_kind) and its off-CPU task's minimum
+ * block time, so that each off-CPU task keeps its own.
+ */
+struct target_val {
+	__u32 mask;
+	__u32 pad;
+	__u64 offcpu_min_ns;
 };
 
 /* Key of the in-kernel stack aggregation: one entry per (process, stacks). */
@@ -81,6 +92,7 @@ struct offcpu_start {
 	__u64 fp;
 	__u32 tgid;
 	__u32 pad;
+	__u64 min_ns;  /* the process's off-CPU minimum block, taken at switch-out */
 	char comm[EMBER_COMM_LEN];
 	/* The place before: threads often alternate between two (block in read,
 	 * get preempted in write), which would thrash a single entry. */
@@ -133,7 +145,8 @@ struct ember_rec_window {
 EMBER_ASSERT_SIZE(struct stack_key, 32);
 EMBER_ASSERT_SIZE(struct stack_val, 16);
 EMBER_ASSERT_SIZE(struct hstack, 8 + 8 * EMBER_MAX_STACK_DEPTH);
-EMBER_ASSERT_SIZE(struct offcpu_start, 80);
+EMBER_ASSERT_SIZE(struct target_val, 16);
+EMBER_ASSERT_SIZE(struct offcpu_start, 88);
 EMBER_ASSERT_SIZE(struct offcpu_key, 40);
 EMBER_ASSERT_SIZE(struct ember_rec_stack, 48);
 EMBER_ASSERT_SIZE(struct ember_rec_window, 40);

@@ -36,11 +36,11 @@ struct stackmap stacks1 SEC(".maps");
 struct aggmap agg0 SEC(".maps");
 struct aggmap agg1 SEC(".maps");
 
-/* tgid -> enum ember_task_kind bitmask (1 << kind) of tasks targeting it. */
+/* tgid -> the tasks targeting it (struct target_val). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__type(key, __u32);
-	__type(value, __u32);
+	__type(value, struct target_val);
 	__uint(max_entries, 1024);
 } targets SEC(".maps");
 
@@ -85,8 +85,6 @@ struct {
 
 /* Which buffer set programs write to; flipped by the collector. */
 volatile __u32 active;
-/* Off-CPU blocks shorter than this are counted but not aggregated. */
-volatile __u64 offcpu_min_ns;
 
 static __always_inline void count(__u32 id)
 {
@@ -144,12 +142,13 @@ SEC("perf_event")
 int oncpu_sample(struct bpf_perf_event_data *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tgid = id >> 32, *mask;
+	__u32 tgid = id >> 32;
+	struct target_val *tv;
 
 	if (tgid == 0) /* idle */
 		return 0;
-	mask = bpf_map_lookup_elem(&targets, &tgid);
-	if (!mask || !(*mask & (1u << EMBER_TASK_ONCPU)))
+	tv = bpf_map_lookup_elem(&targets, &tgid);
+	if (!tv || !(tv->mask & (1u << EMBER_TASK_ONCPU)))
 		return 0;
 	count(BPF_CNT_SAMPLES);
 	return record(ctx, tgid, EMBER_TASK_ONCPU, 1);
@@ -159,10 +158,11 @@ SEC("perf_event")
 int mem_fault(struct bpf_perf_event_data *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tgid = id >> 32, *mask;
+	__u32 tgid = id >> 32;
+	struct target_val *tv;
 
-	mask = bpf_map_lookup_elem(&targets, &tgid);
-	if (!mask || !(*mask & (1u << EMBER_TASK_MEM)))
+	tv = bpf_map_lookup_elem(&targets, &tgid);
+	if (!tv || !(tv->mask & (1u << EMBER_TASK_MEM)))
 		return 0;
 	count(BPF_CNT_FAULTS);
 	return record(ctx, tgid, EMBER_TASK_MEM, 1);
@@ -205,7 +205,8 @@ static __always_inline __u64 hash_stack(void *ctx, __u64 flags)
 static __always_inline int on_switch(void *ctx, __u32 next_tid)
 {
 	__u64 id = bpf_get_current_pid_tgid(), now = bpf_ktime_get_ns();
-	__u32 tgid = id >> 32, tid = (__u32)id, *mask;
+	__u32 tgid = id >> 32, tid = (__u32)id;
+	struct target_val *tv;
 	struct offcpu_start *st;
 
 	st = bpf_map_lookup_elem(&offcpu_starts, &next_tid);
@@ -218,7 +219,7 @@ static __always_inline int on_switch(void *ctx, __u32 next_tid)
 
 		__builtin_memcpy(key.comm, st->comm, sizeof(key.comm));
 		st->ts = 0; /* timed; the entry stays as this thread's stack cache */
-		if (delta < offcpu_min_ns) {
+		if (delta < st->min_ns) {
 			count(BPF_CNT_OFFCPU_BELOW_MIN);
 		} else {
 			val = bpf_map_lookup_elem(agg, &key);
@@ -238,8 +239,8 @@ static __always_inline int on_switch(void *ctx, __u32 next_tid)
 	}
 	if (tgid == 0)
 		return 0;
-	mask = bpf_map_lookup_elem(&targets, &tgid);
-	if (!mask || !(*mask & (1u << EMBER_TASK_OFFCPU)))
+	tv = bpf_map_lookup_elem(&targets, &tgid);
+	if (!tv || !(tv->mask & (1u << EMBER_TASK_OFFCPU)))
 		return 0;
 	count(BPF_CNT_OFFCPU_SWITCHES);
 	{
@@ -265,6 +266,7 @@ static __always_inline int on_switch(void *ctx, __u32 next_tid)
 
 		st = bpf_map_lookup_elem(&offcpu_starts, &tid);
 		if (st && st->tgid == tgid) {
+			st->min_ns = tv->offcpu_min_ns;
 			if (st->fp == fp) {
 				count(BPF_CNT_OFFCPU_FP_HITS);
 				st->ts = now;
@@ -284,7 +286,7 @@ static __always_inline int on_switch(void *ctx, __u32 next_tid)
 				return 0;
 			}
 		}
-		struct offcpu_start s = { .tgid = tgid, .fp = fp };
+		struct offcpu_start s = { .tgid = tgid, .fp = fp, .min_ns = tv->offcpu_min_ns };
 		if (st && st->tgid == tgid) {
 			s.prev_fp = st->fp;
 			s.prev_khash = st->khash;

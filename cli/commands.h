@@ -4,5 +4,6 @@
 
 /* argv[0] is the subcommand name; return the process exit status. */
 int cmd_analyze_pcap(int argc, char **argv);
+int cmd_profile(int argc, char **argv);
 
 #endif

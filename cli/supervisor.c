@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "collector/privs.h"
+#include "common/privs.h"
 #include "common/cleanup.h"
 #include "common/log.h"
 #include "common/timeutil.h"

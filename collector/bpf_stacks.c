@@ -18,6 +18,7 @@ struct perf_set {
 	int *fds;
 	struct bpf_link **links;
 	unsigned users;
+	uint64_t period;      /* of the events while users > 0 */
 };
 
 struct bpf_stacks {
@@ -97,8 +98,14 @@ static int perf_set_attach(struct bpf_stacks *b, struct perf_set *ps, struct bpf
 {
 	int attached = 0, err = 0;
 
-	if (ps->users++)
+	if (ps->users) {
+		if (period != ps->period)
+			return -EBUSY;
+		ps->users++;
 		return 0;
+	}
+	ps->users = 1;
+	ps->period = period;
 	for (int cpu = 0; cpu < b->ncpus; cpu++) {
 		struct perf_event_attr attr = {
 			.type = PERF_TYPE_SOFTWARE,
@@ -143,7 +150,7 @@ int bpf_stacks__attach_mem(struct bpf_stacks *b)
 
 void bpf_stacks__detach_mem(struct bpf_stacks *b) { perf_set_detach(b, &b->mem, 0); }
 
-int bpf_stacks__attach_offcpu(struct bpf_stacks *b, uint64_t min_block_ns)
+int bpf_stacks__attach_offcpu(struct bpf_stacks *b)
 {
 	/* Decided by attaching, not by probing features: the first that works wins. */
 	struct { struct bpf_program *prog; int ap; } chain[] = {
@@ -153,7 +160,6 @@ int bpf_stacks__attach_offcpu(struct bpf_stacks *b, uint64_t min_block_ns)
 	};
 	int err = -ENOENT;
 
-	b->skel->bss->offcpu_min_ns = min_block_ns;
 	if (b->offcpu_users++)
 		return b->offcpu_ap;
 	for (unsigned i = 0; i < ARRAY_SIZE(chain); i++) {
@@ -184,18 +190,20 @@ void bpf_stacks__detach_offcpu(struct bpf_stacks *b)
 	}
 }
 
-int bpf_stacks__target(struct bpf_stacks *b, uint32_t tgid, uint32_t kind, int on)
+int bpf_stacks__target(struct bpf_stacks *b, uint32_t tgid, uint32_t kind, int on, uint64_t offcpu_min_ns)
 {
 	int fd = bpf_map__fd(b->skel->maps.targets);
-	uint32_t mask = 0;
+	struct target_val tv = { 0 };
 
-	(void)bpf_map_lookup_elem(fd, &tgid, &mask);
+	(void)bpf_map_lookup_elem(fd, &tgid, &tv);
 	if (on)
-		mask |= 1u << kind;
+		tv.mask |= 1u << kind;
 	else
-		mask &= ~(1u << kind);
-	if (mask)
-		return bpf_map_update_elem(fd, &tgid, &mask, BPF_ANY) ? -errno : 0;
+		tv.mask &= ~(1u << kind);
+	if (on && kind == EMBER_TASK_OFFCPU)
+		tv.offcpu_min_ns = offcpu_min_ns;
+	if (tv.mask)
+		return bpf_map_update_elem(fd, &tgid, &tv, BPF_ANY) ? -errno : 0;
 	if (bpf_map_delete_elem(fd, &tgid) && errno != ENOENT)
 		return -errno;
 	return 0;
@@ -346,10 +354,10 @@ int bpf_stacks__counters(struct bpf_stacks *b, uint64_t *ret)
 	return 0;
 }
 
-void bpf_stacks__free(struct bpf_stacks *b)
+struct bpf_stacks *bpf_stacks__free(struct bpf_stacks *b)
 {
 	if (!b)
-		return;
+		return NULL;
 	if (b->skel) {
 		perf_set_detach(b, &b->oncpu, 1);
 		perf_set_detach(b, &b->mem, 1);
@@ -366,4 +374,5 @@ void bpf_stacks__free(struct bpf_stacks *b)
 	}
 	free(b->ips);
 	free(b);
+	return NULL;
 }

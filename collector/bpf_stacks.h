@@ -18,8 +18,12 @@ struct bpf_stacks_opts {
 
 /* Loads (does not attach).  NULL + errno; *ret_err gets a message. */
 struct bpf_stacks *bpf_stacks__load(const struct bpf_stacks_opts *opts);
-/* Opens a cpu-clock perf event per online CPU with the given period and attaches.
- * Idempotent: a second call while attached only counts a user. */
+/*
+ * Opens a cpu-clock perf event per online CPU with the given period and
+ * attaches.  The events are shared: a second call while attached counts a
+ * user if it asks for the same period, and returns -EBUSY otherwise (a
+ * task's period is never replaced by another's).
+ */
 int bpf_stacks__attach_oncpu(struct bpf_stacks *b, uint64_t period_ns);
 void bpf_stacks__detach_oncpu(struct bpf_stacks *b);
 /*
@@ -27,13 +31,17 @@ void bpf_stacks__detach_oncpu(struct bpf_stacks *b);
  * tp_btf, then raw_tp, then the classic tracepoint (needs tracefs).  Returns
  * the attach point used (enum ctl_attach_point) or -errno.  Refcounted.
  */
-int bpf_stacks__attach_offcpu(struct bpf_stacks *b, uint64_t min_block_ns);
+int bpf_stacks__attach_offcpu(struct bpf_stacks *b);
 void bpf_stacks__detach_offcpu(struct bpf_stacks *b);
 /* Memory: a page-fault software perf event per CPU (every fault is a sample). */
 int bpf_stacks__attach_mem(struct bpf_stacks *b);
 void bpf_stacks__detach_mem(struct bpf_stacks *b);
-/* Adds/removes kind for tgid in the target map. */
-int bpf_stacks__target(struct bpf_stacks *b, uint32_t tgid, uint32_t kind, int on);
+/*
+ * Adds/removes kind for tgid in the target map; offcpu_min_ns (used when
+ * adding EMBER_TASK_OFFCPU) is the minimum block time of the process's
+ * off-CPU task.
+ */
+int bpf_stacks__target(struct bpf_stacks *b, uint32_t tgid, uint32_t kind, int on, uint64_t offcpu_min_ns);
 
 /*
  * Called for each drained stack: kips[nk] then uips[nu], innermost first.
@@ -47,6 +55,7 @@ typedef void (*bpf_stacks_drain_fn)(void *ctx, const struct stack_key *key, cons
 int bpf_stacks__drain(struct bpf_stacks *b, bpf_stacks_drain_fn cb, void *ctx);
 /* Sums the per-CPU counters into ret[BPF_CNT_MAX]. */
 int bpf_stacks__counters(struct bpf_stacks *b, uint64_t *ret);
-void bpf_stacks__free(struct bpf_stacks *b);
+/* Accepts NULL.  Returns NULL. */
+struct bpf_stacks *bpf_stacks__free(struct bpf_stacks *b);
 
 #endif

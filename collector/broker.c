@@ -11,7 +11,7 @@
 #include <sys/syscall.h>
 
 #include "common/cleanup.h"
-#include "symbolizer/debugpath.h"
+#include "common/debugpath.h"
 
 int broker__open_maps(uint32_t pid)
 {

@@ -27,14 +27,16 @@
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
+#include <bpf/libbpf.h>
 
 #include "bpf/ember_abi.h"
 #include "collector/bpf_stacks.h"
 #include "collector/broker.h"
-#include "collector/privs.h"
+#include "common/privs.h"
 #include "common/cleanup.h"
 #include "common/ctl_proto.h"
 #include "common/log.h"
+#include "common/shard.h"
 #include "common/shm_ring.h"
 #include "common/timeutil.h"
 
@@ -94,6 +96,13 @@ static struct {
 	char sock_path[108];
 } C;
 
+/* libbpf's messages go to our log: warnings as warnings, the rest as debug. */
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	log__vmsg(level == LIBBPF_WARN ? LOG_LVL_WARN : LOG_LVL_DEBUG, NULL, fmt, ap);
+	return 0;
+}
+
 static void arm(struct conn *src)
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&C.ring);
@@ -110,7 +119,7 @@ static void arm(struct conn *src)
 static void on_stack(void *ctx, const struct stack_key *key, const struct stack_val *val,
 		     const uint64_t *kips, unsigned nk, const uint64_t *uips, unsigned nu, uint32_t flags)
 {
-	struct shard *sh = &C.shards[key->tgid % C.nshards];
+	struct shard *sh = &C.shards[shard__of(key->tgid, C.nshards)];
 	uint32_t len = sizeof(struct ember_rec_stack) + (nk + nu) * sizeof(uint64_t);
 	struct ember_rec_stack *rec;
 
@@ -178,7 +187,7 @@ static void task_remove(struct task *t)
 	if (t->detached_at)
 		return;
 	for (uint32_t i = 0; i < t->npids; i++)
-		(void)bpf_stacks__target(C.bpf, t->pids[i], t->kind, 0);
+		(void)bpf_stacks__target(C.bpf, t->pids[i], t->kind, 0, 0);
 	if (t->kind == EMBER_TASK_ONCPU)
 		bpf_stacks__detach_oncpu(C.bpf);
 	else if (t->kind == EMBER_TASK_OFFCPU)
@@ -210,9 +219,9 @@ static int task_attach(struct conn *c, const struct ctl_attach *a, struct ctl_at
 	}
 	if (a->kind < EMBER_TASK_ONCPU || a->kind > EMBER_TASK_MEM)
 		return -EOPNOTSUPP;
-	if (a->kind == EMBER_TASK_ONCPU && (a->period_ns < 100000 || a->period_ns > 10000000000ull)) /* 100us..10s */
+	if (a->kind == EMBER_TASK_ONCPU && (a->period_ns < CTL_PERIOD_MIN_NS || a->period_ns > CTL_PERIOD_MAX_NS))
 		return -ERANGE;
-	if (a->min_block_ns > 3600000000000ull)
+	if (a->min_block_ns > CTL_MIN_BLOCK_MAX_NS)
 		return -ERANGE;
 	uint64_t now = timeutil__now_ns(CLOCK_MONOTONIC);
 	for (unsigned i = 0; i < MAX_TASKS && !t; i++)
@@ -227,7 +236,7 @@ static int task_attach(struct conn *c, const struct ctl_attach *a, struct ctl_at
 	t->shard = c->shard;
 	for (uint32_t i = 0; i < a->npids; i++) {
 		uint32_t pid = a->pids[i];
-		if (pid == 0 || pid % C.nshards != c->shard)
+		if (pid == 0 || shard__of(pid, C.nshards) != c->shard)
 			return -EINVAL;
 		if (kill((pid_t)pid, 0) && errno == ESRCH)
 			continue; /* gone already: not an error for a multi-pid task */
@@ -241,7 +250,7 @@ static int task_attach(struct conn *c, const struct ctl_attach *a, struct ctl_at
 		t->attach_point = CTL_AP_PERF_CPU_CLOCK;
 		break;
 	case EMBER_TASK_OFFCPU:
-		err = bpf_stacks__attach_offcpu(C.bpf, a->min_block_ns);
+		err = bpf_stacks__attach_offcpu(C.bpf);
 		t->attach_point = err > 0 ? (uint32_t)err : CTL_AP_NONE;
 		err = err > 0 ? 0 : err;
 		break;
@@ -254,7 +263,7 @@ static int task_attach(struct conn *c, const struct ctl_attach *a, struct ctl_at
 		return err;
 	ans->attach_point = t->attach_point;
 	for (uint32_t i = 0; i < t->npids; i++) {
-		err = bpf_stacks__target(C.bpf, t->pids[i], t->kind, 1);
+		err = bpf_stacks__target(C.bpf, t->pids[i], t->kind, 1, a->min_block_ns);
 		if (err) {
 			t->npids = i;
 			t->used = 1;
@@ -694,7 +703,7 @@ int main(int argc, char **argv)
 	}
 	C.analyzer_uid = uid;
 	log__init("collector", lvl);
-	log__route_libbpf();
+	libbpf_set_print(libbpf_print);
 	if (geteuid() != 0) {
 		log_error("must run as root (it loads BPF programs, then drops to %s)", PRIVS_KEPT_DESC);
 		return 1;

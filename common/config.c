@@ -1,4 +1,5 @@
 #include "common/config.h"
+#include "common/ctl_proto.h"
 #include "common/cleanup.h"
 
 #include <errno.h>
@@ -182,9 +183,11 @@ static const struct cfg_entry entries[] = {
 	      "ROVER_PROFILING_CHECK_INTERVAL", 0, "Period of the profiling task and policy queries."),
 	E_DUR("profiling.flush_interval", profiling.flush_interval_ns, "5s", 100 * NS_MS, 24 * NS_H,
 	      "ROVER_PROFILING_FLUSH_INTERVAL", 0, "Period at which profiling data is combined and reported."),
-	E_DUR("profiling.task.on_cpu.dump_period", profiling.task.on_cpu.dump_period_ns, "9ms", NS_MS, NS_S,
+	E_DUR("profiling.task.on_cpu.dump_period", profiling.task.on_cpu.dump_period_ns, "9ms",
+	      (long long)CTL_PERIOD_MIN_NS, (long long)CTL_PERIOD_MAX_NS,
 	      "ROVER_PROFILING_TASK_ON_CPU_DUMP_PERIOD", 0, "On-CPU stack sampling period."),
-	E_DUR("profiling.task.off_cpu.min_block_time", profiling.task.off_cpu.min_block_time_ns, "0s", 0, NS_H,
+	E_DUR("profiling.task.off_cpu.min_block_time", profiling.task.off_cpu.min_block_time_ns, "0s", 0,
+	      (long long)CTL_MIN_BLOCK_MAX_NS,
 	      "EMBER_PROFILING_TASK_OFF_CPU_MIN_BLOCK_TIME", 0,
 	      "Off-CPU: ignore blocks shorter than this (ember extension)."),
 	E_DUR("profiling.task.network.report_interval", profiling.task.network.report_interval_ns, "2s",

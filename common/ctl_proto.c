@@ -33,6 +33,18 @@ static const char *const stat_names[CTL_STAT_MAX] = {
 	[CTL_STAT_BPF_OFFCPU_FP_HITS] = "bpf_offcpu_stack_cache_hits",
 };
 
+const char *ctl__attach_point_name(uint32_t ap)
+{
+	switch (ap) {
+	case CTL_AP_PERF_CPU_CLOCK: return "perf_event:cpu-clock";
+	case CTL_AP_TP_BTF: return "tp_btf";
+	case CTL_AP_RAW_TP: return "raw_tp";
+	case CTL_AP_TRACEPOINT: return "tracepoint";
+	case CTL_AP_PERF_PAGE_FAULTS: return "perf_event:page-faults";
+	default: return "none";
+	}
+}
+
 const char *ctl__stat_name(unsigned idx)
 {
 	return idx < CTL_STAT_MAX && stat_names[idx] ? stat_names[idx] : "unknown";

@@ -50,12 +50,23 @@ struct ctl_hello_ans {
 	/* fds: ring data, consumer position, eventfd */
 };
 
+/*
+ * The bounds of a task's parameters, in one place: the configuration table
+ * (profiling.task.*), the CLI's options, the analyzer and the collector all
+ * check against these.  1 ms keeps sampling on every CPU affordable (a sample
+ * costs a few us of BPF time); 1 s is the longest period that still gives a
+ * flame graph in a profile of minutes.
+ */
+#define CTL_PERIOD_MIN_NS    1000000ull           /* on-CPU sampling period: 1 ms .. */
+#define CTL_PERIOD_MAX_NS    1000000000ull        /* .. 1 s */
+#define CTL_MIN_BLOCK_MAX_NS 3600000000000ull     /* off-CPU minimum block: 0 .. 1 h */
+
 struct ctl_attach {
 	uint64_t task_id;
 	uint32_t kind;        /* enum ember_task_kind */
 	uint32_t npids;       /* 1..CTL_MAX_PIDS */
-	uint64_t period_ns;   /* on-CPU sampling period */
-	uint64_t min_block_ns;/* off-CPU noise filter */
+	uint64_t period_ns;   /* on-CPU sampling period, CTL_PERIOD_MIN_NS..CTL_PERIOD_MAX_NS */
+	uint64_t min_block_ns;/* off-CPU: blocks shorter than this are counted, not profiled */
 	uint32_t pids[];      /* npids entries */
 };
 enum ctl_attach_point { CTL_AP_NONE = 0, CTL_AP_PERF_CPU_CLOCK = 1, CTL_AP_TP_BTF = 2,
@@ -69,7 +80,7 @@ struct ctl_open_maps { uint32_t pid; uint32_t pad; };
 struct ctl_open_file { uint32_t pid; uint32_t pad; uint64_t start; uint64_t end; };
 /*
  * Symbolizer depth.  The collector builds every path itself from fixed
- * patterns (symbolizer/debugpath.h) under /proc/<pid>/root; the analyzer only
+ * patterns (common/debugpath.h) under /proc/<pid>/root; the analyzer only
  * names a pid, a build id, or a mapping plus a plain file name.
  */
 struct ctl_open_perf_map { uint32_t pid; uint32_t pad; };            /* /tmp/perf-<nspid>.map */
@@ -111,6 +122,8 @@ enum ctl_stat {
 struct ctl_stats_ans { int32_t err; uint32_t n; uint64_t v[CTL_STAT_MAX]; };
 
 const char *ctl__stat_name(unsigned idx);
+/* "perf_event:cpu-clock", "tp_btf", ... ("none" for CTL_AP_NONE or unknown). */
+const char *ctl__attach_point_name(uint32_t ap);
 const char *ctl__type_name(unsigned type);
 
 /* A decoded frame; payload points into the caller's buffer. */

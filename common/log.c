@@ -6,7 +6,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <bpf/libbpf.h>
 
 static const char *log_name = "ember";
 static enum log_level log_lvl = LOG_LVL_INFO;
@@ -67,14 +66,7 @@ void log__msg(enum log_level lvl, const char *func, const char *fmt, ...)
 	va_end(ap);
 }
 
-static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+void log__vmsg(enum log_level lvl, const char *func, const char *fmt, va_list ap)
 {
-	enum log_level lvl = level == LIBBPF_WARN ? LOG_LVL_WARN :
-			     level == LIBBPF_INFO ? LOG_LVL_DEBUG : LOG_LVL_DEBUG;
-	char buf[1024];
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	log__msg(lvl, NULL, "libbpf: %s", buf);
-	return 0;
+	vlog(lvl, func, fmt, ap);
 }
-
-void log__route_libbpf(void) { libbpf_set_print(libbpf_print); }

@@ -11,17 +11,18 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "bpf/ember_abi.h"
 #include "common/fileutil.h"
+#include "common/profile_files.h"
 #include "exporter/backend.h"
 #include "exporter/flamegraph.h"
 
 #define MAX_FILE_TASKS 64
-#define MAX_FRAMES (2 * EMBER_MAX_STACK_DEPTH + 1)
+/* Frames kept per side (kernel, user) of a stack; deeper stacks are cut and counted. */
+#define MAX_SIDE_FRAMES 128
 
 struct ftask {
 	char id[64];
-	uint32_t kind;
+	Ember__TaskKind kind;
 	struct flamegraph *fg;        /* weighted by count (samples, faults) */
 	struct flamegraph *fg_time;   /* off-CPU: weighted by blocked µs */
 	uint64_t samples, stacks, windows;
@@ -38,14 +39,17 @@ struct file_backend {
 	uint64_t files_written, write_errors, tasks_dropped, frames_truncated, tasks_resumed, resume_errors;
 };
 
-static const char *kind_name(uint32_t kind)
+/* <dir>/<task id>/<the task's file f>; -ENOENT when this kind has no such file. */
+static int task_path(const struct file_backend *fb, const struct ftask *t, enum profile_file f, char *buf,
+		     size_t len)
 {
-	switch (kind) {
-	case EMBER_TASK_ONCPU: return "oncpu";
-	case EMBER_TASK_OFFCPU: return "offcpu";
-	case EMBER_TASK_MEM: return "mem";
-	default: return "profile";
-	}
+	char name[64];
+	int n = profile_files__name(t->kind, f, name, sizeof(name));
+
+	if (n < 0)
+		return n;
+	n = snprintf(buf, len, "%s/%s/%s", fb->dir, t->id, name);
+	return n >= 0 && (size_t)n < len ? 0 : -ENAMETOOLONG;
 }
 
 static int valid_id(const char *id)
@@ -68,15 +72,12 @@ static void resume(struct file_backend *fb, struct ftask *t)
 	char path[1200];
 	FILE *f;
 
-	snprintf(path, sizeof(path), "%s/%s/%s.folded", fb->dir, t->id, kind_name(t->kind));
-	f = fopen(path, "re");
-	if (!f)
+	if (task_path(fb, t, PF_FOLDED, path, sizeof(path)) || !(f = fopen(path, "re")))
 		return;
 	if (flamegraph__load_folded(t->fg_time ? t->fg_time : t->fg, f) < 0)
 		fb->resume_errors++;
 	fclose(f);
-	if (t->fg_time) {
-		snprintf(path, sizeof(path), "%s/%s/%s.count.folded", fb->dir, t->id, kind_name(t->kind));
+	if (t->fg_time && !task_path(fb, t, PF_COUNT_FOLDED, path, sizeof(path))) {
 		f = fopen(path, "re");
 		if (f) {
 			if (flamegraph__load_folded(t->fg, f) < 0)
@@ -151,8 +152,8 @@ static void file_on_profile(void *st, const Ember__ProfileBatch *b)
 {
 	struct file_backend *fb = st;
 	struct ftask *t = task_get(fb, b->task, 1);
-	const char *frames[MAX_FRAMES];
-	char *kbuf[EMBER_MAX_STACK_DEPTH];
+	const char *frames[2 * MAX_SIDE_FRAMES + 1];
+	char *kbuf[MAX_SIDE_FRAMES];
 
 	if (!t)
 		return;
@@ -161,10 +162,10 @@ static void file_on_profile(void *st, const Ember__ProfileBatch *b)
 		const Ember__StackSample *s = b->samples[i];
 		size_t n = 0, nk = s->n_kernel_frames, nu = s->n_user_frames;
 
-		if (nk > EMBER_MAX_STACK_DEPTH || nu > EMBER_MAX_STACK_DEPTH) {
+		if (nk > MAX_SIDE_FRAMES || nu > MAX_SIDE_FRAMES) {
 			fb->frames_truncated++;
-			nk = nk > EMBER_MAX_STACK_DEPTH ? EMBER_MAX_STACK_DEPTH : nk;
-			nu = nu > EMBER_MAX_STACK_DEPTH ? EMBER_MAX_STACK_DEPTH : nu;
+			nk = nk > MAX_SIDE_FRAMES ? MAX_SIDE_FRAMES : nk;
+			nu = nu > MAX_SIDE_FRAMES ? MAX_SIDE_FRAMES : nu;
 		}
 		/* Root first: process, user frames outermost first, then kernel frames. */
 		frames[n++] = s->process_name && *s->process_name ? s->process_name : "[unknown]";
@@ -204,7 +205,7 @@ static int write_json_cb(FILE *out, void *ctx)
 	fprintf(out,
 		"{\"task_id\":\"%s\",\"kind\":\"%s\",\"state\":\"%s\",\"start_unix_ms\":%llu,\"duration_ms\":%llu,"
 		"\"samples\":%llu,\"stacks\":%llu,\"windows\":%llu,\"attach_point\":\"%s\"}\n",
-		c->t->id, kind_name(c->t->kind), c->state, (unsigned long long)c->t->start_ms,
+		c->t->id, profile_files__kind(c->t->kind), c->state, (unsigned long long)c->t->start_ms,
 		(unsigned long long)c->t->duration_ms, (unsigned long long)c->t->samples,
 		(unsigned long long)c->t->stacks, (unsigned long long)c->t->windows, c->t->attach_point);
 	return 0;
@@ -218,41 +219,51 @@ static void write_one(struct file_backend *fb, const char *dir, const char *name
 		fb->files_written++;
 }
 
+/* Writes the task's file f (if this kind has one and the format is wanted) with fn. */
+static void write_file(struct file_backend *fb, const char *dir, const struct ftask *t, enum profile_file f,
+		       fileutil_writer_fn fn, void *ctx)
+{
+	char name[64];
+
+	if (profile_files__name(t->kind, f, name, sizeof(name)) < 0)
+		return;
+	if ((f == PF_FOLDED || f == PF_COUNT_FOLDED) && !fb->want_folded)
+		return;
+	if ((f == PF_SVG || f == PF_COUNT_SVG) && !fb->want_svg)
+		return;
+	write_one(fb, dir, name, fn, ctx);
+}
+
 static void write_task(struct file_backend *fb, struct ftask *t, const char *final_state)
 {
-	char dir[1024], name[64], title[160], sub[160];
-	const char *kn = kind_name(t->kind);
+	char dir[1024], title[160], sub[160];
 
 	snprintf(dir, sizeof(dir), "%s/%s", fb->dir, t->id);
 	if (mkdir(dir, 0755) && errno != EEXIST) {
 		fb->write_errors++;
 		return;
 	}
-	snprintf(title, sizeof(title), "%s flame graph", t->kind == EMBER_TASK_ONCPU ? "On-CPU" :
-			 t->kind == EMBER_TASK_OFFCPU ? "Off-CPU" : "Memory (page fault)");
+	snprintf(title, sizeof(title), "%s flame graph", t->kind == EMBER__TASK_KIND__ON_CPU ? "On-CPU" :
+			 t->kind == EMBER__TASK_KIND__OFF_CPU ? "Off-CPU" : "Memory (page fault)");
 	snprintf(sub, sizeof(sub), "ember task %s: %llu samples, %llu stacks", t->id,
 		 (unsigned long long)t->samples, (unsigned long long)t->stacks);
 	if (t->fg_time) { /* off-CPU: time-weighted is the main graph, count-weighted the variant */
-		struct svg_ctx sc = { t->fg_time, title, sub, "µs" };
-		snprintf(name, sizeof(name), "%s.folded", kn);
-		if (fb->want_folded) write_one(fb, dir, name, write_folded_cb, t->fg_time);
-		snprintf(name, sizeof(name), "%s.svg", kn);
-		if (fb->want_svg) write_one(fb, dir, name, write_svg_cb, &sc);
-		struct svg_ctx sc2 = { t->fg, title, sub, "switches" };
-		snprintf(name, sizeof(name), "%s.count.folded", kn);
-		if (fb->want_folded) write_one(fb, dir, name, write_folded_cb, t->fg);
-		snprintf(name, sizeof(name), "%s.count.svg", kn);
-		if (fb->want_svg) write_one(fb, dir, name, write_svg_cb, &sc2);
+		struct svg_ctx sc = { t->fg_time, title, sub, "µs" }, sc2 = { t->fg, title, sub, "switches" };
+
+		write_file(fb, dir, t, PF_FOLDED, write_folded_cb, t->fg_time);
+		write_file(fb, dir, t, PF_SVG, write_svg_cb, &sc);
+		write_file(fb, dir, t, PF_COUNT_FOLDED, write_folded_cb, t->fg);
+		write_file(fb, dir, t, PF_COUNT_SVG, write_svg_cb, &sc2);
 	} else {
-		struct svg_ctx sc = { t->fg, title, sub, t->kind == EMBER_TASK_MEM ? "faults" : "samples" };
-		snprintf(name, sizeof(name), "%s.folded", kn);
-		if (fb->want_folded) write_one(fb, dir, name, write_folded_cb, t->fg);
-		snprintf(name, sizeof(name), "%s.svg", kn);
-		if (fb->want_svg) write_one(fb, dir, name, write_svg_cb, &sc);
+		struct svg_ctx sc = { t->fg, title, sub, t->kind == EMBER__TASK_KIND__MEM ? "faults" : "samples" };
+
+		write_file(fb, dir, t, PF_FOLDED, write_folded_cb, t->fg);
+		write_file(fb, dir, t, PF_SVG, write_svg_cb, &sc);
 	}
 	if (final_state) {
 		struct json_ctx jc = { t, final_state };
-		write_one(fb, dir, "task.json", write_json_cb, &jc);
+
+		write_file(fb, dir, t, PF_TASK_JSON, write_json_cb, &jc);
 	}
 	t->dirty = 0;
 }

@@ -21,6 +21,7 @@
 #include "common/memstats.h"
 #include "common/timeutil.h"
 #include "exporter/backend.h"
+#include "exporter/task_join.h"
 
 #define MAX_BACKENDS 8
 #define TICK_MS 250
@@ -38,6 +39,7 @@ static struct {
 	void *st[MAX_BACKENDS];
 	unsigned nb;
 	uint64_t stats[XS_MAX];
+	struct task_join *join;
 	uint64_t last_seq[64];
 	volatile sig_atomic_t stop;
 } X;
@@ -46,6 +48,8 @@ static void on_signal(int sig) { (void)sig; X.stop = 1; }
 
 static void dispatch(Ember__Envelope *env)
 {
+	int pass_event = 1;
+
 	X.stats[XS_ENVELOPES]++;
 	if (env->analyzer < 64) {
 		/* Sequence numbers reveal envelopes lost between analyzer and exporter. */
@@ -54,13 +58,20 @@ static void dispatch(Ember__Envelope *env)
 			X.stats[XS_SEQ_GAPS] += env->seq - last - 1;
 		X.last_seq[env->analyzer] = env->seq;
 	}
+	/* A task spread over several analyzers reaches the backends as one. */
+	if (env->body_case == EMBER__ENVELOPE__BODY_TASK_EVENT && env->task_event) {
+		Ember__TaskEvent__State st;
+
+		pass_event = task_join__event(X.join, env->task_event, env->analyzer, &st);
+		env->task_event->state = st;
+	}
 	for (unsigned i = 0; i < X.nb; i++) {
 		switch (env->body_case) {
 		case EMBER__ENVELOPE__BODY_PROFILE:
 			if (X.ops[i]->on_profile) X.ops[i]->on_profile(X.st[i], env->profile);
 			break;
 		case EMBER__ENVELOPE__BODY_TASK_EVENT:
-			if (X.ops[i]->on_task_event) X.ops[i]->on_task_event(X.st[i], env->task_event);
+			if (pass_event && X.ops[i]->on_task_event) X.ops[i]->on_task_event(X.st[i], env->task_event);
 			break;
 		case EMBER__ENVELOPE__BODY_METERS:
 			if (X.ops[i]->on_meters) X.ops[i]->on_meters(X.st[i], env->meters, env->analyzer);
@@ -92,16 +103,20 @@ static int drain_pull(int max)
 }
 
 #define MAX_BACKEND_COUNTERS 32
-_Static_assert(XS_MAX + MAX_BACKENDS * MAX_BACKEND_COUNTERS + 8 <= BUS_METER_SET_MAX,
+_Static_assert(XS_MAX + MAX_BACKENDS * MAX_BACKEND_COUNTERS + 10 <= BUS_METER_SET_MAX,
 	       "the exporter's and its backends' meters fit a meter set");
 
 static void own_meters(struct bus_meter_set *o)
 {
 	uint64_t ts = timeutil__unix_ms();
 	struct backend_counter bc[MAX_BACKEND_COUNTERS];
+	struct task_join_stats js;
 	struct memstats mem;
 
 	bus__meter_set_reset(o, NULL, 0);
+	task_join__stats(X.join, &js);
+	bus__meter_set_add(o, "exporter_tasks_joined", js.joined, 1, ts);
+	bus__meter_set_add(o, "exporter_tasks_join_evicted", js.evicted, 1, ts);
 	for (unsigned i = 0; i < XS_MAX; i++)
 		bus__meter_set_add(o, xstat_names[i], X.stats[i], 1, ts);
 	for (unsigned b = 0; b < X.nb; b++) {
@@ -176,7 +191,8 @@ int main(int argc, char **argv)
 		}
 	}
 	X.cfg = config__new();
-	if (!X.cfg)
+	X.join = task_join__new(256);
+	if (!X.cfg || !X.join)
 		return 1;
 	if (config_path && config__load_file(X.cfg, config_path, err, sizeof(err))) {
 		fprintf(stderr, "ember-exporter: %s\n", err);

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Runs ember's test suite and prints one closing line "N passed, N failed, N skipped".
+#   static       tests/static/test_*.py           (the source tree itself: allowed includes)
 #   unit tests   build/san/tests/test_*           (cmocka, ASan+UBSan)
 #   fuzzers      tests/fuzz/fuzz_*.c              (libFuzzer, bounded time, ASan+UBSan)
 #   integration  tests/integration/test_*.sh      (root, real BPF; exit 77 = skip)
@@ -39,6 +40,10 @@ run_one() { # name cmd...
 }
 
 if [ "$mode" != integration ]; then
+  for t in tests/static/test_*.py; do
+    [ -f "$t" ] || continue
+    run_one "static/$(basename "$t" .py)" python3 "$t"
+  done
   for t in build/san/tests/test_*; do
     [ -x "$t" ] || continue
     run_one "unit/$(basename "$t")" "$t"

@@ -5,10 +5,13 @@
 # nanosleep is one switch.
 . "$(dirname "$0")/lib.sh"
 need_bpf
+# A running agent: the task is attached well within the workload's unmeasured
+# first second (a private agent's start-up can take longer on a loaded machine).
+start_agent
 "$PROGS/offcpu_wait" 5 > "$TMP/w.out" & W=$!; CLEANUP_PIDS+=("$W")
 sleep 0.1
 # Longer than the program: the task ends when the process exits, so its whole measured life is covered.
-"$EMBER" profile --pid "$W" --type offcpu --duration 30s --out "$TMP/prof" >"$TMP/p.out" 2>"$TMP/p.err" \
+"$EMBER" profile --config "$TMP/ember.yaml" --pid "$W" --type offcpu --duration 30s --out "$TMP/prof" >"$TMP/p.out" 2>"$TMP/p.err" \
   || { cat "$TMP/p.err"; fail "ember profile --type offcpu failed"; }
 wait "$W"
 grep -o '"attach_point":"[^"]*"' "$TMP/p.err" || true
@@ -45,3 +48,4 @@ echo "pipe read switches: $psw, read calls: $pcalls"
 [ "$psw" -ge $((pcalls * 9 / 10)) ] && [ "$psw" -le "$pcalls" ] || fail "pipe read switches $psw for $pcalls reads"
 grep -q 'bpf_prog_\|bpf_trace_run' "$TMP/prof/offcpu.folded" && fail "BPF's own frames leak into the stacks"
 ok "off-CPU time and counts match the program's own measurements"
+stop_agent || fail "agent exited with an error"

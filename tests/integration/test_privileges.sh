@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The analyzer and exporter run as the unprivileged user with no capabilities;
-# the collector keeps exactly the documented set (collector/privs.h) with no_new_privs.
+# the collector keeps exactly the documented set (common/privs.h) with no_new_privs.
 . "$(dirname "$0")/lib.sh"
 need_bpf
 start_agent
@@ -25,6 +25,17 @@ eff=$(st "$C" CapEff); prm=$(st "$C" CapPrm); bnd=$(st "$C" CapBnd)
 [ "$bnd" = "$want" ] || fail "collector CapBnd $bnd, expected $want"
 [ "$(st "$C" NoNewPrivs)" = 1 ] || fail "collector does not have no_new_privs"
 ok "collector: CapEff=CapPrm=CapBnd=$want (bpf, perfmon, sys_ptrace, syslog, checkpoint_restore), NoNewPrivs 1"
+# The privileged process maps only the libraries it needs: no parser, no
+# network or message library.
+for l in $(awk '$6 ~ /\.so/ { n = $6; sub(/.*\//, "", n); print n }' "/proc/$C/maps" | sort -u); do
+  case "$l" in
+    libbpf.so.*|libelf*.so*|libz.so.*|liburing.so.*|libcap.so.*|libc.so.*|ld-linux*) ;;
+    *) fail "the collector maps $l" ;;
+  esac
+done
+ok "collector maps only libbpf, libelf, libz, liburing, libcap, libc"
+for p in "$A" "$X"; do grep -q libjemalloc "/proc/$p/maps" || fail "$(cat /proc/$p/comm) does not run on jemalloc"; done
+ok "analyzer and exporter run on jemalloc"
 # Only the analyzer's uid gets the full control protocol: a root client may ask for stats only.
 "$EMBER" stats --config "$TMP/ember.yaml" > "$TMP/stats" || fail "ember stats failed"
 grep -q "collector .*ctl_requests" "$TMP/stats" || fail "no collector stats"

@@ -33,10 +33,11 @@
 
 #include "common/bus.h"
 #include "common/log.h"
+#include "common/shard.h"
 #include "exporter/backend.h"
-#include "exporter/grpc_client.h"
-#include "exporter/process_finder.h"
-#include "exporter/sw_codec.h"
+#include "exporter/skywalking/grpc_client.h"
+#include "common/process_finder.h"
+#include "exporter/skywalking/codec.h"
 #include "proto/sw_meter.pb-c.h"
 #include "proto/sw_process.pb-c.h"
 #include "proto/sw_profile.pb-c.h"
@@ -718,7 +719,7 @@ static void submit_task(struct sw_backend *b, struct sw_task *k, uint64_t mono, 
 	t.origin = "oap";
 	req.body_case = EMBER__REQUEST__BODY_SUBMIT;
 	req.submit = &t;
-	bus__analyzer_endpoint(b->cfg->ember.run_dir, pid % b->analyzers, ep, sizeof(ep));
+	bus__analyzer_endpoint(b->cfg->ember.run_dir, shard__of(pid, b->analyzers), ep, sizeof(ep));
 	k->sock = zmq_socket(b->zctx, ZMQ_REQ);
 	if (!k->sock)
 		goto retry;
@@ -744,7 +745,7 @@ retry:
 	if (++k->tries >= SUBMIT_TRIES) {
 		k->state = T_FAILED;
 		b->c[SC_TASKS_FAILED]++;
-		log_warn("OAP task %s: cannot reach analyzer %u", k->oap_task, pid % b->analyzers);
+		log_warn("OAP task %s: cannot reach analyzer %u", k->oap_task, shard__of(pid, b->analyzers));
 	}
 }
 
@@ -763,7 +764,7 @@ static void poll_submission(struct sw_backend *b, struct sw_task *k, uint64_t mo
 		if (++k->tries >= SUBMIT_TRIES) {
 			k->state = T_FAILED;
 			b->c[SC_TASKS_FAILED]++;
-			log_warn("OAP task %s: analyzer %u did not answer", k->oap_task, k->pid % b->analyzers);
+			log_warn("OAP task %s: analyzer %u did not answer", k->oap_task, shard__of(k->pid, b->analyzers));
 		}
 		return;
 	}

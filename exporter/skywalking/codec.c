@@ -1,4 +1,4 @@
-#include "exporter/sw_codec.h"
+#include "exporter/skywalking/codec.h"
 
 #include <errno.h>
 #include <json-c/json_tokener.h>

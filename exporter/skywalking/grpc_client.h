@@ -13,8 +13,8 @@
  * and runs without it (the file and prometheus backends do not need it), and
  * only a configured SkyWalking backend requires the library at run time.
  */
-#ifndef EMBER_EXPORTER_GRPC_CLIENT_H
-#define EMBER_EXPORTER_GRPC_CLIENT_H
+#ifndef EMBER_EXPORTER_SKYWALKING_GRPC_CLIENT_H
+#define EMBER_EXPORTER_SKYWALKING_GRPC_CLIENT_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -81,7 +81,7 @@ void grpc_client__stats(struct grpc_client *c, struct grpc_client_stats *ret);
 /* "grpc-core 1.51.1" or similar once loaded. */
 const char *grpc_client__version(struct grpc_client *c);
 
-/* Cancels what is in flight, stops the thread, frees everything.  Accepts NULL. */
-void grpc_client__free(struct grpc_client *c);
+/* Cancels what is in flight, stops the thread, frees everything.  Accepts NULL.  Returns NULL. */
+struct grpc_client *grpc_client__free(struct grpc_client *c);
 
 #endif

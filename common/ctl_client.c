@@ -1,4 +1,4 @@
-#include "analyzer/collector_client.h"
+#include "common/ctl_client.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -11,7 +11,7 @@
 #include "bpf/ember_abi.h"
 #include "common/cleanup.h"
 
-struct collector_client {
+struct ctl_client {
 	int fd;
 	int broken;
 };
@@ -39,12 +39,12 @@ static int dial(const char *path)
 	return fd;
 }
 
-struct collector_client *collector_client__connect(const char *sock_path, uint32_t shard, int ret_fds[3],
+struct ctl_client *ctl_client__connect(const char *sock_path, uint32_t shard, int ret_fds[3],
 						   uint32_t *ret_nshards)
 {
 	struct ctl_hello h = { .shard = shard, .abi_version = EMBER_ABI_VERSION };
 	struct ctl_hello_ans a;
-	struct collector_client *cc;
+	struct ctl_client *cc;
 	unsigned nfds = 0;
 	int fds[3], r;
 
@@ -71,12 +71,12 @@ struct collector_client *collector_client__connect(const char *sock_path, uint32
 		*ret_nshards = a.nshards;
 	return cc;
 fail:
-	collector_client__free(cc);
+	ctl_client__free(cc);
 	errno = -r;
 	return NULL;
 }
 
-static int call(struct collector_client *cc, uint16_t type, const void *req, uint32_t len, uint16_t ans_type,
+static int call(struct ctl_client *cc, uint16_t type, const void *req, uint32_t len, uint16_t ans_type,
 		void *ans, uint32_t ans_len, int *fd)
 {
 	unsigned nfds = 0;
@@ -92,7 +92,7 @@ static int call(struct collector_client *cc, uint16_t type, const void *req, uin
 	return r;
 }
 
-int collector_client__attach(struct collector_client *cc, uint64_t task_id, uint32_t kind, const uint32_t *pids,
+int ctl_client__attach(struct ctl_client *cc, uint64_t task_id, uint32_t kind, const uint32_t *pids,
 			     uint32_t npids, uint64_t period_ns, uint64_t min_block_ns, struct ctl_attach_ans *ret)
 {
 	size_t len = sizeof(struct ctl_attach) + npids * sizeof(uint32_t);
@@ -114,7 +114,7 @@ int collector_client__attach(struct collector_client *cc, uint64_t task_id, uint
 	return r ? r : ret->err;
 }
 
-int collector_client__detach(struct collector_client *cc, uint64_t task_id)
+int ctl_client__detach(struct ctl_client *cc, uint64_t task_id)
 {
 	struct ctl_detach d = { .task_id = task_id };
 	struct ctl_err_ans a;
@@ -122,7 +122,7 @@ int collector_client__detach(struct collector_client *cc, uint64_t task_id)
 	return r ? r : a.err;
 }
 
-static int open_call(struct collector_client *cc, uint16_t type, const void *req, uint32_t len)
+static int open_call(struct ctl_client *cc, uint16_t type, const void *req, uint32_t len)
 {
 	struct ctl_err_ans a;
 	int fd = -1;
@@ -138,30 +138,30 @@ static int open_call(struct collector_client *cc, uint16_t type, const void *req
 	return fd >= 0 ? fd : -EBADMSG;
 }
 
-int collector_client__open_maps(struct collector_client *cc, uint32_t pid)
+int ctl_client__open_maps(struct ctl_client *cc, uint32_t pid)
 {
 	struct ctl_open_maps r = { .pid = pid };
 	return open_call(cc, CTL_REQ_OPEN_MAPS, &r, sizeof(r));
 }
 
-int collector_client__open_file(struct collector_client *cc, uint32_t pid, uint64_t start, uint64_t end)
+int ctl_client__open_file(struct ctl_client *cc, uint32_t pid, uint64_t start, uint64_t end)
 {
 	struct ctl_open_file r = { .pid = pid, .start = start, .end = end };
 	return open_call(cc, CTL_REQ_OPEN_FILE, &r, sizeof(r));
 }
 
-int collector_client__open_kallsyms(struct collector_client *cc)
+int ctl_client__open_kallsyms(struct ctl_client *cc)
 {
 	return open_call(cc, CTL_REQ_OPEN_KALLSYMS, NULL, 0);
 }
 
-int collector_client__open_perf_map(struct collector_client *cc, uint32_t pid)
+int ctl_client__open_perf_map(struct ctl_client *cc, uint32_t pid)
 {
 	struct ctl_open_perf_map r = { .pid = pid };
 	return open_call(cc, CTL_REQ_OPEN_PERF_MAP, &r, sizeof(r));
 }
 
-int collector_client__open_debug_build_id(struct collector_client *cc, uint32_t pid, const uint8_t *build_id,
+int ctl_client__open_debug_build_id(struct ctl_client *cc, uint32_t pid, const uint8_t *build_id,
 					  size_t len)
 {
 	struct ctl_open_debug_build_id r = { .pid = pid, .len = (uint32_t)len };
@@ -172,7 +172,7 @@ int collector_client__open_debug_build_id(struct collector_client *cc, uint32_t 
 	return open_call(cc, CTL_REQ_OPEN_DEBUG_BUILD_ID, &r, sizeof(r));
 }
 
-int collector_client__open_debuglink(struct collector_client *cc, uint32_t pid, uint64_t start, uint64_t end,
+int ctl_client__open_debuglink(struct ctl_client *cc, uint32_t pid, uint64_t start, uint64_t end,
 				     const char *name)
 {
 	struct ctl_open_debuglink r = { .pid = pid, .start = start, .end = end };
@@ -183,24 +183,25 @@ int collector_client__open_debuglink(struct collector_client *cc, uint32_t pid, 
 	return open_call(cc, CTL_REQ_OPEN_DEBUGLINK, &r, sizeof(r));
 }
 
-int collector_client__stats(struct collector_client *cc, struct ctl_stats_ans *ret)
+int ctl_client__stats(struct ctl_client *cc, struct ctl_stats_ans *ret)
 {
 	int r = call(cc, CTL_REQ_STATS, NULL, 0, CTL_ANS_STATS, ret, sizeof(*ret), NULL);
 	return r ? r : ret->err;
 }
 
-int collector_client__broken(const struct collector_client *cc) { return cc->broken; }
+int ctl_client__broken(const struct ctl_client *cc) { return cc->broken; }
 
-void collector_client__free(struct collector_client *cc)
+struct ctl_client *ctl_client__free(struct ctl_client *cc)
 {
 	if (!cc)
-		return;
+		return NULL;
 	if (cc->fd >= 0)
 		close(cc->fd);
 	free(cc);
+	return NULL;
 }
 
-int collector_client__query_stats(const char *sock_path, struct ctl_stats_ans *ret)
+int ctl_client__query_stats(const char *sock_path, struct ctl_stats_ans *ret)
 {
 	_cleanup_close_ int fd = dial(sock_path);
 	int r;

@@ -1,4 +1,4 @@
-#include "collector/privs.h"
+#include "common/privs.h"
 #include "common/cleanup.h"
 
 #include <errno.h>

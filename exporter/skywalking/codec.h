@@ -5,14 +5,14 @@
  * ../shared/spec/skywalking-protocol.md sections 2.3, 2.5, 2.10 and 3).
  * No I/O, no logging.
  */
-#ifndef EMBER_EXPORTER_SW_CODEC_H
-#define EMBER_EXPORTER_SW_CODEC_H
+#ifndef EMBER_EXPORTER_SKYWALKING_CODEC_H
+#define EMBER_EXPORTER_SKYWALKING_CODEC_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "exporter/grpc_client.h"
+#include "exporter/skywalking/grpc_client.h"
 #include "proto/ember.pb-c.h"
 #include "proto/sw_common.pb-c.h"
 

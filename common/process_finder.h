@@ -18,8 +18,8 @@
  * (keyed by pid and start time) so the caller can attach its report state.
  * No logging; errors and drops are counted.
  */
-#ifndef EMBER_EXPORTER_PROCESS_FINDER_H
-#define EMBER_EXPORTER_PROCESS_FINDER_H
+#ifndef EMBER_COMMON_PROCESS_FINDER_H
+#define EMBER_COMMON_PROCESS_FINDER_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -83,7 +83,8 @@ struct pf_stats {
 
 /* NULL + errno, with err naming the rule / template at fault. */
 struct process_finder *process_finder__new(const struct pf_opts *o, char *err, size_t errlen);
-void process_finder__free(struct process_finder *pf);
+/* Accepts NULL.  Returns NULL. */
+struct process_finder *process_finder__free(struct process_finder *pf);
 
 /* Rescans; processes that are gone are forgotten.  Returns the number tracked or -errno. */
 int process_finder__scan(struct process_finder *pf);

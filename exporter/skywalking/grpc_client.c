@@ -1,4 +1,4 @@
-#include "exporter/grpc_client.h"
+#include "exporter/skywalking/grpc_client.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -706,10 +706,10 @@ void grpc_client__stats(struct grpc_client *c, struct grpc_client_stats *ret)
 
 const char *grpc_client__version(struct grpc_client *c) { return c->version; }
 
-void grpc_client__free(struct grpc_client *c)
+struct grpc_client *grpc_client__free(struct grpc_client *c)
 {
 	if (!c)
-		return;
+		return NULL;
 	if (c->thread_started) {
 		pthread_mutex_lock(&c->lock);
 		c->stop = true;
@@ -750,4 +750,5 @@ void grpc_client__free(struct grpc_client *c)
 		close(c->wake_fd);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
+	return NULL;
 }

@@ -1,4 +1,4 @@
-#include "exporter/process_finder.h"
+#include "common/process_finder.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -778,10 +778,10 @@ struct process_finder *process_finder__new(const struct pf_opts *o, char *err, s
 	return pf;
 }
 
-void process_finder__free(struct process_finder *pf)
+struct process_finder *process_finder__free(struct process_finder *pf)
 {
 	if (!pf)
-		return;
+		return NULL;
 	for (unsigned i = 0; i < pf->n_rules; i++)
 		if (pf->rules[i].re_ok)
 			regfree(&pf->rules[i].re);
@@ -793,6 +793,7 @@ void process_finder__free(struct process_finder *pf)
 	free(pf->v);
 	free(pf->seen);
 	free(pf);
+	return NULL;
 }
 
 unsigned process_finder__count(const struct process_finder *pf) { return pf->n; }

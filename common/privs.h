@@ -1,6 +1,6 @@
 /* Capability handling for the collector (the only privileged process). */
-#ifndef EMBER_PRIVS_H
-#define EMBER_PRIVS_H
+#ifndef EMBER_COMMON_PRIVS_H
+#define EMBER_COMMON_PRIVS_H
 
 /*
  * Capabilities the collector keeps after start-up, and why:

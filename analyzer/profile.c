@@ -1,0 +1,302 @@
+#include "analyzer/profile.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bpf/ember_abi.h"
+#include "common/cleanup.h"
+
+/* A window's stacks are held until its end: this caps one task's memory. */
+#define MAX_SAMPLES_PER_WINDOW 65536
+
+struct window {
+	char task_id[TASK_ID_LEN];
+	uint32_t kind;
+	Ember__StackSample **v;
+	size_t n, cap;
+	uint64_t samples_total, stacks_total;
+	uint64_t start_ns;
+};
+
+struct profile_builder {
+	struct symbolizer *sym;
+	struct publisher *pub;
+	struct task_mgr *tm;
+	unsigned max;
+	struct window *w;
+	uint64_t st[PS_MAX];
+};
+
+static const char *const stat_names[PS_MAX] = {
+	[PS_STACKS] = "analyzer_stacks",
+	[PS_STACKS_NO_TASK] = "analyzer_stacks_without_task",
+	[PS_BAD_RECORDS] = "analyzer_bad_records",
+	[PS_WINDOW_CAP_DROPS] = "analyzer_window_cap_drops",
+	[PS_FRAMES] = "frames_symbolized",
+	[PS_FRAMES_UNKNOWN] = "frames_unknown",
+	[PS_TRACING_FRAMES] = "tracing_frames_removed",
+};
+
+const char *profile__stat_name(unsigned stat)
+{
+	return stat < PS_MAX ? stat_names[stat] : "";
+}
+
+struct profile_builder *profile__new(struct symbolizer *sym, struct publisher *pub, struct task_mgr *tm,
+				     unsigned max_tasks)
+{
+	struct profile_builder *pb = calloc(1, sizeof(*pb));
+
+	if (!pb)
+		return NULL;
+	pb->w = calloc(max_tasks, sizeof(*pb->w));
+	if (!pb->w) {
+		free(pb);
+		errno = ENOMEM;
+		return NULL;
+	}
+	pb->sym = sym;
+	pb->pub = pub;
+	pb->tm = tm;
+	pb->max = max_tasks;
+	return pb;
+}
+
+static struct window *window_of(struct profile_builder *pb, const char *id)
+{
+	for (unsigned i = 0; i < pb->max; i++)
+		if (pb->w[i].task_id[0] && !strcmp(pb->w[i].task_id, id))
+			return &pb->w[i];
+	return NULL;
+}
+
+int profile__open(struct profile_builder *pb, const struct task_def *t)
+{
+	struct window *w = window_of(pb, t->id);
+
+	for (unsigned i = 0; i < pb->max && !w; i++)
+		if (!pb->w[i].task_id[0])
+			w = &pb->w[i];
+	if (!w)
+		return -ENOSPC;
+	free(w->v);
+	memset(w, 0, sizeof(*w));
+	snprintf(w->task_id, sizeof(w->task_id), "%s", t->id);
+	w->kind = t->kind;
+	w->start_ns = t->start_unix_ms * 1000000ull;
+	return 0;
+}
+
+static void free_sample(Ember__StackSample *s)
+{
+	for (size_t i = 0; i < s->n_kernel_frames; i++)
+		free(s->kernel_frames[i]);
+	for (size_t i = 0; i < s->n_user_frames; i++)
+		free(s->user_frames[i]);
+	free(s->kernel_frames);
+	free(s->user_frames);
+	free(s->kernel_resolved);
+	free(s->user_resolved);
+	free(s->process_name);
+	free(s);
+}
+
+static void publish_window(struct profile_builder *pb, struct window *w, uint64_t end_ns)
+{
+	const struct task_def *t = task_mgr__find(pb->tm, w->task_id);
+
+	if (t && w->n)
+		publisher__profile(pb->pub, t, w->start_ns, end_ns, w->v, w->n);
+	for (size_t i = 0; i < w->n; i++)
+		free_sample(w->v[i]);
+	w->n = 0;
+	w->start_ns = end_ns;
+}
+
+void profile__window_end(struct profile_builder *pb, uint32_t kind, uint64_t end_ns)
+{
+	for (unsigned i = 0; i < pb->max; i++)
+		if (pb->w[i].task_id[0] && pb->w[i].kind == kind)
+			publish_window(pb, &pb->w[i], end_ns);
+}
+
+void profile__close(struct profile_builder *pb, const char *task_id, uint64_t end_ns, uint64_t *samples,
+		    uint64_t *stacks)
+{
+	struct window *w = window_of(pb, task_id);
+
+	*samples = *stacks = 0;
+	if (!w)
+		return;
+	publish_window(pb, w, end_ns);
+	*samples = w->samples_total;
+	*stacks = w->stacks_total;
+	free(w->v);
+	memset(w, 0, sizeof(*w));
+}
+
+static char *frame_text(struct profile_builder *pb, const struct sym_frame *f)
+{
+	char buf[512];
+
+	if (sym_frame__format(f, buf, sizeof(buf)) < 0)
+		snprintf(buf, sizeof(buf), "[unknown]");
+	if (!f->resolved)
+		pb->st[PS_FRAMES_UNKNOWN]++;
+	pb->st[PS_FRAMES]++;
+	return strdup(buf);
+}
+
+static char *comm_text(const char *comm)
+{
+	char buf[EMBER_COMM_LEN + 1];
+	size_t i;
+
+	/* comm is set by the target process: keep it printable. */
+	for (i = 0; i < EMBER_COMM_LEN && comm[i]; i++)
+		buf[i] = (comm[i] >= 0x20 && comm[i] < 0x7f && comm[i] != ';') ? comm[i] : '_';
+	buf[i] = 0;
+	return strdup(i ? buf : "[unknown]");
+}
+
+/*
+ * Stacks walked from inside a BPF program start with the program and the
+ * tracing glue that ran it; they are ours, not the target's.
+ */
+static int is_tracing_frame(const struct sym_frame *f)
+{
+	static const char *const prefixes[] = { "bpf_prog_", "bpf_trace_run", "__bpf_trace_", "perf_trace_",
+						"trace_call_bpf", "__traceiter_", "bpf_overflow_handler",
+						"__perf_event_overflow", "perf_swevent_" };
+	if (!f->resolved || !f->name)
+		return 0;
+	for (unsigned i = 0; i < ARRAY_SIZE(prefixes); i++)
+		if (!strncmp(f->name, prefixes[i], strlen(prefixes[i])))
+			return 1;
+	return 0;
+}
+
+static Ember__StackSample *sample_new(const struct ember_rec_stack *h)
+{
+	Ember__StackSample *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	ember__stack_sample__init(s);
+	s->pid = h->tgid;
+	s->process_name = comm_text(h->comm);
+	s->count = h->count;
+	s->weight = h->weight;
+	s->kernel_frames = calloc(h->nkern ? h->nkern : 1, sizeof(char *));
+	s->user_frames = calloc(h->nuser ? h->nuser : 1, sizeof(char *));
+	s->kernel_resolved = calloc(h->nkern ? h->nkern : 1, sizeof(protobuf_c_boolean));
+	s->user_resolved = calloc(h->nuser ? h->nuser : 1, sizeof(protobuf_c_boolean));
+	if (!s->process_name || !s->kernel_frames || !s->user_frames || !s->kernel_resolved || !s->user_resolved) {
+		free_sample(s);
+		return NULL;
+	}
+	return s;
+}
+
+/* Symbolizes n addresses into s's kernel or user frames; kernel: tracing frames first are dropped. */
+static void add_frames(struct profile_builder *pb, Ember__StackSample *s, uint32_t tgid, const uint64_t *ips,
+		       unsigned n, int kernel)
+{
+	struct sym_frame frames[EMBER_MAX_STACK_DEPTH];
+	unsigned skip = 0;
+
+	if (kernel ? symbolizer__resolve_kernel(pb->sym, ips, n, frames) < 0
+		   : symbolizer__resolve_user(pb->sym, tgid, ips, n, frames) < 0)
+		return;
+	while (kernel && skip < n && is_tracing_frame(&frames[skip]))
+		skip++;
+	pb->st[PS_TRACING_FRAMES] += skip;
+	for (unsigned i = skip; i < n; i++) {
+		if (kernel) {
+			s->kernel_resolved[s->n_kernel_resolved++] = frames[i].resolved;
+			s->kernel_frames[s->n_kernel_frames++] = frame_text(pb, &frames[i]);
+		} else {
+			s->user_resolved[s->n_user_resolved++] = frames[i].resolved;
+			s->user_frames[s->n_user_frames++] = frame_text(pb, &frames[i]);
+		}
+		s->unresolved += !frames[i].resolved;
+	}
+}
+
+void profile__stack_record(struct profile_builder *pb, const void *data, uint32_t len)
+{
+	uint64_t ips[EMBER_MAX_STACK_DEPTH];
+	struct ember_rec_stack h;
+	struct task_def *t;
+	struct window *w;
+	Ember__StackSample *s;
+
+	if (len < sizeof(h)) {
+		pb->st[PS_BAD_RECORDS]++;
+		return;
+	}
+	memcpy(&h, data, sizeof(h));
+	if (h.nkern > EMBER_MAX_STACK_DEPTH || h.nuser > EMBER_MAX_STACK_DEPTH ||
+	    len != sizeof(h) + (uint32_t)(h.nkern + h.nuser) * sizeof(uint64_t)) {
+		pb->st[PS_BAD_RECORDS]++;
+		return;
+	}
+	pb->st[PS_STACKS]++;
+	t = task_mgr__find_pid(pb->tm, h.tgid, h.kind);
+	w = t ? window_of(pb, t->id) : NULL;
+	if (!w) {
+		pb->st[PS_STACKS_NO_TASK]++;
+		return;
+	}
+	if (w->n >= MAX_SAMPLES_PER_WINDOW) {
+		pb->st[PS_WINDOW_CAP_DROPS]++;
+		return;
+	}
+	if (w->n == w->cap) {
+		size_t cap = w->cap ? w->cap * 2 : 256;
+		void *v = realloc(w->v, cap * sizeof(*w->v));
+		if (!v) {
+			pb->st[PS_WINDOW_CAP_DROPS]++;
+			return;
+		}
+		w->v = v;
+		w->cap = cap;
+	}
+	s = sample_new(&h);
+	if (!s) {
+		pb->st[PS_WINDOW_CAP_DROPS]++;
+		return;
+	}
+	if (h.nkern) {
+		memcpy(ips, (const char *)data + sizeof(h), h.nkern * sizeof(uint64_t));
+		add_frames(pb, s, h.tgid, ips, h.nkern, 1);
+	}
+	if (h.nuser) {
+		memcpy(ips, (const char *)data + sizeof(h) + h.nkern * sizeof(uint64_t), h.nuser * sizeof(uint64_t));
+		add_frames(pb, s, h.tgid, ips, h.nuser, 0);
+	}
+	w->v[w->n++] = s;
+	w->samples_total += h.count;
+	w->stacks_total++;
+}
+
+void profile__stats(const struct profile_builder *pb, uint64_t ret[PS_MAX])
+{
+	memcpy(ret, pb->st, sizeof(pb->st));
+}
+
+struct profile_builder *profile__free(struct profile_builder *pb)
+{
+	if (!pb)
+		return NULL;
+	for (unsigned i = 0; i < pb->max; i++) {
+		for (size_t j = 0; j < pb->w[i].n; j++)
+			free_sample(pb->w[i].v[j]);
+		free(pb->w[i].v);
+	}
+	free(pb->w);
+	free(pb);
+	return NULL;
+}

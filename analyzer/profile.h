@@ -1,0 +1,53 @@
+/*
+ * The stack -> profile builder: stack records from the ring (one per unique
+ * stack per process and flush window, aggregated in the kernel) become
+ * symbolized StackSamples of their task, and each task's window goes to the
+ * exporter when the collector marks the window's end.
+ *
+ * Ring records are untrusted input (a misbehaving producer could write
+ * anything): every length is checked, and a record that does not add up is
+ * counted as bad and skipped.
+ */
+#ifndef EMBER_ANALYZER_PROFILE_H
+#define EMBER_ANALYZER_PROFILE_H
+
+#include <stdint.h>
+
+#include "analyzer/publisher.h"
+#include "analyzer/tasks.h"
+#include "symbolizer/symbolizer.h"
+
+enum profile_stat {
+	PS_STACKS,           /* stack records */
+	PS_STACKS_NO_TASK,   /* ... of a process no task (any more) wants */
+	PS_BAD_RECORDS,      /* records whose lengths do not add up */
+	PS_WINDOW_CAP_DROPS, /* stacks over the per-window cap */
+	PS_FRAMES,           /* frames symbolized */
+	PS_FRAMES_UNKNOWN,   /* ... left as module+offset */
+	PS_TRACING_FRAMES,   /* BPF and tracing glue frames removed from kernel stacks */
+	PS_MAX
+};
+
+struct profile_builder;
+
+/* tm is borrowed, to find a record's task.  NULL + errno. */
+struct profile_builder *profile__new(struct symbolizer *sym, struct publisher *pub, struct task_mgr *tm,
+				     unsigned max_tasks);
+
+/* Starts collecting for t; its first window starts at its start time.  0 or -ENOSPC. */
+int profile__open(struct profile_builder *pb, const struct task_def *t);
+/* One EMBER_REC_STACK record. */
+void profile__stack_record(struct profile_builder *pb, const void *data, uint32_t len);
+/* The collector closed a window of this kind: every open task of it publishes its window. */
+void profile__window_end(struct profile_builder *pb, uint32_t kind, uint64_t end_ns);
+/* Publishes what is left of task_id's window and stops; totals go to *samples and *stacks. */
+void profile__close(struct profile_builder *pb, const char *task_id, uint64_t end_ns, uint64_t *samples,
+		    uint64_t *stacks);
+
+void profile__stats(const struct profile_builder *pb, uint64_t ret[PS_MAX]);
+const char *profile__stat_name(unsigned stat);
+
+/* Accepts NULL.  Returns NULL. */
+struct profile_builder *profile__free(struct profile_builder *pb);
+
+#endif

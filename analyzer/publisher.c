@@ -1,0 +1,119 @@
+#include "analyzer/publisher.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <zmq.h>
+
+#include "common/bus.h"
+#include "common/ctl_proto.h"
+
+struct publisher {
+	void *sock;
+	unsigned shard;
+	uint64_t seq;
+	struct publisher_stats st;
+};
+
+struct publisher *publisher__new(void *zctx, const char *endpoint, int hwm, unsigned shard)
+{
+	struct publisher *p = calloc(1, sizeof(*p));
+	int linger = 3000; /* flush what is queued for the exporter on exit, within reason */
+
+	if (!p)
+		return NULL;
+	p->shard = shard;
+	p->sock = zmq_socket(zctx, ZMQ_PUSH);
+	if (!p->sock)
+		goto fail;
+	zmq_setsockopt(p->sock, ZMQ_SNDHWM, &hwm, sizeof(hwm));
+	zmq_setsockopt(p->sock, ZMQ_LINGER, &linger, sizeof(linger));
+	if (zmq_connect(p->sock, endpoint))
+		goto fail;
+	return p;
+fail:
+	{
+		int e = errno;
+		publisher__free(p);
+		errno = e;
+	}
+	return NULL;
+}
+
+static void send_env(struct publisher *p, Ember__Envelope *env)
+{
+	int r;
+
+	env->version = 1;
+	env->analyzer = p->shard;
+	env->seq = ++p->seq;
+	r = bus__send_envelope(p->sock, env);
+	if (!r)
+		p->st.sent++;
+	else if (r == -EAGAIN)
+		p->st.hwm_drops++;
+	else
+		p->st.errors++;
+}
+
+void publisher__profile(struct publisher *p, const struct task_def *t, uint64_t window_start_ns,
+			uint64_t window_end_ns, Ember__StackSample **samples, size_t n)
+{
+	Ember__Envelope env = EMBER__ENVELOPE__INIT;
+	Ember__ProfileBatch b = EMBER__PROFILE_BATCH__INIT;
+	Ember__Task task;
+
+	task_def__to_proto(t, &task);
+	b.task = &task;
+	b.window_start_unix_ns = window_start_ns;
+	b.window_end_unix_ns = window_end_ns;
+	b.n_samples = n;
+	b.samples = samples;
+	env.body_case = EMBER__ENVELOPE__BODY_PROFILE;
+	env.profile = &b;
+	send_env(p, &env);
+}
+
+void publisher__task_event(struct publisher *p, const struct task_def *t, Ember__TaskEvent__State state,
+			   const char *error)
+{
+	Ember__Envelope env = EMBER__ENVELOPE__INIT;
+	Ember__TaskEvent ev = EMBER__TASK_EVENT__INIT;
+	Ember__Task task;
+
+	task_def__to_proto(t, &task);
+	ev.task = &task;
+	ev.state = state;
+	ev.error = (char *)(error ? error : "");
+	ev.attach_point = t->attach_point;
+	ev.attach_point_name = (char *)ctl__attach_point_name(t->attach_point);
+	env.body_case = EMBER__ENVELOPE__BODY_TASK_EVENT;
+	env.task_event = &ev;
+	send_env(p, &env);
+}
+
+void publisher__meters(struct publisher *p, Ember__Meter **meters, size_t n)
+{
+	Ember__Envelope env = EMBER__ENVELOPE__INIT;
+	Ember__MeterBatch b = EMBER__METER_BATCH__INIT;
+
+	b.n_meters = n;
+	b.meters = meters;
+	env.body_case = EMBER__ENVELOPE__BODY_METERS;
+	env.meters = &b;
+	send_env(p, &env);
+}
+
+void publisher__stats(const struct publisher *p, struct publisher_stats *ret)
+{
+	*ret = p->st;
+}
+
+struct publisher *publisher__free(struct publisher *p)
+{
+	if (!p)
+		return NULL;
+	if (p->sock)
+		zmq_close(p->sock);
+	free(p);
+	return NULL;
+}

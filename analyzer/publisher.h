@@ -1,0 +1,43 @@
+/*
+ * The analyzer's side of the bus to the exporter: one ZeroMQ PUSH socket,
+ * envelopes numbered per analyzer, never blocking.  A full queue (the
+ * exporter is slow or restarting past the high-water mark) drops the
+ * message and counts it; nothing else can fail silently.
+ */
+#ifndef EMBER_ANALYZER_PUBLISHER_H
+#define EMBER_ANALYZER_PUBLISHER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "analyzer/tasks.h"
+#include "proto/ember.pb-c.h"
+
+struct publisher;
+
+struct publisher_stats {
+	uint64_t sent;       /* envelopes queued for the exporter */
+	uint64_t hwm_drops;  /* dropped at the high-water mark */
+	uint64_t errors;     /* any other send failure */
+};
+
+/*
+ * Connects to the exporter's endpoint with send high-water mark hwm; shard is
+ * stamped on every envelope.  NULL + errno.
+ */
+struct publisher *publisher__new(void *zctx, const char *endpoint, int hwm, unsigned shard);
+
+/* One flush window of a task: samples[0, n) (borrowed). */
+void publisher__profile(struct publisher *p, const struct task_def *t, uint64_t window_start_ns,
+			uint64_t window_end_ns, Ember__StackSample **samples, size_t n);
+/* error: NULL or a message for FAILED. */
+void publisher__task_event(struct publisher *p, const struct task_def *t, Ember__TaskEvent__State state,
+			   const char *error);
+void publisher__meters(struct publisher *p, Ember__Meter **meters, size_t n);
+
+void publisher__stats(const struct publisher *p, struct publisher_stats *ret);
+
+/* Closes the socket (what is queued gets up to 3 s to leave).  Accepts NULL.  Returns NULL. */
+struct publisher *publisher__free(struct publisher *p);
+
+#endif

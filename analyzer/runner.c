@@ -1,0 +1,282 @@
+#include "analyzer/runner.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "bpf/ember_abi.h"
+#include "common/cleanup.h"
+#include "common/fileutil.h"
+#include "common/log.h"
+#include "common/shard.h"
+#include "common/timeutil.h"
+
+#define STATE_MAX (1u << 20) /* any number of tasks of CTL_MAX_PIDS pids fits easily */
+
+struct task_runner {
+	struct runner_opts o;
+	char state_dir[512], state_name[64];
+	struct runner_stats st;
+};
+
+struct task_runner *runner__new(const struct runner_opts *o)
+{
+	struct task_runner *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return NULL;
+	r->o = *o;
+	snprintf(r->state_dir, sizeof(r->state_dir), "%s", o->run_dir);
+	snprintf(r->state_name, sizeof(r->state_name), "analyzer-%u.tasks", o->shard);
+	return r;
+}
+
+struct task_runner *runner__free(struct task_runner *r)
+{
+	free(r);
+	return NULL;
+}
+
+void runner__stats(const struct task_runner *r, struct runner_stats *ret)
+{
+	*ret = r->st;
+}
+
+/* ---- the state file: the running tasks, as a Reply message -------------------------- */
+
+static int write_state(FILE *out, void *ctx)
+{
+	struct task_runner *r = ctx;
+	unsigned n = task_mgr__count(r->o.tm);
+	Ember__Reply rep = EMBER__REPLY__INIT;
+	_cleanup_free_ Ember__Task *tasks = calloc(n ? n : 1, sizeof(*tasks));
+	_cleanup_free_ Ember__Task **ptrs = calloc(n ? n : 1, sizeof(*ptrs));
+	_cleanup_free_ uint8_t *buf = NULL;
+	size_t len;
+
+	if (!tasks || !ptrs)
+		return -ENOMEM;
+	for (unsigned i = 0; i < n; i++) {
+		task_def__to_proto(task_mgr__at(r->o.tm, i), &tasks[i]);
+		ptrs[i] = &tasks[i];
+	}
+	rep.n_tasks = n;
+	rep.tasks = ptrs;
+	len = ember__reply__get_packed_size(&rep);
+	buf = malloc(len ? len : 1);
+	if (!buf)
+		return -ENOMEM;
+	ember__reply__pack(&rep, buf);
+	return fwrite(buf, 1, len, out) == len ? 0 : -EIO;
+}
+
+static void save_state(struct task_runner *r)
+{
+	int err = fileutil__write_atomic(r->state_dir, r->state_name, write_state, r);
+
+	if (err)
+		log_warn("cannot save the running tasks to %s/%s: %s (a restart would not resume them)",
+			 r->state_dir, r->state_name, strerror(-err));
+}
+
+void runner__restore(struct task_runner *r)
+{
+	char path[600], err[256];
+	_cleanup_free_ uint8_t *buf = malloc(STATE_MAX);
+	Ember__Reply *rep;
+	size_t len;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", r->state_dir, r->state_name);
+	f = fopen(path, "re");
+	if (!f || !buf) {
+		if (f)
+			fclose(f);
+		return;
+	}
+	len = fread(buf, 1, STATE_MAX, f);
+	fclose(f);
+	rep = ember__reply__unpack(NULL, len, buf);
+	if (!rep) {
+		log_warn("ignoring unreadable task state %s", path);
+		return;
+	}
+	for (size_t i = 0; i < rep->n_tasks; i++) {
+		struct task_def def;
+
+		if (task_def__from_proto(rep->tasks[i], &def, err, sizeof(err)) || !def.id[0]) {
+			log_warn("ignoring a task of %s: %s", path, def.id[0] ? err : "no id");
+			continue;
+		}
+		if (timeutil__unix_ms() >= def.start_unix_ms + def.duration_ms)
+			continue;
+		if (runner__start(r, &def, err, sizeof(err)))
+			log_warn("could not resume task %s: %s", def.id, err);
+		else
+			log_info("resumed task %s after restart", def.id);
+	}
+	ember__reply__free_unpacked(rep, NULL);
+}
+
+/* ---- start and end ------------------------------------------------------------------ */
+
+/*
+ * The collector's id of this shard's part of the task: stable across
+ * analyzer restarts (the collector recognises a re-attach), and distinct per
+ * shard, since a task spread over analyzers has one id.
+ */
+static uint64_t task_num(const char *id, unsigned shard)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	for (const char *c = id; *c; c++)
+		h = (h ^ (uint8_t)*c) * 1099511628211ull;
+	return (h ^ shard) * 1099511628211ull;
+}
+
+static int check_task(const struct task_runner *r, const struct task_def *def, char *err, size_t errlen)
+{
+	for (uint32_t i = 0; i < def->npids; i++) {
+		char path[32];
+		struct stat st;
+
+		snprintf(path, sizeof(path), "/proc/%u", def->pids[i]);
+		if (stat(path, &st)) {
+			snprintf(err, errlen, "pid %u does not exist", def->pids[i]);
+			return -ESRCH;
+		}
+		if (shard__of(def->pids[i], r->o.nshards) != r->o.shard) {
+			snprintf(err, errlen, "pid %u belongs to analyzer shard %u, not %u", def->pids[i],
+				 shard__of(def->pids[i], r->o.nshards), r->o.shard);
+			return -EINVAL;
+		}
+	}
+	if (def->kind < EMBER_TASK_ONCPU || def->kind > EMBER_TASK_MEM) {
+		snprintf(err, errlen, "task kind %u is not supported (on-CPU, off-CPU and memory are)", def->kind);
+		return -EOPNOTSUPP;
+	}
+	if (def->kind == EMBER_TASK_ONCPU && (def->period_ns < CTL_PERIOD_MIN_NS || def->period_ns > CTL_PERIOD_MAX_NS)) {
+		snprintf(err, errlen, "on-CPU period %llu ns is out of range (%llu ms .. %llu ms)",
+			 (unsigned long long)def->period_ns, CTL_PERIOD_MIN_NS / 1000000, CTL_PERIOD_MAX_NS / 1000000);
+		return -ERANGE;
+	}
+	if (def->min_block_ns > CTL_MIN_BLOCK_MAX_NS) {
+		snprintf(err, errlen, "off-CPU minimum block time %llu ns is out of range (0 .. %llu s)",
+			 (unsigned long long)def->min_block_ns, CTL_MIN_BLOCK_MAX_NS / 1000000000);
+		return -ERANGE;
+	}
+	return 0;
+}
+
+static void attach_error(const struct task_def *t, int r, char *err, size_t errlen)
+{
+	if (r == -EBUSY && t->kind == EMBER_TASK_ONCPU)
+		snprintf(err, errlen, "on-CPU sampling already runs with another period for a task on this host; "
+			 "give this task the same period (%llu ms asked) or start it when that task ends",
+			 (unsigned long long)t->period_ns / 1000000);
+	else
+		snprintf(err, errlen, "the collector refused the task: %s", strerror(-r));
+}
+
+int runner__start(struct task_runner *r, struct task_def *def, char *err, size_t errlen)
+{
+	struct ctl_attach_ans ans;
+	struct task_def *t;
+	int e;
+
+	if ((e = check_task(r, def, err, errlen)))
+		return e;
+	def->num_id = task_num(def->id, r->o.shard);
+	e = task_mgr__add(r->o.tm, def, &t);
+	if (e == -EEXIST)
+		snprintf(err, errlen, "a task with this id, or for one of these pids and kind, already exists");
+	else if (e == -ENOSPC)
+		snprintf(err, errlen, "too many tasks");
+	else if (e)
+		snprintf(err, errlen, "invalid task: %s", strerror(-e));
+	if (e)
+		return e;
+	e = profile__open(r->o.pb, t);
+	if (e) {
+		snprintf(err, errlen, "too many tasks");
+		task_mgr__remove(r->o.tm, def->id);
+		return e;
+	}
+	e = ctl_client__attach(r->o.cc, t->num_id, t->kind, t->pids, t->npids, t->period_ns, t->min_block_ns, &ans);
+	if (e) {
+		uint64_t s, k;
+
+		attach_error(t, e, err, errlen);
+		profile__close(r->o.pb, t->id, 0, &s, &k);
+		task_mgr__remove(r->o.tm, def->id);
+		return e;
+	}
+	t->attach_point = ans.attach_point;
+	for (uint32_t i = 0; i < t->npids; i++)
+		(void)symbolizer__preload(r->o.sym, t->pids[i]);
+	r->st.started++;
+	log_info("task %s started: kind %u, %u pid(s), %llu ms, attach point %s", t->id, t->kind, t->npids,
+		 (unsigned long long)t->duration_ms, ctl__attach_point_name(t->attach_point));
+	publisher__task_event(r->o.pub, t, EMBER__TASK_EVENT__STATE__STARTED, NULL);
+	save_state(r);
+	return 0;
+}
+
+void runner__end(struct task_runner *r, struct task_def *t, const char *why)
+{
+	char id[TASK_ID_LEN];
+	uint64_t samples, stacks;
+	int e;
+
+	e = ctl_client__detach(r->o.cc, t->num_id);
+	if (e && e != -ENOENT)
+		log_warn("detaching task %s: %s", t->id, strerror(-e));
+	/* The collector drained the task's maps before answering: all of it is in the ring now. */
+	r->o.drain(r->o.ctx);
+	profile__close(r->o.pb, t->id, timeutil__unix_ms() * 1000000ull, &samples, &stacks);
+	log_info("task %s finished (%s): %llu samples in %llu stacks", t->id, why, (unsigned long long)samples,
+		 (unsigned long long)stacks);
+	publisher__task_event(r->o.pub, t, EMBER__TASK_EVENT__STATE__FINISHED, NULL);
+	r->st.finished++;
+	for (uint32_t i = 0; i < t->npids; i++)
+		symbolizer__forget_pid(r->o.sym, t->pids[i]);
+	snprintf(id, sizeof(id), "%s", t->id);
+	task_mgr__remove(r->o.tm, id);
+	save_state(r);
+}
+
+static int all_pids_gone(const struct task_def *t)
+{
+	for (uint32_t i = 0; i < t->npids; i++)
+		if (!kill((pid_t)t->pids[i], 0) || errno != ESRCH)
+			return 0;
+	return 1;
+}
+
+void runner__check(struct task_runner *r, uint64_t now_ms)
+{
+	for (unsigned i = 0; i < task_mgr__count(r->o.tm);) {
+		struct task_def *t = task_mgr__at(r->o.tm, i);
+
+		if (now_ms >= t->start_unix_ms + t->duration_ms)
+			runner__end(r, t, "duration reached");
+		else if (all_pids_gone(t))
+			runner__end(r, t, "target process exited");
+		else
+			i++;
+	}
+}
+
+void runner__finish_all(struct task_runner *r, const char *why)
+{
+	char path[600];
+
+	while (task_mgr__count(r->o.tm))
+		runner__end(r, task_mgr__at(r->o.tm, 0), why);
+	snprintf(path, sizeof(path), "%s/%s", r->state_dir, r->state_name);
+	unlink(path);
+}

@@ -1,0 +1,406 @@
+/*
+ * ember profile --pid PID[,PID...] [--type oncpu|offcpu|mem] [--duration D] [--out DIR]
+ *
+ * One task, whatever the number of analyzers: the pids are split by shard
+ * (common/shard.h), every analyzer owning some of them is given its part of
+ * the task under one id at once, and the exporter joins them (Task.shards):
+ * one set of files, written when the last shard has finished, copied to
+ * --out.  Without a running agent a private one runs for the duration.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "cli/supervisor.h"
+#include "common/bus.h"
+#include "common/cleanup.h"
+#include "common/config.h"
+#include "common/ctl_proto.h"
+#include "common/log.h"
+#include "common/profile_files.h"
+#include "common/shard.h"
+#include "common/timeutil.h"
+
+#define SUBMIT_WAIT_MS 20000   /* a private agent's start-up included */
+
+struct profile_req {
+	uint32_t pids[CTL_MAX_PIDS];
+	uint32_t npids;
+	Ember__TaskKind kind;
+	uint64_t duration_ns, period_ns, min_block_ns;
+	const char *out;
+	struct cfg_args ca;
+};
+
+/* The agent the task goes to: a running one, or a private one started here. */
+struct agent {
+	struct agent_info ai;
+	pid_t priv;                 /* the private agent's supervisor, 0 if none */
+	char priv_run[256];
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: ember profile --pid PID[,PID...] [--type oncpu] [--duration 10s] [--out DIR]\n"
+		"  --pid PID        process(es) to profile (repeat or comma-separate)\n"
+		"  --type TYPE      oncpu (default: on-CPU samples), offcpu (where threads block, weighted\n"
+		"                   by blocked time; also a count-weighted variant), mem (user page faults)\n"
+		"  --duration D     how long, e.g. 10s, 500ms, 2m (default 10s)\n"
+		"  --out DIR        where to write <type>.folded and <type>.svg (default .)\n"
+		"  --period D       on-CPU sampling period, %llu ms..%llu ms\n"
+		"                   (default profiling.task.on_cpu.dump_period, 9ms)\n"
+		"  --min-block D    off-CPU: ignore blocks shorter than D, 0..%llu s (default\n"
+		"                   profiling.task.off_cpu.min_block_time, 0)\n"
+		"  --config FILE, --set KEY=VALUE   as for `ember run`\n"
+		"Submits the task to the running agent if there is one, otherwise runs a private one.\n"
+		"A target that exits early is not an error: what was collected is written.\n",
+		CTL_PERIOD_MIN_NS / 1000000, CTL_PERIOD_MAX_NS / 1000000, CTL_MIN_BLOCK_MAX_NS / 1000000000);
+}
+
+static int parse_pids(const char *s, uint32_t *pids, uint32_t *n)
+{
+	char buf[4096], *save = NULL;
+
+	if (strlen(s) >= sizeof(buf))
+		return -EINVAL;
+	strcpy(buf, s);
+	for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *end;
+		unsigned long v = strtoul(tok, &end, 10);
+
+		if (*end || !v || v > 0x7fffffff || *n >= CTL_MAX_PIDS)
+			return -EINVAL;
+		pids[(*n)++] = (uint32_t)v;
+	}
+	return 0;
+}
+
+static int parse_kind(const char *s, Ember__TaskKind *ret)
+{
+	if (!strcmp(s, "oncpu") || !strcmp(s, "on_cpu") || !strcmp(s, "ON_CPU"))
+		*ret = EMBER__TASK_KIND__ON_CPU;
+	else if (!strcmp(s, "offcpu") || !strcmp(s, "off_cpu") || !strcmp(s, "OFF_CPU"))
+		*ret = EMBER__TASK_KIND__OFF_CPU;
+	else if (!strcmp(s, "mem"))
+		*ret = EMBER__TASK_KIND__MEM;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+/* 0 to go on, or the exit status (help printed, or a usage error). */
+static int parse_args(int argc, char **argv, struct profile_req *q, int *done)
+{
+	static const struct option opts[] = {
+		{ "pid", required_argument, 0, 'p' }, { "type", required_argument, 0, 't' },
+		{ "duration", required_argument, 0, 'd' }, { "out", required_argument, 0, 'o' },
+		{ "period", required_argument, 0, 'P' }, { "config", required_argument, 0, 'c' },
+		{ "min-block", required_argument, 0, 'm' },
+		{ "set", required_argument, 0, 's' }, { "help", no_argument, 0, 'h' }, { 0 },
+	};
+	int opt;
+
+	*done = 1;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, "+hp:t:d:o:", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'p':
+			if (parse_pids(optarg, q->pids, &q->npids))
+				return cli__die_usage("profile", "bad --pid (a process id, or a comma-separated list)", optarg);
+			break;
+		case 't':
+			if (parse_kind(optarg, &q->kind))
+				return cli__die_usage("profile", "bad --type (oncpu, offcpu or mem)", optarg);
+			break;
+		case 'd':
+			if (config__parse_duration(optarg, &q->duration_ns) || q->duration_ns < 100000000ull ||
+			    q->duration_ns > 86400000000000ull)
+				return cli__die_usage("profile", "bad --duration (e.g. 10s, 500ms, 2m; 100ms..24h)", optarg);
+			break;
+		case 'P':
+			if (config__parse_duration(optarg, &q->period_ns) || q->period_ns < CTL_PERIOD_MIN_NS ||
+			    q->period_ns > CTL_PERIOD_MAX_NS)
+				return cli__die_usage("profile", "bad --period (e.g. 9ms; 1ms..1s)", optarg);
+			break;
+		case 'm':
+			if (config__parse_duration(optarg, &q->min_block_ns) || q->min_block_ns > CTL_MIN_BLOCK_MAX_NS)
+				return cli__die_usage("profile", "bad --min-block (e.g. 1ms; 0..1h)", optarg);
+			break;
+		case 'o': q->out = optarg; break;
+		case 'c': q->ca.path = optarg; break;
+		case 's': if (q->ca.nsets < 64) q->ca.sets[q->ca.nsets++] = optarg; break;
+		case 'h': usage(stdout); return 0;
+		case ':': return cli__die_usage("profile", "missing value for", argv[optind - 1]);
+		default: return cli__die_usage("profile", "unknown option", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return cli__die_usage("profile", "unexpected argument", argv[optind]);
+	if (!q->npids)
+		return cli__die_usage("profile", "--pid is required", NULL);
+	for (uint32_t i = 0; i < q->npids; i++) {
+		char p[32];
+
+		snprintf(p, sizeof(p), "/proc/%u", q->pids[i]);
+		if (access(p, F_OK)) {
+			fprintf(stderr, "ember profile: pid %u does not exist\n", q->pids[i]);
+			return 1;
+		}
+	}
+	*done = 0;
+	return 0;
+}
+
+/* The running agent, or a private one in its own run directory (same code path). */
+static int find_or_start_agent(struct ember_config *cfg, struct agent *ag)
+{
+	char od[300], dir[PATH_MAX];
+
+	if (!supervisor__find_agent(cfg->ember.run_dir, &ag->ai))
+		return 0;
+	snprintf(ag->priv_run, sizeof(ag->priv_run), "/run/ember-profile.%d", (int)getpid());
+	snprintf(od, sizeof(od), "%s/output", ag->priv_run);
+	if (config__set(cfg, "ember.run_dir", ag->priv_run, NULL, 0) ||
+	    config__set(cfg, "ember.output_dir", od, NULL, 0)) {
+		fprintf(stderr, "ember profile: internal error setting up the private agent\n");
+		return -EINVAL;
+	}
+	if (cli__bin_dir(dir, sizeof(dir)))
+		return -ENOENT;
+	if (cfg->ember.log_level > LOG_LVL_WARN && !getenv("EMBER_VERBOSE"))
+		cfg->ember.log_level = LOG_LVL_WARN; /* a one-shot command stays quiet */
+	ag->priv = fork();
+	if (ag->priv < 0)
+		return -errno;
+	if (ag->priv == 0) {
+		setpgid(0, 0); /* Ctrl-C on the CLI must not hit the pipeline before the CLI flushes it */
+		_exit(supervisor__run(cfg, dir) ? 1 : 0);
+	}
+	ag->ai.analyzers = (unsigned)cfg->ember.analyzers;
+	snprintf(ag->ai.output_dir, sizeof(ag->ai.output_dir), "%s", od);
+	snprintf(ag->ai.run_dir, sizeof(ag->ai.run_dir), "%s", ag->priv_run);
+	return 0;
+}
+
+/* A private agent that died is reported once; 1 if it did. */
+static int agent_died(struct agent *ag, const char *what)
+{
+	int st;
+
+	if (ag->priv && waitpid(ag->priv, &st, WNOHANG) == ag->priv) {
+		ag->priv = 0;
+		fprintf(stderr, "ember profile: the private agent %s\n", what);
+		return 1;
+	}
+	return 0;
+}
+
+/* One shard's part of the task, retried while the (private) agent comes up. */
+static int submit_one(void *zctx, struct agent *ag, unsigned shard, Ember__Task *t, uint64_t deadline)
+{
+	Ember__Request req = EMBER__REQUEST__INIT;
+	Ember__Reply *rep = NULL;
+	char ep[600];
+	int r;
+
+	req.body_case = EMBER__REQUEST__BODY_SUBMIT;
+	req.submit = t;
+	bus__analyzer_endpoint(ag->ai.run_dir, shard, ep, sizeof(ep));
+	for (;;) {
+		if (agent_died(ag, "failed to start (see messages above)"))
+			return -ECHILD;
+		if (access(ep + strlen("ipc://"), F_OK) == 0) {
+			r = bus__call(zctx, ep, &req, &rep, 5000);
+			if (r != -ETIMEDOUT && r != -ECONNREFUSED)
+				break;
+		}
+		if (timeutil__mono_ms() > deadline) {
+			fprintf(stderr, "ember profile: the agent's analyzer (%s) does not answer\n", ep);
+			return -ETIMEDOUT;
+		}
+		usleep(50000);
+	}
+	if (r) {
+		fprintf(stderr, "ember profile: cannot submit the task to analyzer %u: %s\n", shard, strerror(-r));
+		return r;
+	}
+	r = rep->err;
+	if (r)
+		fprintf(stderr, "ember profile: %s\n", rep->error && *rep->error ? rep->error : strerror(-r));
+	ember__reply__free_unpacked(rep, NULL);
+	return r;
+}
+
+/* Every shard that owns some of the pids gets its part, under one id. */
+static int submit_all(void *zctx, struct agent *ag, const struct profile_req *q, const char *task_id)
+{
+	unsigned n = ag->ai.analyzers ? ag->ai.analyzers : 1, shards = 0;
+	uint64_t deadline = timeutil__mono_ms() + SUBMIT_WAIT_MS;
+	uint32_t mine[CTL_MAX_PIDS];
+	int r;
+
+	for (unsigned s = 0; s < n; s++)
+		for (uint32_t i = 0; i < q->npids; i++)
+			if (shard__of(q->pids[i], n) == s) {
+				shards++;
+				break;
+			}
+	for (unsigned s = 0; s < n; s++) {
+		Ember__Task t = EMBER__TASK__INIT;
+		uint32_t k = 0;
+
+		for (uint32_t i = 0; i < q->npids; i++)
+			if (shard__of(q->pids[i], n) == s)
+				mine[k++] = q->pids[i];
+		if (!k)
+			continue;
+		t.id = (char *)task_id;
+		t.kind = q->kind;
+		t.n_pids = k;
+		t.pids = mine;
+		t.duration_ms = q->duration_ns / 1000000;
+		t.period_ns = q->period_ns;
+		t.min_block_ns = q->min_block_ns;
+		t.origin = "cli";
+		t.shards = shards;
+		if ((r = submit_one(zctx, ag, s, &t, deadline)))
+			return r;
+	}
+	fprintf(stderr, "ember: profiling %u process(es) for %.1fs (task %s, %u analyzer%s)...\n", q->npids,
+		q->duration_ns / 1e9, task_id, shards, shards == 1 ? "" : "s");
+	return 0;
+}
+
+/* task.json is written last by the exporter, once every shard has finished: then the files are final. */
+static int wait_done(struct agent *ag, const struct profile_req *q, const char *task_id, uint64_t flush_ms)
+{
+	uint64_t deadline = timeutil__mono_ms() + q->duration_ns / 1000000 + 2 * flush_ms + 30000;
+	char done[1200];
+
+	snprintf(done, sizeof(done), "%s/%s/%s", ag->ai.output_dir, task_id, PROFILE_FILES_DONE);
+	while (access(done, F_OK)) {
+		if (timeutil__mono_ms() > deadline) {
+			fprintf(stderr, "ember profile: timed out waiting for %s\n", done);
+			return -ETIMEDOUT;
+		}
+		if (agent_died(ag, "exited unexpectedly"))
+			return -ECHILD;
+		usleep(100000);
+	}
+	return 0;
+}
+
+static int copy_file(const char *from, const char *to)
+{
+	_cleanup_close_ int in = open(from, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	_cleanup_close_ int out = -1;
+	char buf[65536];
+	ssize_t n;
+
+	if (in < 0)
+		return -errno;
+	out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (out < 0)
+		return -errno;
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		if (write(out, buf, n) != n)
+			return -EIO;
+	return n < 0 ? -errno : 0;
+}
+
+/* The task's files, named as the exporter names them, into --out; task.json's line to stderr. */
+static int copy_outputs(const struct agent *ag, const struct profile_req *q, const char *task_id)
+{
+	char name[64], from[1400], to[PATH_MAX + 80], line[512] = "";
+	FILE *f;
+	int r;
+
+	for (int pf = 0; pf < PF_TASK_JSON; pf++) {
+		if (profile_files__name(q->kind, (enum profile_file)pf, name, sizeof(name)) < 0)
+			continue;
+		snprintf(from, sizeof(from), "%s/%s/%s", ag->ai.output_dir, task_id, name);
+		if (access(from, F_OK))
+			continue;
+		snprintf(to, sizeof(to), "%s/%s", q->out, name);
+		if ((r = copy_file(from, to))) {
+			fprintf(stderr, "ember profile: cannot write %s: %s\n", to, strerror(-r));
+			return r;
+		}
+		printf("%s\n", to);
+	}
+	snprintf(from, sizeof(from), "%s/%s/%s", ag->ai.output_dir, task_id, PROFILE_FILES_DONE);
+	f = fopen(from, "re");
+	if (f) {
+		if (fgets(line, sizeof(line), f))
+			fprintf(stderr, "ember: %s", line);
+		fclose(f);
+	}
+	return 0;
+}
+
+static int rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb; (void)flag; (void)ftw;
+	return remove(path);
+}
+
+int cmd_profile(int argc, char **argv)
+{
+	struct profile_req q = { .kind = EMBER__TASK_KIND__ON_CPU, .duration_ns = 10000000000ull, .out = "." };
+	struct agent ag = { .priv = 0 };
+	struct ember_config *cfg = NULL;
+	char task_id[64];
+	void *zctx = NULL;
+	int rc, done;
+
+	rc = parse_args(argc, argv, &q, &done);
+	if (done)
+		return rc;
+	if ((rc = cli__preflight("profile")))
+		return rc;
+	cfg = cli__load_config("profile", &q.ca);
+	if (!cfg)
+		return 2;
+	rc = 1;
+	if (mkdir(q.out, 0755) && errno != EEXIST) {
+		fprintf(stderr, "ember profile: cannot create output directory '%s': %m\n", q.out);
+		goto cleanup;
+	}
+	log__init("ember", (enum log_level)cfg->ember.log_level);
+	if (find_or_start_agent(cfg, &ag))
+		goto cleanup;
+	zctx = zmq_ctx_new();
+	snprintf(task_id, sizeof(task_id), "cli-%d-%llu", (int)getpid(), (unsigned long long)time(NULL));
+	if (!zctx || submit_all(zctx, &ag, &q, task_id) ||
+	    wait_done(&ag, &q, task_id, cfg->profiling.flush_interval_ns / 1000000) ||
+	    copy_outputs(&ag, &q, task_id))
+		goto cleanup;
+	rc = 0;
+cleanup:
+	if (ag.priv > 0) {
+		int st;
+
+		kill(ag.priv, SIGTERM);
+		waitpid(ag.priv, &st, 0);
+	}
+	if (ag.priv_run[0])
+		nftw(ag.priv_run, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+	if (zctx)
+		zmq_ctx_term(zctx);
+	config__free(cfg);
+	return rc;
+}

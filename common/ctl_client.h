@@ -1,0 +1,40 @@
+/* The analyzer's side of the collector's control protocol (common/ctl_proto.h). */
+#ifndef EMBER_COMMON_CTL_CLIENT_H
+#define EMBER_COMMON_CTL_CLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "common/ctl_proto.h"
+
+struct ctl_client;
+
+/*
+ * Connects to the collector's socket and says HELLO for shard.  On success
+ * the ring's three fds are stored in ret_fds (caller owns them).  NULL+errno.
+ */
+struct ctl_client *ctl_client__connect(const char *sock_path, uint32_t shard, int ret_fds[3],
+						   uint32_t *ret_nshards);
+int ctl_client__attach(struct ctl_client *cc, uint64_t task_id, uint32_t kind, const uint32_t *pids,
+			     uint32_t npids, uint64_t period_ns, uint64_t min_block_ns, struct ctl_attach_ans *ret);
+int ctl_client__detach(struct ctl_client *cc, uint64_t task_id);
+/* Return an fd or -errno. */
+int ctl_client__open_maps(struct ctl_client *cc, uint32_t pid);
+int ctl_client__open_file(struct ctl_client *cc, uint32_t pid, uint64_t start, uint64_t end);
+int ctl_client__open_kallsyms(struct ctl_client *cc);
+int ctl_client__open_perf_map(struct ctl_client *cc, uint32_t pid);
+/* len 2..CTL_MAX_BUILD_ID; -EINVAL otherwise. */
+int ctl_client__open_debug_build_id(struct ctl_client *cc, uint32_t pid, const uint8_t *build_id,
+					  size_t len);
+/* name: a plain file name shorter than CTL_MAX_LINK_NAME; -EINVAL otherwise. */
+int ctl_client__open_debuglink(struct ctl_client *cc, uint32_t pid, uint64_t start, uint64_t end,
+				     const char *name);
+int ctl_client__stats(struct ctl_client *cc, struct ctl_stats_ans *ret);
+/* Connection lost (the collector restarted or closed us). */
+int ctl_client__broken(const struct ctl_client *cc);
+/* Accepts NULL.  Returns NULL. */
+struct ctl_client *ctl_client__free(struct ctl_client *cc);
+
+/* Stats only, for `ember stats` (root). */
+int ctl_client__query_stats(const char *sock_path, struct ctl_stats_ans *ret);
+
+#endif

@@ -1,0 +1,32 @@
+/*
+ * The names of a profiling task's files, in one place: the file backend
+ * writes them under <ember.output_dir>/<task id>/, and `ember profile`
+ * copies them from there to --out.
+ *
+ *   <kind>.folded / <kind>.svg              weighted by samples, blocked time or faults
+ *   <kind>.count.folded / <kind>.count.svg  off-CPU only: weighted by the number of switches
+ *   task.json                               written last: its presence means the rest is final
+ *
+ * <kind> is "oncpu", "offcpu" or "mem".
+ */
+#ifndef EMBER_COMMON_PROFILE_FILES_H
+#define EMBER_COMMON_PROFILE_FILES_H
+
+#include <stddef.h>
+#include "proto/ember.pb-c.h"
+
+enum profile_file { PF_FOLDED, PF_SVG, PF_COUNT_FOLDED, PF_COUNT_SVG, PF_TASK_JSON, PF_MAX };
+
+#define PROFILE_FILES_DONE "task.json"
+
+/* "oncpu", "offcpu", "mem", or "profile" for any other kind. */
+const char *profile_files__kind(Ember__TaskKind kind);
+
+/*
+ * The file's name for a task of this kind into buf.  Returns its length, or
+ * -ENOENT when a task of this kind has no such file (a count-weighted graph
+ * of an on-CPU task), -ENAMETOOLONG when buf is short.
+ */
+int profile_files__name(Ember__TaskKind kind, enum profile_file f, char *buf, size_t len);
+
+#endif
