@@ -94,13 +94,14 @@ int debuginfod__open_cb(void *ctx, const uint8_t *build_id, size_t len)
 	return debuginfod__fetch(ctx, build_id, len);
 }
 
-void debuginfod__free(struct debuginfod *d)
+struct debuginfod *debuginfod__free(struct debuginfod *d)
 {
 	if (!d)
-		return;
+		return NULL;
 	if (d->client)
 		d->end(d->client);
 	if (d->lib)
 		dlclose(d->lib);
 	free(d);
+	return NULL;
 }

@@ -31,6 +31,7 @@ int debuginfod__fetch(struct debuginfod *d, const uint8_t *build_id, size_t len)
 /* Matches symbolizer_opts.open_debuginfod with ctx = the struct debuginfod. */
 int debuginfod__open_cb(void *ctx, const uint8_t *build_id, size_t len);
 
-void debuginfod__free(struct debuginfod *d);
+/* Accepts NULL.  Returns NULL. */
+struct debuginfod *debuginfod__free(struct debuginfod *d);
 
 #endif

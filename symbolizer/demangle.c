@@ -155,14 +155,15 @@ size_t dm_cache__memory(const struct dm_cache *c)
 	return c ? c->bytes : 0;
 }
 
-void dm_cache__free(struct dm_cache *c)
+struct dm_cache *dm_cache__free(struct dm_cache *c)
 {
 	if (!c)
-		return;
+		return NULL;
 	for (size_t i = 0; i < c->cap; i++) {
 		if (c->t[i].idx && c->t[i].s != NOT_MANGLED)
 			free(c->t[i].s);
 	}
 	free(c->t);
 	free(c);
+	return NULL;
 }

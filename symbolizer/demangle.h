@@ -51,6 +51,7 @@ struct dm_cache *dm_cache__new(size_t max_bytes);
 const char *dm_cache__get(struct dm_cache *c, size_t idx, const char *name, struct dm_scratch *scratch,
 			  struct dm_stats *st);
 size_t dm_cache__memory(const struct dm_cache *c);
-void dm_cache__free(struct dm_cache *c);
+/* Accepts NULL.  Returns NULL. */
+struct dm_cache *dm_cache__free(struct dm_cache *c);
 
 #endif

@@ -69,15 +69,16 @@ static void release_elf(struct elf_syms *es)
 	es->image = NULL;
 }
 
-void elf_syms__free(struct elf_syms *es)
+struct elf_syms *elf_syms__free(struct elf_syms *es)
 {
 	if (!es)
-		return;
+		return NULL;
 	release_elf(es);
 	free(es->debuglink);
 	free(es->syms);
 	free(es->arena);
 	free(es);
+	return NULL;
 }
 
 /*

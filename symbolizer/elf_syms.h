@@ -105,6 +105,7 @@ int elf_syms__symbol(const struct elf_syms *es, size_t idx, uint64_t *ret_addr, 
 void elf_syms__info(const struct elf_syms *es, struct elf_syms_info *ret);
 /* Heap bytes held (symbol table, arena, segments), after load_symbols. */
 size_t elf_syms__memory(const struct elf_syms *es);
-void elf_syms__free(struct elf_syms *es);
+/* Accepts NULL.  Returns NULL. */
+struct elf_syms *elf_syms__free(struct elf_syms *es);
 
 #endif

@@ -128,15 +128,16 @@ static int cmp_ksym(const void *a, const void *b)
 	return tables__cmp_u64(x->addr, y->addr) ?: tables__cmp_u64(x->order, y->order);
 }
 
-void kallsyms__free(struct kallsyms *ks)
+struct kallsyms *kallsyms__free(struct kallsyms *ks)
 {
 	if (!ks)
-		return;
+		return NULL;
 	free(ks->syms);
 	free(ks->arena.buf);
 	free(ks->mod_off);
 	free(ks->sym_mod);
 	free(ks);
+	return NULL;
 }
 
 static void kallsyms_freep(struct kallsyms **ks)

@@ -42,6 +42,7 @@ uint64_t kallsyms__find_name(const struct kallsyms *ks, const char *name);
 
 void kallsyms__stats(const struct kallsyms *ks, struct kallsyms_stats *ret);
 size_t kallsyms__memory(const struct kallsyms *ks);
-void kallsyms__free(struct kallsyms *ks);
+/* Accepts NULL.  Returns NULL. */
+struct kallsyms *kallsyms__free(struct kallsyms *ks);
 
 #endif

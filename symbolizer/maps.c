@@ -280,11 +280,12 @@ size_t proc_maps__memory(const struct proc_maps *pm)
 	return pm ? sizeof(*pm) + pm->n * sizeof(*pm->entries) + pm->arena_len : 0;
 }
 
-void proc_maps__free(struct proc_maps *pm)
+struct proc_maps *proc_maps__free(struct proc_maps *pm)
 {
 	if (!pm)
-		return;
+		return NULL;
 	free(pm->entries);
 	free(pm->arena);
 	free(pm);
+	return NULL;
 }

@@ -71,6 +71,7 @@ size_t proc_maps__count(const struct proc_maps *pm);
 const struct maps_entry *proc_maps__entry(const struct proc_maps *pm, size_t idx);
 void proc_maps__stats(const struct proc_maps *pm, struct proc_maps_stats *ret);
 size_t proc_maps__memory(const struct proc_maps *pm);
-void proc_maps__free(struct proc_maps *pm);
+/* Accepts NULL.  Returns NULL. */
+struct proc_maps *proc_maps__free(struct proc_maps *pm);
 
 #endif

@@ -206,11 +206,12 @@ size_t perf_map__memory(const struct perf_map *pm)
 	return pm ? sizeof(*pm) + pm->n * sizeof(*pm->e) + pm->arena_len : 0;
 }
 
-void perf_map__free(struct perf_map *pm)
+struct perf_map *perf_map__free(struct perf_map *pm)
 {
 	if (!pm)
-		return;
+		return NULL;
 	free(pm->e);
 	free(pm->arena);
 	free(pm);
+	return NULL;
 }

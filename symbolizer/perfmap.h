@@ -47,6 +47,7 @@ int perf_map__lookup(const struct perf_map *pm, uint64_t addr, const char **ret_
 size_t perf_map__count(const struct perf_map *pm);
 void perf_map__stats(const struct perf_map *pm, struct perf_map_stats *ret);
 size_t perf_map__memory(const struct perf_map *pm);
-void perf_map__free(struct perf_map *pm);
+/* Accepts NULL.  Returns NULL. */
+struct perf_map *perf_map__free(struct perf_map *pm);
 
 #endif

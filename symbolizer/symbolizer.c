@@ -13,7 +13,7 @@
 #include <zlib.h>
 
 #include "common/cleanup.h"
-#include "symbolizer/debugpath.h"
+#include "common/debugpath.h"
 #include "symbolizer/demangle.h"
 #include "symbolizer/elf_syms.h"
 #include "symbolizer/kallsyms.h"
@@ -1056,10 +1056,10 @@ struct symbolizer *symbolizer__new(const struct symbolizer_opts *opts)
 	return s;
 }
 
-void symbolizer__free(struct symbolizer *s)
+struct symbolizer *symbolizer__free(struct symbolizer *s)
 {
 	if (!s)
-		return;
+		return NULL;
 	while (!list_empty(&s->pid_lru))
 		pid_free(s, container_of(s->pid_lru.next, struct pid_entry, lru));
 	while (!list_empty(&s->mod_lru))
@@ -1072,6 +1072,7 @@ void symbolizer__free(struct symbolizer *s)
 	free(s->aliases.b);
 	free(s->pids.b);
 	free(s);
+	return NULL;
 }
 
 void symbolizer__stats(const struct symbolizer *s, struct symbolizer_stats *ret)

@@ -208,7 +208,8 @@ int sym_frame__format(const struct sym_frame *f, char *buf, size_t len);
 const char *sym_reason__str(enum sym_reason r);
 
 void symbolizer__stats(const struct symbolizer *s, struct symbolizer_stats *ret);
-void symbolizer__free(struct symbolizer *s);
+/* Accepts NULL.  Returns NULL. */
+struct symbolizer *symbolizer__free(struct symbolizer *s);
 
 /*
  * Direct callbacks for root tools and tests: /proc/<pid>/maps,
