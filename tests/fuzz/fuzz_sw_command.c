@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exporter/sw_codec.h"
+#include "exporter/skywalking/codec.h"
 
 static const char *const targets[] = { NULL, "ON_CPU", "OFF_CPU", "NETWORK" };
 

@@ -11,7 +11,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "exporter/process_finder.h"
+#include "common/process_finder.h"
 
 static char root[64];
 

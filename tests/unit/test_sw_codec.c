@@ -10,7 +10,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "exporter/sw_codec.h"
+#include "exporter/skywalking/codec.h"
 #include "proto/sw_meter.pb-c.h"
 #include "proto/sw_profile.pb-c.h"
 

@@ -31,7 +31,7 @@
 #include <sys/socket.h>
 
 #include "symbolizer/debuginfod.h"
-#include "symbolizer/debugpath.h"
+#include "common/debugpath.h"
 #include "symbolizer/demangle.h"
 #include "symbolizer/elf_syms.h"
 #include "symbolizer/gopclntab.h"
