@@ -16,7 +16,7 @@ struct bpf_stacks_opts {
 	uint32_t max_pids;     /* target pid map size */
 };
 
-/* Loads (does not attach).  NULL + errno; *ret_err gets a message. */
+/* Loads (does not attach).  NULL + errno. */
 struct bpf_stacks *bpf_stacks__load(const struct bpf_stacks_opts *opts);
 /*
  * Opens a cpu-clock perf event per online CPU with the given period and

@@ -19,7 +19,7 @@ int broker__open_maps(uint32_t pid);
 int broker__open_file(uint32_t pid, uint64_t start, uint64_t end);
 int broker__open_kallsyms(void);
 /*
- * Symbolizer depth (issue 3).  Paths come from common/debugpath.h's fixed
+ * Symbolizer depth.  Paths come from common/debugpath.h's fixed
  * patterns under /proc/<pid>/root; regular files only, opened O_NOFOLLOW on
  * the last component (a symlink in the target's tree could otherwise point
  * anywhere the collector may read; resolving through /proc/<pid>/root keeps

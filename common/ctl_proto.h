@@ -47,7 +47,7 @@ struct ctl_hdr {
 struct ctl_hello { uint32_t shard; uint32_t abi_version; };
 struct ctl_hello_ans {
 	int32_t err; uint32_t nshards; uint64_t ring_size;
-	/* fds: ring data, consumer position, eventfd */
+	/* fds: ring data, consumer position, wake socket (common/shm_ring.h) */
 };
 
 /*

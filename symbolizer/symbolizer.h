@@ -33,7 +33,7 @@
  * Not thread-safe: use one symbolizer per thread.  Library code: it never
  * logs or prints; it returns -errno and counts (symbolizer__stats()).
  *
- * Depth (issue 3):
+ * Depth:
  *  - Separate debug files for binaries without .symtab: by build id
  *    (open_debug_build_id), then .gnu_debuglink (open_debuglink; the debug
  *    file's CRC32 must match the link's), then debuginfod (open_debuginfod).
@@ -88,7 +88,7 @@ struct symbolizer_opts {
 	 * same image) unless this is set.
 	 */
 	bool no_vdso;
-	/* ---- appended (issue 3); NULL / 0 = off or default ---- */
+	/* ---- NULL / 0 = off or default ---- */
 	/* fd of the process's perf map, or -errno.  The symbolizer closes it. */
 	int (*open_perf_map)(void *ctx, uint32_t pid);
 	/* fd of <root>/usr/lib/debug/.build-id/xx/rest.debug for build_id (2..64 bytes), or -errno. */
@@ -160,7 +160,7 @@ struct symbolizer_stats {
 	uint64_t symbols_dropped;         /* over max_symbols_per_module, or malformed */
 	uint64_t maps_reads, maps_refresh_limited, maps_bad_lines, pids_cached, pids_evicted;
 	uint64_t kallsyms_loads, kallsyms_symbols;
-	/* appended (issue 3) */
+	/* separate debug files */
 	uint64_t debug_files_loaded;      /* separate debug files used for a module */
 	uint64_t debug_files_rejected;    /* wrong build id / CRC, not ELF */
 	uint64_t debuginfod_fetches;      /* debug files obtained through open_debuginfod */

@@ -1,8 +1,8 @@
 /*
  * L7 protocol analysis: streaming parsers over the two byte streams of one
- * connection.  Parsers see only bytes (never sockets, never pcap), so the same
- * code runs on live socket data in the analyzer and on captures in
- * `ember analyze-pcap`.
+ * connection.  Parsers see only bytes (never sockets, never pcap): today
+ * `ember analyze-pcap` feeds them reassembled captures, and the same code
+ * takes live socket data once network profiling feeds it.
  *
  * A parser is a table of function pointers (struct l7_parser_ops) registered by
  * name in analyzer/l7/registry.c; adding a protocol touches its own file and one
@@ -38,8 +38,8 @@ struct l7_config {
 	const char *req_encoding;  /* charset label for sampled request bodies ("UTF-8") */
 	const char *resp_encoding; /* charset label for sampled response bodies ("UTF-8") */
 	/*
-	 * Added later, zero by default: the framing of this connection.  The
-	 * connection layer (l7_conn) hands each parser a per-connection copy.
+	 * The framing of this connection (TCP by default).  The connection
+	 * layer (l7_conn) hands each parser a per-connection copy.
 	 */
 	enum l7_transport transport;
 };
@@ -137,15 +137,15 @@ struct l7_parser_ops {
 	void (*finish)(void *st, uint64_t ts_ns);
 	void (*free)(void *st);
 	/*
-	 * Added later, false by default: the parser also understands UDP
-	 * datagrams (cfg->transport == L7_TRANSPORT_UDP, one datagram per feed).
-	 * Parsers without it are never offered UDP flows.
+	 * The parser also understands UDP datagrams (cfg->transport ==
+	 * L7_TRANSPORT_UDP, one datagram per feed).  Parsers without it are
+	 * never offered UDP flows.
 	 */
 	bool udp;
 	/*
-	 * Added later, optional (NULL = none): messages this connection's parser
-	 * could not use so far (malformed, unmatched, evicted...).  l7_conn adds
-	 * it to l7_stats.parser_dropped when the connection ends.
+	 * Optional (NULL = none): messages this connection's parser could not
+	 * use so far (malformed, unmatched, evicted...).  l7_conn adds it to
+	 * l7_stats.parser_dropped when the connection ends.
 	 */
 	uint64_t (*dropped)(const void *st);
 };
@@ -164,8 +164,8 @@ int l7_record__add(struct l7_record *rec, const char *key, const char *fmt, ...)
 void l7_record__init(struct l7_record *rec, const char *protocol);
 
 /*
- * Added later: append a field from n bytes of s without printf (hot paths),
- * truncating to L7_FIELD_MAX - 1.  Returns 0 or -ENOSPC.
+ * Append a field from n bytes of s without printf (hot paths), truncating
+ * to L7_FIELD_MAX - 1.  Returns 0 or -ENOSPC.
  */
 static inline int l7_record__add_str(struct l7_record *rec, const char *key, const char *s, size_t n)
 {
@@ -182,7 +182,7 @@ static inline int l7_record__add_str(struct l7_record *rec, const char *key, con
 	return 0;
 }
 
-/* Added later: append an unsigned decimal field without printf. */
+/* Append an unsigned decimal field without printf. */
 static inline int l7_record__add_u64(struct l7_record *rec, const char *key, uint64_t v)
 {
 	char buf[24];

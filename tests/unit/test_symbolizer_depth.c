@@ -1,5 +1,5 @@
 /*
- * Symbolizer depth (issue 3): separate debug files (build id, .gnu_debuglink
+ * Symbolizer depth: separate debug files (build id, .gnu_debuglink
  * with CRC), stripped Go binaries (.gopclntab), C++ and Rust demangling, perf
  * maps for JIT code, memfd and anonymous labels.  Real binaries built by the
  * group setup with cc, objcopy, strip, g++, go and rustc (each test skips
