@@ -256,14 +256,14 @@ int supervisor__find_agent(const char *run_dir, struct agent_info *ret)
 	return 0;
 }
 
-int supervisor__run(const struct ember_config *cfg, const char *bin_dir)
+/* The user, the directories the children write, the effective configuration.  0 or -errno (logged). */
+static int prepare(struct sup *s)
 {
-	struct sup s = { .cfg = cfg, .bin_dir = bin_dir };
-	struct sigaction sa = { .sa_handler = on_stop };
+	const struct ember_config *cfg = s->cfg;
 	FILE *f;
-	int r, err = 0;
+	int r;
 
-	r = supervisor__ensure_user(cfg->ember.user, &s.uid, &s.gid);
+	r = supervisor__ensure_user(cfg->ember.user, &s->uid, &s->gid);
 	if (r) {
 		log_error("cannot find or create the unprivileged user '%s': %s", cfg->ember.user, strerror(-r));
 		return r;
@@ -276,36 +276,76 @@ int supervisor__run(const struct ember_config *cfg, const char *bin_dir)
 		return r;
 	}
 	/* The run dir holds the analyzers' and exporter's sockets: they need to write it. */
-	if (chown(cfg->ember.run_dir, 0, s.gid) || chmod(cfg->ember.run_dir, 0775) ||
-	    chown(cfg->ember.output_dir, s.uid, s.gid)) {
+	if (chown(cfg->ember.run_dir, 0, s->gid) || chmod(cfg->ember.run_dir, 0775) ||
+	    chown(cfg->ember.output_dir, s->uid, s->gid)) {
 		log_error("cannot set ownership of %s / %s: %m", cfg->ember.run_dir, cfg->ember.output_dir);
 		return -errno;
 	}
-	snprintf(s.effective, sizeof(s.effective), "%s/effective.yaml", cfg->ember.run_dir);
-	f = fopen(s.effective, "we");
+	snprintf(s->effective, sizeof(s->effective), "%s/effective.yaml", cfg->ember.run_dir);
+	f = fopen(s->effective, "we");
 	if (!f || config__dump(cfg, f) || fclose(f)) {
-		log_error("cannot write %s: %m", s.effective);
+		log_error("cannot write %s: %m", s->effective);
 		return -EIO;
 	}
-	chmod(s.effective, 0644);
-	snprintf(s.stats_path, sizeof(s.stats_path), "%s/supervisor.stats", cfg->ember.run_dir);
-
-	s.nkids = 2 + (unsigned)cfg->ember.analyzers;
-	s.kids = calloc(s.nkids, sizeof(*s.kids));
-	if (!s.kids)
+	chmod(s->effective, 0644);
+	snprintf(s->stats_path, sizeof(s->stats_path), "%s/supervisor.stats", cfg->ember.run_dir);
+	s->nkids = 2 + (unsigned)cfg->ember.analyzers;
+	s->kids = calloc(s->nkids, sizeof(*s->kids));
+	if (!s->kids)
 		return -ENOMEM;
-	s.kids[0].role = ROLE_COLLECTOR;
-	s.kids[1].role = ROLE_EXPORTER;
-	for (unsigned i = 2; i < s.nkids; i++) {
-		s.kids[i].role = ROLE_ANALYZER;
-		s.kids[i].shard = i - 2;
+	s->kids[0].role = ROLE_COLLECTOR;
+	s->kids[1].role = ROLE_EXPORTER;
+	for (unsigned i = 2; i < s->nkids; i++) {
+		s->kids[i].role = ROLE_ANALYZER;
+		s->kids[i].shard = i - 2;
 	}
+	return 0;
+}
 
+/* A child died: the collector takes everyone with it; the others come back with backoff.  0 or -EIO. */
+static int on_exit_of(struct sup *s, struct child *c, pid_t pid, int st, uint64_t now)
+{
+	c->pid = 0;
+	if (WIFSIGNALED(st))
+		log_warn("%s (pid %d) was killed by signal %d", role_name(c->role), (int)pid, WTERMSIG(st));
+	else
+		log_warn("%s (pid %d) exited with status %d", role_name(c->role), (int)pid, WEXITSTATUS(st));
+	if (c->role == ROLE_COLLECTOR) {
+		/* The analyzers lost their rings: restart everything. */
+		s->collector_restarts++;
+		for (unsigned j = 1; j < s->nkids; j++)
+			stop_child(&s->kids[j], 5000);
+		if (start_collector(s))
+			return -EIO;
+		for (unsigned j = 1; j < s->nkids; j++)
+			spawn(s, &s->kids[j]);
+	} else {
+		/* Crash loops back off: 0.5 s doubling to 30 s, reset after a minute up. */
+		if (now - c->started_ms > 60000)
+			c->backoff_ms = 0;
+		c->backoff_ms = c->backoff_ms ? (c->backoff_ms * 2 > 30000 ? 30000 : c->backoff_ms * 2) : 500;
+		c->restart_at_ms = now + c->backoff_ms;
+		c->restarts++;
+	}
+	write_stats(s);
+	return 0;
+}
+
+int supervisor__run(const struct ember_config *cfg, const char *bin_dir)
+{
+	struct sup s = { .cfg = cfg, .bin_dir = bin_dir };
+	struct sigaction sa = { .sa_handler = on_stop };
+	FILE *f;
+	int r, err = 0;
+
+	if ((r = prepare(&s))) {
+		free(s.kids);
+		return r;
+	}
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGHUP, SIG_IGN);
-
 	if (start_collector(&s)) {
 		free(s.kids);
 		return -EIO;
@@ -321,44 +361,15 @@ int supervisor__run(const struct ember_config *cfg, const char *bin_dir)
 	}
 	write_stats(&s);
 	log_info("agent running: output in %s; stop with Ctrl-C or SIGTERM", cfg->ember.output_dir);
-
 	while (!stop_requested) {
 		int st;
 		pid_t pid = waitpid(-1, &st, WNOHANG);
 		uint64_t now = timeutil__mono_ms();
 
 		if (pid > 0) {
-			for (unsigned i = 0; i < s.nkids; i++) {
-				struct child *c = &s.kids[i];
-				if (c->pid != pid)
-					continue;
-				c->pid = 0;
-				if (WIFSIGNALED(st))
-					log_warn("%s (pid %d) was killed by signal %d", role_name(c->role), (int)pid, WTERMSIG(st));
-				else
-					log_warn("%s (pid %d) exited with status %d", role_name(c->role), (int)pid, WEXITSTATUS(st));
-				if (c->role == ROLE_COLLECTOR) {
-					/* The analyzers lost their rings: restart everything. */
-					s.collector_restarts++;
-					for (unsigned j = 1; j < s.nkids; j++)
-						stop_child(&s.kids[j], 5000);
-					if (start_collector(&s)) {
-						err = -EIO;
-						stop_requested = 1;
-						break;
-					}
-					for (unsigned j = 1; j < s.nkids; j++)
-						spawn(&s, &s.kids[j]);
-				} else {
-					/* Crash loops back off: 0.5 s doubling to 30 s, reset after a minute up. */
-					if (now - c->started_ms > 60000)
-						c->backoff_ms = 0;
-					c->backoff_ms = c->backoff_ms ? (c->backoff_ms * 2 > 30000 ? 30000 : c->backoff_ms * 2) : 500;
-					c->restart_at_ms = now + c->backoff_ms;
-					c->restarts++;
-				}
-				write_stats(&s);
-			}
+			for (unsigned i = 0; i < s.nkids && !err; i++)
+				if (s.kids[i].pid == pid && (err = on_exit_of(&s, &s.kids[i], pid, st, now)))
+					stop_requested = 1;
 			continue;
 		}
 		for (unsigned i = 1; i < s.nkids; i++) {

@@ -661,7 +661,8 @@ static int parse_u64(const char *name, const char *s, uint64_t min, uint64_t max
 	return 0;
 }
 
-int main(int argc, char **argv)
+/* Command line into C; 0 to go on, or the exit status. */
+static int parse_args(int argc, char **argv, enum log_level *lvl, int *done)
 {
 	static const struct option opts[] = {
 		{ "run-dir", required_argument, 0, 'r' }, { "shards", required_argument, 0, 's' },
@@ -671,10 +672,9 @@ int main(int argc, char **argv)
 		{ "help", no_argument, 0, 'h' }, { 0 },
 	};
 	uint64_t v, uid = (uint64_t)-1;
-	enum log_level lvl = LOG_LVL_INFO;
-	sigset_t mask;
-	int opt, err;
+	int opt;
 
+	*done = 1;
 	C.run_dir = "/run/ember";
 	C.nshards = 1;
 	C.ring_size = 8u << 20;
@@ -692,7 +692,7 @@ int main(int argc, char **argv)
 		case 'k': if (parse_u64("max-stacks", optarg, 64, 1 << 20, &v)) return 2;
 			C.bpf_opts.max_stacks = v; C.bpf_opts.max_agg = 2 * v; break;
 		case 'p': if (parse_u64("max-pids", optarg, 1, 1 << 20, &v)) return 2; C.bpf_opts.max_pids = v; break;
-		case 'l': if (log__parse_level(optarg, &lvl)) { fprintf(stderr, "ember-collector: bad --log-level '%s'\n", optarg); return 2; } break;
+		case 'l': if (log__parse_level(optarg, lvl)) { fprintf(stderr, "ember-collector: bad --log-level '%s'\n", optarg); return 2; } break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -702,15 +702,24 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	C.analyzer_uid = uid;
-	log__init("collector", lvl);
-	libbpf_set_print(libbpf_print);
+	*done = 0;
+	return 0;
+}
+
+/* Everything that needs root: BPF, tracefs, the rings, the socket.  Then the privileges go. */
+static int setup(void)
+{
+	struct itimerspec its = { .it_interval = { C.flush_ns / 1000000000ull, C.flush_ns % 1000000000ull } };
+	sigset_t mask;
+	int err;
+
 	if (geteuid() != 0) {
 		log_error("must run as root (it loads BPF programs, then drops to %s)", PRIVS_KEPT_DESC);
-		return 1;
+		return -1;
 	}
 	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
 		log_error("this kernel has no BTF (/sys/kernel/btf/vmlinux): ember needs CONFIG_DEBUG_INFO_BTF=y");
-		return 1;
+		return -1;
 	}
 	/* The classic-tracepoint fallback needs tracefs; this is the last chance to
 	 * mount it (CAP_SYS_ADMIN is dropped below).  Failure only loses that fallback. */
@@ -719,32 +728,32 @@ int main(int argc, char **argv)
 		log_info("tracefs is not mounted and could not be (%m): the tracepoint fallback is unavailable");
 	if (mkdir(C.run_dir, 0755) && errno != EEXIST) {
 		log_error("cannot create run directory %s: %m", C.run_dir);
-		return 1;
+		return -1;
 	}
 	C.bpf = bpf_stacks__load(&C.bpf_opts);
 	if (!C.bpf) {
 		log_error("cannot load the stack-sampling BPF program: %m");
-		return 1;
+		return -1;
 	}
 	/* libbpf's copy of the kernel BTF is freed after load: give it back to the
 	 * kernel before the rings are mapped, so the two never add up. */
 	malloc_trim(0);
 	C.shards = calloc(C.nshards, sizeof(*C.shards));
 	if (!C.shards)
-		return 1;
+		return -1;
 	for (unsigned s = 0; s < C.nshards; s++) {
 		char name[32];
 		snprintf(name, sizeof(name), "ember-shard-%u", s);
 		C.shards[s].ring = shm_ring__create(C.ring_size, name);
 		if (!C.shards[s].ring) {
 			log_error("cannot create ring shard %u (%llu bytes): %m", s, (unsigned long long)C.ring_size);
-			return 1;
+			return -1;
 		}
 	}
 	err = setup_socket();
 	if (err < 0) {
 		log_error("cannot listen on %s: %s", C.sock_path, strerror(-err));
-		return 1;
+		return -1;
 	}
 	C.listen_src = (struct conn){ .kind = SRC_LISTEN, .fd = err };
 	sigemptyset(&mask);
@@ -757,24 +766,27 @@ int main(int argc, char **argv)
 	C.timer_src = (struct conn){ .kind = SRC_TIMER, .fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK) };
 	if (C.signal_src.fd < 0 || C.timer_src.fd < 0) {
 		log_error("cannot create signalfd/timerfd: %m");
-		return 1;
+		return -1;
 	}
-	struct itimerspec its = { .it_interval = { C.flush_ns / 1000000000ull, C.flush_ns % 1000000000ull } };
 	its.it_value = its.it_interval;
 	timerfd_settime(C.timer_src.fd, 0, &its, NULL);
 	err = io_uring_queue_init(64, &C.ring, 0);
 	if (err) {
 		log_error("io_uring_queue_init: %s", strerror(-err));
-		return 1;
+		return -1;
 	}
 	err = privs__drop_collector();
 	if (err) {
 		log_error("cannot drop privileges: %s", strerror(-err));
-		return 1;
+		return -1;
 	}
-	C.last_drain_real_ns = timeutil__now_ns(CLOCK_REALTIME);
-	log_info("ready: %u shard(s) of %llu bytes, control socket %s, kept capabilities %s", C.nshards,
-		 (unsigned long long)C.ring_size, C.sock_path, PRIVS_KEPT_DESC);
+	return 0;
+}
+
+/* The io_uring loop: the control socket, its connections, the drain timer, signals. */
+static void run(void)
+{
+	int err;
 
 	arm(&C.listen_src);
 	arm(&C.signal_src);
@@ -812,6 +824,24 @@ int main(int argc, char **argv)
 		}
 		io_uring_cq_advance(&C.ring, seen);
 	}
+}
+
+int main(int argc, char **argv)
+{
+	enum log_level lvl = LOG_LVL_INFO;
+	int rc, done;
+
+	rc = parse_args(argc, argv, &lvl, &done);
+	if (done)
+		return rc;
+	log__init("collector", lvl);
+	libbpf_set_print(libbpf_print);
+	if (setup())
+		return 1;
+	C.last_drain_real_ns = timeutil__now_ns(CLOCK_REALTIME);
+	log_info("ready: %u shard(s) of %llu bytes, control socket %s, kept capabilities %s", C.nshards,
+		 (unsigned long long)C.ring_size, C.sock_path, PRIVS_KEPT_DESC);
+	run();
 	log_info("stopping: final drain");
 	drain();
 	for (unsigned i = 0; i < MAX_TASKS; i++)
@@ -819,7 +849,7 @@ int main(int argc, char **argv)
 			task_remove(&C.tasks[i]);
 	unlink(C.sock_path);
 	io_uring_queue_exit(&C.ring);
-	bpf_stacks__free(C.bpf);
+	C.bpf = bpf_stacks__free(C.bpf);
 	for (unsigned s = 0; s < C.nshards; s++)
 		shm_ring__free(C.shards[s].ring);
 	free(C.shards);

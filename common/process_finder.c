@@ -271,6 +271,102 @@ int process_finder__render(struct process_finder *pf, const char *tmpl, const st
 
 /* ---- rules (YAML) -------------------------------------------------------------------- */
 
+/* One key of a rule: its value (a string, or labels as a list) into the rule's field. */
+static int rule_key(struct rule *ru, char *match, unsigned idx, yaml_document_t *doc, const yaml_node_pair_t *pr,
+		    char *err, size_t errlen)
+{
+	yaml_node_t *k = yaml_document_get_node(doc, pr->key);
+	yaml_node_t *v = yaml_document_get_node(doc, pr->value);
+	const char *key = k && k->type == YAML_SCALAR_NODE ? (const char *)k->data.scalar.value : "";
+	char val[TMPL_MAX] = "";
+	char *dst;
+
+	if (v && v->type == YAML_SCALAR_NODE) {
+		if (v->data.scalar.length >= sizeof(val)) {
+			snprintf(err, errlen, "process_discovery.scanner.regex[%u].%s is too long", idx, key);
+			return -EINVAL;
+		}
+		memcpy(val, v->data.scalar.value, v->data.scalar.length);
+	} else if (v && v->type == YAML_SEQUENCE_NODE && !strcmp(key, "labels")) {
+		size_t n = 0;
+
+		for (yaml_node_item_t *li = v->data.sequence.items.start; li < v->data.sequence.items.top; li++) {
+			yaml_node_t *l = yaml_document_get_node(doc, *li);
+
+			if (l && l->type == YAML_SCALAR_NODE)
+				n += (size_t)snprintf(val + n, n < sizeof(val) ? sizeof(val) - n : 0, "%s%s",
+						      n ? "," : "", (const char *)l->data.scalar.value);
+			if (n >= sizeof(val))
+				break;
+		}
+	} else {
+		snprintf(err, errlen, "process_discovery.scanner.regex[%u].%s must be a string", idx, key);
+		return -EINVAL;
+	}
+	if (!strcasecmp(key, "match_cmd"))
+		dst = match;
+	else if (!strcasecmp(key, "layer"))
+		dst = ru->layer;
+	else if (!strcasecmp(key, "service_name"))
+		dst = ru->service;
+	else if (!strcasecmp(key, "instance_name"))
+		dst = ru->instance;
+	else if (!strcasecmp(key, "process_name"))
+		dst = ru->process;
+	else if (!strcasecmp(key, "labels"))
+		dst = ru->labels;
+	else {
+		snprintf(err, errlen, "process_discovery.scanner.regex[%u]: unknown key '%s'", idx, key);
+		return -EINVAL;
+	}
+	/* an empty value keeps Rover's default (its ${ENV:} placeholders expand to "") */
+	if (val[0] || dst == ru->labels || dst == match)
+		snprintf(dst, TMPL_MAX, "%s", val);
+	return 0;
+}
+
+/* Rule idx from a mapping: its keys, a compiled match_cmd, templates that render. */
+static int parse_rule(struct process_finder *pf, unsigned idx, yaml_document_t *doc, yaml_node_t *m, char *err,
+		      size_t errlen)
+{
+	struct rule *ru = &pf->rules[idx];
+	struct pf_process dummy = { .pid = 1, .exe = "/bin/true", .cmdline = "/bin/true" };
+	const char *const names[] = { "layer", "service_name", "instance_name", "process_name" };
+	char match[TMPL_MAX] = "", o[PF_PATH_MAX];
+	int r;
+
+	if (!m || m->type != YAML_MAPPING_NODE) {
+		snprintf(err, errlen, "process_discovery.scanner.regex[%u] must be a mapping", idx);
+		return -EINVAL;
+	}
+	snprintf(ru->layer, sizeof(ru->layer), "OS_LINUX");
+	snprintf(ru->instance, sizeof(ru->instance), "{{.Rover.HostIPV4 \"en0\"}}");
+	snprintf(ru->process, sizeof(ru->process), "{{.Process.ExeName}}");
+	for (yaml_node_pair_t *pr = m->data.mapping.pairs.start; pr < m->data.mapping.pairs.top; pr++)
+		if ((r = rule_key(ru, match, idx, doc, pr, err, errlen)))
+			return r;
+	if (!match[0] || !ru->service[0]) {
+		snprintf(err, errlen, "process_discovery.scanner.regex[%u] needs match_cmd and service_name", idx);
+		return -EINVAL;
+	}
+	if (regcomp(&ru->re, match, REG_EXTENDED)) {
+		snprintf(err, errlen, "process_discovery.scanner.regex[%u].match_cmd: bad regular expression '%s'",
+			 idx, match);
+		return -EINVAL;
+	}
+	ru->re_ok = true;
+	pf->n_rules++;
+	/* Every template must render: catch typos at start, not per process. */
+	const char *const tm[] = { ru->layer, ru->service, ru->instance, ru->process };
+	for (unsigned t = 0; t < 4; t++)
+		if (process_finder__render(pf, tm[t], &dummy, NULL, 0, o, sizeof(o))) {
+			snprintf(err, errlen, "process_discovery.scanner.regex[%u].%s: bad template '%s'", idx, names[t],
+				 tm[t]);
+			return -EINVAL;
+		}
+	return 0;
+}
+
 static int parse_rules(struct process_finder *pf, const char *text, char *err, size_t errlen)
 {
 	yaml_parser_t parser;
@@ -289,113 +385,19 @@ static int parse_rules(struct process_finder *pf, const char *text, char *err, s
 		return -EINVAL;
 	}
 	root = yaml_document_get_root_node(&doc);
-	if (!root) {
-		goto out;
-	}
-	if (root->type != YAML_SEQUENCE_NODE) {
+	if (root && root->type != YAML_SEQUENCE_NODE) {
 		snprintf(err, errlen, "process_discovery.scanner.regex must be a list of rules");
 		r = -EINVAL;
-		goto out;
 	}
-	for (yaml_node_item_t *it = root->data.sequence.items.start; it < root->data.sequence.items.top; it++) {
-		yaml_node_t *m = yaml_document_get_node(&doc, *it);
-		struct rule *ru;
-		char match[TMPL_MAX] = "";
-		unsigned idx = pf->n_rules;
-
-		if (idx >= MAX_RULES) {
+	for (yaml_node_item_t *it = root && !r ? root->data.sequence.items.start : NULL;
+	     it && it < root->data.sequence.items.top && !r; it++) {
+		if (pf->n_rules >= MAX_RULES) {
 			snprintf(err, errlen, "process_discovery.scanner.regex: more than %d rules", MAX_RULES);
 			r = -EINVAL;
-			goto out;
+			break;
 		}
-		if (!m || m->type != YAML_MAPPING_NODE) {
-			snprintf(err, errlen, "process_discovery.scanner.regex[%u] must be a mapping", idx);
-			r = -EINVAL;
-			goto out;
-		}
-		ru = &pf->rules[idx];
-		snprintf(ru->layer, sizeof(ru->layer), "OS_LINUX");
-		snprintf(ru->instance, sizeof(ru->instance), "{{.Rover.HostIPV4 \"en0\"}}");
-		snprintf(ru->process, sizeof(ru->process), "{{.Process.ExeName}}");
-		for (yaml_node_pair_t *pr = m->data.mapping.pairs.start; pr < m->data.mapping.pairs.top; pr++) {
-			yaml_node_t *k = yaml_document_get_node(&doc, pr->key);
-			yaml_node_t *v = yaml_document_get_node(&doc, pr->value);
-			const char *key = k && k->type == YAML_SCALAR_NODE ? (const char *)k->data.scalar.value : "";
-			char val[TMPL_MAX] = "";
-			char *dst = NULL;
-
-			if (v && v->type == YAML_SCALAR_NODE) {
-				if (v->data.scalar.length >= sizeof(val)) {
-					snprintf(err, errlen, "process_discovery.scanner.regex[%u].%s is too long", idx, key);
-					r = -EINVAL;
-					goto out;
-				}
-				memcpy(val, v->data.scalar.value, v->data.scalar.length);
-			} else if (v && v->type == YAML_SEQUENCE_NODE && !strcmp(key, "labels")) {
-				size_t n = 0;
-				for (yaml_node_item_t *li = v->data.sequence.items.start; li < v->data.sequence.items.top; li++) {
-					yaml_node_t *l = yaml_document_get_node(&doc, *li);
-					if (l && l->type == YAML_SCALAR_NODE)
-						n += (size_t)snprintf(val + n, n < sizeof(val) ? sizeof(val) - n : 0, "%s%s",
-								      n ? "," : "", (const char *)l->data.scalar.value);
-					if (n >= sizeof(val))
-						break;
-				}
-			} else {
-				snprintf(err, errlen, "process_discovery.scanner.regex[%u].%s must be a string", idx, key);
-				r = -EINVAL;
-				goto out;
-			}
-			if (!strcasecmp(key, "match_cmd"))
-				dst = match;
-			else if (!strcasecmp(key, "layer"))
-				dst = ru->layer;
-			else if (!strcasecmp(key, "service_name"))
-				dst = ru->service;
-			else if (!strcasecmp(key, "instance_name"))
-				dst = ru->instance;
-			else if (!strcasecmp(key, "process_name"))
-				dst = ru->process;
-			else if (!strcasecmp(key, "labels"))
-				dst = ru->labels;
-			else {
-				snprintf(err, errlen, "process_discovery.scanner.regex[%u]: unknown key '%s'", idx, key);
-				r = -EINVAL;
-				goto out;
-			}
-			/* an empty value keeps Rover's default (its ${ENV:} placeholders expand to "") */
-			if (val[0] || dst == ru->labels || dst == match)
-				snprintf(dst, TMPL_MAX, "%s", val);
-		}
-		if (!match[0] || !ru->service[0]) {
-			snprintf(err, errlen, "process_discovery.scanner.regex[%u] needs match_cmd and service_name", idx);
-			r = -EINVAL;
-			goto out;
-		}
-		if (regcomp(&ru->re, match, REG_EXTENDED)) {
-			snprintf(err, errlen, "process_discovery.scanner.regex[%u].match_cmd: bad regular expression '%s'",
-				 idx, match);
-			r = -EINVAL;
-			goto out;
-		}
-		ru->re_ok = true;
-		pf->n_rules++;
-		{
-			/* Every template must render: catch typos at start, not per process. */
-			struct pf_process dummy = { .pid = 1, .exe = "/bin/true", .cmdline = "/bin/true" };
-			const char *const tm[] = { ru->layer, ru->service, ru->instance, ru->process };
-			const char *const names[] = { "layer", "service_name", "instance_name", "process_name" };
-			char o[PF_PATH_MAX];
-			for (unsigned t = 0; t < 4; t++)
-				if (process_finder__render(pf, tm[t], &dummy, NULL, 0, o, sizeof(o))) {
-					snprintf(err, errlen, "process_discovery.scanner.regex[%u].%s: bad template '%s'", idx,
-						 names[t], tm[t]);
-					r = -EINVAL;
-					goto out;
-				}
-		}
+		r = parse_rule(pf, pf->n_rules, &doc, yaml_document_get_node(&doc, *it), err, errlen);
 	}
-out:
 	yaml_document_delete(&doc);
 	yaml_parser_delete(&parser);
 	return r;

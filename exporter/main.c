@@ -171,41 +171,15 @@ static void handle_request(void)
 		ember__request__free_unpacked(req, NULL);
 }
 
-int main(int argc, char **argv)
+/* The configured backends, in order.  0 or -1 (logged). */
+static int setup_backends(void)
 {
-	static const struct option opts[] = {
-		{ "config", required_argument, 0, 'c' }, { "help", no_argument, 0, 'h' }, { 0 },
-	};
-	const char *config_path = NULL;
-	char err[512], ep[512];
-	struct sigaction sa = { .sa_handler = on_signal };
-	int opt, hwm, zero = 0;
-	int64_t maxmsg = BUS_MAX_MSG;
-	uint64_t next_tick, last_meters = 0;
-
-	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (opt) {
-		case 'c': config_path = optarg; break;
-		case 'h': printf("usage: ember-exporter --config FILE\nStarted by `ember run`.\n"); return 0;
-		default: fprintf(stderr, "usage: ember-exporter --config FILE\n"); return 2;
-		}
-	}
-	X.cfg = config__new();
-	X.join = task_join__new(256);
-	if (!X.cfg || !X.join)
-		return 1;
-	if (config_path && config__load_file(X.cfg, config_path, err, sizeof(err))) {
-		fprintf(stderr, "ember-exporter: %s\n", err);
-		return 2;
-	}
-	log__init("exporter", (enum log_level)X.cfg->ember.log_level);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	char err[512];
 
 	for (size_t i = 0; i < X.cfg->exporter.backends.n && X.nb < MAX_BACKENDS; i++) {
 		const char *name = X.cfg->exporter.backends.v[i];
 		const struct exporter_backend_ops *ops = exporter_backend__find(name);
+
 		if (!ops) {
 			log_warn("exporter backend '%s' is not available in this build; skipping it", name);
 			continue;
@@ -213,39 +187,50 @@ int main(int argc, char **argv)
 		X.st[X.nb] = ops->init(X.cfg, err, sizeof(err));
 		if (!X.st[X.nb]) {
 			log_error("backend '%s': %s", name, err);
-			return 1;
+			return -1;
 		}
 		X.ops[X.nb++] = ops;
 		log_info("backend '%s' ready", name);
 	}
+	return 0;
+}
+
+/* PULL from every analyzer, REP for stats requests; both 0600 under the run directory. */
+static int setup_sockets(void)
+{
+	int hwm = (int)X.cfg->exporter.zmq_hwm, zero = 0, r;
+	int64_t maxmsg = BUS_MAX_MSG;
+	char ep[512];
+	mode_t old;
 
 	X.zctx = zmq_ctx_new();
 	X.pull = zmq_socket(X.zctx, ZMQ_PULL);
 	X.rep = zmq_socket(X.zctx, ZMQ_REP);
-	hwm = (int)X.cfg->exporter.zmq_hwm;
+	if (!X.pull || !X.rep)
+		return -1;
 	zmq_setsockopt(X.pull, ZMQ_RCVHWM, &hwm, sizeof(hwm));
 	zmq_setsockopt(X.pull, ZMQ_MAXMSGSIZE, &maxmsg, sizeof(maxmsg));
 	zmq_setsockopt(X.rep, ZMQ_MAXMSGSIZE, &maxmsg, sizeof(maxmsg));
 	zmq_setsockopt(X.rep, ZMQ_LINGER, &zero, sizeof(zero));
-	{
-		mode_t old = umask(0077);
-		int r;
-		bus__exporter_endpoint(X.cfg->ember.run_dir, ep, sizeof(ep));
-		unlink(ep + 6);
-		r = zmq_bind(X.pull, ep);
-		if (!r) {
-			bus__exporter_ctl_endpoint(X.cfg->ember.run_dir, ep, sizeof(ep));
-			unlink(ep + 6);
-			r = zmq_bind(X.rep, ep);
-		}
-		umask(old);
-		if (r) {
-			log_error("cannot listen on %s: %s", ep, zmq_strerror(errno));
-			return 1;
-		}
+	old = umask(0077);
+	bus__exporter_endpoint(X.cfg->ember.run_dir, ep, sizeof(ep));
+	unlink(ep + strlen("ipc://"));
+	r = zmq_bind(X.pull, ep);
+	if (!r) {
+		bus__exporter_ctl_endpoint(X.cfg->ember.run_dir, ep, sizeof(ep));
+		unlink(ep + strlen("ipc://"));
+		r = zmq_bind(X.rep, ep);
 	}
-	log_info("ready: %u backend(s)", X.nb);
-	next_tick = timeutil__mono_ms() + TICK_MS;
+	umask(old);
+	if (r)
+		log_error("cannot listen on %s: %s", ep, zmq_strerror(errno));
+	return r ? -1 : 0;
+}
+
+static void run(void)
+{
+	uint64_t next_tick = timeutil__mono_ms() + TICK_MS, last_meters = 0;
+
 	while (!X.stop) {
 		zmq_pollitem_t items[2 + MAX_BACKENDS] = { { .socket = X.pull, .events = ZMQ_POLLIN },
 							   { .socket = X.rep, .events = ZMQ_POLLIN } };
@@ -288,6 +273,41 @@ int main(int argc, char **argv)
 					X.ops[i]->tick(X.st[i], now, 0);
 		}
 	}
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "config", required_argument, 0, 'c' }, { "help", no_argument, 0, 'h' }, { 0 },
+	};
+	const char *config_path = NULL;
+	struct sigaction sa = { .sa_handler = on_signal };
+	char err[512];
+	int opt;
+
+	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'c': config_path = optarg; break;
+		case 'h': printf("usage: ember-exporter --config FILE\nStarted by `ember run`.\n"); return 0;
+		default: fprintf(stderr, "usage: ember-exporter --config FILE\n"); return 2;
+		}
+	}
+	X.cfg = config__new();
+	X.join = task_join__new(256);
+	if (!X.cfg || !X.join)
+		return 1;
+	if (config_path && config__load_file(X.cfg, config_path, err, sizeof(err))) {
+		fprintf(stderr, "ember-exporter: %s\n", err);
+		return 2;
+	}
+	log__init("exporter", (enum log_level)X.cfg->ember.log_level);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	if (setup_backends() || setup_sockets())
+		return 1;
+	log_info("ready: %u backend(s)", X.nb);
+	run();
 	/* The supervisor stops the analyzers first: take what they sent, then flush. */
 	while (drain_pull(100000) > 0)
 		;
@@ -300,6 +320,7 @@ int main(int argc, char **argv)
 	zmq_close(X.pull);
 	zmq_close(X.rep);
 	zmq_ctx_term(X.zctx);
+	X.join = task_join__free(X.join);
 	config__free(X.cfg);
 	return 0;
 }

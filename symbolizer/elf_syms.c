@@ -514,11 +514,106 @@ static uint64_t segment_end(const struct elf_syms *es, uint64_t vaddr)
 	return 0;
 }
 
+/* End address of each allocated section (index < nsec), for unsized symbols.  NULL + ENOMEM. */
+static uint64_t *section_ends(struct elf_syms *es, size_t *ret_nsec)
+{
+	size_t shnum = 0, nsec;
+	uint64_t *sec_end;
+
+	if (elf_getshdrnum(es->elf, &shnum))
+		shnum = 0;
+	nsec = shnum < MAX_SECTION_BOUNDS ? shnum : MAX_SECTION_BOUNDS;
+	*ret_nsec = nsec;
+	sec_end = calloc(nsec ? nsec : 1, sizeof(*sec_end));
+	if (!sec_end)
+		return NULL;
+	for (size_t i = 1; i < nsec; i++) {
+		GElf_Shdr sh;
+		Elf_Scn *s = elf_getscn(es->elf, i);
+
+		if (s && gelf_getshdr(s, &sh) && (sh.sh_flags & SHF_ALLOC) && sh.sh_addr + sh.sh_size > sh.sh_addr)
+			sec_end[i] = sh.sh_addr + sh.sh_size;
+	}
+	return sec_end;
+}
+
+/* Sorted, one entry per address (the largest size and a known bound win), unsized ones sized. */
+static void settle_candidates(struct elf_syms *es, struct cand_vec *cv)
+{
+	size_t w = 0;
+
+	if (cv->n)
+		qsort(cv->v, cv->n, sizeof(*cv->v), cmp_cand);
+	for (size_t i = 0; i < cv->n; i++) {
+		if (w && cv->v[w - 1].addr == cv->v[i].addr) {
+			struct cand *k = &cv->v[w - 1];
+
+			if (cv->v[i].size > k->size)
+				k->size = cv->v[i].size;
+			if (!k->bound)
+				k->bound = cv->v[i].bound;
+			continue;
+		}
+		cv->v[w++] = cv->v[i];
+	}
+	cv->n = w;
+	for (size_t i = 0; i < cv->n; i++) {
+		struct cand *c = &cv->v[i];
+		uint64_t end;
+
+		if (c->size)
+			continue;
+		/* Unsized (assembly) symbol: up to the next symbol, within its section. */
+		end = c->bound > c->addr ? c->bound : segment_end(es, c->addr);
+		if (i + 1 < cv->n && (end == 0 || cv->v[i + 1].addr < end))
+			end = cv->v[i + 1].addr;
+		c->size = end > c->addr ? end - c->addr : 0;
+	}
+}
+
+/* The final table: symbols and one arena of their names (at most 4 GiB of names). */
+static int build_table(struct elf_syms *es, struct cand_vec *cv)
+{
+	size_t total = 0;
+
+	for (size_t i = 0; i < cv->n; i++) {
+		if (total + cv->v[i].name_len + 1 > UINT32_MAX) {
+			es->info.dropped += cv->n - i;
+			cv->n = i;
+			break;
+		}
+		total += cv->v[i].name_len + 1;
+	}
+	if (cv->n) {
+		es->syms = malloc(cv->n * sizeof(*es->syms));
+		es->arena = malloc(total);
+		if (!es->syms || !es->arena)
+			return -ENOMEM;
+	}
+	es->arena_len = total;
+	total = 0;
+	for (size_t i = 0; i < cv->n; i++) {
+		const struct cand *c = &cv->v[i];
+
+		memcpy(es->arena + total, c->name, c->name_len);
+		es->arena[total + c->name_len] = '\0';
+		es->syms[i] = (struct esym){
+			.addr = c->addr,
+			.size = c->size > UINT32_MAX ? UINT32_MAX : (uint32_t)c->size,
+			.name = (uint32_t)total,
+		};
+		total += c->name_len + 1;
+	}
+	es->nsyms = cv->n;
+	es->info.symbols = cv->n;
+	return (int)cv->n;
+}
+
 int elf_syms__load_symbols(struct elf_syms *es, size_t max_symbols)
 {
 	_cleanup_free_ uint64_t *sec_end = NULL;
 	struct cand_vec cv = { 0 };
-	size_t shnum = 0, nsec, w, total = 0;
+	size_t nsec;
 	Elf_Scn *scn;
 	int r = 0;
 
@@ -530,24 +625,10 @@ int elf_syms__load_symbols(struct elf_syms *es, size_t max_symbols)
 		max_symbols = ELF_SYMS_DEFAULT_MAX_SYMBOLS;
 	if (max_symbols > INT32_MAX)
 		max_symbols = INT32_MAX;
-
-	if (elf_getshdrnum(es->elf, &shnum))
-		shnum = 0;
-	nsec = shnum < MAX_SECTION_BOUNDS ? shnum : MAX_SECTION_BOUNDS;
-	if (nsec) {
-		sec_end = calloc(nsec, sizeof(*sec_end));
-		if (!sec_end) {
-			r = -ENOMEM;
-			goto out;
-		}
-		for (size_t i = 1; i < nsec; i++) {
-			GElf_Shdr sh;
-			Elf_Scn *s = elf_getscn(es->elf, i);
-
-			if (s && gelf_getshdr(s, &sh) && (sh.sh_flags & SHF_ALLOC) &&
-			    sh.sh_addr + sh.sh_size > sh.sh_addr)
-				sec_end[i] = sh.sh_addr + sh.sh_size;
-		}
+	sec_end = section_ends(es, &nsec);
+	if (!sec_end) {
+		r = -ENOMEM;
+		goto out;
 	}
 	/* .symtab first: under the cap, its (superset of) names win. */
 	for (int pass = 0; pass < 2; pass++) {
@@ -564,73 +645,13 @@ int elf_syms__load_symbols(struct elf_syms *es, size_t max_symbols)
 				goto out;
 		}
 	}
-
 	if (!es->info.has_symtab) {
 		r = collect_go(es, max_symbols, &cv);
 		if (r)
 			goto out;
 	}
-	if (cv.n)
-		qsort(cv.v, cv.n, sizeof(*cv.v), cmp_cand);
-	w = 0;
-	for (size_t i = 0; i < cv.n; i++) {
-		if (w && cv.v[w - 1].addr == cv.v[i].addr) {
-			struct cand *k = &cv.v[w - 1];
-
-			if (cv.v[i].size > k->size)
-				k->size = cv.v[i].size;
-			if (!k->bound)
-				k->bound = cv.v[i].bound;
-			continue;
-		}
-		cv.v[w++] = cv.v[i];
-	}
-	cv.n = w;
-	for (size_t i = 0; i < cv.n; i++) {
-		struct cand *c = &cv.v[i];
-		uint64_t end;
-
-		if (c->size)
-			continue;
-		/* Unsized (assembly) symbol: up to the next symbol, within its section. */
-		end = c->bound > c->addr ? c->bound : segment_end(es, c->addr);
-		if (i + 1 < cv.n && (end == 0 || cv.v[i + 1].addr < end))
-			end = cv.v[i + 1].addr;
-		c->size = end > c->addr ? end - c->addr : 0;
-	}
-	for (size_t i = 0; i < cv.n; i++) {
-		if (total + cv.v[i].name_len + 1 > UINT32_MAX) {
-			es->info.dropped += cv.n - i;
-			cv.n = i;
-			break;
-		}
-		total += cv.v[i].name_len + 1;
-	}
-	if (cv.n) {
-		es->syms = malloc(cv.n * sizeof(*es->syms));
-		es->arena = malloc(total);
-		if (!es->syms || !es->arena) {
-			r = -ENOMEM;
-			goto out;
-		}
-	}
-	es->arena_len = total;
-	total = 0;
-	for (size_t i = 0; i < cv.n; i++) {
-		const struct cand *c = &cv.v[i];
-
-		memcpy(es->arena + total, c->name, c->name_len);
-		es->arena[total + c->name_len] = '\0';
-		es->syms[i] = (struct esym){
-			.addr = c->addr,
-			.size = c->size > UINT32_MAX ? UINT32_MAX : (uint32_t)c->size,
-			.name = (uint32_t)total,
-		};
-		total += c->name_len + 1;
-	}
-	es->nsyms = cv.n;
-	es->info.symbols = cv.n;
-	r = (int)cv.n;
+	settle_candidates(es, &cv);
+	r = build_table(es, &cv);
 out:
 	free(cv.v);
 	if (r < 0) {

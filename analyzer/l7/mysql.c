@@ -355,125 +355,176 @@ static void client_packet(struct mysql *m, const uint8_t *p, size_t n, uint32_t 
 		m->cs = CS_CMD;
 }
 
-/* Returns 1 when the packet should be looked at again as a fresh response. */
-static int server_packet(struct mysql *m, const uint8_t *p, size_t n, uint32_t plen, uint8_t seq, uint64_t total)
+/* The server's greeting: its capabilities tell the EOF style of what follows. */
+static void greeting(struct mysql *m, const uint8_t *p, size_t n)
 {
-	struct pend *e;
+	/* Version string, thread id, scramble, capabilities. */
+	const uint8_t *z = memchr(p + 1, 0, n - 1);
+	size_t off;
+
+	m->cs = CS_GREETED;
+	if (z) {
+		off = (size_t)(z - p) + 1 + 4 + 8 + 1;
+		if (n >= off + 2)
+			m->server_caps = l7_le16(p + off);
+		if (n >= off + 2 + 1 + 2 + 2)
+			m->server_caps |= (uint32_t)l7_le16(p + off + 5) << 16;
+	}
+}
+
+/* A login's (or COM_CHANGE_USER's) answers: OK or ERR end it; auth switches go on. */
+static void auth_packet(struct mysql *m, const uint8_t *p, size_t n, uint32_t plen)
+{
+	if (p[0] == 0x00 && plen >= 7) {
+		set_result(m, "OK");
+		m->status = 0;
+		m->cs = CS_CMD;
+		finish_resp(m);
+	} else if (p[0] == 0xff) {
+		parse_err(m, p, n);
+		m->cs = CS_CMD;
+		finish_resp(m);
+	}
+	/* 0xfe auth switch, 0x01 more data: the login goes on. */
+}
+
+/* COM_STMT_PREPARE's OK: the column and parameter definitions follow. */
+static void prepare_ok(struct mysql *m, const uint8_t *p, size_t n)
+{
+	set_result(m, "OK");
+	m->status = 0;
+	if (n >= 9) {
+		uint64_t cols = l7_le16(p + 5), params = l7_le16(p + 7);
+		m->left = cols + params;
+		/* Classic mode puts an EOF after each non-empty block. */
+		if (m->eof == EOF_CLASSIC)
+			m->left += (cols > 0) + (params > 0);
+	}
+	if (!m->left)
+		finish_resp(m);
+	else
+		m->ph = PH_DEFS;
+}
+
+/* The first packet of a response: a whole answer (OK, ERR, EOF) or the head of a longer one. */
+static void first_packet(struct mysql *m, const struct pend *e, const uint8_t *p, size_t n, uint32_t plen)
+{
 	uint64_t v;
 
-	if (m->cs == CS_START && seq == 0 && n >= 2 && p[0] == 0x0a) {
-		/* Server greeting: version string, thread id, scramble, capabilities. */
-		const uint8_t *z = memchr(p + 1, 0, n - 1);
-		size_t off;
+	if (p[0] == 0xff) {
+		parse_err(m, p, n);
+		finish_resp(m);
+	} else if (p[0] == 0x00 && plen >= 7 && e->cmd == COM_STMT_PREPARE) {
+		prepare_ok(m, p, n);
+	} else if (p[0] == 0x00 && plen >= 7) {
+		set_result(m, "OK");
+		m->status = 0;
+		if (!(term_status(p, n, plen) & SERVER_MORE_RESULTS))
+			finish_resp(m);   /* else another result follows, still PH_FIRST */
+	} else if (is_eof(p, n, plen)) {
+		set_result(m, "EOF");
+		m->status = 0;
+		finish_resp(m);
+	} else if (e->cmd == COM_FIELD_LIST) {
+		set_result(m, "FIELDS");
+		m->ph = PH_FIELDS;
+	} else if (p[0] == 0xfb && (e->cmd == COM_QUERY)) {
+		set_result(m, "DATA");
+		m->ph = PH_INFILE;
+	} else if ((e->cmd == COM_QUERY || e->cmd == COM_STMT_EXECUTE || e->cmd == COM_STMT_FETCH) &&
+		   lenenc(p, n, &v) && v > 0) {
+		set_result(m, "RESULTSET");
+		m->left = v;
+		m->ph = PH_COLDEFS;
+	} else {
+		set_result(m, "DATA");
+		finish_resp(m);
+	}
+}
 
-		m->cs = CS_GREETED;
-		if (z) {
-			off = (size_t)(z - p) + 1 + 4 + 8 + 1;
-			if (n >= off + 2)
-				m->server_caps = l7_le16(p + off);
-			if (n >= off + 2 + 1 + 2 + 2)
-				m->server_caps |= (uint32_t)l7_le16(p + off + 5) << 16;
+/* Definitions of a prepared statement's columns and parameters. */
+static void defs_packet(struct mysql *m, const uint8_t *p, size_t n, uint32_t plen)
+{
+	if (is_eof(p, n, plen) && m->eof != EOF_CLASSIC) {
+		/* An EOF between definition blocks: the classic protocol after all. */
+		m->eof = EOF_CLASSIC;
+		return;
+	}
+	if (m->left)
+		m->left--;
+	if (!m->left) {
+		if (m->eof == EOF_UNKNOWN) {
+			m->absorb_eof = true;
+			m->absorb_seq = m->next_seq;
 		}
-		return 0;
+		finish_resp(m);
+	}
+}
+
+/* A result set's rows, up to its terminator (and the next result set, if it says one follows). */
+static void rows_packet(struct mysql *m, struct pend *e, const uint8_t *p, size_t n, uint32_t plen, uint8_t seq)
+{
+	if (is_terminator(p, n, plen)) {
+		if (term_status(p, n, plen) & SERVER_MORE_RESULTS) {
+			m->ph = PH_FIRST;
+			/* Further result sets answer the same request: no seq check. */
+			e->seq = seq;
+			return;
+		}
+		finish_resp(m);
+	} else if (p[0] == 0xff && plen < 0x1000) {
+		parse_err(m, p, n);
+		finish_resp(m);
+	} else {
+		m->rows++;
+	}
+}
+
+static void server_packet(struct mysql *m, const uint8_t *p, size_t n, uint32_t plen, uint8_t seq, uint64_t total)
+{
+	struct pend *e;
+
+	if (m->cs == CS_START && seq == 0 && n >= 2 && p[0] == 0x0a) {
+		greeting(m, p, n);
+		return;
 	}
 	if (m->absorb_eof) {
 		m->absorb_eof = false;
 		if (seq == m->absorb_seq && is_eof(p, n, plen)) {
 			m->eof = EOF_CLASSIC;
-			return 0;
+			return;
 		}
 	}
 	e = l7_pendq__at(&m->base.q, 0);
 	if (!e) {
 		m->dropped++;
-		return 0;   /* nobody asked: a response from before the capture */
+		return;   /* nobody asked: a response from before the capture */
 	}
 	if (m->ph == PH_FIRST && e->cmd != CMD_LOGIN && e->cmd != COM_CHANGE_USER && seq != (uint8_t)(e->seq + 1)) {
 		m->dropped++;
-		return 0;   /* not the start of this request's response */
+		return;   /* not the start of this request's response */
 	}
 	if (!m->resp_bytes)
 		m->resp_ts = m->base.fr[L7_DIR_RESP].msg_ts;
 	m->resp_bytes += total;
 	m->next_seq = (uint8_t)(seq + 1);
 	if (n < 1)
-		return 0;
-
+		return;
+	if (m->ph == PH_FIRST && (e->cmd == CMD_LOGIN || e->cmd == COM_CHANGE_USER))
+		m->ph = PH_AUTH;
 	switch (m->ph) {
 	case PH_FIRST:
-		if (e->cmd == CMD_LOGIN || e->cmd == COM_CHANGE_USER) {
-			m->ph = PH_AUTH;
-			/* fall through to PH_AUTH handling */
-		} else if (p[0] == 0xff) {
-			parse_err(m, p, n);
-			finish_resp(m);
-			return 0;
-		} else if (p[0] == 0x00 && plen >= 7 && e->cmd == COM_STMT_PREPARE) {
-			set_result(m, "OK");
-			m->status = 0;
-			if (n >= 9) {
-				uint64_t cols = l7_le16(p + 5), params = l7_le16(p + 7);
-				m->left = cols + params;
-				/* Classic mode puts an EOF after each non-empty block. */
-				if (m->eof == EOF_CLASSIC)
-					m->left += (cols > 0) + (params > 0);
-			}
-			if (!m->left)
-				finish_resp(m);
-			else
-				m->ph = PH_DEFS;
-			return 0;
-		} else if (p[0] == 0x00 && plen >= 7) {
-			set_result(m, "OK");
-			m->status = 0;
-			if (term_status(p, n, plen) & SERVER_MORE_RESULTS)
-				return 0;   /* another result follows, still PH_FIRST */
-			finish_resp(m);
-			return 0;
-		} else if (is_eof(p, n, plen)) {
-			set_result(m, "EOF");
-			m->status = 0;
-			finish_resp(m);
-			return 0;
-		} else if (e->cmd == COM_FIELD_LIST) {
-			set_result(m, "FIELDS");
-			m->ph = PH_FIELDS;
-			return 0;
-		} else if (p[0] == 0xfb && (e->cmd == COM_QUERY)) {
-			set_result(m, "DATA");
-			m->ph = PH_INFILE;
-			return 0;
-		} else if ((e->cmd == COM_QUERY || e->cmd == COM_STMT_EXECUTE || e->cmd == COM_STMT_FETCH) &&
-			   lenenc(p, n, &v) && v > 0) {
-			set_result(m, "RESULTSET");
-			m->left = v;
-			m->ph = PH_COLDEFS;
-			return 0;
-		} else {
-			set_result(m, "DATA");
-			finish_resp(m);
-			return 0;
-		}
-		/* fallthrough */
+		first_packet(m, e, p, n, plen);
+		break;
 	case PH_AUTH:
-		if (p[0] == 0x00 && plen >= 7) {
-			set_result(m, "OK");
-			m->status = 0;
-			m->cs = CS_CMD;
-			finish_resp(m);
-		} else if (p[0] == 0xff) {
-			parse_err(m, p, n);
-			m->cs = CS_CMD;
-			finish_resp(m);
-		}
-		/* 0xfe auth switch, 0x01 more data: the login goes on. */
-		return 0;
+		auth_packet(m, p, n, plen);
+		break;
 	case PH_INFILE:
 		if (p[0] == 0xff)
 			parse_err(m, p, n), finish_resp(m);
 		else if (p[0] == 0x00)
 			finish_resp(m);
-		return 0;
+		break;
 	case PH_FIELDS:
 		if (p[0] == 0xff) {
 			m->is_error = true;
@@ -481,62 +532,36 @@ static int server_packet(struct mysql *m, const uint8_t *p, size_t n, uint32_t p
 		} else if (is_terminator(p, n, plen)) {
 			finish_resp(m);
 		}
-		return 0;
+		break;
 	case PH_DEFS:
-		if (is_eof(p, n, plen) && m->eof != EOF_CLASSIC) {
-			/* An EOF between definition blocks: the classic protocol after all. */
-			m->eof = EOF_CLASSIC;
-			return 0;
-		}
-		if (m->left)
-			m->left--;
-		if (!m->left) {
-			if (m->eof == EOF_UNKNOWN) {
-				m->absorb_eof = true;
-				m->absorb_seq = m->next_seq;
-			}
-			finish_resp(m);
-		}
-		return 0;
+		defs_packet(m, p, n, plen);
+		break;
 	case PH_COLDEFS:
 		if (p[0] == 0xff && plen < 0x100) {
 			parse_err(m, p, n);
 			finish_resp(m);
-			return 0;
+			break;
 		}
 		if (m->left)
 			m->left--;
 		if (!m->left)
 			m->ph = PH_AFTER_COLS;
-		return 0;
+		break;
 	case PH_AFTER_COLS:
 		if (p[0] == 0xfe && plen < 7 && m->eof != EOF_DEPRECATED) {
 			m->eof = EOF_CLASSIC;
 			m->ph = PH_ROWS;
-			return 0;
+			break;
 		}
 		if (m->eof == EOF_UNKNOWN && !is_terminator(p, n, plen))
 			m->eof = EOF_DEPRECATED;
 		m->ph = PH_ROWS;
-		/* fallthrough */
+		rows_packet(m, e, p, n, plen, seq);
+		break;
 	case PH_ROWS:
-		if (is_terminator(p, n, plen)) {
-			if (term_status(p, n, plen) & SERVER_MORE_RESULTS) {
-				m->ph = PH_FIRST;
-				/* Further result sets answer the same request: no seq check. */
-				e->seq = seq;
-				return 0;
-			}
-			finish_resp(m);
-		} else if (p[0] == 0xff && plen < 0x1000) {
-			parse_err(m, p, n);
-			finish_resp(m);
-		} else {
-			m->rows++;
-		}
-		return 0;
+		rows_packet(m, e, p, n, plen, seq);
+		break;
 	}
-	return 0;
 }
 
 static ssize_t mysql_frame(void *ctx, struct l7_framer *f, const uint8_t *p, size_t avail, size_t *need)

@@ -555,129 +555,143 @@ static void make_key(struct flow_key *k, uint8_t proto, int family, const uint8_
 	}
 }
 
-static void l4(struct pcap_flow *pf, int family, const uint8_t *src, const uint8_t *dst,
-	       size_t alen, uint8_t proto, const uint8_t *p, size_t have, size_t len, uint64_t ts)
+/* The endpoints of one L4 packet: address family and bytes, length of each address. */
+struct l4_addr {
+	int family;
+	const uint8_t *src, *dst;
+	size_t alen;
+};
+
+/* Which side of a new TCP flow is the client: the SYN says, else the likelier server port. */
+static int tcp_client(uint8_t flags, uint16_t sport, uint16_t dport, int srcidx, bool *certain)
+{
+	int rs, rd;
+
+	*certain = true;
+	if ((flags & 0x12) == 0x02)
+		return srcidx;
+	if ((flags & 0x12) == 0x12)
+		return !srcidx;
+	*certain = false;
+	rs = port_rank(sport);
+	rd = port_rank(dport);
+	if (rs != rd)
+		return rs > rd ? !srcidx : srcidx;
+	return sport > dport ? srcidx : sport < dport ? !srcidx : srcidx;
+}
+
+static void tcp(struct pcap_flow *pf, const struct l4_addr *a, const uint8_t *p, size_t have, size_t len,
+		uint64_t ts)
 {
 	struct flow_key k;
 	struct flow *f;
+	size_t doff;
+	uint16_t sport, dport;
+	uint32_t seq, ack, n, lost;
+	uint8_t flags;
 	int srcidx;
 
-	if (proto == IPPROTO_TCP) {
-		size_t doff;
-		uint16_t sport, dport;
-		uint32_t seq, ack, n, lost;
-		uint8_t flags;
-		enum l7_dir dir;
-
-		if (len < 20 || have < 20) {
-			pf->st.malformed += len < 20;
-			pf->st.truncated += len >= 20;
-			return;
-		}
-		doff = (size_t)(p[12] >> 4) * 4;
-		if (doff < 20 || doff > len) {
-			pf->st.malformed++;
-			return;
-		}
-		if (doff > have) {
-			pf->st.truncated++;
-			return;
-		}
-		pf->st.tcp_segments++;
-		sport = (uint16_t)(p[0] << 8 | p[1]);
-		dport = (uint16_t)(p[2] << 8 | p[3]);
-		seq = (uint32_t)p[4] << 24 | (uint32_t)p[5] << 16 | (uint32_t)p[6] << 8 | p[7];
-		ack = (uint32_t)p[8] << 24 | (uint32_t)p[9] << 16 | (uint32_t)p[10] << 8 | p[11];
-		flags = p[13];
-		n = (uint32_t)(have - doff);
-		lost = (uint32_t)(len - have);
-		make_key(&k, IPPROTO_TCP, family, src, dst, alen, sport, dport, &srcidx);
-		f = flow_find(pf, &k);
-		if (f && (flags & 0x12) == 0x02 && f->half[f->client == srcidx ? 0 : 1].seq_known &&
-		    seq + 1 != f->half[f->client == srcidx ? 0 : 1].next_seq) {
-			/* A new SYN on a known 4-tuple: the old connection is over. */
-			flow_end(pf, f, ts);
-			f = NULL;
-		}
-		if (!f) {
-			int client;
-			bool certain = false;
-
-			if (!(flags & 0x02) && !n && !lost) {
-				pf->st.ignored_no_flow++;
-				return;
-			}
-			if (flags & 0x04) {
-				pf->st.ignored_no_flow++;
-				return;
-			}
-			if ((flags & 0x12) == 0x02) {
-				client = srcidx;
-				certain = true;
-			} else if ((flags & 0x12) == 0x12) {
-				client = !srcidx;
-				certain = true;
-			} else {
-				int rs = port_rank(sport), rd = port_rank(dport);
-
-				if (rs != rd)
-					client = rs > rd ? !srcidx : srcidx;
-				else
-					client = sport > dport ? srcidx : sport < dport ? !srcidx : srcidx;
-			}
-			f = flow_new(pf, &k, client, certain, ts);
-			if (!f)
-				return;
-		}
-		touch(pf, f, ts);
-		dir = f->client == srcidx ? L7_DIR_REQ : L7_DIR_RESP;
-		tcp_segment(pf, f, dir, seq, ack, flags, p + doff, n, lost, ts);
-		if (flags & 0x04) {
-			flow_end(pf, f, ts);
-		} else if (f->half[0].closed && f->half[1].closed) {
-			flow_end(pf, f, ts);
-		}
+	if (len < 20 || have < 20) {
+		pf->st.malformed += len < 20;
+		pf->st.truncated += len >= 20;
 		return;
 	}
-	if (proto == IPPROTO_UDP) {
-		uint16_t sport, dport, ulen;
-		enum l7_dir dir;
-
-		if (len < 8 || have < 8) {
-			pf->st.malformed += len < 8;
-			pf->st.truncated += len >= 8;
-			return;
-		}
-		sport = (uint16_t)(p[0] << 8 | p[1]);
-		dport = (uint16_t)(p[2] << 8 | p[3]);
-		ulen = (uint16_t)(p[4] << 8 | p[5]);
-		if (ulen < 8 || ulen > len) {
-			pf->st.malformed++;
-			return;
-		}
-		if (ulen > have) {
-			/* A datagram is useless in part. */
-			pf->st.truncated++;
-			return;
-		}
-		pf->st.udp_datagrams++;
-		make_key(&k, IPPROTO_UDP, family, src, dst, alen, sport, dport, &srcidx);
-		f = flow_find(pf, &k);
-		if (!f) {
-			int rs = port_rank(sport), rd = port_rank(dport);
-			int client = rs != rd ? (rs > rd ? !srcidx : srcidx) : srcidx;
-
-			f = flow_new(pf, &k, client, rs != rd, ts);
-			if (!f)
-				return;
-		}
-		touch(pf, f, ts);
-		dir = f->client == srcidx ? L7_DIR_REQ : L7_DIR_RESP;
-		if (f->conn)
-			l7_conn__feed(f->conn, dir, p + 8, ulen - 8u, ts);
+	doff = (size_t)(p[12] >> 4) * 4;
+	if (doff < 20 || doff > len) {
+		pf->st.malformed++;
 		return;
 	}
-	pf->st.non_tcp_udp++;
+	if (doff > have) {
+		pf->st.truncated++;
+		return;
+	}
+	pf->st.tcp_segments++;
+	sport = (uint16_t)(p[0] << 8 | p[1]);
+	dport = (uint16_t)(p[2] << 8 | p[3]);
+	seq = (uint32_t)p[4] << 24 | (uint32_t)p[5] << 16 | (uint32_t)p[6] << 8 | p[7];
+	ack = (uint32_t)p[8] << 24 | (uint32_t)p[9] << 16 | (uint32_t)p[10] << 8 | p[11];
+	flags = p[13];
+	n = (uint32_t)(have - doff);
+	lost = (uint32_t)(len - have);
+	make_key(&k, IPPROTO_TCP, a->family, a->src, a->dst, a->alen, sport, dport, &srcidx);
+	f = flow_find(pf, &k);
+	if (f && (flags & 0x12) == 0x02 && f->half[f->client == srcidx ? 0 : 1].seq_known &&
+	    seq + 1 != f->half[f->client == srcidx ? 0 : 1].next_seq) {
+		/* A new SYN on a known 4-tuple: the old connection is over. */
+		flow_end(pf, f, ts);
+		f = NULL;
+	}
+	if (!f) {
+		bool certain;
+		int client;
+
+		if ((!(flags & 0x02) && !n && !lost) || (flags & 0x04)) {
+			pf->st.ignored_no_flow++;
+			return;
+		}
+		client = tcp_client(flags, sport, dport, srcidx, &certain);
+		f = flow_new(pf, &k, client, certain, ts);
+		if (!f)
+			return;
+	}
+	touch(pf, f, ts);
+	tcp_segment(pf, f, f->client == srcidx ? L7_DIR_REQ : L7_DIR_RESP, seq, ack, flags, p + doff, n, lost, ts);
+	if ((flags & 0x04) || (f->half[0].closed && f->half[1].closed))
+		flow_end(pf, f, ts);
+}
+
+static void udp(struct pcap_flow *pf, const struct l4_addr *a, const uint8_t *p, size_t have, size_t len,
+		uint64_t ts)
+{
+	struct flow_key k;
+	struct flow *f;
+	uint16_t sport, dport, ulen;
+	int srcidx;
+
+	if (len < 8 || have < 8) {
+		pf->st.malformed += len < 8;
+		pf->st.truncated += len >= 8;
+		return;
+	}
+	sport = (uint16_t)(p[0] << 8 | p[1]);
+	dport = (uint16_t)(p[2] << 8 | p[3]);
+	ulen = (uint16_t)(p[4] << 8 | p[5]);
+	if (ulen < 8 || ulen > len) {
+		pf->st.malformed++;
+		return;
+	}
+	if (ulen > have) {
+		/* A datagram is useless in part. */
+		pf->st.truncated++;
+		return;
+	}
+	pf->st.udp_datagrams++;
+	make_key(&k, IPPROTO_UDP, a->family, a->src, a->dst, a->alen, sport, dport, &srcidx);
+	f = flow_find(pf, &k);
+	if (!f) {
+		int rs = port_rank(sport), rd = port_rank(dport);
+		int client = rs != rd ? (rs > rd ? !srcidx : srcidx) : srcidx;
+
+		f = flow_new(pf, &k, client, rs != rd, ts);
+		if (!f)
+			return;
+	}
+	touch(pf, f, ts);
+	if (f->conn)
+		l7_conn__feed(f->conn, f->client == srcidx ? L7_DIR_REQ : L7_DIR_RESP, p + 8, ulen - 8u, ts);
+}
+
+static void l4(struct pcap_flow *pf, int family, const uint8_t *src, const uint8_t *dst,
+	       size_t alen, uint8_t proto, const uint8_t *p, size_t have, size_t len, uint64_t ts)
+{
+	const struct l4_addr a = { family, src, dst, alen };
+
+	if (proto == IPPROTO_TCP)
+		tcp(pf, &a, p, have, len, ts);
+	else if (proto == IPPROTO_UDP)
+		udp(pf, &a, p, have, len, ts);
+	else
+		pf->st.non_tcp_udp++;
 }
 
 static void ipv4(struct pcap_flow *pf, const uint8_t *p, size_t have, uint64_t ts)

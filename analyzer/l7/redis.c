@@ -187,6 +187,90 @@ static void summarize(struct rdir *d, uint8_t t, const uint8_t *line, size_t n)
 			d->reply[i] = '?';
 }
 
+/* An inline command: words separated by blanks.  Returns the bytes it takes. */
+static ssize_t inline_command(struct rdir *d, const uint8_t *p, size_t line, size_t hdr)
+{
+	size_t i = 0, s;
+
+	while (i < line && (p[i] == ' ' || p[i] == '\t'))
+		i++;
+	s = i;
+	while (i < line && p[i] != ' ' && p[i] != '\t')
+		i++;
+	if (i == s) {
+		d->in_value = false;
+		return (ssize_t)hdr;   /* empty line: ignored by servers too */
+	}
+	set_name(d, p + s, i - s);
+	d->argc = 1;
+	while (i < line) {
+		while (i < line && (p[i] == ' ' || p[i] == '\t'))
+			i++;
+		if (i < line)
+			d->argc++;
+		while (i < line && p[i] != ' ' && p[i] != '\t')
+			i++;
+	}
+	d->value_done = true;
+	return (ssize_t)hdr;
+}
+
+/* A bulk string ($ = !) of v bytes (-1 = null), whose first `want` bytes are at p + hdr. */
+static ssize_t bulk(struct rdir *d, bool req, bool top, uint8_t t, int64_t v, const uint8_t *p, size_t hdr,
+		    size_t want)
+{
+	if (top) {
+		char tmp[24];
+		size_t k = v < 0 ? 2 : l7_fmt_u64(tmp, (uint64_t)v);
+		summarize(d, t, (const uint8_t *)(v < 0 ? "-1" : tmp), k);
+		d->is_error = t == '!';
+	}
+	if (req) {
+		if (d->argi++ == 0)
+			set_name(d, p + hdr, want);
+	} else if (d->first_elem_pending) {
+		d->first_elem_pending = false;
+		if ((v == 7 && !memcmp(p + hdr, "message", 7)) || (v == 8 && !memcmp(p + hdr, "pmessage", 8)) ||
+		    (v == 8 && !memcmp(p + hdr, "smessage", 8)))
+			d->is_push = true;
+	}
+	value_done(d, false);
+	return v < 0 ? (ssize_t)hdr : (ssize_t)(hdr + (uint64_t)v + 2);
+}
+
+/* An aggregate (* % ~ > |) header: its elements follow as tokens of their own. */
+static ssize_t aggregate(struct rdir *d, bool req, bool top, uint8_t t, const uint8_t *p, size_t line, size_t hdr)
+{
+	int64_t v, n;
+
+	if (!parse_int(p + 1, line - 1, &v) || v < -1 || v > REDIS_MAX_ELEMS)
+		return -EPROTO;
+	if (req && (t != '*' || d->depth))
+		return -EPROTO;
+	n = (t == '%' || t == '|') && v > 0 ? v * 2 : v;
+	if (top && t == '|')
+		d->top_attr = true;
+	if (!req && !d->depth && t != '|') {
+		summarize(d, t, p + 1, line - 1);
+		d->is_push = t == '>';
+		d->first_elem_pending = t == '*' && v > 0;
+	} else if (d->first_elem_pending) {
+		d->first_elem_pending = false;
+	}
+	if (req)
+		d->argc = v;
+	if (n <= 0) {
+		value_done(d, t == '|');
+		return (ssize_t)hdr;
+	}
+	if (d->depth == REDIS_MAX_DEPTH)
+		return -EPROTO;
+	d->stack[d->depth].left = n;
+	d->stack[d->depth].attr = t == '|';
+	d->depth++;
+	return (ssize_t)hdr;
+}
+
 static ssize_t frame_token(struct redis *r, struct l7_framer *f, const uint8_t *p, size_t avail, size_t *need)
 {
 	struct rdir *d = &r->d[f->tag];
@@ -225,89 +309,19 @@ static ssize_t frame_token(struct redis *r, struct l7_framer *f, const uint8_t *
 	}
 	/* From here on the token is complete: state may change. */
 	begin_value(d, f->msg_ts);
-
-	if (req && top && t != '*') {
-		/* Inline command: words separated by blanks. */
-		size_t i = 0, s;
-
-		while (i < line && (p[i] == ' ' || p[i] == '\t'))
-			i++;
-		s = i;
-		while (i < line && p[i] != ' ' && p[i] != '\t')
-			i++;
-		if (i == s) {
-			d->in_value = false;
-			return (ssize_t)hdr;   /* empty line: ignored by servers too */
-		}
-		set_name(d, p + s, i - s);
-		d->argc = 1;
-		while (i < line) {
-			while (i < line && (p[i] == ' ' || p[i] == '\t'))
-				i++;
-			if (i < line)
-				d->argc++;
-			while (i < line && p[i] != ' ' && p[i] != '\t')
-				i++;
-		}
-		d->value_done = true;
-		return (ssize_t)hdr;
-	}
-
+	if (req && top && t != '*')
+		return inline_command(d, p, line, hdr);
 	switch (t) {
 	case '$':
 	case '=':
 	case '!':
-		if (top) {
-			char tmp[24];
-			size_t k = v < 0 ? 2 : l7_fmt_u64(tmp, (uint64_t)v);
-			summarize(d, t, (const uint8_t *)(v < 0 ? "-1" : tmp), k);
-			d->is_error = t == '!';
-		}
-		if (req) {
-			if (d->argi++ == 0)
-				set_name(d, p + hdr, want);
-		} else if (d->first_elem_pending) {
-			d->first_elem_pending = false;
-			if ((v == 7 && !memcmp(p + hdr, "message", 7)) || (v == 8 && !memcmp(p + hdr, "pmessage", 8)) ||
-			    (v == 8 && !memcmp(p + hdr, "smessage", 8)))
-				d->is_push = true;
-		}
-		value_done(d, false);
-		return v < 0 ? (ssize_t)hdr : (ssize_t)(hdr + (uint64_t)v + 2);
+		return bulk(d, req, top, t, v, p, hdr, want);
 	case '*':
 	case '%':
 	case '~':
 	case '>':
-	case '|': {
-		int64_t n;
-
-		if (!parse_int(p + 1, line - 1, &v) || v < -1 || v > REDIS_MAX_ELEMS)
-			return -EPROTO;
-		if (req && (t != '*' || d->depth))
-			return -EPROTO;
-		n = (t == '%' || t == '|') && v > 0 ? v * 2 : v;
-		if (top && t == '|')
-			d->top_attr = true;
-		if (!req && !d->depth && t != '|') {
-			summarize(d, t, p + 1, line - 1);
-			d->is_push = t == '>';
-			d->first_elem_pending = t == '*' && v > 0;
-		} else if (d->first_elem_pending) {
-			d->first_elem_pending = false;
-		}
-		if (req)
-			d->argc = v;
-		if (n <= 0) {
-			value_done(d, t == '|');
-			return (ssize_t)hdr;
-		}
-		if (d->depth == REDIS_MAX_DEPTH)
-			return -EPROTO;
-		d->stack[d->depth].left = n;
-		d->stack[d->depth].attr = t == '|';
-		d->depth++;
-		return (ssize_t)hdr;
-	}
+	case '|':
+		return aggregate(d, req, top, t, p, line, hdr);
 	case '+':
 	case '-':
 	case ':':
