@@ -1,3 +1,14 @@
+/*
+ * The symbolizer's core: module cache (by build id, LRU, bounded bytes),
+ * per-pid mappings, vDSO, resolution of user and kernel addresses, and the
+ * direct (in-process) file callbacks used by tests and tools.  The parsing
+ * of each file kind lives in its own module (elf_syms, maps, perfmap,
+ * kallsyms, gopclntab, demangle).
+ *
+ * One file of ~1250 lines on purpose: the cache, the pid table and the
+ * resolution path share the intrusive lists and reference counts defined at
+ * the top, and every part changes them.
+ */
 #include "symbolizer/symbolizer.h"
 
 #include <elf.h>

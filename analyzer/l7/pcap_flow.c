@@ -1,3 +1,11 @@
+/*
+ * Capture files -> flows -> L7 parsers: link layers, IPv4/IPv6, TCP
+ * reassembly (bounded out-of-order buffering, holes reported as gaps) and UDP
+ * datagrams, each flow feeding an l7_conn.
+ *
+ * One file of ~1000 lines on purpose: the flow table, the reassembly and the
+ * packet decoding share the flow and its two halves in every step.
+ */
 #include "analyzer/l7/pcap_flow.h"
 
 #include <arpa/inet.h>
