@@ -1,0 +1,127 @@
+/*
+ * The SkyWalking backend's state, shared by its files:
+ *   backend.c    the backend ops, gRPC results, the connection state
+ *   outbox.c     profiling data and meters waiting for the OAP (bounded FIFO, uploads)
+ *   processes.c  reportProcesses / keepAlive of the host's processes
+ *   tasks.c      queryTasks, and the OAP's tasks run by the analyzers
+ * Internal to exporter/skywalking/; the exporter sees only backend.h's ops.
+ */
+#ifndef EMBER_EXPORTER_SKYWALKING_SW_H
+#define EMBER_EXPORTER_SKYWALKING_SW_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/config.h"
+#include "common/process_finder.h"
+#include "exporter/backend.h"
+#include "exporter/skywalking/codec.h"
+#include "exporter/skywalking/grpc_client.h"
+#include "proto/sw_meter.pb-c.h"
+#include "proto/sw_process.pb-c.h"
+#include "proto/sw_profile.pb-c.h"
+
+#define M_REPORT    "/skywalking.v3.EBPFProcessService/reportProcesses"
+#define M_KEEPALIVE "/skywalking.v3.EBPFProcessService/keepAlive"
+#define M_QUERY     "/skywalking.v3.EBPFProfilingService/queryTasks"
+#define M_PROFILE   "/skywalking.v3.EBPFProfilingService/collectProfilingData"
+#define M_METERS    "/skywalking.v3.MeterReportService/collectBatch"
+
+#define RPC_TIMEOUT_MS    5000
+#define UPLOAD_TIMEOUT_MS 10000
+#define UPLOAD_MAX_BYTES  (4u << 20)	/* per stream; gRPC's default receive limit is per message */
+#define UPLOAD_MAX_ITEMS  256
+#define BACKOFF_MIN_MS    500
+#define BACKOFF_MAX_MS    30000
+#define SUBMIT_TIMEOUT_MS 3000
+#define SUBMIT_TRIES      3
+#define MAX_TASKS         1024
+#define MAX_REPORT        512
+
+enum cookie_kind { C_REPORT = 1, C_KEEPALIVE, C_QUERY, C_UPLOAD };
+
+enum item_kind { I_PROFILE, I_METERS };
+struct item {
+	struct item *next;
+	enum item_kind kind;
+	bool dropped;		/* in flight, but given up to make room: not put back on failure */
+	struct sw_msgs m;
+};
+
+enum task_state { T_SCHEDULED, T_SUBMITTING, T_RUNNING, T_DONE, T_FAILED };
+struct sw_task {
+	char ember_id[64];
+	char oap_task[SW_MAX_ID];
+	char process_id[SW_MAX_ID];
+	uint32_t pid;
+	enum sw_target target;
+	int64_t update_ms, start_ms, end_ms, profiling_start_ms;
+	enum task_state state;
+	void *sock;		/* REQ socket of a submission in progress */
+	uint64_t sock_deadline, next_try;
+	unsigned tries;
+};
+
+struct report_ref { uint32_t pid; uint64_t start_ticks; };
+
+enum sc {
+	SC_RPC_OK, SC_RPC_FAILED, SC_DISCONNECTS, SC_PROC_REPORTED, SC_PROC_IGNORED, SC_TASKS_RECEIVED,
+	SC_TASKS_STARTED, SC_TASKS_UNSUPPORTED, SC_TASKS_FAILED, SC_COMMANDS_INVALID, SC_PROFILE_MESSAGES,
+	SC_PROFILE_UNKNOWN_TASK, SC_DROPPED_BATCHES, SC_DROPPED_BYTES, SC_METERS_SENT, SC_FINDER_UNREADABLE, SC_MAX
+};
+extern const char *const sw_counter_names[SC_MAX];
+
+struct sw_backend {
+	const struct ember_config *cfg;
+	struct grpc_client *gc;
+	struct process_finder *pf;
+	void *zctx;
+	char agent_id[64];
+	char addr[256];
+	char service[SW_NAME_MAX + 1], instance[SW_NAME_MAX + 1];
+	unsigned analyzers;
+
+	/* outbox */
+	struct item *head, **tail;
+	size_t queued_bytes, cap_bytes;
+	struct item *inflight;		/* the items of the upload in flight */
+	size_t inflight_bytes;
+	bool upload_busy;
+	uint64_t backoff_ms, retry_at;
+
+	/* periodic calls */
+	bool report_busy, keepalive_busy, query_busy;
+	uint64_t next_heartbeat, next_query;
+	uint64_t heartbeats;
+	struct report_ref reported[MAX_REPORT];
+	unsigned n_reported;
+	int64_t latest_update;
+
+	struct sw_task tasks[MAX_TASKS];
+	unsigned n_tasks;
+
+	int conn;			/* -1 unknown, 0 down, 1 up */
+	char last_err[200];
+	bool warned_network, warned_offcpu, warned_bad;
+	uint64_t c[SC_MAX];
+};
+
+/* outbox.c */
+void sw_enqueue(struct sw_backend *b, enum item_kind kind, struct sw_msgs *m);
+void sw_item_free(struct item *it);
+void sw_start_upload(struct sw_backend *b, uint64_t now);
+void sw_upload_done(struct sw_backend *b, const struct grpc_result *res, uint64_t now);
+/* processes.c */
+int sw_pack_into(const ProtobufCMessage *msg, struct grpc_msg **ret);
+void sw_report_done(struct sw_backend *b, const struct grpc_result *res);
+void sw_report_processes(struct sw_backend *b, bool all);
+/* tasks.c */
+void sw_close_sock(struct sw_task *k);
+void sw_query_done(struct sw_backend *b, const struct grpc_result *res);
+void sw_query_tasks(struct sw_backend *b);
+void sw_run_tasks(struct sw_backend *b, uint64_t mono);
+struct sw_task *sw_task_by_ember_id(struct sw_backend *b, const char *id);
+/* backend.c: logs each change of the OAP's reachability once */
+void sw_set_conn(struct sw_backend *b, int up, const char *why);
+
+#endif

@@ -1,0 +1,275 @@
+/*
+ * OAP tasks: queryTasks every check interval; ON_CPU and OFF_CPU tasks are
+ * submitted to the analyzer that owns each pid (without waiting: the reply is
+ * polled on later ticks); NETWORK tasks are acknowledged as unsupported.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include "common/bus.h"
+#include "common/log.h"
+#include "common/shard.h"
+#include "common/timeutil.h"
+#include "exporter/skywalking/sw.h"
+
+static uint64_t fnv64(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (; *s; s++)
+		h = (h ^ (uint8_t)*s) * 1099511628211ull;
+	return h;
+}
+
+struct sw_task *sw_task_by_ember_id(struct sw_backend *b, const char *id)
+{
+	for (unsigned i = 0; i < b->n_tasks; i++)
+		if (!strcmp(b->tasks[i].ember_id, id))
+			return &b->tasks[i];
+	return NULL;
+}
+
+static struct sw_task *task_slot(struct sw_backend *b)
+{
+	if (b->n_tasks < MAX_TASKS)
+		return &b->tasks[b->n_tasks++];
+	/* forget the oldest finished one */
+	for (unsigned i = 0; i < b->n_tasks; i++)
+		if (b->tasks[i].state == T_DONE || b->tasks[i].state == T_FAILED) {
+			memmove(&b->tasks[i], &b->tasks[i + 1], (b->n_tasks - i - 1) * sizeof(b->tasks[0]));
+			return &b->tasks[b->n_tasks - 1];
+		}
+	return NULL;
+}
+
+static void handle_command(struct sw_backend *b, const Skywalking__V3__Command *cmd, int64_t now)
+{
+	struct sw_task_cmd t;
+	struct pf_process *procs[SW_MAX_PROCESS_IDS];
+	char why[160];
+	int r = sw_codec__decode_task(cmd, &t, why, sizeof(why));
+
+	if (r == -ENOENT)
+		return;
+	if (r) {
+		b->c[SC_COMMANDS_INVALID]++;
+		if (!b->warned_bad) {
+			log_warn("OAP sent an invalid profiling task command (%s); skipping such commands", why);
+			b->warned_bad = true;
+		}
+		return;
+	}
+	for (unsigned i = 0; i < t.n_process_ids; i++) {
+		procs[i] = process_finder__by_oap_id(b->pf, t.process_ids[i]);
+		if (!procs[i]) {
+			/* not ours (yet): the OAP sends it again while latestUpdateTime stays below it */
+			log_debug("task %s names process %s that this agent did not report", t.task_id, t.process_ids[i]);
+			return;
+		}
+	}
+	if (t.update_time_ms > b->latest_update)
+		b->latest_update = t.update_time_ms;
+	b->c[SC_TASKS_RECEIVED]++;
+	if (t.target == SW_TARGET_NETWORK) {
+		b->c[SC_TASKS_UNSUPPORTED]++;
+		log_warn("OAP task %s: network profiling is not supported yet; task accepted and ignored", t.task_id);
+		return;
+	}
+	if (now > t.start_time_ms + t.duration_s * 1000) {
+		log_info("OAP task %s already ended; not started", t.task_id);
+		return;
+	}
+	for (unsigned i = 0; i < t.n_process_ids; i++) {
+		char id[64];
+		struct sw_task *k;
+
+		snprintf(id, sizeof(id), "sw-%016llx-%u", (unsigned long long)fnv64(t.task_id), procs[i]->pid);
+		if ((k = sw_task_by_ember_id(b, id))) {
+			/* the same task again (an update): a running one keeps running */
+			k->end_ms = t.start_time_ms + t.duration_s * 1000;
+			continue;
+		}
+		k = task_slot(b);
+		if (!k) {
+			b->c[SC_TASKS_FAILED]++;
+			continue;
+		}
+		memset(k, 0, sizeof(*k));
+		snprintf(k->ember_id, sizeof(k->ember_id), "%s", id);
+		snprintf(k->oap_task, sizeof(k->oap_task), "%s", t.task_id);
+		snprintf(k->process_id, sizeof(k->process_id), "%s", t.process_ids[i]);
+		k->pid = procs[i]->pid;
+		k->target = t.target;
+		k->update_ms = t.update_time_ms;
+		k->start_ms = t.start_time_ms;
+		k->end_ms = t.start_time_ms + t.duration_s * 1000;
+		k->state = T_SCHEDULED;
+		log_info("OAP task %s: %s profiling of process %u for %llds%s", t.task_id,
+			 t.target == SW_TARGET_ON_CPU ? "on-CPU" : "off-CPU", k->pid, (long long)t.duration_s,
+			 t.start_time_ms > now ? " (scheduled)" : "");
+	}
+}
+
+void sw_query_done(struct sw_backend *b, const struct grpc_result *res)
+{
+	Skywalking__V3__Commands *cs;
+	int64_t now = (int64_t)timeutil__unix_ms();
+
+	b->query_busy = false;
+	if (res->status)
+		return;
+	cs = skywalking__v3__commands__unpack(NULL, res->resp_len, res->resp);
+	if (!cs) {
+		b->c[SC_COMMANDS_INVALID]++;
+		return;
+	}
+	for (size_t i = 0; i < cs->n_commands; i++)
+		handle_command(b, cs->commands[i], now);
+	skywalking__v3__commands__free_unpacked(cs, NULL);
+}
+
+void sw_query_tasks(struct sw_backend *b)
+{
+	Skywalking__V3__EBPFProfilingTaskQuery q = SKYWALKING__V3__EBPFPROFILING_TASK_QUERY__INIT;
+	struct grpc_msg *m;
+
+	if (b->query_busy)
+		return;
+	q.roverinstanceid = b->agent_id;
+	q.latestupdatetime = b->latest_update;
+	if (!sw_pack_into(&q.base, &m) && !grpc_client__call(b->gc, M_QUERY, m, 1, RPC_TIMEOUT_MS, (uint64_t)C_QUERY << 56))
+		b->query_busy = true;
+}
+
+void sw_close_sock(struct sw_task *k)
+{
+	if (k->sock)
+		zmq_close(k->sock);
+	k->sock = NULL;
+}
+
+/* Sends the Request without waiting; the reply is read by poll_submission(). */
+static void submit_task(struct sw_backend *b, struct sw_task *k, uint64_t mono, int64_t now)
+{
+	Ember__Request req = EMBER__REQUEST__INIT;
+	Ember__Task t = EMBER__TASK__INIT;
+	uint32_t pid = k->pid;
+	char ep[512];
+	int zero = 0;
+	size_t len;
+	uint8_t *buf;
+
+	t.id = k->ember_id;
+	t.kind = k->target == SW_TARGET_OFF_CPU ? EMBER__TASK_KIND__OFF_CPU : EMBER__TASK_KIND__ON_CPU;
+	t.n_pids = 1;
+	t.pids = &pid;
+	/* the task ends when the OAP's window does: start + duration */
+	t.duration_ms = (uint64_t)(k->end_ms - now > 1000 ? k->end_ms - now : 1000);
+	t.origin = "oap";
+	req.body_case = EMBER__REQUEST__BODY_SUBMIT;
+	req.submit = &t;
+	bus__analyzer_endpoint(b->cfg->ember.run_dir, shard__of(pid, b->analyzers), ep, sizeof(ep));
+	k->sock = zmq_socket(b->zctx, ZMQ_REQ);
+	if (!k->sock)
+		goto retry;
+	zmq_setsockopt(k->sock, ZMQ_LINGER, &zero, sizeof(zero));
+	if (zmq_connect(k->sock, ep))
+		goto retry;
+	len = ember__request__get_packed_size(&req);
+	buf = malloc(len ? len : 1);
+	if (!buf)
+		goto retry;
+	ember__request__pack(&req, buf);
+	if (zmq_send(k->sock, buf, len, ZMQ_DONTWAIT) < 0) {
+		free(buf);
+		goto retry;
+	}
+	free(buf);
+	k->state = T_SUBMITTING;
+	k->sock_deadline = mono + SUBMIT_TIMEOUT_MS;
+	return;
+retry:
+	sw_close_sock(k);
+	k->next_try = mono + 1000;
+	if (++k->tries >= SUBMIT_TRIES) {
+		k->state = T_FAILED;
+		b->c[SC_TASKS_FAILED]++;
+		log_warn("OAP task %s: cannot reach analyzer %u", k->oap_task, shard__of(pid, b->analyzers));
+	}
+}
+
+static void poll_submission(struct sw_backend *b, struct sw_task *k, uint64_t mono)
+{
+	zmq_pollitem_t it = { .socket = k->sock, .events = ZMQ_POLLIN };
+	zmq_msg_t m;
+	Ember__Reply *rep;
+
+	if (zmq_poll(&it, 1, 0) <= 0 || !(it.revents & ZMQ_POLLIN)) {
+		if (mono < k->sock_deadline)
+			return;
+		sw_close_sock(k);
+		k->state = T_SCHEDULED;
+		k->next_try = mono + 1000;
+		if (++k->tries >= SUBMIT_TRIES) {
+			k->state = T_FAILED;
+			b->c[SC_TASKS_FAILED]++;
+			log_warn("OAP task %s: analyzer %u did not answer", k->oap_task, shard__of(k->pid, b->analyzers));
+		}
+		return;
+	}
+	zmq_msg_init(&m);
+	if (zmq_msg_recv(&m, k->sock, ZMQ_DONTWAIT) < 0) {
+		zmq_msg_close(&m);
+		return;
+	}
+	rep = ember__reply__unpack(NULL, zmq_msg_size(&m), zmq_msg_data(&m));
+	zmq_msg_close(&m);
+	sw_close_sock(k);
+	if (!rep) {
+		k->state = T_FAILED;
+		b->c[SC_TASKS_FAILED]++;
+		return;
+	}
+	if (rep->err == 0 || rep->err == -EEXIST) {
+		/* EEXIST: started before this exporter restarted; adopt it */
+		k->state = T_RUNNING;
+		/* an adopted task's start comes with its next batch */
+		k->profiling_start_ms = rep->task && rep->task->start_unix_ms ? (int64_t)rep->task->start_unix_ms : 0;
+		b->c[SC_TASKS_STARTED]++;
+		log_info("OAP task %s started on process %u as %s", k->oap_task, k->pid, k->ember_id);
+	} else if (rep->err == -EOPNOTSUPP) {
+		k->state = T_FAILED;
+		b->c[SC_TASKS_UNSUPPORTED]++;
+		if (!b->warned_offcpu) {
+			log_warn("OAP task %s: %s", k->oap_task, rep->error && rep->error[0] ? rep->error : "not supported");
+			b->warned_offcpu = true;
+		}
+	} else {
+		k->state = T_FAILED;
+		b->c[SC_TASKS_FAILED]++;
+		log_warn("OAP task %s on process %u: %s", k->oap_task, k->pid,
+			 rep->error && rep->error[0] ? rep->error : strerror(-rep->err));
+	}
+	ember__reply__free_unpacked(rep, NULL);
+}
+
+void sw_run_tasks(struct sw_backend *b, uint64_t mono)
+{
+	int64_t now = (int64_t)timeutil__unix_ms();
+
+	for (unsigned i = 0; i < b->n_tasks; i++) {
+		struct sw_task *k = &b->tasks[i];
+		if (k->state == T_SCHEDULED && now >= k->start_ms && mono >= k->next_try) {
+			if (now >= k->end_ms) {
+				k->state = T_DONE;
+				continue;
+			}
+			submit_task(b, k, mono, now);
+		} else if (k->state == T_SUBMITTING) {
+			poll_submission(b, k, mono);
+		}
+	}
+}
