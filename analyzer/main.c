@@ -26,7 +26,6 @@
 #include "common/config.h"
 #include "common/ctl_client.h"
 #include "common/log.h"
-#include "common/memstats.h"
 #include "common/shm_ring.h"
 #include "common/timeutil.h"
 #include "symbolizer/debuginfod.h"
@@ -98,7 +97,6 @@ static void collect_meters(struct bus_meter_set *ms, int with_collector)
 	struct runner_stats rs;
 	struct symbolizer_stats ss;
 	struct shm_ring_stats ring;
-	struct memstats mem;
 	struct ctl_stats_ans cs;
 
 	snprintf(shard_buf, sizeof(shard_buf), "%u", A.shard);
@@ -127,14 +125,7 @@ static void collect_meters(struct bus_meter_set *ms, int with_collector)
 	bus__meter_set_add(ms, "symbolizer_unknown", ss.unknown, 1, ts);
 	shm_ring__stats(A.ring, &ring);
 	bus__meter_set_add(ms, "ring_consumed", ring.consumed, 1, ts);
-	if (!memstats__read(&mem)) {
-		bus__meter_set_add(ms, "analyzer_rss_bytes", mem.rss, 0, ts);
-		bus__meter_set_add(ms, "analyzer_rss_peak_bytes", mem.rss_peak, 0, ts);
-		if (mem.jemalloc) {
-			bus__meter_set_add(ms, "analyzer_jemalloc_allocated_bytes", mem.allocated, 0, ts);
-			bus__meter_set_add(ms, "analyzer_jemalloc_resident_bytes", mem.resident, 0, ts);
-		}
-	}
+	bus__meter_set_add_memory(ms, "analyzer", ts);
 	if (with_collector && !ctl_client__stats(A.cc, &cs))
 		for (unsigned i = 0; i < CTL_STAT_MAX && i < cs.n; i++)
 			bus__meter_set_add(ms, ctl__stat_name(i), cs.v[i], i != CTL_STAT_TASKS_ACTIVE, ts);

@@ -99,18 +99,27 @@ int broker__is_exec_mapping(uint32_t pid, uint64_t start, uint64_t end)
 	}
 }
 
-int broker__open_file(uint32_t pid, uint64_t start, uint64_t end)
+/* /proc/<pid>/map_files/<start>-<end> of an executable mapping of pid, checked first.  0 or -errno. */
+static int map_file_path(uint32_t pid, uint64_t start, uint64_t end, char *buf, size_t len)
 {
-	char path[96];
-	int fd, r;
+	int r;
 
 	if (start >= end)
 		return -EINVAL;
 	r = broker__is_exec_mapping(pid, start, end);
 	if (r < 0)
 		return r;
-	snprintf(path, sizeof(path), "/proc/%u/map_files/%llx-%llx", pid, (unsigned long long)start,
-		 (unsigned long long)end);
+	snprintf(buf, len, "/proc/%u/map_files/%llx-%llx", pid, (unsigned long long)start, (unsigned long long)end);
+	return 0;
+}
+
+int broker__open_file(uint32_t pid, uint64_t start, uint64_t end)
+{
+	char path[96];
+	int fd, r;
+
+	if ((r = map_file_path(pid, start, end, path, sizeof(path))))
+		return r;
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	return fd < 0 ? -errno : fd;
 }
@@ -194,13 +203,10 @@ int broker__open_debuglink(uint32_t pid, uint64_t start, uint64_t end, const cha
 	ssize_t n;
 	int r = -ENOENT;
 
-	if (start >= end || !debugpath__valid_link_name(name))
+	if (!debugpath__valid_link_name(name))
 		return -EINVAL;
-	r = broker__is_exec_mapping(pid, start, end);
-	if (r < 0)
+	if ((r = map_file_path(pid, start, end, mf, sizeof(mf))))
 		return r;
-	snprintf(mf, sizeof(mf), "/proc/%u/map_files/%llx-%llx", pid, (unsigned long long)start,
-		 (unsigned long long)end);
 	n = readlink(mf, bin, sizeof(bin) - 1);
 	if (n <= 0)
 		return n < 0 ? -errno : -ENOENT;

@@ -1,4 +1,5 @@
 #include "common/bus.h"
+#include "common/memstats.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -140,4 +141,24 @@ int bus__meter_set_add(struct bus_meter_set *ms, const char *name, double value,
 	m->labels = ms->labels;
 	ms->ptrs[ms->n++] = m;
 	return 0;
+}
+
+void bus__meter_set_add_memory(struct bus_meter_set *ms, const char *who, uint64_t ts_ms)
+{
+	static const char *const what[] = { "rss_bytes", "rss_peak_bytes", "jemalloc_allocated_bytes",
+					    "jemalloc_resident_bytes" };
+	struct memstats mem;
+	uint64_t v[4];
+	char name[BUS_METER_NAME_LEN];
+
+	if (memstats__read(&mem))
+		return;
+	v[0] = mem.rss;
+	v[1] = mem.rss_peak;
+	v[2] = mem.allocated;
+	v[3] = mem.resident;
+	for (unsigned i = 0; i < (mem.jemalloc ? 4u : 2u); i++) {
+		snprintf(name, sizeof(name), "%s_%s", who, what[i]);
+		bus__meter_set_add(ms, name, (double)v[i], 0, ts_ms);
+	}
 }

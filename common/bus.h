@@ -59,4 +59,10 @@ void bus__meter_set_reset(struct bus_meter_set *ms, Ember__Label **labels, size_
 int bus__meter_set_add(struct bus_meter_set *ms, const char *name, double value, int is_counter,
 		       uint64_t ts_ms);
 
+/*
+ * The process's own memory as gauges "ember_<who>_rss_bytes", "..._rss_peak_bytes"
+ * and, on jemalloc, "..._jemalloc_allocated_bytes" / "..._jemalloc_resident_bytes".
+ */
+void bus__meter_set_add_memory(struct bus_meter_set *ms, const char *who, uint64_t ts_ms);
+
 #endif

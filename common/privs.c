@@ -17,11 +17,31 @@
 #define CAP_PERFMON 38
 #endif
 
+/*
+ * Effective and permitted sets = keep[0, n) (nothing for n = 0), inheritable
+ * and ambient empty, then no_new_privs so that nothing is regained.  0 or -errno.
+ */
+static int set_caps_for_good(const cap_value_t *keep, int n)
+{
+	cap_t caps = cap_init();
+	int err = 0;
+
+	if (!caps)
+		return -errno;
+	if (n && (cap_set_flag(caps, CAP_EFFECTIVE, n, keep, CAP_SET) ||
+		  cap_set_flag(caps, CAP_PERMITTED, n, keep, CAP_SET)))
+		err = -errno;
+	if (!err && cap_set_proc(caps))
+		err = -errno;
+	cap_free(caps);
+	if (!err && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+		err = -errno;
+	return err;
+}
+
 int privs__drop_collector(void)
 {
 	static const cap_value_t keep[] = { CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE, CAP_CHECKPOINT_RESTORE, CAP_SYSLOG };
-	cap_t caps;
-	int err = 0;
 
 	/* Bounding set first: it needs CAP_SETPCAP, which is dropped below. */
 	for (cap_value_t c = 0; c <= CAP_LAST_CAP || cap_valid(c); c++) {
@@ -31,39 +51,19 @@ int privs__drop_collector(void)
 		if (!kept && prctl(PR_CAPBSET_DROP, c, 0, 0, 0) && errno != EINVAL)
 			return -errno;
 	}
-	caps = cap_init();
-	if (!caps)
-		return -errno;
-	if (cap_set_flag(caps, CAP_EFFECTIVE, ARRAY_SIZE(keep), keep, CAP_SET) ||
-	    cap_set_flag(caps, CAP_PERMITTED, ARRAY_SIZE(keep), keep, CAP_SET) || cap_set_proc(caps))
-		err = -errno;
-	cap_free(caps);
-	if (err)
-		return err;
 	/* Inheritable/ambient are empty after cap_init; no_new_privs stops regaining any. */
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
-		return -errno;
-	return 0;
+	return set_caps_for_good(keep, ARRAY_SIZE(keep));
 }
 
 int privs__become_user(unsigned uid, unsigned gid)
 {
-	cap_t caps;
-	int err = 0;
+	int err;
 
 	if (setgroups(0, NULL) || setresgid(gid, gid, gid) || setresuid(uid, uid, uid))
 		return -errno;
 	/* A non-root uid already lost its caps on setresuid; make sure of it. */
-	caps = cap_init();
-	if (!caps)
-		return -errno;
-	if (cap_set_proc(caps))
-		err = -errno;
-	cap_free(caps);
-	if (err)
+	if ((err = set_caps_for_good(NULL, 0)))
 		return err;
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
-		return -errno;
 	if (uid != 0 && setuid(0) == 0) /* must not be able to go back */
 		return -EPERM;
 	return 0;

@@ -18,7 +18,6 @@
 #include "common/bus.h"
 #include "common/config.h"
 #include "common/log.h"
-#include "common/memstats.h"
 #include "common/timeutil.h"
 #include "exporter/backend.h"
 #include "exporter/task_join.h"
@@ -111,7 +110,6 @@ static void own_meters(struct bus_meter_set *o)
 	uint64_t ts = timeutil__unix_ms();
 	struct backend_counter bc[MAX_BACKEND_COUNTERS];
 	struct task_join_stats js;
-	struct memstats mem;
 
 	bus__meter_set_reset(o, NULL, 0);
 	task_join__stats(X.join, &js);
@@ -124,14 +122,7 @@ static void own_meters(struct bus_meter_set *o)
 		for (unsigned i = 0; i < n; i++)
 			bus__meter_set_add(o, bc[i].name, bc[i].value, 1, ts);
 	}
-	if (!memstats__read(&mem)) {
-		bus__meter_set_add(o, "exporter_rss_bytes", mem.rss, 0, ts);
-		bus__meter_set_add(o, "exporter_rss_peak_bytes", mem.rss_peak, 0, ts);
-		if (mem.jemalloc) {
-			bus__meter_set_add(o, "exporter_jemalloc_allocated_bytes", mem.allocated, 0, ts);
-			bus__meter_set_add(o, "exporter_jemalloc_resident_bytes", mem.resident, 0, ts);
-		}
-	}
+	bus__meter_set_add_memory(o, "exporter", ts);
 }
 
 static void publish_own_meters(void)

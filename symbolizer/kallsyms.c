@@ -75,25 +75,8 @@ static int parse_line(const char *line, size_t len, uint64_t *ret_addr, char *re
 {
 	const char *p = line, *end = line + len, *name, *tab;
 	uint64_t v = 0;
-	size_t digits = 0;
 
-	while (p < end && *p != ' ') {
-		char c = *p++;
-		unsigned d;
-
-		if (c >= '0' && c <= '9')
-			d = (unsigned)(c - '0');
-		else if (c >= 'a' && c <= 'f')
-			d = (unsigned)(c - 'a' + 10);
-		else if (c >= 'A' && c <= 'F')
-			d = (unsigned)(c - 'A' + 10);
-		else
-			return -EINVAL;
-		if (++digits > 16)
-			return -EINVAL;
-		v = (v << 4) | d;
-	}
-	if (!digits || end - p < 4 || p[0] != ' ' || p[2] != ' ')
+	if (lines__parse_hex(&p, end, &v) || end - p < 4 || p[0] != ' ' || p[2] != ' ')
 		return -EINVAL;
 	*ret_type = p[1];
 	name = p + 3;

@@ -93,3 +93,31 @@ int line_reader__next(struct line_reader *lr, const char **ret_line, size_t *ret
 			return err;
 	}
 }
+
+int lines__parse_hex(const char **p, const char *end, uint64_t *ret)
+{
+	const char *s = *p;
+	uint64_t v = 0;
+
+	for (; s < end; s++) {
+		char c = *s;
+		unsigned d;
+
+		if (c >= '0' && c <= '9')
+			d = (unsigned)(c - '0');
+		else if (c >= 'a' && c <= 'f')
+			d = (unsigned)(c - 'a' + 10);
+		else if (c >= 'A' && c <= 'F')
+			d = (unsigned)(c - 'A' + 10);
+		else
+			break;
+		if (v >> 60)
+			return -EINVAL;
+		v = v << 4 | d;
+	}
+	if (s == *p)
+		return -EINVAL;
+	*ret = v;
+	*p = s;
+	return 0;
+}

@@ -37,4 +37,11 @@ struct line_reader *line_reader__new(int fd);
  */
 int line_reader__next(struct line_reader *lr, const char **ret_line, size_t *ret_len);
 
+/*
+ * A hexadecimal number at *p (before end): at least one digit, either case,
+ * no overflow of 64 bits.  Returns 0 with *p just past the digits (what
+ * follows is the caller's to check), or -EINVAL with *p unchanged.
+ */
+int lines__parse_hex(const char **p, const char *end, uint64_t *ret);
+
 #endif

@@ -23,28 +23,9 @@ struct proc_maps {
 static int parse_hex(const char **p, const char *end, char stop, uint64_t *ret)
 {
 	const char *s = *p;
-	uint64_t v = 0;
-	size_t digits = 0;
+	uint64_t v;
 
-	while (s < end && *s != stop) {
-		unsigned d;
-		char c = *s;
-
-		if (c >= '0' && c <= '9')
-			d = (unsigned)(c - '0');
-		else if (c >= 'a' && c <= 'f')
-			d = (unsigned)(c - 'a' + 10);
-		else if (c >= 'A' && c <= 'F')
-			d = (unsigned)(c - 'A' + 10);
-		else
-			return -EINVAL;
-		if (v >> 60)
-			return -EINVAL;
-		v = (v << 4) | d;
-		digits++;
-		s++;
-	}
-	if (!digits || s >= end)
+	if (lines__parse_hex(&s, end, &v) || s >= end || *s != stop)
 		return -EINVAL;
 	*ret = v;
 	*p = s + 1; /* skip the stop character */

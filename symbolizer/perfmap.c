@@ -26,35 +26,15 @@ struct perf_map {
 	struct perf_map_stats st;
 };
 
-static int hexdig(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* Hex number then exactly one space; no overflow. */
 static int parse_hex(const char **p, const char *end, uint64_t *ret)
 {
 	const char *s = *p;
-	uint64_t v = 0;
-	size_t digits = 0;
-	int d;
+	uint64_t v;
 
 	if (end - s >= 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
 		s += 2;
-	while (s < end && (d = hexdig(*s)) >= 0) {
-		if (v >> 60)
-			return -EINVAL;
-		v = v << 4 | (uint64_t)d;
-		digits++;
-		s++;
-	}
-	if (!digits || s >= end || *s != ' ')
+	if (lines__parse_hex(&s, end, &v) || s >= end || *s != ' ')
 		return -EINVAL;
 	*ret = v;
 	*p = s + 1;

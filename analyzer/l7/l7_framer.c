@@ -102,6 +102,16 @@ static int consume_buffered(struct l7_framer *f, size_t r)
 	return msg_end(f);
 }
 
+/* end() asked to stop right after this message: hand back what was not looked at. */
+static bool take_pause(struct l7_framer *f, size_t len)
+{
+	if (!f->pause)
+		return false;
+	f->pause = false;
+	f->unconsumed = len;
+	return true;
+}
+
 int l7_framer__feed(struct l7_framer *f, const uint8_t *data, size_t len, uint64_t ts)
 {
 	size_t need, take;
@@ -129,11 +139,8 @@ int l7_framer__feed(struct l7_framer *f, const uint8_t *data, size_t len, uint64
 			len -= take;
 			if (!f->skip && f->end_pending && (err = msg_end(f)) < 0)
 				return err;
-			if (f->pause) {
-				f->pause = false;
-				f->unconsumed = len;
+			if (take_pause(f, len))
 				return 0;
-			}
 			continue;
 		}
 		if (f->len) {
@@ -187,11 +194,8 @@ int l7_framer__feed(struct l7_framer *f, const uint8_t *data, size_t len, uint64
 				len -= (size_t)r;
 				if ((err = msg_end(f)) < 0)
 					return err;
-				if (f->pause) {
-					f->pause = false;
-					f->unconsumed = len;
+				if (take_pause(f, len))
 					return 0;
-				}
 				continue;
 			}
 			f->bytes += len;

@@ -310,6 +310,33 @@ static void client_message(struct pgsql *s, uint8_t type, const uint8_t *b, size
 	}
 }
 
+
+/*
+ * A typed message (type byte, then a 4-byte length that counts itself):
+ * its head, up to the prefix the parser looks at, goes to fn.
+ */
+static ssize_t typed_message(struct pgsql *s, const uint8_t *p, size_t avail, size_t *need,
+			     void (*fn)(struct pgsql *, uint8_t, const uint8_t *, size_t, uint64_t))
+{
+	uint32_t len;
+	size_t want;
+
+	if (avail < 5) {
+		*need = 5;
+		return 0;
+	}
+	len = l7_be32(p + 1);
+	if (len < 4 || len > PG_MAX_MSG)
+		return -EPROTO;
+	want = 1 + l7_min(len, s->prefix);
+	if (avail < want) {
+		*need = want;
+		return 0;
+	}
+	fn(s, p[0], p + 5, want - 5, 1 + (uint64_t)len);
+	return s->base.fatal ? s->base.fatal : (ssize_t)(1 + (uint64_t)len);
+}
+
 static ssize_t pg_frame_req(struct pgsql *s, const uint8_t *p, size_t avail, size_t *need)
 {
 	uint32_t len;
@@ -337,20 +364,7 @@ static ssize_t pg_frame_req(struct pgsql *s, const uint8_t *p, size_t avail, siz
 		/* Mid-connection: typed messages from the start. */
 		s->cli_untyped = false;
 	}
-	if (avail < 5) {
-		*need = 5;
-		return 0;
-	}
-	len = l7_be32(p + 1);
-	if (len < 4 || len > PG_MAX_MSG)
-		return -EPROTO;
-	want = 1 + l7_min(len, s->prefix);
-	if (avail < want) {
-		*need = want;
-		return 0;
-	}
-	client_message(s, p[0], p + 5, want - 5, 1 + (uint64_t)len);
-	return s->base.fatal ? s->base.fatal : (ssize_t)(1 + (uint64_t)len);
+	return typed_message(s, p, avail, need, client_message);
 }
 
 /* Oldest transaction awaiting the current ReadyForQuery, NULL if none. */
@@ -453,9 +467,6 @@ static void server_message(struct pgsql *s, uint8_t type, const uint8_t *b, size
 
 static ssize_t pg_frame_resp(struct pgsql *s, const uint8_t *p, size_t avail, size_t *need)
 {
-	uint32_t len;
-	size_t want;
-
 	if (s->srv_ssl_answer) {
 		s->srv_ssl_answer = false;
 		if (p[0] == 'N')
@@ -464,20 +475,7 @@ static ssize_t pg_frame_resp(struct pgsql *s, const uint8_t *p, size_t avail, si
 			return -EPROTO;   /* TLS / GSS encryption from here on */
 		/* An old server answering with an ErrorResponse: parse it as typed. */
 	}
-	if (avail < 5) {
-		*need = 5;
-		return 0;
-	}
-	len = l7_be32(p + 1);
-	if (len < 4 || len > PG_MAX_MSG)
-		return -EPROTO;
-	want = 1 + l7_min(len, s->prefix);
-	if (avail < want) {
-		*need = want;
-		return 0;
-	}
-	server_message(s, p[0], p + 5, want - 5, 1 + (uint64_t)len);
-	return s->base.fatal ? s->base.fatal : (ssize_t)(1 + (uint64_t)len);
+	return typed_message(s, p, avail, need, server_message);
 }
 
 static ssize_t pg_frame(void *ctx, struct l7_framer *f, const uint8_t *p, size_t avail, size_t *need)
