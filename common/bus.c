@@ -149,7 +149,7 @@ void bus__meter_set_add_memory(struct bus_meter_set *ms, const char *who, uint64
 					    "jemalloc_resident_bytes" };
 	struct memstats mem;
 	uint64_t v[4];
-	char name[BUS_METER_NAME_LEN];
+	char name[BUS_METER_NAME_LEN - sizeof("ember_") + 1];   /* with the prefix, fits a meter name */
 
 	if (memstats__read(&mem))
 		return;
