@@ -9,10 +9,15 @@
  * memory is allocated on the first exchange and reused, so the steady state
  * allocates nothing (bench/bench_l7.c counts it).
  *
- * Gaps: inside a body of known length the bytes are simply skipped; at a
- * message boundary with nothing outstanding the direction resynchronises on
- * the next start line; anything else could pair a response with the wrong
- * request, so the connection is given up (-EPROTO).
+ * Gaps: inside a body of known length the bytes are simply skipped.  Any
+ * other gap loses the message it hits (counted in dropped()): a request cut
+ * after its request line is kept, without its size; the direction then skips
+ * to its next start line (long binary lines included), and the first
+ * response after the gap is re-paired by time: it answers the latest pending
+ * request that had ended before it began, the older ones lost their answers
+ * in the gap.  So a gap costs the exchanges it touched, not every exchange
+ * after it.  (With pipelining several requests may have ended before that
+ * response; taking the latest can then misplace one more exchange.)
  */
 #include "analyzer/l7/l7.h"
 
@@ -81,7 +86,9 @@ struct h1 {
 	size_t resp_body_len;
 	bool resp_matched;              /* the response being read has a request */
 	struct h1_req orphan;           /* stands in for a missing request */
-	uint64_t dropped;               /* lines skipped while resynchronising */
+	uint64_t dropped;               /* lines skipped while resynchronising, exchanges lost to gaps */
+	bool resync[2];                 /* after a gap: skip to the next start line, whatever the line length */
+	bool repair;                    /* after a gap: re-pair the next response by time */
 	size_t uri_max;
 };
 
@@ -207,6 +214,12 @@ static void emit_exchange(struct h1 *h, const struct h1_req *r, bool has_req, bo
 static struct h1_req *q_at(struct h1 *h, unsigned i)
 {
 	return &h->q[(h->qhead + i) % H1_PENDING];
+}
+
+static void q_pop(struct h1 *h)
+{
+	h->qhead = (h->qhead + 1) % H1_PENDING;
+	h->qlen--;
 }
 
 static struct h1_req *q_find(struct h1 *h, uint64_t seq)
@@ -348,14 +361,32 @@ static int req_start_line(struct h1 *h, const char *p, size_t n, uint64_t ts)
 	r->head = m == 4 && !memcmp(p, "HEAD", 4);
 	r->connect = m == 7 && !memcmp(p, "CONNECT", 7);
 	r->ts_ns = d->ts_ns;
+	r->end_ts_ns = 0;
 	r->charset[0] = 0;
 	d->st = ST_HEADERS;
+	h->resync[L7_DIR_REQ] = false;
 	(void)ts;
 	return 0;
 skip:
 	d->active = false;
 	h->dropped++;
 	return 0;
+}
+
+/*
+ * The first response after a gap began at ts: the requests that had ended
+ * before it, all but the latest, lost their responses in the gap; a request
+ * that began after it cannot be the one it answers.
+ */
+static void repair_pairing(struct h1 *h, uint64_t ts)
+{
+	while (h->qlen >= 2 && q_at(h, 1)->end_ts_ns && q_at(h, 1)->end_ts_ns <= ts) {
+		h->dropped++;
+		q_pop(h);
+	}
+	if (h->qlen && q_at(h, 0)->ts_ns > ts)
+		h->resp_matched = false;
+	h->repair = false;
 }
 
 static int resp_start_line(struct h1 *h, const char *p, size_t n)
@@ -374,9 +405,13 @@ static int resp_start_line(struct h1 *h, const char *p, size_t n)
 	}
 	d->status = (p[9] - '0') * 100 + (p[10] - '0') * 10 + (p[11] - '0');
 	d->st = ST_HEADERS;
+	h->resync[L7_DIR_RESP] = false;
 	/* An interim (1xx) response keeps the pairing for the final one. */
-	if (first)
+	if (first) {
 		h->resp_matched = h->qlen > 0;
+		if (h->repair)
+			repair_pairing(h, d->ts_ns);
+	}
 	return 0;
 }
 
@@ -408,6 +443,27 @@ static void header_line(struct h1 *h, enum l7_dir dir, const char *p, size_t n)
 	}
 }
 
+/* The request being read (its request line at least) joins the requests awaiting a response. */
+static int queue_cur(struct h1 *h, struct h1_req **ret)
+{
+	struct h1_req *r;
+	uint8_t *body;
+
+	if (h->qlen == H1_PENDING)
+		return -ENOBUFS; /* more pipelining than we track */
+	r = q_at(h, h->qlen);
+	h->qlen++;
+	/* Keep the slot's sample buffer; take everything else from cur. */
+	body = r->body;
+	*r = h->cur;
+	r->body = body;
+	r->body_len = 0;
+	r->seq = ++h->next_seq;
+	r->bytes = h->d[L7_DIR_REQ].bytes;
+	*ret = r;
+	return ensure_body(h, &r->body);
+}
+
 /* Empty line after the headers: decides how the body is delimited. */
 static int headers_done(struct h1 *h, enum l7_dir dir, uint64_t ts)
 {
@@ -417,22 +473,7 @@ static int headers_done(struct h1 *h, enum l7_dir dir, uint64_t ts)
 		struct h1_req *r;
 		int err;
 
-		if (h->qlen == H1_PENDING)
-			return -ENOBUFS; /* more pipelining than we track */
-		r = q_at(h, h->qlen);
-		h->qlen++;
-		/* Keep the slot's sample buffer; take everything else from cur. */
-		{
-			uint8_t *body = r->body;
-
-			*r = h->cur;
-			r->body = body;
-			r->body_len = 0;
-		}
-		r->seq = ++h->next_seq;
-		r->bytes = d->bytes;
-		err = ensure_body(h, &r->body);
-		if (err < 0)
+		if ((err = queue_cur(h, &r)) < 0)
 			return err;
 		h->body_seq = r->seq;
 		if (d->chunked) {
@@ -515,6 +556,33 @@ static int chunk_size_line(struct h1_dir *d, const char *p, size_t n)
 }
 
 /* One complete line (without CR LF) of direction dir. */
+/*
+ * After a gap, the tail of the lost message runs into the next start line
+ * without a line break ("...helloHTTP/1.1 200 OK"): find where a start line
+ * begins inside the line.  Returns its offset, or n if there is none.
+ */
+static size_t resync_offset(enum l7_dir dir, const char *p, size_t n)
+{
+	if (dir == L7_DIR_RESP) {
+		const char *v = memmem(p, n, "HTTP/1.", 7);
+
+		return v ? (size_t)(v - p) : n;
+	}
+	/* A request line ends with " HTTP/1.x": look for a method word before it. */
+	if (n < 10 || p[n - 9] != ' ' || !is_http1_version(p + n - 8, 8))
+		return n;
+	for (size_t i = 0; i + 4 < n - 9; i++) {
+		for (unsigned m = 0; m < sizeof(methods) / sizeof(methods[0]); m++) {
+			size_t ml = strlen(methods[m]);
+
+			if (i + ml < n && !memcmp(p + i, methods[m], ml) && p[i + ml] == ' ' &&
+			    (p[i + ml + 1] == '/' || p[i + ml + 1] == '*' || p[i + ml + 1] == 'h'))
+				return i;
+		}
+	}
+	return n;
+}
+
 static int line(struct h1 *h, enum l7_dir dir, const char *p, size_t n, uint64_t ts)
 {
 	struct h1_dir *d = &h->d[dir];
@@ -525,6 +593,17 @@ static int line(struct h1 *h, enum l7_dir dir, const char *p, size_t n, uint64_t
 			if (!d->status)
 				d->active = false;
 			return 0;
+		}
+		if (h->resync[dir]) {
+			size_t off = resync_offset(dir, p, n);
+
+			if (off && off < n) {
+				/* The message starts here, not with the junk before it. */
+				d->ts_ns = ts;
+				d->bytes = n - off + 2;
+			}
+			p += off;
+			n -= off;
 		}
 		return dir == L7_DIR_REQ ? req_start_line(h, p, n, ts) : resp_start_line(h, p, n);
 	case ST_HEADERS:
@@ -613,8 +692,18 @@ static int h1_feed(void *st, enum l7_dir dir, const uint8_t *data, size_t len, u
 			const char *lp;
 			size_t ln;
 
-			if (d->linetotal + n > H1_LINE_LIMIT)
-				return -EPROTO;
+			if (d->linetotal + n > H1_LINE_LIMIT) {
+				if (d->st != ST_START || !h->resync[dir])
+					return -EPROTO;
+				/* Body bytes of a message lost in a gap: not a line to read. */
+				d->linelen = 0;
+				d->linetotal = nl ? 0 : H1_LINE_LIMIT;
+				d->active = false;
+				h->dropped += nl != NULL;
+				data += consumed;
+				len -= consumed;
+				continue;
+			}
 			d->bytes += consumed;
 			if (dir == L7_DIR_REQ && h->body_seq && d->st != ST_START) {
 				struct h1_req *r = q_find(h, h->body_seq);
@@ -702,17 +791,30 @@ static int h1_gap(void *st, enum l7_dir dir, size_t len, uint64_t ts_ns)
 		d->remaining = 0;
 		msg_done(h, dir, ts_ns);
 	}
-	/*
-	 * Lost bytes at a message boundary or inside headers.  Only safe when no
-	 * request is waiting: otherwise a lost request (or response) would shift
-	 * every later pairing.
-	 */
-	if (h->qlen || h->d[!dir].st != ST_START || (dir == L7_DIR_RESP && d->active))
-		return -EPROTO;
+	/* Lost bytes outside a body of known length: the message they hit is lost. */
+	if (dir == L7_DIR_REQ) {
+		struct h1_req *r;
+
+		if (d->st == ST_HEADERS && queue_cur(h, &r) >= 0) {
+			r->end_ts_ns = ts_ns;   /* its request line is known: keep it, size unknown */
+		} else if (h->body_seq && (r = q_find(h, h->body_seq))) {
+			r->end_ts_ns = ts_ns;   /* it ended somewhere in the gap */
+		} else if (d->active) {
+			h->dropped++;           /* its request line was cut: unknown */
+		}
+		h->body_seq = 0;
+	} else if (d->active && d->status) {
+		/* A response cut short: it and its request are lost. */
+		if (h->resp_matched && h->qlen)
+			q_pop(h);
+		h->resp_matched = false;
+		h->resp_body_len = 0;
+		h->dropped++;
+	}
 	dir_reset(d);
 	d->linelen = d->linetotal = 0;
-	if (dir == L7_DIR_REQ)
-		h->body_seq = 0;
+	h->resync[dir] = true;
+	h->repair = true;
 	return 0;
 }
 

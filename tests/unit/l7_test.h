@@ -13,7 +13,7 @@
 
 #include "analyzer/l7/l7.h"
 
-#define REC_MAX 64
+#define REC_MAX 128
 
 /* A copy of each emitted record. */
 struct rec_log {

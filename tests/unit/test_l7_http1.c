@@ -206,10 +206,104 @@ static void test_gap(void **s)
 	assert_field(&f->log.r[1], "method", "POST");
 	assert_field(&f->log.r[1], "status", "503");
 
-	/* A gap in the middle of headers while a request waits: give up. */
+	/* A gap in the middle of a response's headers while its request waits:
+	 * that exchange is lost (counted), the next one is whole. */
 	feed_steps(ops, f->st, L7_DIR_REQ, REQ1, strlen(REQ1), 0, 11);
 	feed_steps(ops, f->st, L7_DIR_RESP, "HTTP/1.1 200 OK\r\nCont", 21, 0, 12);
-	assert_int_equal(ops->gap(f->st, L7_DIR_RESP, 10, 13), -EPROTO);
+	assert_int_equal(ops->gap(f->st, L7_DIR_RESP, 10, 13), 0);
+	feed_steps(ops, f->st, L7_DIR_RESP, "ent-Length: 5\r\n\r\nhello", 22, 0, 14);
+	feed_steps(ops, f->st, L7_DIR_REQ, REQ2, strlen(REQ2), 0, 15);
+	feed_steps(ops, f->st, L7_DIR_RESP, RESP2, strlen(RESP2), 0, 16);
+	assert_int_equal(f->log.n, 3);
+	assert_field(&f->log.r[2], "method", "POST");
+	assert_field(&f->log.r[2], "status", "503");
+	assert_true(ops->dropped(f->st) >= 1);
+	fix_free(f);
+}
+
+/*
+ * A keep-alive connection of 100 exchanges with gaps of every kind: in a
+ * chunked body, across two responses, in a request's headers, across a
+ * whole request, in a response's status line.  Each gap costs the exchanges
+ * it touched; every other exchange is reported, paired right.
+ */
+static void test_gap_resync_keepalive(void **s)
+{
+	struct fix *f = fix_new(0);
+	char req[128], resp[256];
+	uint64_t ts = 1000;
+	int lost_expected = 0;
+
+	(void)s;
+	for (int i = 0; i < 100; i++) {
+		int rl = snprintf(req, sizeof(req), "GET /item/%d HTTP/1.1\r\nHost: h\r\n\r\n", i);
+		int sl = snprintf(resp, sizeof(resp),
+				  "HTTP/1.1 %d X\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+				  200 + i);
+
+		switch (i) {
+		case 10: /* the response's chunked body is cut */
+			feed_steps(ops, f->st, L7_DIR_REQ, req, (size_t)rl, 0, ts++);
+			feed_steps(ops, f->st, L7_DIR_RESP, resp, 50, 0, ts++);
+			assert_int_equal(ops->gap(f->st, L7_DIR_RESP, 8, ts++), 0);
+			feed_steps(ops, f->st, L7_DIR_RESP, resp + 58, (size_t)sl - 58, 0, ts++);
+			lost_expected++;
+			continue;
+		case 20: /* the request's headers are cut: it is kept, its response pairs */
+			feed_steps(ops, f->st, L7_DIR_REQ, req, 24, 0, ts++);
+			assert_int_equal(ops->gap(f->st, L7_DIR_REQ, (size_t)rl - 24, ts++), 0);
+			feed_steps(ops, f->st, L7_DIR_RESP, resp, (size_t)sl, 0, ts++);
+			continue;
+		case 30: /* a whole request is lost: its response has no request */
+			assert_int_equal(ops->gap(f->st, L7_DIR_REQ, (size_t)rl, ts++), 0);
+			feed_steps(ops, f->st, L7_DIR_RESP, resp, (size_t)sl, 0, ts++);
+			lost_expected++;
+			continue;
+		case 40: /* one gap swallows the end of response 40 and the start of 41 */
+			feed_steps(ops, f->st, L7_DIR_REQ, req, (size_t)rl, 0, ts++);
+			feed_steps(ops, f->st, L7_DIR_RESP, resp, 30, 0, ts++);
+			assert_int_equal(ops->gap(f->st, L7_DIR_RESP, (size_t)sl - 30 + 20, ts++), 0);
+			rl = snprintf(req, sizeof(req), "GET /item/%d HTTP/1.1\r\nHost: h\r\n\r\n", 41);
+			feed_steps(ops, f->st, L7_DIR_REQ, req, (size_t)rl, 0, ts - 2); /* sent before the gap's bytes */
+			sl = snprintf(resp, sizeof(resp), "HTTP/1.1 %d X\r\nTransfer-Encoding: chunked\r\n\r\n"
+				      "5\r\nhello\r\n0\r\n\r\n", 241);
+			feed_steps(ops, f->st, L7_DIR_RESP, resp + 20, (size_t)sl - 20, 0, ts++);
+			lost_expected += 2;
+			i++;
+			continue;
+		case 50: /* a response's status line is cut */
+			feed_steps(ops, f->st, L7_DIR_REQ, req, (size_t)rl, 0, ts++);
+			feed_steps(ops, f->st, L7_DIR_RESP, resp, 5, 0, ts++);
+			assert_int_equal(ops->gap(f->st, L7_DIR_RESP, 10, ts++), 0);
+			feed_steps(ops, f->st, L7_DIR_RESP, resp + 15, (size_t)sl - 15, 0, ts++);
+			lost_expected++;
+			continue;
+		}
+		feed_steps(ops, f->st, L7_DIR_REQ, req, (size_t)rl, 0, ts++);
+		feed_steps(ops, f->st, L7_DIR_RESP, resp, (size_t)sl, 0, ts++);
+	}
+	ops->finish(f->st, ts);
+	/* Records with both halves, each pairing request /item/N with status 200 + N. */
+	int paired = 0, wrong = 0;
+	for (size_t k = 0; k < f->log.n; k++) {
+		const struct l7_record *r = &f->log.r[k];
+		const char *uri = NULL, *st = NULL;
+
+		for (unsigned j = 0; j < r->nfields; j++) {
+			if (!strcmp(r->fields[j].key, "uri"))
+				uri = r->fields[j].val;
+			if (!strcmp(r->fields[j].key, "status"))
+				st = r->fields[j].val;
+		}
+		if (!r->has_request || !r->has_response)
+			continue;
+		paired++;
+		if (!uri || !st || atoi(uri + strlen("/item/")) + 200 != atoi(st))
+			wrong++;
+	}
+	assert_int_equal(wrong, 0);
+	assert_int_equal(paired, 100 - lost_expected);
+	assert_true(ops->dropped(f->st) >= (uint64_t)lost_expected);
 	fix_free(f);
 }
 
@@ -282,6 +376,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_one_shot),
 		cmocka_unit_test(test_latency_from_request_end),
+		cmocka_unit_test(test_gap_resync_keepalive),
 		cmocka_unit_test(test_one_byte),
 		cmocka_unit_test(test_seven_bytes),
 		cmocka_unit_test(test_pipelining),
