@@ -1,0 +1,541 @@
+/*
+ * Network profiling: the socket calls of target processes, from the syscall
+ * layer (tp_btf or raw_tp sys_enter / sys_exit: no kprobes on this kernel).
+ *
+ * sys_enter keeps a call's arguments by thread, for the calls that can touch
+ * a socket, and only for target processes: every other call on the host
+ * costs one switch on the syscall number, and a socket-like call of another
+ * process one hash lookup more.  sys_exit finds the fd's socket through the
+ * task's fd table (no other hook is needed to tell a socket from a file),
+ * and writes one event with a bounded prefix of the data the call moved
+ * into a BPF ring buffer, which the collector copies to the analyzers'
+ * rings.  Retransmits and drops come from their tracepoints, for sockets a
+ * target call has touched.  Nothing is parsed here.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
+#include "bpf/net_abi.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+#if defined(__TARGET_ARCH_x86)
+#define NR_read 0
+#define NR_write 1
+#define NR_close 3
+#define NR_readv 19
+#define NR_writev 20
+#define NR_sendfile 40
+#define NR_connect 42
+#define NR_accept 43
+#define NR_sendto 44
+#define NR_recvfrom 45
+#define NR_sendmsg 46
+#define NR_recvmsg 47
+#define NR_recvmmsg 299
+#define NR_accept4 288
+#define NR_sendmmsg 307
+#elif defined(__TARGET_ARCH_arm64)
+#define NR_read 63
+#define NR_write 64
+#define NR_close 57
+#define NR_readv 65
+#define NR_writev 66
+#define NR_sendfile 71
+#define NR_connect 203
+#define NR_accept 202
+#define NR_sendto 206
+#define NR_recvfrom 207
+#define NR_sendmsg 211
+#define NR_recvmsg 212
+#define NR_recvmmsg 243
+#define NR_accept4 242
+#define NR_sendmmsg 269
+#else
+#error "syscall numbers for this architecture"
+#endif
+
+#define S_IFMT 0170000
+#define S_IFSOCK 0140000
+#define AF_INET 2
+#define AF_INET6 10
+
+/* Set by the collector before load. */
+const volatile __u32 max_targets = 1024;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);                 /* tgid */
+	__type(value, struct net_target);
+	__uint(max_entries, 1024);
+} net_targets SEC(".maps");
+
+/* A call between its entry and its exit. */
+struct call {
+	__u64 ts;
+	__u64 buf;      /* data buffer, iovec array, msghdr or mmsghdr array */
+	__u64 len;      /* count, iovcnt or vlen */
+	__u64 addr;     /* sockaddr argument (connect, sendto, recvfrom), 0 if none */
+	__s32 fd;
+	__u16 nr;
+	__u16 op;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u64);                 /* pid_tgid */
+	__type(value, struct call);
+	__uint(max_entries, 16384);
+} inflight SEC(".maps");
+
+/* Sockets a target call has touched: retransmits and drops are matched to them. */
+struct sock_owner {
+	__u32 tgid;
+	__s32 fd;
+	__u64 ino;
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__type(key, __u64);                 /* struct sock address */
+	__type(value, struct sock_owner);
+	__uint(max_entries, 65536);
+} socks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 22);       /* set by the collector from the per-CPU budget */
+} net_events SEC(".maps");
+
+struct scratch {
+	struct net_event e;
+	__u8 data[3 * NET_MAX_PAYLOAD];     /* room for the verifier's view of offset + length */
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct scratch);
+	__uint(max_entries, 1);
+} net_scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(max_entries, NET_CNT_MAX);
+} net_counters SEC(".maps");
+
+static __always_inline void count(__u32 id)
+{
+	__u64 *c = bpf_map_lookup_elem(&net_counters, &id);
+	if (c)
+		*c += 1;
+}
+
+/* The op a syscall is, for a socket; 0 for the calls not traced. */
+static __always_inline __u16 op_of(long nr)
+{
+	switch (nr) {
+	case NR_connect: return NET_OP_CONNECT;
+	case NR_accept:
+	case NR_accept4: return NET_OP_ACCEPT;
+	case NR_write:
+	case NR_writev:
+	case NR_sendto:
+	case NR_sendmsg:
+	case NR_sendmmsg:
+	case NR_sendfile: return NET_OP_WRITE;
+	case NR_read:
+	case NR_readv:
+	case NR_recvfrom:
+	case NR_recvmsg:
+	case NR_recvmmsg: return NET_OP_READ;
+	case NR_close: return NET_OP_CLOSE;
+	default: return 0;
+	}
+}
+
+static __always_inline int enter(struct pt_regs *regs, long nr)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32;
+	__u16 op = op_of(nr);
+	struct call c = {};
+
+	if (!op || !bpf_map_lookup_elem(&net_targets, &tgid))
+		return 0;
+	c.ts = bpf_ktime_get_ns();
+	c.nr = (__u16)nr;
+	c.op = op;
+	c.fd = (__s32)PT_REGS_PARM1_CORE_SYSCALL(regs);
+	c.buf = PT_REGS_PARM2_CORE_SYSCALL(regs);
+	c.len = PT_REGS_PARM3_CORE_SYSCALL(regs);
+	if (nr == NR_sendfile) {
+		c.fd = (__s32)PT_REGS_PARM1_CORE_SYSCALL(regs); /* out_fd */
+		c.buf = 0;
+	} else if (nr == NR_sendto || nr == NR_recvfrom) {
+		c.addr = PT_REGS_PARM5_CORE_SYSCALL(regs);
+	} else if (nr == NR_connect) {
+		c.addr = c.buf;
+		c.buf = 0;
+	}
+	if (bpf_map_update_elem(&inflight, &id, &c, BPF_ANY))
+		count(NET_CNT_INFLIGHT_FULL);
+	return 0;
+}
+
+/* The socket behind fd in the current task, with its inode; NULL if fd is no socket. */
+static __always_inline struct sock *sock_of_fd(int fd, __u64 *ino)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct file **fds, *f = NULL;
+	struct socket *sock;
+	unsigned int max;
+	umode_t mode;
+
+	if (fd < 0)
+		return NULL;
+	fds = BPF_CORE_READ(task, files, fdt, fd);
+	max = BPF_CORE_READ(task, files, fdt, max_fds);
+	if ((unsigned int)fd >= max || bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]) || !f)
+		return NULL;
+	mode = BPF_CORE_READ(f, f_inode, i_mode);
+	if ((mode & S_IFMT) != S_IFSOCK)
+		return NULL;
+	*ino = BPF_CORE_READ(f, f_inode, i_ino);
+	sock = (struct socket *)BPF_CORE_READ(f, private_data);
+	return BPF_CORE_READ(sock, sk);
+}
+
+/* The socket's family, type and addresses; 0, or -1 for families not traced. */
+static __always_inline int fill_sock(struct net_event *e, struct sock *sk)
+{
+	e->family = BPF_CORE_READ(sk, __sk_common.skc_family);
+	if (e->family != AF_INET && e->family != AF_INET6)
+		return -1;
+	e->type = BPF_CORE_READ(sk, sk_type);
+	e->lport = BPF_CORE_READ(sk, __sk_common.skc_num);
+	e->rport = __builtin_bswap16(BPF_CORE_READ(sk, __sk_common.skc_dport));
+	if (e->family == AF_INET) {
+		__u32 l = BPF_CORE_READ(sk, __sk_common.skc_rcv_saddr), r = BPF_CORE_READ(sk, __sk_common.skc_daddr);
+
+		__builtin_memcpy(e->laddr, &l, 4);
+		__builtin_memcpy(e->raddr, &r, 4);
+	} else {
+		BPF_CORE_READ_INTO(&e->laddr, sk, __sk_common.skc_v6_rcv_saddr.in6_u.u6_addr8);
+		BPF_CORE_READ_INTO(&e->raddr, sk, __sk_common.skc_v6_daddr.in6_u.u6_addr8);
+	}
+	e->sk = (__u64)sk;
+	return 0;
+}
+
+/* A sockaddr the process passed (sendto, recvfrom, msg_name) as the peer. */
+static __always_inline void peer_from_arg(struct net_event *e, __u64 uaddr)
+{
+	struct sockaddr_in6 sa = {};
+
+	if (!uaddr || bpf_probe_read_user(&sa, sizeof(sa), (void *)uaddr))
+		return;
+	if (sa.sin6_family == AF_INET) {
+		struct sockaddr_in *in = (struct sockaddr_in *)&sa;
+
+		__builtin_memset(e->raddr, 0, sizeof(e->raddr));
+		__builtin_memcpy(e->raddr, &in->sin_addr.s_addr, 4);
+		e->rport = __builtin_bswap16(in->sin_port);
+		e->flags |= NET_F_PEER_ARG;
+	} else if (sa.sin6_family == AF_INET6) {
+		__builtin_memcpy(e->raddr, sa.sin6_addr.in6_u.u6_addr8, 16);
+		e->rport = __builtin_bswap16(sa.sin6_port);
+		e->flags |= NET_F_PEER_ARG;
+	}
+}
+
+/* Copies up to NET_MAX_PAYLOAD - off bytes of user memory to s->data + off; returns what it copied. */
+static __always_inline __u32 copy_in(struct scratch *s, __u32 off, __u64 src, __u64 n)
+{
+	if (off >= NET_MAX_PAYLOAD || !src)
+		return 0;
+	if (n > NET_MAX_PAYLOAD - off)
+		n = NET_MAX_PAYLOAD - off;
+	/* Masks the verifier can follow (the compiler would drop plain checks): off < 4 KiB, n < 8 KiB. */
+	barrier_var(n);
+	n &= 2 * NET_MAX_PAYLOAD - 1;
+	barrier_var(off);
+	off &= NET_MAX_PAYLOAD - 1;
+	if (bpf_probe_read_user(s->data + off, n, (void *)src)) {
+		count(NET_CNT_COPY_FAILED);
+		return 0;
+	}
+	return (__u32)n;
+}
+
+/* The data of an iovec array, up to `total` bytes and NET_MAX_IOV entries. */
+static __always_inline __u32 copy_iov(struct scratch *s, __u64 iov, __u64 cnt, __u64 total)
+{
+	__u32 off = 0;
+
+	for (int i = 0; i < NET_MAX_IOV; i++) {
+		struct iovec v;
+
+		if (i >= cnt || off >= total || off >= NET_MAX_PAYLOAD)
+			break;
+		if (bpf_probe_read_user(&v, sizeof(v), (void *)(iov + i * sizeof(v))))
+			break;
+		if (v.iov_len > total - off)
+			v.iov_len = total - off;
+		off += copy_in(s, off, (__u64)v.iov_base, v.iov_len);
+	}
+	return off;
+}
+
+static __always_inline void emit(struct scratch *s, __u32 payload)
+{
+	if (payload > NET_MAX_PAYLOAD)
+		payload = NET_MAX_PAYLOAD;
+	s->e.payload = payload;
+	if ((s->e.op == NET_OP_READ || s->e.op == NET_OP_WRITE) && s->e.ret > 0 && (__u64)s->e.ret > payload) {
+		s->e.flags |= NET_F_TRUNCATED;
+		count(NET_CNT_TRUNCATED);
+	}
+	barrier_var(payload);
+	payload &= 2 * NET_MAX_PAYLOAD - 1;
+	if (bpf_ringbuf_output(&net_events, s, sizeof(s->e) + payload, 0))
+		count(NET_CNT_RINGBUF_FULL);
+	else
+		count(NET_CNT_EVENTS);
+}
+
+/* The event's fixed part for the call c of the current thread on socket sk. */
+static __always_inline int begin(struct scratch *s, const struct call *c, struct sock *sk, __u64 ino, int fd,
+				 long ret, __u64 now)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+
+	__builtin_memset(&s->e, 0, sizeof(s->e));
+	if (fill_sock(&s->e, sk))
+		return -1;
+	s->e.ts_ns = c->ts;
+	s->e.dur_ns = now - c->ts;
+	s->e.tgid = id >> 32;
+	s->e.tid = (__u32)id;
+	s->e.fd = fd;
+	s->e.op = c->op;
+	s->e.syscall = c->nr;
+	s->e.ret = ret;
+	s->e.ino = ino;
+	bpf_get_current_comm(s->e.comm, sizeof(s->e.comm));
+	return 0;
+}
+
+static __always_inline void remember_sock(struct sock *sk, int fd, __u64 ino)
+{
+	__u64 key = (__u64)sk;
+	struct sock_owner o = { .tgid = bpf_get_current_pid_tgid() >> 32, .fd = fd, .ino = ino };
+
+	if (bpf_map_update_elem(&socks, &key, &o, BPF_ANY))
+		count(NET_CNT_SOCKS_FULL);
+}
+
+/* sendmmsg / recvmmsg: one event per message moved (the first iovec of each). */
+static __always_inline void mmsg(struct scratch *s, const struct call *c, long n)
+{
+	for (int i = 0; i < NET_MAX_MMSG; i++) {
+		struct mmsghdr m;
+		struct iovec v;
+		__u32 got = 0;
+
+		if (i >= n || bpf_probe_read_user(&m, sizeof(m), (void *)(c->buf + i * sizeof(m))))
+			break;
+		s->e.ret = m.msg_len;
+		s->e.flags &= ~(NET_F_TRUNCATED | NET_F_PEER_ARG);
+		if (m.msg_hdr.msg_name)
+			peer_from_arg(&s->e, (__u64)m.msg_hdr.msg_name);
+		if (m.msg_hdr.msg_iovlen && !bpf_probe_read_user(&v, sizeof(v), m.msg_hdr.msg_iov))
+			got = copy_in(s, 0, (__u64)v.iov_base, v.iov_len < m.msg_len ? v.iov_len : m.msg_len);
+		emit(s, got);
+	}
+}
+
+static __always_inline int leave(long ret)
+{
+	__u64 id = bpf_get_current_pid_tgid(), now = bpf_ktime_get_ns(), ino = 0;
+	struct call *cp = bpf_map_lookup_elem(&inflight, &id), c;
+	struct scratch *s;
+	struct sock *sk;
+	__u32 zero = 0, got = 0;
+	int fd;
+
+	if (!cp)
+		return 0;
+	c = *cp;
+	bpf_map_delete_elem(&inflight, &id);
+	if (c.op == NET_OP_ACCEPT && ret < 0)
+		return 0;
+	fd = c.op == NET_OP_ACCEPT ? (int)ret : c.fd;
+	sk = sock_of_fd(fd, &ino);
+	if (!sk) {
+		count(NET_CNT_NOT_SOCKET);
+		return 0;
+	}
+	s = bpf_map_lookup_elem(&net_scratch, &zero);
+	if (!s || begin(s, &c, sk, ino, fd, ret, now))
+		return 0;
+	count(NET_CNT_CALLS);
+	if (c.op == NET_OP_CONNECT || c.op == NET_OP_ACCEPT)
+		remember_sock(sk, fd, ino);
+	if (c.op == NET_OP_CONNECT)
+		peer_from_arg(&s->e, c.addr);
+	if (c.op == NET_OP_WRITE && s->e.type == 1 /* SOCK_STREAM */)
+		s->e.srtt_us = BPF_CORE_READ((struct tcp_sock *)sk, srtt_us) >> 3;
+	if ((c.op == NET_OP_READ || c.op == NET_OP_WRITE) && ret > 0) {
+		switch (c.nr) {
+		case NR_sendmmsg:
+		case NR_recvmmsg:
+			mmsg(s, &c, ret);
+			return 0;
+		case NR_readv:
+		case NR_writev:
+			got = copy_iov(s, c.buf, c.len, (__u64)ret);
+			break;
+		case NR_sendmsg:
+		case NR_recvmsg: {
+			struct user_msghdr m;
+
+			if (bpf_probe_read_user(&m, sizeof(m), (void *)c.buf))
+				break;
+			if (m.msg_name)
+				peer_from_arg(&s->e, (__u64)m.msg_name);
+			got = copy_iov(s, (__u64)m.msg_iov, m.msg_iovlen, (__u64)ret);
+			break;
+		}
+		case NR_sendfile:
+			break;   /* the data comes from a file: sizes only */
+		default:
+			if (c.addr)
+				peer_from_arg(&s->e, c.addr);
+			got = copy_in(s, 0, c.buf, (__u64)ret);
+		}
+	}
+	emit(s, got);
+	return 0;
+}
+
+/* A close is resolved at entry: at exit the fd is gone. */
+static __always_inline int enter_close(struct pt_regs *regs)
+{
+	__u64 id = bpf_get_current_pid_tgid(), ino = 0, key;
+	__u32 tgid = id >> 32, zero = 0;
+	struct call c = {};
+	struct scratch *s;
+	struct sock *sk;
+	int fd;
+
+	if (!bpf_map_lookup_elem(&net_targets, &tgid))
+		return 0;
+	fd = (int)PT_REGS_PARM1_CORE_SYSCALL(regs);
+	sk = sock_of_fd(fd, &ino);
+	s = bpf_map_lookup_elem(&net_scratch, &zero);
+	if (!sk || !s)
+		return 0;
+	c.ts = bpf_ktime_get_ns();
+	c.op = NET_OP_CLOSE;
+	c.nr = NR_close;
+	c.fd = fd;
+	if (begin(s, &c, sk, ino, fd, 0, c.ts))
+		return 0;
+	count(NET_CNT_CALLS);
+	key = (__u64)sk;
+	bpf_map_delete_elem(&socks, &key);
+	emit(s, 0);
+	return 0;
+}
+
+static __always_inline int on_enter(struct pt_regs *regs, long nr)
+{
+	if (nr == NR_close)
+		return enter_close(regs);
+	return enter(regs, nr);
+}
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(net_enter_btf, struct pt_regs *regs, long id)
+{
+	return on_enter(regs, id);
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(net_exit_btf, struct pt_regs *regs, long ret)
+{
+	return leave(ret);
+}
+
+SEC("raw_tp/sys_enter")
+int BPF_PROG(net_enter_raw, struct pt_regs *regs, long id)
+{
+	return on_enter(regs, id);
+}
+
+SEC("raw_tp/sys_exit")
+int BPF_PROG(net_exit_raw, struct pt_regs *regs, long ret)
+{
+	return leave(ret);
+}
+
+/* An L4 event of a followed socket: retransmit or drop. */
+static __always_inline void sock_event(struct sock *sk, __u16 op, long ret)
+{
+	__u64 key = (__u64)sk;
+	struct sock_owner *o = bpf_map_lookup_elem(&socks, &key);
+	struct scratch *s;
+	__u32 zero = 0;
+
+	if (!o)
+		return;
+	s = bpf_map_lookup_elem(&net_scratch, &zero);
+	if (!s)
+		return;
+	__builtin_memset(&s->e, 0, sizeof(s->e));
+	if (fill_sock(&s->e, sk))
+		return;
+	s->e.ts_ns = bpf_ktime_get_ns();
+	s->e.tgid = o->tgid;
+	s->e.fd = o->fd;
+	s->e.ino = o->ino;
+	s->e.op = op;
+	s->e.ret = ret;
+	emit(s, 0);
+}
+
+SEC("tp_btf/tcp_retransmit_skb")
+int BPF_PROG(net_retransmit_btf, const struct sock *sk, const struct sk_buff *skb)
+{
+	sock_event((struct sock *)sk, NET_OP_RETRANSMIT, 0);
+	return 0;
+}
+
+SEC("raw_tp/tcp_retransmit_skb")
+int BPF_PROG(net_retransmit_raw, const struct sock *sk, const struct sk_buff *skb)
+{
+	sock_event((struct sock *)sk, NET_OP_RETRANSMIT, 0);
+	return 0;
+}
+
+SEC("tp_btf/kfree_skb")
+int BPF_PROG(net_drop_btf, struct sk_buff *skb, void *location, enum skb_drop_reason reason)
+{
+	struct sock *sk = BPF_CORE_READ(skb, sk);
+
+	if (sk)
+		sock_event(sk, NET_OP_DROP, (long)reason);
+	return 0;
+}
+
+SEC("raw_tp/kfree_skb")
+int BPF_PROG(net_drop_raw, struct sk_buff *skb, void *location, enum skb_drop_reason reason)
+{
+	struct sock *sk = BPF_CORE_READ(skb, sk);
+
+	if (sk)
+		sock_event(sk, NET_OP_DROP, (long)reason);
+	return 0;
+}

@@ -1,0 +1,89 @@
+/*
+ * The ABI of the network program (bpf/net.bpf.c) shared with the collector
+ * and the analyzer: the per-process filter, the event each traced socket
+ * call produces (with a bounded prefix of its data), and the counters of what
+ * the program had to give up.  Fixed-width types, explicit padding, sizes
+ * checked at compile time on both sides.
+ */
+#ifndef EMBER_BPF_NET_ABI_H
+#define EMBER_BPF_NET_ABI_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+/*
+ * Bytes of a call's data copied into its event: enough for the protocols'
+ * headers and most messages; what is left is reported as a gap of that many
+ * bytes, which the parsers skip (inside a body) or resynchronise after.
+ */
+#define NET_MAX_PAYLOAD 4096
+/* iovecs of one readv/writev/sendmsg/recvmsg looked at; messages of one sendmmsg/recvmmsg */
+#define NET_MAX_IOV 8
+#define NET_MAX_MMSG 8
+
+/* What a traced call was, from the socket's point of view. */
+enum net_op {
+	NET_OP_CONNECT = 1,   /* ret: 0 or -errno (-EINPROGRESS for a non-blocking connect) */
+	NET_OP_ACCEPT = 2,    /* fd: the new socket; ret: the same */
+	NET_OP_WRITE = 3,     /* ret: bytes sent, or -errno */
+	NET_OP_READ = 4,      /* ret: bytes received, or -errno */
+	NET_OP_CLOSE = 5,
+	NET_OP_RETRANSMIT = 6,/* a TCP segment of the socket was retransmitted (no syscall) */
+	NET_OP_DROP = 7,      /* a packet of the socket was dropped (no syscall); ret = drop reason */
+};
+
+#define NET_F_TRUNCATED  0x1u  /* ret > payload: the rest of the data was not copied */
+#define NET_F_PEER_ARG   0x2u  /* raddr/rport from the call's address argument (UDP) */
+#define NET_F_NO_SOCK    0x4u  /* the fd is a socket no more (closed under the call) */
+
+/* One traced call (or L4 event) of a target process's socket. */
+struct net_event {
+	__u64 ts_ns;          /* call entry, CLOCK_MONOTONIC */
+	__u64 dur_ns;         /* entry to exit */
+	__u32 tgid;
+	__u32 tid;
+	__s32 fd;
+	__u16 op;             /* enum net_op */
+	__u16 syscall;        /* the syscall's number, 0 for L4 events */
+	__s64 ret;
+	__u64 ino;            /* the socket's inode: its identity within the host */
+	__u64 sk;             /* kernel address of its struct sock: joins L4 events, never dereferenced */
+	__u16 family;         /* AF_INET, AF_INET6 (others are not traced) */
+	__u16 type;           /* SOCK_STREAM, SOCK_DGRAM */
+	__u16 lport;          /* host order */
+	__u16 rport;
+	__u8 laddr[16];       /* IPv4 in the first 4 bytes */
+	__u8 raddr[16];
+	__u32 srtt_us;        /* TCP smoothed RTT after a write, 0 if unknown */
+	__u32 payload;        /* bytes of data[] that follow */
+	__u32 flags;          /* NET_F_* */
+	__u32 pad;
+	char comm[16];
+	/* followed by `payload` bytes of the call's data */
+};
+
+/* Value of the net_targets map (key: tgid). */
+struct net_target {
+	__u32 tasks;          /* network tasks that want the process */
+	__u32 pad;
+};
+
+/* Every place the program gives up counts here (per-CPU array "net_counters"). Append only. */
+enum net_counter {
+	NET_CNT_CALLS = 0,        /* socket calls of target processes traced */
+	NET_CNT_EVENTS,           /* events written to the ring buffer */
+	NET_CNT_RINGBUF_FULL,     /* events lost: ring buffer full */
+	NET_CNT_INFLIGHT_FULL,    /* calls not traced: too many in flight */
+	NET_CNT_TRUNCATED,        /* events whose data was cut to NET_MAX_PAYLOAD */
+	NET_CNT_COPY_FAILED,      /* data that could not be read from the process */
+	NET_CNT_NOT_SOCKET,       /* target calls on fds that are no sockets (files, pipes) */
+	NET_CNT_SOCKS_FULL,       /* sockets not followed for retransmits and drops */
+	NET_CNT_MAX,
+};
+
+#define NET_ASSERT_SIZE(t, n) _Static_assert(sizeof(t) == (n), #t " changed size: bump EMBER_ABI_VERSION")
+NET_ASSERT_SIZE(struct net_event, 128);
+NET_ASSERT_SIZE(struct net_target, 8);
+
+#endif

@@ -1,0 +1,201 @@
+#include "collector/bpf_net.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "bpf/net.skel.h"
+#include "common/ctl_proto.h"
+
+struct bpf_net {
+	struct net_bpf *skel;
+	struct ring_buffer *rb;
+	struct bpf_link *links[4];
+	unsigned users;
+	int ap;                     /* CTL_AP_TP_BTF or CTL_AP_RAW_TP: the variant loaded */
+	int ncpus;
+	bpf_net_event_fn cb;
+	void *ctx;
+};
+
+static uint64_t pow2_at_least(uint64_t v)
+{
+	uint64_t p = 4096;
+
+	while (p < v && p < (1ull << 30))
+		p <<= 1;
+	return p;
+}
+
+/* One variant: the tp_btf programs or the raw_tp ones, loaded; NULL + errno. */
+static struct net_bpf *open_variant(const struct bpf_net_opts *o, int btf)
+{
+	struct net_bpf *skel = net_bpf__open();
+	struct bpf_program *btf_progs[] = { skel ? skel->progs.net_enter_btf : NULL,
+					    skel ? skel->progs.net_exit_btf : NULL,
+					    skel ? skel->progs.net_retransmit_btf : NULL,
+					    skel ? skel->progs.net_drop_btf : NULL };
+	struct bpf_program *raw_progs[] = { skel ? skel->progs.net_enter_raw : NULL,
+					    skel ? skel->progs.net_exit_raw : NULL,
+					    skel ? skel->progs.net_retransmit_raw : NULL,
+					    skel ? skel->progs.net_drop_raw : NULL };
+	int err;
+
+	if (!skel)
+		return NULL;
+	for (unsigned i = 0; i < 4; i++) {
+		bpf_program__set_autoload(btf_progs[i], btf);
+		bpf_program__set_autoload(raw_progs[i], !btf);
+	}
+	bpf_map__set_max_entries(skel->maps.net_targets, o->max_targets ? o->max_targets : 1024);
+	bpf_map__set_max_entries(skel->maps.net_events, (uint32_t)pow2_at_least(o->ringbuf_bytes));
+	err = net_bpf__load(skel);
+	if (err) {
+		net_bpf__destroy(skel);
+		errno = -err;
+		return NULL;
+	}
+	return skel;
+}
+
+static int on_sample(void *ctx, void *data, size_t len)
+{
+	struct bpf_net *n = ctx;
+
+	if (len < sizeof(struct net_event))
+		return 0;
+	return n->cb(n->ctx, data, (uint32_t)len);
+}
+
+struct bpf_net *bpf_net__load(const struct bpf_net_opts *o)
+{
+	struct bpf_net *n = calloc(1, sizeof(*n));
+	int err;
+
+	if (!n)
+		return NULL;
+	n->ncpus = libbpf_num_possible_cpus();
+	/* Decided by loading, not by feature probes: tp_btf first, raw_tp if it will not load. */
+	n->skel = open_variant(o, 1);
+	n->ap = CTL_AP_TP_BTF;
+	if (!n->skel) {
+		n->skel = open_variant(o, 0);
+		n->ap = CTL_AP_RAW_TP;
+	}
+	if (!n->skel || n->ncpus <= 0) {
+		err = n->skel ? -EINVAL : -errno;
+		goto fail;
+	}
+	n->rb = ring_buffer__new(bpf_map__fd(n->skel->maps.net_events), on_sample, n, NULL);
+	if (!n->rb) {
+		err = -errno;
+		goto fail;
+	}
+	return n;
+fail:
+	bpf_net__free(n);
+	errno = -err;
+	return NULL;
+}
+
+int bpf_net__attach(struct bpf_net *n)
+{
+	struct bpf_program *progs[4];
+
+	if (n->users++)
+		return n->ap;
+	if (n->ap == CTL_AP_TP_BTF) {
+		progs[0] = n->skel->progs.net_enter_btf;
+		progs[1] = n->skel->progs.net_exit_btf;
+		progs[2] = n->skel->progs.net_retransmit_btf;
+		progs[3] = n->skel->progs.net_drop_btf;
+	} else {
+		progs[0] = n->skel->progs.net_enter_raw;
+		progs[1] = n->skel->progs.net_exit_raw;
+		progs[2] = n->skel->progs.net_retransmit_raw;
+		progs[3] = n->skel->progs.net_drop_raw;
+	}
+	for (unsigned i = 0; i < 4; i++) {
+		n->links[i] = bpf_program__attach(progs[i]);
+		if (!n->links[i]) {
+			int err = -errno;
+
+			n->users = 1;
+			bpf_net__detach(n);
+			return err;
+		}
+	}
+	return n->ap;
+}
+
+void bpf_net__detach(struct bpf_net *n)
+{
+	if (!n->users || --n->users)
+		return;
+	for (unsigned i = 0; i < 4; i++) {
+		bpf_link__destroy(n->links[i]);
+		n->links[i] = NULL;
+	}
+}
+
+int bpf_net__target(struct bpf_net *n, uint32_t tgid, int on)
+{
+	int fd = bpf_map__fd(n->skel->maps.net_targets);
+	struct net_target t = { 0 };
+
+	(void)bpf_map_lookup_elem(fd, &tgid, &t);
+	if (on)
+		t.tasks++;
+	else if (t.tasks)
+		t.tasks--;
+	if (t.tasks)
+		return bpf_map_update_elem(fd, &tgid, &t, BPF_ANY) ? -errno : 0;
+	if (bpf_map_delete_elem(fd, &tgid) && errno != ENOENT)
+		return -errno;
+	return 0;
+}
+
+int bpf_net__fd(const struct bpf_net *n)
+{
+	return ring_buffer__epoll_fd(n->rb);
+}
+
+int bpf_net__consume(struct bpf_net *n, bpf_net_event_fn cb, void *ctx)
+{
+	n->cb = cb;
+	n->ctx = ctx;
+	return ring_buffer__consume(n->rb);
+}
+
+int bpf_net__counters(struct bpf_net *n, uint64_t *ret)
+{
+	int fd = bpf_map__fd(n->skel->maps.net_counters);
+	uint64_t *v = calloc((size_t)n->ncpus, sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	for (uint32_t k = 0; k < NET_CNT_MAX; k++) {
+		ret[k] = 0;
+		if (bpf_map_lookup_elem(fd, &k, v))
+			continue;
+		for (int c = 0; c < n->ncpus; c++)
+			ret[k] += v[c];
+	}
+	free(v);
+	return 0;
+}
+
+struct bpf_net *bpf_net__free(struct bpf_net *n)
+{
+	if (!n)
+		return NULL;
+	for (unsigned i = 0; i < 4; i++)
+		bpf_link__destroy(n->links[i]);
+	ring_buffer__free(n->rb);
+	net_bpf__destroy(n->skel);
+	free(n);
+	return NULL;
+}

@@ -1,0 +1,43 @@
+/*
+ * The network program (bpf/net.bpf.c) on the collector's side: load (tp_btf,
+ * else raw_tp: decided by loading), attach while at least one network task
+ * runs (tracing every syscall costs the whole host, so never longer),
+ * target processes, and the BPF ring buffer of events, drained into the
+ * analyzers' rings as they come.  The collector never looks inside an event
+ * beyond its fixed header (the tgid that picks the shard).
+ */
+#ifndef EMBER_COLLECTOR_BPF_NET_H
+#define EMBER_COLLECTOR_BPF_NET_H
+
+#include <stdint.h>
+
+#include "bpf/net_abi.h"
+
+struct bpf_net_opts {
+	uint32_t max_targets;     /* processes followed at once */
+	uint64_t ringbuf_bytes;   /* BPF ring buffer, rounded up to a power of two pages */
+};
+
+struct bpf_net;
+
+/* Loads (does not attach).  NULL + errno. */
+struct bpf_net *bpf_net__load(const struct bpf_net_opts *o);
+/* Attaches (refcounted).  Returns the attach point (CTL_AP_TP_BTF or CTL_AP_RAW_TP) or -errno. */
+int bpf_net__attach(struct bpf_net *n);
+void bpf_net__detach(struct bpf_net *n);
+/* Adds / removes one network task's interest in tgid.  0 or -errno. */
+int bpf_net__target(struct bpf_net *n, uint32_t tgid, int on);
+
+/* An fd that is readable when events wait (epoll fd of the ring buffer). */
+int bpf_net__fd(const struct bpf_net *n);
+/* Called for each event: the fixed header then payload bytes, len in all. */
+typedef int (*bpf_net_event_fn)(void *ctx, const struct net_event *e, uint32_t len);
+/* Delivers what waits.  Returns the number of events or -errno. */
+int bpf_net__consume(struct bpf_net *n, bpf_net_event_fn cb, void *ctx);
+/* Sums the per-CPU counters into ret[NET_CNT_MAX]. */
+int bpf_net__counters(struct bpf_net *n, uint64_t *ret);
+
+/* Accepts NULL.  Returns NULL. */
+struct bpf_net *bpf_net__free(struct bpf_net *n);
+
+#endif
