@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include "analyzer/net/netprof.h"
 #include "analyzer/profile.h"
 #include "analyzer/publisher.h"
 #include "analyzer/requests.h"
@@ -44,6 +45,7 @@ static struct {
 	struct task_mgr *tm;
 	struct publisher *pub;
 	struct profile_builder *pb;
+	struct netprof *np;
 	struct task_runner *runner;
 	struct request_server *req;
 	uint64_t records, bad_records, ring_window_drops;
@@ -63,6 +65,8 @@ static int on_record(void *ctx, uint32_t type, const void *data, uint32_t len)
 	A.records++;
 	if (type == EMBER_REC_STACK) {
 		profile__stack_record(A.pb, data, len);
+	} else if (type == EMBER_REC_NET) {
+		netprof__record(A.np, data, len);
 	} else if (type == EMBER_REC_WINDOW && len == sizeof(w)) {
 		memcpy(&w, data, sizeof(w));
 		A.ring_window_drops += w.ring_drops;
@@ -85,13 +89,13 @@ static void drain_ring(void *ctx)
 
 /* ---- the analyzer's own meters --------------------------------------------------------- */
 
-_Static_assert(PS_MAX + CTL_STAT_MAX + 24 <= BUS_METER_SET_MAX, "analyzer meters fit a meter set");
+_Static_assert(PS_MAX + NPS_MAX + CTL_STAT_MAX + 24 <= BUS_METER_SET_MAX, "analyzer meters fit a meter set");
 
 static void collect_meters(struct bus_meter_set *ms, int with_collector)
 {
 	static Ember__Label shard_label = EMBER__LABEL__INIT, *labels[1] = { &shard_label };
 	static char shard_buf[16];
-	uint64_t ts = timeutil__unix_ms(), ps[PS_MAX];
+	uint64_t ts = timeutil__unix_ms(), ps[PS_MAX], nps[NPS_MAX];
 	struct publisher_stats pub;
 	struct requests_stats rq;
 	struct runner_stats rs;
@@ -108,6 +112,9 @@ static void collect_meters(struct bus_meter_set *ms, int with_collector)
 	ps[PS_BAD_RECORDS] += A.bad_records;
 	for (unsigned i = 0; i < PS_MAX; i++)
 		bus__meter_set_add(ms, profile__stat_name(i), ps[i], 1, ts);
+	netprof__stats(A.np, nps);
+	for (unsigned i = 0; i < NPS_MAX; i++)
+		bus__meter_set_add(ms, netprof__stat_name(i), nps[i], 1, ts);
 	bus__meter_set_add(ms, "ring_window_drops", A.ring_window_drops, 1, ts);
 	publisher__stats(A.pub, &pub);
 	bus__meter_set_add(ms, "zmq_hwm_drops", pub.hwm_drops, 1, ts);
@@ -231,7 +238,22 @@ static int setup(void)
 		return -1;
 	}
 	A.pb = profile__new(A.sym, A.pub, A.tm, MAX_TASKS);
-	struct runner_opts ro = { .tm = A.tm, .cc = A.cc, .pb = A.pb, .pub = A.pub, .sym = A.sym,
+	A.np = netprof__new(&(struct netprof_opts){
+		.pub = A.pub, .tm = A.tm,
+		.max_connections = (size_t)A.cfg->profiling.task.network.max_connections,
+		.idle_timeout_ns = A.cfg->profiling.task.network.connection_idle_timeout_ns,
+		.max_exchanges = (size_t)A.cfg->profiling.task.network.max_exchanges_per_report,
+		.default_report_ms = A.cfg->profiling.task.network.report_interval_ns / 1000000,
+		.l7 = { .max_conn_mem = A.cfg->profiling.task.network.protocol_analyze.max_connection_buffer,
+			.max_query_len = 256,
+			.req_encoding = A.cfg->profiling.task.network.protocol_analyze.sampling.http.default_request_encoding,
+			.resp_encoding = A.cfg->profiling.task.network.protocol_analyze.sampling.http.default_response_encoding },
+	});
+	if (!A.np) {
+		log_error("cannot create the network profiler: %m");
+		return -1;
+	}
+	struct runner_opts ro = { .tm = A.tm, .cc = A.cc, .pb = A.pb, .np = A.np, .pub = A.pub, .sym = A.sym,
 				  .run_dir = A.cfg->ember.run_dir, .shard = A.shard, .nshards = A.nshards,
 				  .drain = drain_ring };
 	A.runner = A.pb ? runner__new(&ro) : NULL;
@@ -261,10 +283,12 @@ static int run(void)
 			{ .socket = requests__socket(A.req), .events = ZMQ_POLLIN },
 			{ .fd = shm_ring__event_fd(A.ring), .events = ZMQ_POLLIN },
 		};
-		uint64_t now = timeutil__unix_ms(), next = task_mgr__next_deadline(A.tm);
+		uint64_t now = timeutil__unix_ms(), next = task_mgr__next_deadline(A.tm), due = netprof__next_due(A.np);
 		long timeout = 1000;
 		int n;
 
+		if (due < next)
+			next = due;
 		if (next != UINT64_MAX)
 			timeout = next <= now ? 0 : (next - now < 1000 ? (long)(next - now) : 1000);
 		if (shm_ring__prepare_wait(A.ring) != 0)
@@ -277,6 +301,7 @@ static int run(void)
 		drain_ring(NULL);
 		if (n > 0 && (items[0].revents & ZMQ_POLLIN))
 			requests__handle(A.req);
+		netprof__tick(A.np, timeutil__unix_ms());
 		runner__check(A.runner, timeutil__unix_ms());
 		if (ctl_client__broken(A.cc)) {
 			/* Its tasks stay in the state file: the restarted analyzer resumes them. */
@@ -346,6 +371,7 @@ cleanup:
 	A.req = requests__free(A.req);
 	A.runner = runner__free(A.runner);
 	A.pb = profile__free(A.pb);
+	A.np = netprof__free(A.np);
 	A.pub = publisher__free(A.pub);
 	if (A.zctx)
 		zmq_ctx_term(A.zctx);

@@ -91,6 +91,19 @@ void publisher__task_event(struct publisher *p, const struct task_def *t, Ember_
 	send_env(p, &env);
 }
 
+void publisher__network(struct publisher *p, const struct task_def *t, Ember__NetworkBatch *b)
+{
+	Ember__Envelope env = EMBER__ENVELOPE__INIT;
+	Ember__Task task;
+
+	task_def__to_proto(t, &task);
+	b->task = &task;
+	env.body_case = EMBER__ENVELOPE__BODY_NETWORK;
+	env.network = b;
+	send_env(p, &env);
+	b->task = NULL;
+}
+
 void publisher__meters(struct publisher *p, Ember__Meter **meters, size_t n)
 {
 	Ember__Envelope env = EMBER__ENVELOPE__INIT;

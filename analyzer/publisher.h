@@ -33,6 +33,8 @@ void publisher__profile(struct publisher *p, const struct task_def *t, uint64_t 
 /* error: NULL or a message for FAILED. */
 void publisher__task_event(struct publisher *p, const struct task_def *t, Ember__TaskEvent__State state,
 			   const char *error);
+/* A network task's report: b's task is set here; the rest is borrowed. */
+void publisher__network(struct publisher *p, const struct task_def *t, Ember__NetworkBatch *b);
 void publisher__meters(struct publisher *p, Ember__Meter **meters, size_t n);
 
 void publisher__stats(const struct publisher *p, struct publisher_stats *ret);

@@ -155,8 +155,8 @@ static int check_task(const struct task_runner *r, const struct task_def *def, c
 			return -EINVAL;
 		}
 	}
-	if (def->kind < EMBER_TASK_ONCPU || def->kind > EMBER_TASK_MEM) {
-		snprintf(err, errlen, "task kind %u is not supported (on-CPU, off-CPU and memory are)", def->kind);
+	if (def->kind < EMBER_TASK_ONCPU || def->kind > EMBER_TASK_NETWORK) {
+		snprintf(err, errlen, "task kind %u is not supported (on-CPU, off-CPU, memory and network are)", def->kind);
 		return -EOPNOTSUPP;
 	}
 	if (def->kind == EMBER_TASK_ONCPU && (def->period_ns < CTL_PERIOD_MIN_NS || def->period_ns > CTL_PERIOD_MAX_NS)) {
@@ -200,7 +200,7 @@ int runner__start(struct task_runner *r, struct task_def *def, char *err, size_t
 		snprintf(err, errlen, "invalid task: %s", strerror(-e));
 	if (e)
 		return e;
-	e = profile__open(r->o.pb, t);
+	e = t->kind == EMBER_TASK_NETWORK ? netprof__open(r->o.np, t) : profile__open(r->o.pb, t);
 	if (e) {
 		snprintf(err, errlen, "too many tasks");
 		task_mgr__remove(r->o.tm, def->id);
@@ -211,12 +211,15 @@ int runner__start(struct task_runner *r, struct task_def *def, char *err, size_t
 		uint64_t s, k;
 
 		attach_error(t, e, err, errlen);
-		profile__close(r->o.pb, t->id, 0, &s, &k);
+		if (t->kind == EMBER_TASK_NETWORK)
+			netprof__discard(r->o.np, t->id);
+		else
+			profile__close(r->o.pb, t->id, 0, &s, &k);
 		task_mgr__remove(r->o.tm, def->id);
 		return e;
 	}
 	t->attach_point = ans.attach_point;
-	for (uint32_t i = 0; i < t->npids; i++)
+	for (uint32_t i = 0; t->kind != EMBER_TASK_NETWORK && i < t->npids; i++)
 		(void)symbolizer__preload(r->o.sym, t->pids[i]);
 	r->st.started++;
 	log_info("task %s started: kind %u, %u pid(s), %llu ms, attach point %s", t->id, t->kind, t->npids,
@@ -237,9 +240,15 @@ void runner__end(struct task_runner *r, struct task_def *t, const char *why)
 		log_warn("detaching task %s: %s", t->id, strerror(-e));
 	/* The collector drained the task's maps before answering: all of it is in the ring now. */
 	r->o.drain(r->o.ctx);
-	profile__close(r->o.pb, t->id, timeutil__unix_ms() * 1000000ull, &samples, &stacks);
-	log_info("task %s finished (%s): %llu samples in %llu stacks", t->id, why, (unsigned long long)samples,
-		 (unsigned long long)stacks);
+	if (t->kind == EMBER_TASK_NETWORK) {
+		netprof__close(r->o.np, t->id, &samples, &stacks);
+		log_info("task %s finished (%s): %llu exchanges over %llu connections", t->id, why,
+			 (unsigned long long)samples, (unsigned long long)stacks);
+	} else {
+		profile__close(r->o.pb, t->id, timeutil__unix_ms() * 1000000ull, &samples, &stacks);
+		log_info("task %s finished (%s): %llu samples in %llu stacks", t->id, why, (unsigned long long)samples,
+			 (unsigned long long)stacks);
+	}
 	publisher__task_event(r->o.pub, t, EMBER__TASK_EVENT__STATE__FINISHED, NULL);
 	r->st.finished++;
 	for (uint32_t i = 0; i < t->npids; i++)

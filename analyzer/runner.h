@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "analyzer/net/netprof.h"
 #include "analyzer/profile.h"
 #include "analyzer/publisher.h"
 #include "analyzer/tasks.h"
@@ -22,6 +23,7 @@ struct runner_opts {
 	struct task_mgr *tm;
 	struct ctl_client *cc;
 	struct profile_builder *pb;
+	struct netprof *np;
 	struct publisher *pub;
 	struct symbolizer *sym;
 	const char *run_dir;      /* the state file is <run_dir>/analyzer-<shard>.tasks */

@@ -69,7 +69,7 @@ int task_mgr__add(struct task_mgr *tm, const struct task_def *def, struct task_d
 	struct task_def *t;
 
 	if (!task_def__valid_id(def->id) || def->npids == 0 || def->npids > CTL_MAX_PIDS ||
-	    def->duration_ms == 0 || def->kind < EMBER_TASK_ONCPU || def->kind > EMBER_TASK_MEM)
+	    def->duration_ms == 0 || def->kind < EMBER_TASK_ONCPU || def->kind > EMBER_TASK_NETWORK)
 		return -EINVAL;
 	if (task_mgr__find(tm, def->id))
 		return -EEXIST;
@@ -135,6 +135,7 @@ uint32_t task_kind__from_proto(Ember__TaskKind k)
 	case EMBER__TASK_KIND__ON_CPU: return EMBER_TASK_ONCPU;
 	case EMBER__TASK_KIND__OFF_CPU: return EMBER_TASK_OFFCPU;
 	case EMBER__TASK_KIND__MEM: return EMBER_TASK_MEM;
+	case EMBER__TASK_KIND__NETWORK: return EMBER_TASK_NETWORK;
 	default: return 0;
 	}
 }
@@ -145,6 +146,7 @@ Ember__TaskKind task_kind__to_proto(uint32_t kind)
 	case EMBER_TASK_ONCPU: return EMBER__TASK_KIND__ON_CPU;
 	case EMBER_TASK_OFFCPU: return EMBER__TASK_KIND__OFF_CPU;
 	case EMBER_TASK_MEM: return EMBER__TASK_KIND__MEM;
+	case EMBER_TASK_NETWORK: return EMBER__TASK_KIND__NETWORK;
 	default: return EMBER__TASK_KIND__TASK_KIND_UNSPECIFIED;
 	}
 }
@@ -162,6 +164,7 @@ void task_def__to_proto(const struct task_def *t, Ember__Task *p)
 	p->period_ns = t->period_ns;
 	p->min_block_ns = t->min_block_ns;
 	p->shards = t->shards;
+	p->report_interval_ms = t->report_interval_ms;
 }
 
 int task_def__from_proto(const Ember__Task *p, struct task_def *ret, char *err, size_t errlen)
@@ -173,7 +176,7 @@ int task_def__from_proto(const Ember__Task *p, struct task_def *ret, char *err, 
 	}
 	ret->kind = task_kind__from_proto(p->kind);
 	if (!ret->kind) {
-		snprintf(err, errlen, "task kind %d is not supported (on-CPU, off-CPU and memory are)", (int)p->kind);
+		snprintf(err, errlen, "task kind %d is not supported (on-CPU, off-CPU, memory and network are)", (int)p->kind);
 		return -EINVAL;
 	}
 	if (p->id && p->id[0]) {
@@ -190,6 +193,7 @@ int task_def__from_proto(const Ember__Task *p, struct task_def *ret, char *err, 
 	ret->period_ns = p->period_ns;
 	ret->min_block_ns = p->min_block_ns;
 	ret->shards = p->shards;
+	ret->report_interval_ms = p->report_interval_ms;
 	snprintf(ret->origin, sizeof(ret->origin), "%s", p->origin ? p->origin : "");
 	return 0;
 }

@@ -25,6 +25,7 @@ struct task_def {
 	uint64_t duration_ms;
 	uint64_t period_ns;
 	uint64_t min_block_ns;
+	uint64_t report_interval_ms; /* network: period of its batches (0 = the config's) */
 	char origin[16];
 	uint32_t shards;          /* analyzers running this task (its pids span them); 0 = 1 */
 	uint32_t attach_point;

@@ -11,7 +11,7 @@
 #include <linux/types.h>
 #endif
 
-#define EMBER_ABI_VERSION 2
+#define EMBER_ABI_VERSION 3
 #define EMBER_MAX_STACK_DEPTH 127 /* kernel.perf_event_max_stack default */
 #define EMBER_COMM_LEN 16
 
@@ -20,6 +20,7 @@ enum ember_task_kind {
 	EMBER_TASK_ONCPU = 1,
 	EMBER_TASK_OFFCPU = 2,
 	EMBER_TASK_MEM = 3,
+	EMBER_TASK_NETWORK = 4,  /* socket calls: bpf/net.bpf.c, events in bpf/net_abi.h */
 };
 
 /*
@@ -114,6 +115,7 @@ struct offcpu_key {
 enum ember_rec_type {
 	EMBER_REC_STACK = 1,      /* struct ember_rec_stack */
 	EMBER_REC_WINDOW = 2,     /* struct ember_rec_window: end of one drain */
+	EMBER_REC_NET = 3,        /* struct net_event (bpf/net_abi.h) then its payload */
 };
 
 /* One aggregated stack: nkern kernel ips then nuser user ips, innermost first. */

@@ -89,6 +89,14 @@ struct {
 	__uint(max_entries, 16384);
 } inflight SEC(".maps");
 
+/* Closes between entry and exit: the socket is resolved at entry (at exit the fd is gone). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u64);                 /* pid_tgid */
+	__type(value, struct net_event);
+	__uint(max_entries, 4096);
+} closing SEC(".maps");
+
 /* Sockets a target call has touched: retransmits and drops are matched to them. */
 struct sock_owner {
 	__u32 tgid;
@@ -101,6 +109,16 @@ struct {
 	__type(value, struct sock_owner);
 	__uint(max_entries, 65536);
 } socks SEC(".maps");
+
+/* Losses of a socket, handed to its next event (see struct net_event). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__type(key, __u64);                 /* socket inode */
+	__type(value, struct net_lost);
+	__uint(max_entries, 16384);
+} net_lost SEC(".maps");
+/* Non-zero once anything was lost: until then no event pays for the lookup. */
+__u64 lost_pending = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -288,6 +306,39 @@ static __always_inline __u32 copy_iov(struct scratch *s, __u64 iov, __u64 cnt, _
 	return off;
 }
 
+/* The losses the socket's earlier events left behind ride on this event. */
+static __always_inline void take_losses(struct net_event *e)
+{
+	__u64 key = e->ino;
+	struct net_lost *l;
+
+	if (!lost_pending)
+		return;
+	l = bpf_map_lookup_elem(&net_lost, &key);
+	if (!l)
+		return;
+	e->lost_events += l->events;
+	e->lost_read_bytes += l->read_bytes;
+	e->lost_write_bytes += l->write_bytes;
+	bpf_map_delete_elem(&net_lost, &key);
+}
+
+/* The event could not be sent: what it carried (and its own losses) waits for the next one. */
+static __always_inline void keep_losses(const struct net_event *e)
+{
+	__u64 key = e->ino, moved = e->ret > 0 ? (__u64)e->ret : 0;
+	struct net_lost l = { .events = e->lost_events + 1, .read_bytes = e->lost_read_bytes,
+			      .write_bytes = e->lost_write_bytes };
+
+	if (e->op == NET_OP_READ)
+		l.read_bytes += moved;
+	else if (e->op == NET_OP_WRITE)
+		l.write_bytes += moved;
+	__sync_fetch_and_add(&lost_pending, 1);
+	if (bpf_map_update_elem(&net_lost, &key, &l, BPF_ANY))
+		count(NET_CNT_LOST_FULL);
+}
+
 static __always_inline void emit(struct scratch *s, __u32 payload)
 {
 	if (payload > NET_MAX_PAYLOAD)
@@ -297,12 +348,25 @@ static __always_inline void emit(struct scratch *s, __u32 payload)
 		s->e.flags |= NET_F_TRUNCATED;
 		count(NET_CNT_TRUNCATED);
 	}
+	take_losses(&s->e);
 	barrier_var(payload);
 	payload &= 2 * NET_MAX_PAYLOAD - 1;
-	if (bpf_ringbuf_output(&net_events, s, sizeof(s->e) + payload, 0))
-		count(NET_CNT_RINGBUF_FULL);
-	else
+	if (!bpf_ringbuf_output(&net_events, s, sizeof(s->e) + payload, 0)) {
 		count(NET_CNT_EVENTS);
+		return;
+	}
+	/* No room for the data: sizes and timing still go, the data becomes a gap. */
+	if (payload) {
+		s->e.payload = 0;
+		s->e.flags |= NET_F_NO_BUDGET | NET_F_TRUNCATED;
+		if (!bpf_ringbuf_output(&net_events, s, sizeof(s->e), 0)) {
+			count(NET_CNT_NO_BUDGET);
+			count(NET_CNT_EVENTS);
+			return;
+		}
+	}
+	count(NET_CNT_RINGBUF_FULL);
+	keep_losses(&s->e);
 }
 
 /* The event's fixed part for the call c of the current thread on socket sk. */
@@ -356,9 +420,62 @@ static __always_inline void mmsg(struct scratch *s, const struct call *c, long n
 	}
 }
 
+/* A close is resolved at entry (at exit the fd is gone) and sent at exit, timed. */
+static __always_inline int enter_close(struct pt_regs *regs)
+{
+	__u64 id = bpf_get_current_pid_tgid(), ino = 0, key;
+	__u32 tgid = id >> 32, zero = 0;
+	struct call c = {};
+	struct scratch *s;
+	struct sock *sk;
+	int fd;
+
+	if (!bpf_map_lookup_elem(&net_targets, &tgid))
+		return 0;
+	fd = (int)PT_REGS_PARM1_CORE_SYSCALL(regs);
+	sk = sock_of_fd(fd, &ino);
+	s = bpf_map_lookup_elem(&net_scratch, &zero);
+	if (!sk || !s)
+		return 0;
+	c.ts = bpf_ktime_get_ns();
+	c.op = NET_OP_CLOSE;
+	c.nr = NR_close;
+	c.fd = fd;
+	if (begin(s, &c, sk, ino, fd, 0, c.ts))
+		return 0;
+	key = (__u64)sk;
+	bpf_map_delete_elem(&socks, &key);
+	if (bpf_map_update_elem(&closing, &id, &s->e, BPF_ANY) ||
+	    bpf_map_update_elem(&inflight, &id, &c, BPF_ANY)) {
+		count(NET_CNT_INFLIGHT_FULL);
+		bpf_map_delete_elem(&closing, &id);
+		count(NET_CNT_CALLS);
+		emit(s, 0);  /* untimed rather than lost */
+	}
+	return 0;
+}
+
+static __always_inline int leave_close(__u64 id, long ret, __u64 now)
+{
+	struct net_event *e = bpf_map_lookup_elem(&closing, &id);
+	struct scratch *s;
+	__u32 zero = 0;
+
+	s = bpf_map_lookup_elem(&net_scratch, &zero);
+	if (!e || !s)
+		return 0;
+	s->e = *e;
+	bpf_map_delete_elem(&closing, &id);
+	s->e.dur_ns = now - s->e.ts_ns;
+	s->e.ret = ret;
+	count(NET_CNT_CALLS);
+	emit(s, 0);
+	return 0;
+}
+
 static __always_inline int leave(long ret)
 {
-	__u64 id = bpf_get_current_pid_tgid(), now = bpf_ktime_get_ns(), ino = 0;
+	__u64 id = bpf_get_current_pid_tgid(), now = bpf_ktime_get_ns(), ino = 0, skey;
 	struct call *cp = bpf_map_lookup_elem(&inflight, &id), c;
 	struct scratch *s;
 	struct sock *sk;
@@ -369,6 +486,8 @@ static __always_inline int leave(long ret)
 		return 0;
 	c = *cp;
 	bpf_map_delete_elem(&inflight, &id);
+	if (c.op == NET_OP_CLOSE)
+		return leave_close(id, ret, now);
 	if (c.op == NET_OP_ACCEPT && ret < 0)
 		return 0;
 	fd = c.op == NET_OP_ACCEPT ? (int)ret : c.fd;
@@ -381,7 +500,9 @@ static __always_inline int leave(long ret)
 	if (!s || begin(s, &c, sk, ino, fd, ret, now))
 		return 0;
 	count(NET_CNT_CALLS);
-	if (c.op == NET_OP_CONNECT || c.op == NET_OP_ACCEPT)
+	/* Sockets opened before the task are learnt at their first call. */
+	skey = (__u64)sk;
+	if (c.op == NET_OP_CONNECT || c.op == NET_OP_ACCEPT || !bpf_map_lookup_elem(&socks, &skey))
 		remember_sock(sk, fd, ino);
 	if (c.op == NET_OP_CONNECT)
 		peer_from_arg(&s->e, c.addr);
@@ -417,36 +538,6 @@ static __always_inline int leave(long ret)
 		}
 	}
 	emit(s, got);
-	return 0;
-}
-
-/* A close is resolved at entry: at exit the fd is gone. */
-static __always_inline int enter_close(struct pt_regs *regs)
-{
-	__u64 id = bpf_get_current_pid_tgid(), ino = 0, key;
-	__u32 tgid = id >> 32, zero = 0;
-	struct call c = {};
-	struct scratch *s;
-	struct sock *sk;
-	int fd;
-
-	if (!bpf_map_lookup_elem(&net_targets, &tgid))
-		return 0;
-	fd = (int)PT_REGS_PARM1_CORE_SYSCALL(regs);
-	sk = sock_of_fd(fd, &ino);
-	s = bpf_map_lookup_elem(&net_scratch, &zero);
-	if (!sk || !s)
-		return 0;
-	c.ts = bpf_ktime_get_ns();
-	c.op = NET_OP_CLOSE;
-	c.nr = NR_close;
-	c.fd = fd;
-	if (begin(s, &c, sk, ino, fd, 0, c.ts))
-		return 0;
-	count(NET_CNT_CALLS);
-	key = (__u64)sk;
-	bpf_map_delete_elem(&socks, &key);
-	emit(s, 0);
 	return 0;
 }
 

@@ -36,6 +36,7 @@ enum net_op {
 #define NET_F_TRUNCATED  0x1u  /* ret > payload: the rest of the data was not copied */
 #define NET_F_PEER_ARG   0x2u  /* raddr/rport from the call's address argument (UDP) */
 #define NET_F_NO_SOCK    0x4u  /* the fd is a socket no more (closed under the call) */
+#define NET_F_NO_BUDGET  0x8u  /* the ring buffer had no room for the data: sizes and timing only */
 
 /* One traced call (or L4 event) of a target process's socket. */
 struct net_event {
@@ -58,9 +59,24 @@ struct net_event {
 	__u32 srtt_us;        /* TCP smoothed RTT after a write, 0 if unknown */
 	__u32 payload;        /* bytes of data[] that follow */
 	__u32 flags;          /* NET_F_* */
-	__u32 pad;
+	/*
+	 * Events of this socket lost before this one (ring buffer or analyzer
+	 * ring full), and the data they moved: the parsers skip that many bytes
+	 * of each direction or resynchronise.
+	 */
+	__u32 lost_events;
 	char comm[16];
+	__u64 lost_read_bytes;
+	__u64 lost_write_bytes;
 	/* followed by `payload` bytes of the call's data */
+};
+
+/* What was lost of one socket, until its next event carries it (map "net_lost", key: inode). */
+struct net_lost {
+	__u32 events;
+	__u32 pad;
+	__u64 read_bytes;
+	__u64 write_bytes;
 };
 
 /* Value of the net_targets map (key: tgid). */
@@ -79,11 +95,14 @@ enum net_counter {
 	NET_CNT_COPY_FAILED,      /* data that could not be read from the process */
 	NET_CNT_NOT_SOCKET,       /* target calls on fds that are no sockets (files, pipes) */
 	NET_CNT_SOCKS_FULL,       /* sockets not followed for retransmits and drops */
+	NET_CNT_NO_BUDGET,        /* events sent without their data: ring buffer short of room */
+	NET_CNT_LOST_FULL,        /* losses not remembered per socket (net_lost full): silent gaps */
 	NET_CNT_MAX,
 };
 
 #define NET_ASSERT_SIZE(t, n) _Static_assert(sizeof(t) == (n), #t " changed size: bump EMBER_ABI_VERSION")
-NET_ASSERT_SIZE(struct net_event, 128);
+NET_ASSERT_SIZE(struct net_event, 144);
+NET_ASSERT_SIZE(struct net_lost, 24);
 NET_ASSERT_SIZE(struct net_target, 8);
 
 #endif

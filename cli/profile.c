@@ -58,9 +58,12 @@ static void usage(FILE *f)
 		"usage: ember profile --pid PID[,PID...] [--type oncpu] [--duration 10s] [--out DIR]\n"
 		"  --pid PID        process(es) to profile (repeat or comma-separate)\n"
 		"  --type TYPE      oncpu (default: on-CPU samples), offcpu (where threads block, weighted\n"
-		"                   by blocked time; also a count-weighted variant), mem (user page faults)\n"
+		"                   by blocked time; also a count-weighted variant), mem (user page faults),\n"
+		"                   network (every connection's L4 metrics and L7 exchanges: network.json,\n"
+		"                   network.txt)\n"
 		"  --duration D     how long, e.g. 10s, 500ms, 2m (default 10s)\n"
-		"  --out DIR        where to write <type>.folded and <type>.svg (default .)\n"
+		"  --out DIR        where to write the results (<type>.folded and <type>.svg, or\n"
+		"                   network.json and network.txt; default .)\n"
 		"  --period D       on-CPU sampling period, %llu ms..%llu ms\n"
 		"                   (default profiling.task.on_cpu.dump_period, 9ms)\n"
 		"  --min-block D    off-CPU: ignore blocks shorter than D, 0..%llu s (default\n"
@@ -97,6 +100,8 @@ static int parse_kind(const char *s, Ember__TaskKind *ret)
 		*ret = EMBER__TASK_KIND__OFF_CPU;
 	else if (!strcmp(s, "mem"))
 		*ret = EMBER__TASK_KIND__MEM;
+	else if (!strcmp(s, "network") || !strcmp(s, "NETWORK"))
+		*ret = EMBER__TASK_KIND__NETWORK;
 	else
 		return -EINVAL;
 	return 0;
@@ -124,7 +129,7 @@ static int parse_args(int argc, char **argv, struct profile_req *q, int *done)
 			break;
 		case 't':
 			if (parse_kind(optarg, &q->kind))
-				return cli__die_usage("profile", "bad --type (oncpu, offcpu or mem)", optarg);
+				return cli__die_usage("profile", "bad --type (oncpu, offcpu, mem or network)", optarg);
 			break;
 		case 'd':
 			if (config__parse_duration(optarg, &q->duration_ns) || q->duration_ns < 100000000ull ||

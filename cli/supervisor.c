@@ -101,7 +101,7 @@ struct sup {
 
 static pid_t spawn(struct sup *s, struct child *c)
 {
-	char exe[600], shards[16], ring[32], uid[16], flush[32], stacks[16], pids[16], shard[16];
+	char exe[600], shards[16], ring[32], uid[16], flush[32], stacks[16], pids[16], shard[16], netbuf[32];
 	const char *lvl[] = { "error", "warn", "info", "debug" };
 	int ll = s->cfg->ember.log_level;
 	pid_t pid;
@@ -134,10 +134,12 @@ static pid_t spawn(struct sup *s, struct child *c)
 		snprintf(flush, sizeof(flush), "%llu", (unsigned long long)(s->cfg->profiling.flush_interval_ns / 1000000));
 		snprintf(stacks, sizeof(stacks), "%lld", (long long)s->cfg->ember.max_stack_entries);
 		snprintf(pids, sizeof(pids), "%lld", (long long)s->cfg->ember.max_task_pids);
+		snprintf(netbuf, sizeof(netbuf), "%llu",
+			 (unsigned long long)s->cfg->profiling.task.network.protocol_analyze.per_cpu_buffer);
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
 		execl(exe, exe, "--run-dir", s->cfg->ember.run_dir, "--shards", shards, "--ring-size", ring,
 		      "--analyzer-uid", uid, "--flush-ms", flush, "--max-stacks", stacks, "--max-pids", pids,
-		      "--log-level", lvl[ll >= 0 && ll < 4 ? ll : 2], (char *)NULL);
+		      "--net-buffer", netbuf, "--log-level", lvl[ll >= 0 && ll < 4 ? ll : 2], (char *)NULL);
 	} else {
 		int r = privs__become_user(s->uid, s->gid);
 		if (r) {

@@ -30,8 +30,10 @@
 #include <bpf/libbpf.h>
 
 #include "bpf/ember_abi.h"
+#include "collector/bpf_net.h"
 #include "collector/bpf_stacks.h"
 #include "collector/broker.h"
+#include "collector/net_fwd.h"
 #include "common/privs.h"
 #include "common/cleanup.h"
 #include "common/ctl_proto.h"
@@ -44,7 +46,7 @@
 #define MAX_TASKS 64
 #define ORPHAN_GRACE_NS (60ull * 1000000000ull)
 
-enum src_kind { SRC_LISTEN, SRC_CONN, SRC_TIMER, SRC_SIGNAL };
+enum src_kind { SRC_LISTEN, SRC_CONN, SRC_TIMER, SRC_SIGNAL, SRC_NET };
 
 struct conn {
 	enum src_kind kind;
@@ -84,11 +86,14 @@ static struct {
 	uid_t analyzer_uid;
 	uint64_t flush_ns;
 	struct bpf_stacks_opts bpf_opts;
+	uint64_t net_buffer;        /* BPF ring buffer bytes per CPU for socket events */
 
 	struct io_uring ring;
 	struct shard *shards;
 	struct bpf_stacks *bpf;
-	struct conn listen_src, timer_src, signal_src;
+	struct bpf_net *net;        /* NULL when the network program does not load here */
+	struct net_fwd *fwd;
+	struct conn listen_src, timer_src, signal_src, net_src;
 	struct task tasks[MAX_TASKS];
 	uint64_t stats[CTL_STAT_MAX];
 	uint64_t last_drain_real_ns;
@@ -172,6 +177,26 @@ static void drain(void)
 	}
 }
 
+/* ---- network events: forwarded as they come ---------------------------------- */
+
+static int on_net_event(void *ctx, const struct net_event *e, uint32_t len)
+{
+	(void)ctx;
+	return net_fwd__event(C.fwd, e, len);
+}
+
+static void forward_net(void)
+{
+	int n;
+
+	if (!C.net)
+		return;
+	n = bpf_net__consume(C.net, on_net_event, NULL);
+	if (n < 0)
+		log_warn("reading the network events failed: %s", strerror(-n));
+	net_fwd__notify(C.fwd);
+}
+
 /* ---- tasks ------------------------------------------------------------------ */
 
 static struct task *task_find(uint64_t id)
@@ -186,7 +211,12 @@ static void task_remove(struct task *t)
 {
 	if (t->detached_at)
 		return;
-	for (uint32_t i = 0; i < t->npids; i++)
+	if (t->kind == EMBER_TASK_NETWORK) {
+		for (uint32_t i = 0; i < t->npids; i++)
+			(void)bpf_net__target(C.net, t->pids[i], 0);
+		bpf_net__detach(C.net);
+	}
+	for (uint32_t i = 0; t->kind != EMBER_TASK_NETWORK && i < t->npids; i++)
 		(void)bpf_stacks__target(C.bpf, t->pids[i], t->kind, 0, 0);
 	if (t->kind == EMBER_TASK_ONCPU)
 		bpf_stacks__detach_oncpu(C.bpf);
@@ -217,7 +247,7 @@ static int task_attach(struct conn *c, const struct ctl_attach *a, struct ctl_at
 		ans->attach_point = t->attach_point;
 		return 0;
 	}
-	if (a->kind < EMBER_TASK_ONCPU || a->kind > EMBER_TASK_MEM)
+	if (a->kind < EMBER_TASK_ONCPU || a->kind > EMBER_TASK_NETWORK || (a->kind == EMBER_TASK_NETWORK && !C.net))
 		return -EOPNOTSUPP;
 	if (a->kind == EMBER_TASK_ONCPU && (a->period_ns < CTL_PERIOD_MIN_NS || a->period_ns > CTL_PERIOD_MAX_NS))
 		return -ERANGE;
@@ -254,16 +284,22 @@ static int task_attach(struct conn *c, const struct ctl_attach *a, struct ctl_at
 		t->attach_point = err > 0 ? (uint32_t)err : CTL_AP_NONE;
 		err = err > 0 ? 0 : err;
 		break;
-	default:
+	case EMBER_TASK_MEM:
 		err = bpf_stacks__attach_mem(C.bpf);
 		t->attach_point = CTL_AP_PERF_PAGE_FAULTS;
+		break;
+	default:
+		err = bpf_net__attach(C.net);
+		t->attach_point = err > 0 ? (uint32_t)err : CTL_AP_NONE;
+		err = err > 0 ? 0 : err;
 		break;
 	}
 	if (err)
 		return err;
 	ans->attach_point = t->attach_point;
 	for (uint32_t i = 0; i < t->npids; i++) {
-		err = bpf_stacks__target(C.bpf, t->pids[i], t->kind, 1, a->min_block_ns);
+		err = t->kind == EMBER_TASK_NETWORK ? bpf_net__target(C.net, t->pids[i], 1)
+						     : bpf_stacks__target(C.bpf, t->pids[i], t->kind, 1, a->min_block_ns);
 		if (err) {
 			t->npids = i;
 			t->used = 1;
@@ -360,6 +396,7 @@ static int h_detach(struct conn *c, const struct ctl_msg *m)
 	/* Drain first so everything the task collected is in the ring before we answer. */
 	drain();
 	task_remove(t);
+	forward_net();
 	return reply_err(c, m, 0, -1);
 }
 
@@ -450,9 +487,12 @@ static int h_open_kallsyms(struct conn *c, const struct ctl_msg *m)
 	return reply_err(c, m, fd < 0 ? fd : 0, fd);
 }
 
+_Static_assert(CTL_STAT_NET_LOST_FULL - CTL_STAT_NET_CALLS + 1 == NET_CNT_MAX,
+	       "the collector's network stats mirror the BPF program's counters one to one");
+
 static void collect_stats(void)
 {
-	uint64_t bc[BPF_CNT_MAX];
+	uint64_t bc[BPF_CNT_MAX], nc[NET_CNT_MAX];
 	struct shm_ring_stats rs;
 
 	if (!bpf_stacks__counters(C.bpf, bc)) {
@@ -467,6 +507,17 @@ static void collect_stats(void)
 		C.stats[CTL_STAT_BPF_HSTACK_FULL] = bc[BPF_CNT_HSTACK_FULL];
 		C.stats[CTL_STAT_BPF_FAULTS] = bc[BPF_CNT_FAULTS];
 		C.stats[CTL_STAT_BPF_OFFCPU_FP_HITS] = bc[BPF_CNT_OFFCPU_FP_HITS];
+	}
+	if (C.net && !bpf_net__counters(C.net, nc))
+		for (unsigned i = 0; i < NET_CNT_MAX; i++)
+			C.stats[CTL_STAT_NET_CALLS + i] = nc[i];
+	if (C.fwd) {
+		struct net_fwd_stats fs;
+
+		net_fwd__stats(C.fwd, &fs);
+		C.stats[CTL_STAT_NET_FORWARDED] = fs.events;
+		C.stats[CTL_STAT_NET_RING_DROPS] = fs.ring_drops;
+		C.stats[CTL_STAT_NET_RING_UNTRACKED] = fs.untracked;
 	}
 	C.stats[CTL_STAT_RING_RECORDS] = C.stats[CTL_STAT_RING_DROPS] = 0;
 	C.stats[CTL_STAT_RING_DROP_BYTES] = C.stats[CTL_STAT_RING_HOSTILE_CONS] = 0;
@@ -642,6 +693,7 @@ static void usage(FILE *f)
 		"  --flush-ms MS          drain period (default 5000)\n"
 		"  --max-stacks N         stack map entries (default 8192)\n"
 		"  --max-pids N           target pids (default 1024)\n"
+		"  --net-buffer BYTES     network events' ring buffer per CPU (default 409600)\n"
 		"  --log-level LEVEL      error|warn|info|debug\n");
 }
 
@@ -669,6 +721,7 @@ static int parse_args(int argc, char **argv, enum log_level *lvl, int *done)
 		{ "ring-size", required_argument, 0, 'z' }, { "analyzer-uid", required_argument, 0, 'u' },
 		{ "flush-ms", required_argument, 0, 'f' }, { "max-stacks", required_argument, 0, 'k' },
 		{ "max-pids", required_argument, 0, 'p' }, { "log-level", required_argument, 0, 'l' },
+		{ "net-buffer", required_argument, 0, 'n' },
 		{ "help", no_argument, 0, 'h' }, { 0 },
 	};
 	uint64_t v, uid = (uint64_t)-1;
@@ -680,6 +733,7 @@ static int parse_args(int argc, char **argv, enum log_level *lvl, int *done)
 	C.ring_size = 8u << 20;
 	C.flush_ns = 5000000000ull;
 	C.bpf_opts = (struct bpf_stacks_opts){ .max_stacks = 8192, .max_agg = 16384, .max_pids = 1024 };
+	C.net_buffer = 400 * 1024;
 	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'r': C.run_dir = optarg; break;
@@ -692,6 +746,7 @@ static int parse_args(int argc, char **argv, enum log_level *lvl, int *done)
 		case 'k': if (parse_u64("max-stacks", optarg, 64, 1 << 20, &v)) return 2;
 			C.bpf_opts.max_stacks = v; C.bpf_opts.max_agg = 2 * v; break;
 		case 'p': if (parse_u64("max-pids", optarg, 1, 1 << 20, &v)) return 2; C.bpf_opts.max_pids = v; break;
+		case 'n': if (parse_u64("net-buffer", optarg, 4096, 1ull << 30, &v)) return 2; C.net_buffer = v; break;
 		case 'l': if (log__parse_level(optarg, lvl)) { fprintf(stderr, "ember-collector: bad --log-level '%s'\n", optarg); return 2; } break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
@@ -704,6 +759,32 @@ static int parse_args(int argc, char **argv, enum log_level *lvl, int *done)
 	C.analyzer_uid = uid;
 	*done = 0;
 	return 0;
+}
+
+/*
+ * The network program is optional: a kernel where it does not load still
+ * profiles stacks, and network tasks are refused with the reason logged here.
+ */
+static void load_net(void)
+{
+	long ncpus = sysconf(_SC_NPROCESSORS_CONF);
+	struct bpf_net_opts o = { .max_targets = C.bpf_opts.max_pids,
+				  .ringbuf_bytes = C.net_buffer * (uint64_t)(ncpus > 0 ? ncpus : 1) };
+
+	C.net = bpf_net__load(&o);
+	if (!C.net)
+		log_warn("cannot load the network BPF program (%m): network profiling tasks will be refused");
+}
+
+static struct shm_ring **shard_rings(void)
+{
+	static struct shm_ring **rings;
+
+	if (!rings)
+		rings = calloc(C.nshards, sizeof(*rings));
+	for (unsigned s = 0; rings && s < C.nshards; s++)
+		rings[s] = C.shards[s].ring;
+	return rings;
 }
 
 /* Everything that needs root: BPF, tracefs, the rings, the socket.  Then the privileges go. */
@@ -735,6 +816,7 @@ static int setup(void)
 		log_error("cannot load the stack-sampling BPF program: %m");
 		return -1;
 	}
+	load_net();
 	/* libbpf's copy of the kernel BTF is freed after load: give it back to the
 	 * kernel before the rings are mapped, so the two never add up. */
 	malloc_trim(0);
@@ -749,6 +831,12 @@ static int setup(void)
 			log_error("cannot create ring shard %u (%llu bytes): %m", s, (unsigned long long)C.ring_size);
 			return -1;
 		}
+	}
+	if (C.net) {
+		C.fwd = net_fwd__new(shard_rings(), C.nshards);
+		if (!C.fwd)
+			return -1;
+		C.net_src = (struct conn){ .kind = SRC_NET, .fd = bpf_net__fd(C.net) };
 	}
 	err = setup_socket();
 	if (err < 0) {
@@ -791,6 +879,8 @@ static void run(void)
 	arm(&C.listen_src);
 	arm(&C.signal_src);
 	arm(&C.timer_src);
+	if (C.net)
+		arm(&C.net_src);
 	while (!C.stop) {
 		struct io_uring_cqe *cqe;
 		unsigned head, seen = 0;
@@ -806,6 +896,7 @@ static void run(void)
 			switch (src->kind) {
 			case SRC_LISTEN: on_accept(); arm(src); break;
 			case SRC_TIMER: on_timer(); arm(src); break;
+			case SRC_NET: forward_net(); arm(src); break;
 			case SRC_SIGNAL: {
 				struct signalfd_siginfo si;
 				while (read(src->fd, &si, sizeof(si)) == sizeof(si))
@@ -844,12 +935,16 @@ int main(int argc, char **argv)
 	run();
 	log_info("stopping: final drain");
 	drain();
+	forward_net();
 	for (unsigned i = 0; i < MAX_TASKS; i++)
 		if (C.tasks[i].used)
 			task_remove(&C.tasks[i]);
 	unlink(C.sock_path);
 	io_uring_queue_exit(&C.ring);
 	C.bpf = bpf_stacks__free(C.bpf);
+	C.fwd = net_fwd__free(C.fwd);
+	C.net = bpf_net__free(C.net);
+	free(shard_rings());
 	for (unsigned s = 0; s < C.nshards; s++)
 		shm_ring__free(C.shards[s].ring);
 	free(C.shards);

@@ -129,9 +129,13 @@ struct ember_config {
 			} off_cpu;
 			struct {
 				uint64_t report_interval_ns;
+				int64_t max_connections;
+				uint64_t connection_idle_timeout_ns;
+				int64_t max_exchanges_per_report;
 				char *meter_prefix;
 				struct {
 					uint64_t per_cpu_buffer;
+					uint64_t max_connection_buffer;
 					int64_t parallels;
 					int64_t queue_size;
 					struct {

@@ -31,6 +31,19 @@ static const char *const stat_names[CTL_STAT_MAX] = {
 	[CTL_STAT_BPF_HSTACK_FULL] = "bpf_offcpu_stack_map_full_drops",
 	[CTL_STAT_BPF_FAULTS] = "bpf_page_faults",
 	[CTL_STAT_BPF_OFFCPU_FP_HITS] = "bpf_offcpu_stack_cache_hits",
+	[CTL_STAT_NET_CALLS] = "bpf_net_socket_calls",
+	[CTL_STAT_NET_EVENTS] = "bpf_net_events",
+	[CTL_STAT_NET_RINGBUF_FULL] = "bpf_net_ringbuf_full_drops",
+	[CTL_STAT_NET_INFLIGHT_FULL] = "bpf_net_inflight_full_drops",
+	[CTL_STAT_NET_TRUNCATED] = "bpf_net_payload_truncated",
+	[CTL_STAT_NET_COPY_FAILED] = "bpf_net_payload_copy_failed",
+	[CTL_STAT_NET_NOT_SOCKET] = "bpf_net_not_socket_calls",
+	[CTL_STAT_NET_SOCKS_FULL] = "bpf_net_sock_map_full",
+	[CTL_STAT_NET_NO_BUDGET] = "bpf_net_payload_no_budget",
+	[CTL_STAT_NET_LOST_FULL] = "bpf_net_lost_map_full",
+	[CTL_STAT_NET_FORWARDED] = "net_events_forwarded",
+	[CTL_STAT_NET_RING_DROPS] = "net_events_ring_full_drops",
+	[CTL_STAT_NET_RING_UNTRACKED] = "net_events_ring_drops_untracked",
 };
 
 const char *ctl__attach_point_name(uint32_t ap)

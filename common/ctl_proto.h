@@ -117,6 +117,19 @@ enum ctl_stat {
 	CTL_STAT_BPF_HSTACK_FULL,
 	CTL_STAT_BPF_FAULTS,
 	CTL_STAT_BPF_OFFCPU_FP_HITS,
+	CTL_STAT_NET_CALLS,            /* from here: network events (bpf/net_abi.h counters) */
+	CTL_STAT_NET_EVENTS,
+	CTL_STAT_NET_RINGBUF_FULL,
+	CTL_STAT_NET_INFLIGHT_FULL,
+	CTL_STAT_NET_TRUNCATED,
+	CTL_STAT_NET_COPY_FAILED,
+	CTL_STAT_NET_NOT_SOCKET,
+	CTL_STAT_NET_SOCKS_FULL,
+	CTL_STAT_NET_NO_BUDGET,
+	CTL_STAT_NET_LOST_FULL,
+	CTL_STAT_NET_FORWARDED,        /* written to the analyzers' rings */
+	CTL_STAT_NET_RING_DROPS,       /* ... dropped there: ring full (their data becomes a gap) */
+	CTL_STAT_NET_RING_UNTRACKED,   /* ... of which the socket could not be remembered */
 	CTL_STAT_MAX,
 };
 struct ctl_stats_ans { int32_t err; uint32_t n; uint64_t v[CTL_STAT_MAX]; };

@@ -12,6 +12,9 @@ PKGS="$PKGS bpftrace"  # make bench: the peer tracer measured beside ember in th
 PKGS="$PKGS libgrpc-dev python3-grpcio python3-grpc-tools python3-protobuf"  # SkyWalking backend: gRPC core C API; the test OAP receiver
 PKGS="$PKGS rustc openssl util-linux"  # symbolizer: Rust demangling fixture; TLS test certificates; setpriv
 PKGS="$PKGS libiberty-dev golang-go libdebuginfod-dev"  # symbolizer: C++/Rust demangling, stripped Go test binaries, optional debuginfod
+# Network profiling tests: real servers and clients, each started by the tests on their own ports
+PKGS="$PKGS nginx-light wrk redis-server redis-tools mariadb-server mariadb-client postgresql postgresql-client"
+PKGS="$PKGS dnsmasq-base dnsutils nghttp2-server nghttp2-client"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
@@ -21,4 +24,10 @@ echo "install-deps: installing:$missing"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
+# The servers above are test fixtures: their packaged services must not start on install.
+norc=""
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+  printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod 755 /usr/sbin/policy-rc.d && norc=1
+fi
 apt-get install -y -qq --no-install-recommends $missing
+if [ -n "$norc" ]; then rm -f /usr/sbin/policy-rc.d; fi

@@ -1,0 +1,1065 @@
+#include "analyzer/net/netprof.h"
+
+#include <errno.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "analyzer/l7/l7_conn.h"
+#include "analyzer/net/conntrack.h"
+#include "bpf/ember_abi.h"
+#include "bpf/net_abi.h"
+#include "common/net_hist.h"
+#include "common/timeutil.h"
+
+#define MAX_TASKS 64
+#define FLOW_BUCKETS 256
+#define MAX_STATUSES 32      /* distinct statuses per flow and report; the rest count as -1 */
+#define MAX_LOCAL_ADDRS 64
+#define ARENA_CHUNK (64 * 1024)
+#define EPHEMERAL_MIN 32768  /* Linux's default ip_local_port_range starts here */
+
+enum side { SIDE_CLIENT = 0, SIDE_SERVER = 1 };
+enum { NC_WRITE, NC_READ, NC_RTT, NC_CONNECT, NC_CLOSE, NC_MAX };
+
+/* One kind of call over a report: flows keep 64-bit buckets, connections 32-bit. */
+struct calls {
+	uint64_t count, bytes, time;
+	uint64_t hist[NET_L4_BUCKETS];
+};
+struct wcalls {
+	uint64_t count, bytes, time;
+	uint32_t hist[NET_L4_BUCKETS];
+};
+
+struct status_count { int32_t status; uint64_t count; };
+
+struct flow {
+	struct flow *next;
+	uint32_t pid;
+	char comm[16];
+	uint8_t side;
+	bool side_guessed;
+	char peer[64];
+	bool peer_local;
+	uint32_t peer_pid;
+	const char *protocol;   /* a parser's name (static) or "" */
+	uint32_t conns;
+	struct calls l4[NC_MAX];
+	uint64_t retrans, drops;
+	uint64_t requests, errors, client_errors, unanswered;
+	struct status_count st[MAX_STATUSES];
+	unsigned nst;
+	uint64_t req_bytes, resp_bytes;
+	uint64_t req_size[NET_SIZE_BUCKETS], resp_size[NET_SIZE_BUCKETS], dur[NET_DURATION_BUCKETS];
+	uint64_t dur_sum, lat_sum;
+	uint32_t *sketch;       /* NET_SKETCH_BUCKETS, allocated at the first answered exchange */
+};
+
+/* Bump allocator for one report's messages: freed all at once after publishing. */
+struct arena_chunk { struct arena_chunk *next; size_t used, size; _Alignas(16) uint8_t data[]; };
+
+struct ntask {
+	bool used;
+	char id[TASK_ID_LEN];
+	const struct task_def *def;  /* the task manager's, valid until netprof__close */
+	uint64_t report_ms, next_ms;
+	uint64_t win_start_ns;       /* unix */
+	uint64_t gen;                /* report number: cached flow pointers of older reports are stale */
+	struct flow *flows[FLOW_BUCKETS];
+	size_t nflows;
+	Ember__NetExchange **ex;
+	size_t nex;
+	uint64_t ex_not_listed;
+	Ember__NetConnection **cl;
+	size_t ncl, cap_cl;
+	uint64_t cl_not_listed;
+	struct arena_chunk *arena;
+	uint64_t total_exchanges, total_conns;
+};
+
+/* What netprof keeps per connection (net_conn.user). */
+struct cstate {
+	struct netprof *np;
+	struct net_conn *nc;
+	struct ntask *task;
+	char comm[16];
+	uint8_t feed_side;        /* the side the parser's directions were set from */
+	bool side_guessed;
+	bool peer_local;
+	uint32_t peer_pid;
+	struct l7_conn *l7;
+	uint64_t opened_unix_ns;
+	uint64_t writes, reads, bytes_written, bytes_read, exchanges, gaps, gap_bytes, retrans, drops, srtt_us;
+	struct wcalls w[NC_MAX];
+	uint64_t w_retrans, w_drops;
+	bool w_active;
+	struct flow *flow;        /* cached for the report gen flow_gen */
+	uint64_t flow_gen;
+};
+
+struct netprof {
+	struct netprof_opts o;
+	struct l7_config cfg_tcp, cfg_udp;
+	struct conntrack *ct;
+	struct ntask tasks[MAX_TASKS];
+	struct l7_stats l7st;
+	uint64_t st[NPS_MAX];
+	int64_t mono_to_unix;     /* unix ns = monotonic ns + this */
+	struct net_endpoint local_addrs[MAX_LOCAL_ADDRS];
+	unsigned nlocal;
+	uint64_t last_age_ms;
+};
+
+static const char *const stat_names[NPS_MAX] = {
+	[NPS_RECORDS] = "net_records",
+	[NPS_BAD_RECORDS] = "net_bad_records",
+	[NPS_NO_TASK] = "net_records_no_task",
+	[NPS_CONNECTIONS] = "net_connections",
+	[NPS_TABLE_FULL] = "net_connection_table_full_drops",
+	[NPS_AGED] = "net_connections_aged_out",
+	[NPS_UNKNOWN_CLOSES] = "net_closes_unknown_socket",
+	[NPS_LOST_EVENTS] = "net_events_lost_upstream",
+	[NPS_GAPS] = "net_parser_gaps",
+	[NPS_GAP_BYTES] = "net_parser_gap_bytes",
+	[NPS_EXCHANGES] = "net_exchanges",
+	[NPS_EXCHANGES_NOT_LISTED] = "net_exchanges_not_listed",
+	[NPS_CONNS_NOT_LISTED] = "net_connections_not_listed",
+	[NPS_UNDETECTED] = "net_connections_undetected",
+	[NPS_UNPARSEABLE] = "net_connections_unparseable",
+	[NPS_PARSER_DROPPED] = "net_parser_dropped_messages",
+	[NPS_BATCHES] = "net_batches",
+};
+
+const char *netprof__stat_name(unsigned stat)
+{
+	return stat < NPS_MAX ? stat_names[stat] : "unknown";
+}
+
+void netprof__stats(const struct netprof *np, uint64_t ret[NPS_MAX])
+{
+	memcpy(ret, np->st, sizeof(np->st));
+	ret[NPS_UNDETECTED] = np->l7st.undetected;
+	ret[NPS_UNPARSEABLE] = np->l7st.unparseable + np->l7st.over_memory;
+	ret[NPS_PARSER_DROPPED] = np->l7st.parser_dropped;
+}
+
+/* ---- arena ---------------------------------------------------------------------------- */
+
+static void *arena_alloc(struct ntask *t, size_t size)
+{
+	struct arena_chunk *c = t->arena;
+
+	size = (size + 15) & ~(size_t)15;
+	if (!c || c->used + size > c->size) {
+		size_t cap = size > ARENA_CHUNK ? size : ARENA_CHUNK;
+
+		c = malloc(sizeof(*c) + cap);
+		if (!c)
+			return NULL;
+		c->size = cap;
+		c->used = 0;
+		c->next = t->arena;
+		t->arena = c;
+	}
+	c->used += size;
+	return memset(c->data + c->used - size, 0, size);
+}
+
+static char *arena_str(struct ntask *t, const char *s)
+{
+	size_t n = strlen(s) + 1;
+	char *d = arena_alloc(t, n);
+
+	return d ? memcpy(d, s, n) : (char *)"";
+}
+
+static void arena_free(struct ntask *t)
+{
+	while (t->arena) {
+		struct arena_chunk *n = t->arena->next;
+		free(t->arena);
+		t->arena = n;
+	}
+}
+
+/* ---- clocks and addresses ------------------------------------------------------------- */
+
+static void refresh_clock(struct netprof *np)
+{
+	np->mono_to_unix = (int64_t)timeutil__now_ns(CLOCK_REALTIME) - (int64_t)timeutil__now_ns(CLOCK_MONOTONIC);
+}
+
+static uint64_t to_unix(const struct netprof *np, uint64_t mono)
+{
+	return (uint64_t)((int64_t)mono + np->mono_to_unix);
+}
+
+/* The host's addresses: a peer there is "local" (Rover's <peer>_local). */
+static void refresh_local_addrs(struct netprof *np)
+{
+	struct ifaddrs *ifa, *i;
+
+	np->nlocal = 0;
+	if (getifaddrs(&ifa))
+		return;
+	for (i = ifa; i && np->nlocal < MAX_LOCAL_ADDRS; i = i->ifa_next) {
+		struct net_endpoint *ep = &np->local_addrs[np->nlocal];
+
+		if (!i->ifa_addr)
+			continue;
+		memset(ep, 0, sizeof(*ep));
+		if (i->ifa_addr->sa_family == AF_INET) {
+			ep->family = AF_INET;
+			memcpy(ep->addr, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, 4);
+		} else if (i->ifa_addr->sa_family == AF_INET6) {
+			ep->family = AF_INET6;
+			memcpy(ep->addr, &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr, 16);
+		} else {
+			continue;
+		}
+		np->nlocal++;
+	}
+	freeifaddrs(ifa);
+}
+
+static bool is_local(const struct netprof *np, const struct net_endpoint *ep)
+{
+	static const uint8_t v4mapped[12] = { [10] = 0xff, [11] = 0xff };
+
+	if (net_endpoint__is_loopback(ep))
+		return true;
+	for (unsigned i = 0; i < np->nlocal; i++) {
+		const struct net_endpoint *l = &np->local_addrs[i];
+
+		if (l->family == ep->family && !memcmp(l->addr, ep->addr, 16))
+			return true;
+		if (l->family == AF_INET && ep->family == AF_INET6 && !memcmp(ep->addr, v4mapped, 12) &&
+		    !memcmp(ep->addr + 12, l->addr, 4))
+			return true;
+	}
+	return false;
+}
+
+/* ---- life cycle ----------------------------------------------------------------------- */
+
+struct netprof *netprof__new(const struct netprof_opts *o)
+{
+	struct netprof *np = calloc(1, sizeof(*np));
+
+	if (!np)
+		return NULL;
+	np->o = *o;
+	np->cfg_tcp = o->l7;
+	np->cfg_tcp.transport = L7_TRANSPORT_TCP;
+	np->cfg_udp = o->l7;
+	np->cfg_udp.transport = L7_TRANSPORT_UDP;
+	np->ct = conntrack__new(o->max_connections);
+	if (!np->ct) {
+		free(np);
+		return NULL;
+	}
+	refresh_clock(np);
+	refresh_local_addrs(np);
+	return np;
+}
+
+static void flows_free(struct ntask *t)
+{
+	for (unsigned b = 0; b < FLOW_BUCKETS; b++)
+		while (t->flows[b]) {
+			struct flow *n = t->flows[b]->next;
+			free(t->flows[b]->sketch);
+			free(t->flows[b]);
+			t->flows[b] = n;
+		}
+	t->nflows = 0;
+}
+
+static void task_reset_report(struct ntask *t)
+{
+	flows_free(t);
+	arena_free(t);
+	t->nex = t->ncl = 0;
+	t->ex_not_listed = t->cl_not_listed = 0;
+	t->gen++;
+}
+
+static void cstate_drop(struct netprof *np, struct cstate *cs)
+{
+	l7_conn__free(cs->l7);
+	conntrack__remove(np->ct, cs->nc);
+	free(cs);
+}
+
+struct netprof *netprof__free(struct netprof *np)
+{
+	if (!np)
+		return NULL;
+	for (struct net_conn *c = conntrack__oldest(np->ct), *n; c; c = n) {
+		n = c->newer;
+		cstate_drop(np, c->user);
+	}
+	for (unsigned i = 0; i < MAX_TASKS; i++) {
+		task_reset_report(&np->tasks[i]);
+		free(np->tasks[i].ex);
+		free(np->tasks[i].cl);
+	}
+	conntrack__free(np->ct);
+	free(np);
+	return NULL;
+}
+
+int netprof__open(struct netprof *np, const struct task_def *def)
+{
+	struct ntask *t = NULL;
+
+	for (unsigned i = 0; i < MAX_TASKS && !t; i++)
+		if (!np->tasks[i].used)
+			t = &np->tasks[i];
+	if (!t)
+		return -ENOSPC;
+	free(t->ex);
+	free(t->cl);
+	memset(t, 0, sizeof(*t));
+	t->ex = calloc(np->o.max_exchanges ? np->o.max_exchanges : 1, sizeof(*t->ex));
+	t->cap_cl = np->o.max_exchanges > 1000 ? np->o.max_exchanges : 1000;
+	t->cl = calloc(t->cap_cl, sizeof(*t->cl));
+	if (!t->ex || !t->cl) {
+		free(t->ex);
+		free(t->cl);
+		t->ex = NULL;
+		t->cl = NULL;
+		return -ENOMEM;
+	}
+	t->used = true;
+	t->def = def;
+	snprintf(t->id, sizeof(t->id), "%s", def->id);
+	t->report_ms = def->report_interval_ms ? def->report_interval_ms : np->o.default_report_ms;
+	if (!t->report_ms)
+		t->report_ms = 2000;
+	t->next_ms = timeutil__unix_ms() + t->report_ms;
+	t->win_start_ns = timeutil__now_ns(CLOCK_REALTIME);
+	return 0;
+}
+
+static struct ntask *task_of_pid(struct netprof *np, uint32_t tgid)
+{
+	struct task_def *def = task_mgr__find_pid(np->o.tm, tgid, EMBER_TASK_NETWORK);
+
+	if (!def)
+		return NULL;
+	for (unsigned i = 0; i < MAX_TASKS; i++)
+		if (np->tasks[i].used && !strcmp(np->tasks[i].id, def->id))
+			return &np->tasks[i];
+	return NULL;
+}
+
+/* ---- flows ---------------------------------------------------------------------------- */
+
+static uint8_t side_of(const struct cstate *cs)
+{
+	bool swapped = cs->l7 && l7_conn__swapped(cs->l7);
+
+	return swapped ? (uint8_t)!cs->feed_side : cs->feed_side;
+}
+
+static const char *protocol_of(const struct cstate *cs)
+{
+	const struct l7_parser_ops *ops = cs->l7 ? l7_conn__parser(cs->l7) : NULL;
+
+	return ops ? ops->name : "";
+}
+
+/* The peer of a flow: a server peer by address and port, a client peer by address alone
+ * (its port is ephemeral: one series per connection would grow without bound). */
+static void peer_label(const struct cstate *cs, uint8_t side, char *buf, size_t len)
+{
+	struct net_endpoint p = cs->nc->peer;
+
+	if (side == SIDE_SERVER)
+		p.port = 0;
+	net_endpoint__str(&p, buf, len);
+}
+
+/* The other end, when it is a process this analyzer follows too. */
+static void link_peer(struct netprof *np, struct cstate *cs)
+{
+	struct net_conn *o;
+
+	if (cs->peer_pid || !cs->peer_local || cs->nc->udp)
+		return;
+	/* Its local endpoint is our peer and its peer is us: the same connection, seen from there. */
+	o = conntrack__by_local(np->ct, &cs->nc->peer);
+	if (o && !memcmp(&o->peer, &cs->nc->local, sizeof(o->peer)))
+		cs->peer_pid = o->tgid;
+}
+
+static struct flow *flow_of(struct netprof *np, struct ntask *t, struct cstate *cs)
+{
+	uint8_t side = side_of(cs);
+	const char *proto = protocol_of(cs);
+	char peer[64];
+	uint64_t h = 1469598103934665603ull;
+	struct flow *f;
+
+	link_peer(np, cs);
+	f = cs->flow;
+	if (f && cs->flow_gen == t->gen && f->side == side && f->protocol == proto && f->peer_pid == cs->peer_pid)
+		return f;
+	peer_label(cs, side, peer, sizeof(peer));
+	for (const char *c = peer; *c; c++)
+		h = (h ^ (uint8_t)*c) * 1099511628211ull;
+	h = (h ^ cs->nc->tgid ^ ((uint64_t)side << 40) ^ ((uint64_t)cs->peer_pid << 20)) * 1099511628211ull;
+	for (const char *c = proto; *c; c++)
+		h = (h ^ (uint8_t)*c) * 1099511628211ull;
+	h &= FLOW_BUCKETS - 1;
+	for (f = t->flows[h]; f; f = f->next)
+		if (f->pid == cs->nc->tgid && f->side == side && f->peer_pid == cs->peer_pid &&
+		    !strcmp(f->protocol, proto) && !strcmp(f->peer, peer))
+			break;
+	if (!f) {
+		f = calloc(1, sizeof(*f));
+		if (!f)
+			return NULL;
+		f->pid = cs->nc->tgid;
+		memcpy(f->comm, cs->comm, sizeof(f->comm));
+		f->side = side;
+		f->side_guessed = cs->side_guessed;
+		snprintf(f->peer, sizeof(f->peer), "%s", peer);
+		f->peer_local = cs->peer_local;
+		f->peer_pid = cs->peer_pid;
+		f->protocol = proto;
+		f->next = t->flows[h];
+		t->flows[h] = f;
+		t->nflows++;
+	}
+	cs->flow = f;
+	cs->flow_gen = t->gen;
+	return f;
+}
+
+/* A connection's calls of the report into its flow. */
+static void fold(struct netprof *np, struct cstate *cs)
+{
+	struct flow *f;
+
+	if (!cs->w_active)
+		return;
+	f = flow_of(np, cs->task, cs);
+	if (f) {
+		for (unsigned k = 0; k < NC_MAX; k++) {
+			f->l4[k].count += cs->w[k].count;
+			f->l4[k].bytes += cs->w[k].bytes;
+			f->l4[k].time += cs->w[k].time;
+			for (unsigned b = 0; b < NET_L4_BUCKETS; b++)
+				f->l4[k].hist[b] += cs->w[k].hist[b];
+		}
+		f->retrans += cs->w_retrans;
+		f->drops += cs->w_drops;
+		f->conns++;
+	}
+	memset(cs->w, 0, sizeof(cs->w));
+	cs->w_retrans = cs->w_drops = 0;
+	cs->w_active = false;
+}
+
+static void flow_status(struct flow *f, int32_t status)
+{
+	unsigned i;
+
+	for (i = 0; i < f->nst; i++)
+		if (f->st[i].status == status)
+			break;
+	if (i == f->nst) {
+		if (f->nst == MAX_STATUSES) {
+			status = -1;   /* other */
+			for (i = 0; i < f->nst && f->st[i].status != -1; i++)
+				;
+			if (i == f->nst)
+				i = f->nst - 1;
+		} else {
+			f->nst++;
+		}
+		f->st[i].status = status;
+	}
+	f->st[i].count++;
+}
+
+static void flow_exchange(struct flow *f, const struct l7_record *r)
+{
+	uint64_t lat = l7_record__latency_ns(r), dur = l7_record__duration_ns(r);
+
+	if (r->has_request)
+		f->requests++;
+	if (r->has_request && !r->has_response)
+		f->unanswered++;
+	f->errors += r->is_error;
+	f->client_errors += r->is_client_error;
+	if (r->has_response && r->status >= 0)
+		flow_status(f, r->status);
+	f->req_bytes += r->req_bytes;
+	f->resp_bytes += r->resp_bytes;
+	if (r->has_request)
+		f->req_size[net_hist__index(net_hist__size_bounds, NET_SIZE_BUCKETS, r->req_bytes)]++;
+	if (r->has_response)
+		f->resp_size[net_hist__index(net_hist__size_bounds, NET_SIZE_BUCKETS, r->resp_bytes)]++;
+	if (!(r->has_request && r->has_response))
+		return;
+	f->dur[net_hist__index(net_hist__duration_bounds, NET_DURATION_BUCKETS, dur / 1000000)]++;
+	f->dur_sum += dur;
+	f->lat_sum += lat;
+	if (!f->sketch)
+		f->sketch = calloc(NET_SKETCH_BUCKETS, sizeof(*f->sketch));
+	if (f->sketch)
+		f->sketch[net_hist__sketch_index(lat)]++;
+}
+
+/* ---- exchanges and connections as messages ------------------------------------------- */
+
+static const char *side_name(uint8_t side)
+{
+	return side == SIDE_SERVER ? "server" : "client";
+}
+
+static void list_exchange(struct netprof *np, struct cstate *cs, const struct l7_record *r)
+{
+	struct ntask *t = cs->task;
+	Ember__NetExchange *x;
+	char peer[64];
+
+	if (t->nex >= np->o.max_exchanges || !(x = arena_alloc(t, sizeof(*x)))) {
+		t->ex_not_listed++;
+		np->st[NPS_EXCHANGES_NOT_LISTED]++;
+		return;
+	}
+	ember__net_exchange__init(x);
+	x->pid = cs->nc->tgid;
+	x->connection_id = cs->nc->id;
+	x->protocol = (char *)r->protocol;
+	x->side = (char *)side_name(side_of(cs));
+	x->peer_address = arena_str(t, net_endpoint__str(&cs->nc->peer, peer, sizeof(peer)));
+	x->req_unix_ns = r->req_ts_ns ? to_unix(np, r->req_ts_ns) : 0;
+	x->latency_ns = l7_record__latency_ns(r);
+	x->duration_ns = l7_record__duration_ns(r);
+	x->req_bytes = r->req_bytes;
+	x->resp_bytes = r->resp_bytes;
+	x->status = r->status;
+	x->is_error = r->is_error;
+	x->is_client_error = r->is_client_error;
+	x->answered = r->has_request && r->has_response;
+	x->req_seq = r->req_seq;
+	x->fields = arena_alloc(t, r->nfields * sizeof(*x->fields) + 1);
+	for (unsigned i = 0; x->fields && i < r->nfields; i++) {
+		Ember__Label *l = arena_alloc(t, sizeof(*l));
+
+		if (!l)
+			break;
+		ember__label__init(l);
+		l->name = (char *)r->fields[i].key;
+		l->value = arena_str(t, r->fields[i].val);
+		x->fields[x->n_fields++] = l;
+	}
+	t->ex[t->nex++] = x;
+}
+
+static void on_exchange(void *ctx, const struct l7_record *r)
+{
+	struct cstate *cs = ctx;
+	struct netprof *np = cs->np;
+	struct flow *f;
+
+	np->st[NPS_EXCHANGES]++;
+	cs->exchanges++;
+	cs->task->total_exchanges++;
+	f = flow_of(np, cs->task, cs);
+	if (f)
+		flow_exchange(f, r);
+	list_exchange(np, cs, r);
+}
+
+static const char *l7_state_name(const struct cstate *cs, enum l7_conn_state before)
+{
+	if (!cs->l7)
+		return "none";
+	if (before == L7_CONN_UNPARSEABLE)
+		return "unparseable";
+	return l7_conn__parser(cs->l7) ? "parsed" : "undetected";
+}
+
+static void list_connection(struct netprof *np, struct cstate *cs, uint64_t closed_unix_ns, const char *l7_state)
+{
+	struct ntask *t = cs->task;
+	Ember__NetConnection *m;
+	char buf[64];
+
+	if (t->ncl >= t->cap_cl || !(m = arena_alloc(t, sizeof(*m)))) {
+		t->cl_not_listed++;
+		np->st[NPS_CONNS_NOT_LISTED]++;
+		return;
+	}
+	ember__net_connection__init(m);
+	m->pid = cs->nc->tgid;
+	m->process_name = arena_str(t, cs->comm);
+	m->id = cs->nc->id;
+	m->side = (char *)side_name(side_of(cs));
+	m->side_guessed = cs->side_guessed;
+	m->local_address = arena_str(t, net_endpoint__str(&cs->nc->local, buf, sizeof(buf)));
+	m->remote_address = arena_str(t, net_endpoint__str(&cs->nc->peer, buf, sizeof(buf)));
+	m->remote_local = cs->peer_local;
+	m->remote_pid = cs->peer_pid;
+	m->transport = (char *)(cs->nc->udp ? "udp" : "tcp");
+	m->protocol = (char *)protocol_of(cs);
+	m->l7_state = (char *)l7_state;
+	m->opened_unix_ns = cs->opened_unix_ns;
+	m->closed_unix_ns = closed_unix_ns;
+	m->writes = cs->writes;
+	m->reads = cs->reads;
+	m->bytes_written = cs->bytes_written;
+	m->bytes_read = cs->bytes_read;
+	m->exchanges = cs->exchanges;
+	m->gaps = cs->gaps;
+	m->gap_bytes = cs->gap_bytes;
+	m->retransmits = cs->retrans;
+	m->drops = cs->drops;
+	m->srtt_us = cs->srtt_us;
+	t->cl[t->ncl++] = m;
+}
+
+/* The connection ends in the books: its parser finishes, its calls go to its flow, it is listed. */
+static void conn_end(struct netprof *np, struct cstate *cs, uint64_t now_mono, bool closed)
+{
+	enum l7_conn_state before = cs->l7 ? l7_conn__state(cs->l7) : L7_CONN_DETECTING;
+
+	if (cs->l7)
+		l7_conn__finish(cs->l7, now_mono);
+	fold(np, cs);
+	list_connection(np, cs, closed ? to_unix(np, now_mono) : 0, l7_state_name(cs, before));
+	cstate_drop(np, cs);
+}
+
+/* ---- reports -------------------------------------------------------------------------- */
+
+static Ember__NetCalls *calls_msg(struct ntask *t, struct calls *c)
+{
+	Ember__NetCalls *m = arena_alloc(t, sizeof(*m));
+
+	if (!m)
+		return NULL;
+	ember__net_calls__init(m);
+	m->count = c->count;
+	m->bytes = c->bytes;
+	m->time_ns = c->time;
+	if (c->count) {
+		m->n_hist = NET_L4_BUCKETS;
+		m->hist = c->hist;
+	}
+	return m;
+}
+
+static Ember__NetFlow *flow_msg(struct ntask *t, struct flow *f)
+{
+	Ember__NetFlow *m = arena_alloc(t, sizeof(*m));
+
+	if (!m)
+		return NULL;
+	ember__net_flow__init(m);
+	m->pid = f->pid;
+	m->process_name = arena_str(t, f->comm);
+	m->side = (char *)side_name(f->side);
+	m->side_guessed = f->side_guessed;
+	m->peer_address = f->peer;
+	m->peer_local = f->peer_local;
+	m->peer_pid = f->peer_pid;
+	m->protocol = (char *)f->protocol;
+	m->connections = f->conns;
+	m->write = calls_msg(t, &f->l4[NC_WRITE]);
+	m->read = calls_msg(t, &f->l4[NC_READ]);
+	m->write_rtt = calls_msg(t, &f->l4[NC_RTT]);
+	m->connect = calls_msg(t, &f->l4[NC_CONNECT]);
+	m->close = calls_msg(t, &f->l4[NC_CLOSE]);
+	m->retransmits = f->retrans;
+	m->drops = f->drops;
+	m->requests = f->requests;
+	m->errors = f->errors;
+	m->client_errors = f->client_errors;
+	m->unanswered = f->unanswered;
+	m->statuses = arena_alloc(t, f->nst * sizeof(*m->statuses) + 1);
+	for (unsigned i = 0; m->statuses && i < f->nst; i++) {
+		Ember__StatusCount *s = arena_alloc(t, sizeof(*s));
+
+		if (!s)
+			break;
+		ember__status_count__init(s);
+		s->status = f->st[i].status;
+		s->count = f->st[i].count;
+		m->statuses[m->n_statuses++] = s;
+	}
+	m->req_bytes = f->req_bytes;
+	m->resp_bytes = f->resp_bytes;
+	if (f->requests || f->unanswered) {
+		m->n_req_size_hist = NET_SIZE_BUCKETS;
+		m->req_size_hist = f->req_size;
+		m->n_resp_size_hist = NET_SIZE_BUCKETS;
+		m->resp_size_hist = f->resp_size;
+		m->n_duration_hist = NET_DURATION_BUCKETS;
+		m->duration_hist = f->dur;
+	}
+	m->duration_sum_ns = f->dur_sum;
+	m->latency_sum_ns = f->lat_sum;
+	if (f->sketch) {
+		unsigned n = 0;
+		Ember__LatencySketch *sk = arena_alloc(t, sizeof(*sk));
+
+		for (unsigned i = 0; i < NET_SKETCH_BUCKETS; i++)
+			n += !!f->sketch[i];
+		if (sk) {
+			ember__latency_sketch__init(sk);
+			sk->index = arena_alloc(t, n * sizeof(*sk->index));
+			sk->count = arena_alloc(t, n * sizeof(*sk->count));
+			for (unsigned i = 0; sk->index && sk->count && i < NET_SKETCH_BUCKETS; i++)
+				if (f->sketch[i]) {
+					sk->index[sk->n_index++] = i;
+					sk->count[sk->n_count++] = f->sketch[i];
+				}
+			m->latency = sk;
+		}
+	}
+	return m;
+}
+
+/* Publishes t's report up to now; last: every connection ends first (listed still open). */
+static void report(struct netprof *np, struct ntask *t, bool last)
+{
+	Ember__NetworkBatch b = EMBER__NETWORK_BATCH__INIT;
+	uint64_t now_mono = timeutil__now_ns(CLOCK_MONOTONIC), now_unix = timeutil__now_ns(CLOCK_REALTIME);
+	size_t nf = 0;
+
+	for (struct net_conn *c = conntrack__oldest(np->ct), *n; c; c = n) {
+		struct cstate *cs = c->user;
+
+		n = c->newer;
+		if (cs->task != t)
+			continue;
+		if (last)
+			conn_end(np, cs, now_mono, false);
+		else
+			fold(np, cs);
+	}
+	b.flows = arena_alloc(t, t->nflows * sizeof(*b.flows) + 1);
+	for (unsigned h = 0; b.flows && h < FLOW_BUCKETS; h++)
+		for (struct flow *f = t->flows[h]; f; f = f->next) {
+			Ember__NetFlow *m = flow_msg(t, f);
+			if (m)
+				b.flows[nf++] = m;
+		}
+	b.n_flows = nf;
+	b.window_start_unix_ns = t->win_start_ns;
+	b.window_end_unix_ns = now_unix;
+	b.connections = t->cl;
+	b.n_connections = t->ncl;
+	b.exchanges = t->ex;
+	b.n_exchanges = t->nex;
+	b.exchanges_not_listed = t->ex_not_listed;
+	b.connections_not_listed = t->cl_not_listed;
+	b.last = last;
+	publisher__network(np->o.pub, t->def, &b);
+	np->st[NPS_BATCHES]++;
+	task_reset_report(t);
+	t->win_start_ns = now_unix;
+}
+
+uint64_t netprof__next_due(const struct netprof *np)
+{
+	uint64_t best = UINT64_MAX;
+
+	for (unsigned i = 0; i < MAX_TASKS; i++)
+		if (np->tasks[i].used && np->tasks[i].next_ms < best)
+			best = np->tasks[i].next_ms;
+	return best;
+}
+
+void netprof__tick(struct netprof *np, uint64_t now_ms)
+{
+	uint64_t now_mono = timeutil__now_ns(CLOCK_MONOTONIC);
+	bool any = false;
+
+	for (unsigned i = 0; i < MAX_TASKS; i++) {
+		struct ntask *t = &np->tasks[i];
+
+		if (!t->used || now_ms < t->next_ms)
+			continue;
+		any = true;
+		report(np, t, false);
+		/* On the grid of the task's start: a late tick does not shift later reports. */
+		while (t->next_ms <= now_ms)
+			t->next_ms += t->report_ms;
+	}
+	if (!any && now_ms - np->last_age_ms < 1000)
+		return;
+	np->last_age_ms = now_ms;
+	refresh_clock(np);
+	refresh_local_addrs(np);
+	/* Ageing: connections idle for longer than the timeout (their close was never seen:
+	 * the process exited, or the close was lost). */
+	for (struct net_conn *c = conntrack__oldest(np->ct), *n; c; c = n) {
+		n = c->newer;
+		if (c->last_ns + np->o.idle_timeout_ns > now_mono)
+			break;
+		np->st[NPS_AGED]++;
+		conn_end(np, c->user, c->last_ns, true);
+	}
+}
+
+void netprof__close(struct netprof *np, const char *task_id, uint64_t *exchanges, uint64_t *connections)
+{
+	for (unsigned i = 0; i < MAX_TASKS; i++) {
+		struct ntask *t = &np->tasks[i];
+
+		if (!t->used || strcmp(t->id, task_id))
+			continue;
+		report(np, t, true);
+		if (exchanges)
+			*exchanges = t->total_exchanges;
+		if (connections)
+			*connections = t->total_conns;
+		t->used = false;
+		t->def = NULL;
+		return;
+	}
+}
+
+void netprof__discard(struct netprof *np, const char *task_id)
+{
+	for (unsigned i = 0; i < MAX_TASKS; i++) {
+		struct ntask *t = &np->tasks[i];
+
+		if (!t->used || strcmp(t->id, task_id))
+			continue;
+		for (struct net_conn *c = conntrack__oldest(np->ct), *n; c; c = n) {
+			n = c->newer;
+			if (((struct cstate *)c->user)->task == t)
+				cstate_drop(np, c->user);
+		}
+		task_reset_report(t);
+		t->used = false;
+		t->def = NULL;
+		return;
+	}
+}
+
+/* ---- events --------------------------------------------------------------------------- */
+
+static void endpoint_of(struct net_endpoint *ep, uint16_t family, const uint8_t *addr, uint16_t port)
+{
+	memset(ep, 0, sizeof(*ep));
+	ep->family = family;
+	ep->port = port;
+	memcpy(ep->addr, addr, family == AF_INET ? 4 : 16);
+}
+
+/* The role a connection that predates the task most likely has. */
+static uint8_t guess_side(const struct net_event *e, bool udp)
+{
+	bool le = e->lport >= EPHEMERAL_MIN, re = e->rport >= EPHEMERAL_MIN;
+
+	if (udp)
+		return e->op == NET_OP_WRITE ? SIDE_CLIENT : SIDE_SERVER;
+	if (le != re)
+		return le ? SIDE_CLIENT : SIDE_SERVER;
+	return e->lport < e->rport ? SIDE_SERVER : SIDE_CLIENT;
+}
+
+static struct cstate *conn_new(struct netprof *np, const struct net_event *e, bool udp,
+			       const struct net_endpoint *peer)
+{
+	struct net_endpoint local;
+	struct ntask *t = task_of_pid(np, e->tgid);
+	struct cstate *cs;
+	struct net_conn *nc;
+
+	if (!t) {
+		np->st[NPS_NO_TASK]++;
+		return NULL;
+	}
+	endpoint_of(&local, e->family, e->laddr, e->lport);
+	nc = conntrack__add(np->ct, e->tgid, e->ino, udp, peer, &local);
+	cs = nc ? calloc(1, sizeof(*cs)) : NULL;
+	if (!cs) {
+		if (nc)
+			conntrack__remove(np->ct, nc);
+		np->st[NPS_TABLE_FULL]++;
+		return NULL;
+	}
+	nc->user = cs;
+	cs->np = np;
+	cs->nc = nc;
+	cs->task = t;
+	memcpy(cs->comm, e->comm, sizeof(cs->comm));
+	cs->comm[sizeof(cs->comm) - 1] = 0;
+	if (e->op == NET_OP_CONNECT || e->op == NET_OP_ACCEPT) {
+		cs->feed_side = e->op == NET_OP_CONNECT ? SIDE_CLIENT : SIDE_SERVER;
+	} else {
+		cs->feed_side = guess_side(e, udp);
+		cs->side_guessed = true;
+	}
+	cs->peer_local = is_local(np, peer);
+	cs->opened_unix_ns = to_unix(np, e->ts_ns);
+	np->st[NPS_CONNECTIONS]++;
+	t->total_conns++;
+	return cs;
+}
+
+static int ensure_l7(struct netprof *np, struct cstate *cs)
+{
+	bool client = cs->feed_side == SIDE_CLIENT;
+	struct l7_conn_opts o = {
+		.cfg = cs->nc->udp ? &np->cfg_udp : &np->cfg_tcp,
+		.client_port = client ? cs->nc->local.port : cs->nc->peer.port,
+		.server_port = client ? cs->nc->peer.port : cs->nc->local.port,
+		.dir_certain = !cs->side_guessed,
+		.emit = on_exchange,
+		.emit_ctx = cs,
+		.stats = &np->l7st,
+	};
+
+	if (!cs->l7)
+		cs->l7 = l7_conn__new(&o);
+	return cs->l7 ? 0 : -ENOMEM;
+}
+
+static enum l7_dir dir_of(const struct cstate *cs, bool write)
+{
+	return (cs->feed_side == SIDE_CLIENT) == write ? L7_DIR_REQ : L7_DIR_RESP;
+}
+
+static void give_gap(struct netprof *np, struct cstate *cs, bool write, uint64_t bytes, uint64_t ts)
+{
+	if (!bytes || cs->nc->udp || ensure_l7(np, cs))
+		return;
+	cs->gaps++;
+	cs->gap_bytes += bytes;
+	np->st[NPS_GAPS]++;
+	np->st[NPS_GAP_BYTES] += bytes;
+	(void)l7_conn__gap(cs->l7, dir_of(cs, write), (size_t)bytes, ts);
+}
+
+static void count_call(struct cstate *cs, unsigned kind, uint64_t bytes, uint64_t time)
+{
+	struct wcalls *w = &cs->w[kind];
+	uint64_t v = kind == NC_RTT ? time * 1000 : time; /* RTT buckets: the same bounds, in us */
+
+	w->count++;
+	w->bytes += bytes;
+	w->time += time;
+	w->hist[net_hist__index(net_hist__l4_bounds, NET_L4_BUCKETS, v)]++;
+	cs->w_active = true;
+}
+
+/* A read or a write: counted, and its data (or the gap where it was lost) to the parser. */
+static void data_call(struct netprof *np, struct cstate *cs, const struct net_event *e, const uint8_t *payload)
+{
+	bool write = e->op == NET_OP_WRITE;
+	uint64_t moved = (uint64_t)e->ret, ts = write ? e->ts_ns : e->ts_ns + e->dur_ns;
+	uint32_t have = e->payload < moved ? e->payload : (uint32_t)moved;
+
+	count_call(cs, write ? NC_WRITE : NC_READ, moved, e->dur_ns);
+	if (write) {
+		cs->writes++;
+		cs->bytes_written += moved;
+		if (e->srtt_us) {
+			cs->srtt_us = e->srtt_us;
+			count_call(cs, NC_RTT, 0, e->srtt_us);
+		}
+	} else {
+		cs->reads++;
+		cs->bytes_read += moved;
+	}
+	if (ensure_l7(np, cs))
+		return;
+	if (have)
+		(void)l7_conn__feed(cs->l7, dir_of(cs, write), payload, have, ts);
+	/* A datagram's uncopied rest is not a stream gap: the next datagram stands alone. */
+	if (moved > have && !cs->nc->udp)
+		give_gap(np, cs, write, moved - have, ts);
+}
+
+static int check_event(const struct net_event *e, uint32_t len)
+{
+	if (len - sizeof(*e) != e->payload || e->payload > NET_MAX_PAYLOAD)
+		return -1;
+	if (e->family != AF_INET && e->family != AF_INET6)
+		return -1;
+	if (e->op < NET_OP_CONNECT || e->op > NET_OP_DROP)
+		return -1;
+	return 0;
+}
+
+void netprof__record(struct netprof *np, const void *data, uint32_t len)
+{
+	struct net_event e;
+	struct net_endpoint peer;
+	struct cstate *cs;
+	struct net_conn *nc;
+	bool udp;
+
+	np->st[NPS_RECORDS]++;
+	if (len < sizeof(e)) {
+		np->st[NPS_BAD_RECORDS]++;
+		return;
+	}
+	memcpy(&e, data, sizeof(e)); /* ring records are only 8-byte aligned; the payload follows */
+	if (check_event(&e, len)) {
+		np->st[NPS_BAD_RECORDS]++;
+		return;
+	}
+	udp = e.type == SOCK_DGRAM;
+	endpoint_of(&peer, e.family, e.raddr, e.rport);
+	np->st[NPS_LOST_EVENTS] += e.lost_events;
+	if (e.op == NET_OP_CLOSE) {
+		nc = conntrack__socket_first(np->ct, e.tgid, e.ino);
+		if (!nc)
+			np->st[NPS_UNKNOWN_CLOSES]++;
+		for (struct net_conn *n; nc; nc = n) {
+			n = conntrack__socket_next(np->ct, nc);
+			cs = nc->user;
+			count_call(cs, NC_CLOSE, 0, e.dur_ns);
+			conn_end(np, cs, e.ts_ns + e.dur_ns, true);
+		}
+		return;
+	}
+	nc = conntrack__find(np->ct, e.tgid, e.ino, &peer);
+	if (e.op == NET_OP_RETRANSMIT || e.op == NET_OP_DROP) {
+		if (nc) {
+			cs = nc->user;
+			cs->w_active = true;
+			*(e.op == NET_OP_RETRANSMIT ? &cs->w_retrans : &cs->w_drops) += 1;
+			*(e.op == NET_OP_RETRANSMIT ? &cs->retrans : &cs->drops) += 1;
+		}
+		return;
+	}
+	if (e.op != NET_OP_CONNECT && e.op != NET_OP_ACCEPT && e.ret <= 0 && !nc)
+		return;  /* EAGAIN or EOF on a socket never seen moving data: nothing to follow */
+	cs = nc ? nc->user : conn_new(np, &e, udp, &peer);
+	if (!cs)
+		return;
+	conntrack__touch(np->ct, cs->nc, e.ts_ns + e.dur_ns);
+	if (e.lost_events) {
+		give_gap(np, cs, false, e.lost_read_bytes, e.ts_ns);
+		give_gap(np, cs, true, e.lost_write_bytes, e.ts_ns);
+	}
+	switch (e.op) {
+	case NET_OP_CONNECT:
+	case NET_OP_ACCEPT:
+		count_call(cs, NC_CONNECT, 0, e.dur_ns);
+		break;
+	default:
+		if (e.ret > 0)
+			data_call(np, cs, &e, (const uint8_t *)data + sizeof(e));
+		break;
+	}
+}

@@ -1,0 +1,96 @@
+/*
+ * Network profiling in the analyzer: the socket events of a NETWORK task's
+ * processes (EMBER_REC_NET records, bpf/net_abi.h) become connections
+ * (analyzer/net/conntrack.h), L4 counters and histograms, and L7 exchanges
+ * (the parsers of analyzer/l7 fed from live data), published once per
+ * report interval as a NetworkBatch per task (proto/ember.proto).
+ *
+ * Directions: a connection's side is known from connect (client) or accept
+ * (server); for a connection that predates the task it is guessed from the
+ * ports (and UDP from who spoke first), and protocol detection may swap it.
+ * Reads become requests on the server side and responses on the client
+ * side, writes the opposite.  A read is stamped with its exit (the data is
+ * there), a write with its entry (the data leaves), so that an exchange's
+ * latency is what the process itself waited.
+ *
+ * Losses: data the kernel side could not copy (payload beyond the prefix,
+ * no room in a ring buffer) arrives as sizes without bytes; the parsers get
+ * a gap of exactly that many bytes in that direction and resynchronise.
+ * Connections are bounded (profiling.task.network.max_connections), aged out
+ * after connection_idle_timeout without a call, and everything skipped is
+ * counted (netprof__stats).
+ *
+ * Records are untrusted input: lengths and enums are checked, a record that
+ * does not add up is counted and skipped.  Not thread-safe.
+ */
+#ifndef EMBER_ANALYZER_NET_NETPROF_H
+#define EMBER_ANALYZER_NET_NETPROF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "analyzer/l7/l7.h"
+#include "analyzer/publisher.h"
+#include "analyzer/tasks.h"
+
+struct netprof_opts {
+	struct publisher *pub;
+	struct task_mgr *tm;            /* to find a record's task */
+	size_t max_connections;
+	uint64_t idle_timeout_ns;
+	size_t max_exchanges;           /* listed per task and report */
+	uint64_t default_report_ms;     /* for tasks that do not say */
+	struct l7_config l7;            /* per-connection parser limits; transport set per connection */
+};
+
+enum netprof_stat {
+	NPS_RECORDS,            /* network records */
+	NPS_BAD_RECORDS,        /* lengths or fields that do not add up */
+	NPS_NO_TASK,            /* records of a process no network task (any more) wants */
+	NPS_CONNECTIONS,        /* connections followed */
+	NPS_TABLE_FULL,         /* events of connections not followed: table full */
+	NPS_AGED,               /* connections closed in the books after being idle */
+	NPS_UNKNOWN_CLOSES,     /* closes of sockets never seen moving data (listeners...) */
+	NPS_LOST_EVENTS,        /* events the collector or BPF side lost (full rings) */
+	NPS_GAPS,               /* gaps given to parsers */
+	NPS_GAP_BYTES,
+	NPS_EXCHANGES,          /* L7 exchanges */
+	NPS_EXCHANGES_NOT_LISTED, /* ... over max_exchanges in a report (still in the metrics) */
+	NPS_CONNS_NOT_LISTED,   /* closed connections over the per-report bound (still in the metrics) */
+	NPS_UNDETECTED,         /* connections no parser claimed */
+	NPS_UNPARSEABLE,        /* connections whose parser gave up (protocol error or over its buffer) */
+	NPS_PARSER_DROPPED,     /* messages the parsers could not use */
+	NPS_BATCHES,            /* NetworkBatch messages published */
+	NPS_MAX
+};
+
+struct netprof;
+
+/* Everything in o is borrowed (l7's strings too).  NULL + errno. */
+struct netprof *netprof__new(const struct netprof_opts *o);
+
+/* Starts collecting for network task t: its first report covers from now.  0, -ENOSPC, -ENOMEM. */
+int netprof__open(struct netprof *np, const struct task_def *t);
+/* One EMBER_REC_NET record. */
+void netprof__record(struct netprof *np, const void *data, uint32_t len);
+/* Publishes the reports that are due and ages idle connections. */
+void netprof__tick(struct netprof *np, uint64_t now_unix_ms);
+/* When netprof__tick next has work (unix ms), UINT64_MAX if no task. */
+uint64_t netprof__next_due(const struct netprof *np);
+/*
+ * Ends task_id: its connections are finished (pending exchanges emitted),
+ * the last report lists them all and is marked last.  Totals of the task
+ * go to *exchanges and *connections (may be NULL).
+ */
+void netprof__close(struct netprof *np, const char *task_id, uint64_t *exchanges, uint64_t *connections);
+
+/* Forgets task_id without a report (its start failed).  Its connections are dropped. */
+void netprof__discard(struct netprof *np, const char *task_id);
+
+void netprof__stats(const struct netprof *np, uint64_t ret[NPS_MAX]);
+const char *netprof__stat_name(unsigned stat);
+
+/* Accepts NULL.  Returns NULL. */
+struct netprof *netprof__free(struct netprof *np);
+
+#endif

@@ -1,0 +1,41 @@
+/*
+ * Network events from the BPF ring buffer into the analyzers' rings: each
+ * event goes, as it is, to the shard of its process (EMBER_REC_NET).  A
+ * full ring drops the event, but not silently for the parsers: what it
+ * carried is remembered per socket and handed to that socket's next event
+ * (net_event.lost_*), exactly as the BPF program does for its own ring
+ * buffer, so the analyzer reports a gap of the right size in the right
+ * direction and resynchronises.  The collector reads only the event's fixed
+ * header, which its own BPF program wrote.
+ */
+#ifndef EMBER_COLLECTOR_NET_FWD_H
+#define EMBER_COLLECTOR_NET_FWD_H
+
+#include <stdint.h>
+
+#include "bpf/net_abi.h"
+#include "common/shm_ring.h"
+
+/* Sockets whose losses are remembered at once; over it, losses are counted as untracked. */
+#define NET_FWD_LOST_SLOTS 4096
+
+struct net_fwd_stats {
+	uint64_t events;       /* written to a ring */
+	uint64_t ring_drops;   /* dropped: ring full */
+	uint64_t untracked;    /* drops whose socket could not be remembered (table full) */
+	uint64_t bad;          /* events shorter than their header says (never from our program) */
+};
+
+struct net_fwd;
+
+/* rings[nshards] are borrowed.  NULL + errno. */
+struct net_fwd *net_fwd__new(struct shm_ring **rings, unsigned nshards);
+/* One event from the BPF ring buffer: e then payload, len bytes in all.  Returns 0. */
+int net_fwd__event(struct net_fwd *f, const struct net_event *e, uint32_t len);
+/* Wakes the analyzers of the shards written since the last call. */
+void net_fwd__notify(struct net_fwd *f);
+void net_fwd__stats(const struct net_fwd *f, struct net_fwd_stats *ret);
+/* Accepts NULL.  Returns NULL. */
+struct net_fwd *net_fwd__free(struct net_fwd *f);
+
+#endif
