@@ -21,6 +21,11 @@ struct exporter_backend_ops {
 	void (*on_profile)(void *st, const Ember__ProfileBatch *b);
 	void (*on_task_event)(void *st, const Ember__TaskEvent *ev);
 	void (*on_meters)(void *st, const Ember__MeterBatch *m, uint32_t analyzer);
+	/* Optional: a NETWORK task's batch of one report interval.  A task on
+	 * several analyzers sends one batch per analyzer and interval, each with
+	 * the flows of its own processes: they add up.  The task's end comes
+	 * joined through on_task_event, after every analyzer's last batch. */
+	void (*on_network)(void *st, const Ember__NetworkBatch *b);
 	/* Called every 250 ms (on a fixed grid), at shutdown (final = 1: flush
 	 * everything), and whenever event_fd is readable. */
 	void (*tick)(void *st, uint64_t now_ms, int final);

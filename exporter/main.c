@@ -25,10 +25,13 @@
 #define MAX_BACKENDS 8
 #define TICK_MS 250
 
-enum xstat { XS_ENVELOPES, XS_DECODE_ERRORS, XS_PROFILES, XS_TASK_EVENTS, XS_METER_BATCHES, XS_SEQ_GAPS, XS_MAX };
+enum xstat {
+	XS_ENVELOPES, XS_DECODE_ERRORS, XS_PROFILES, XS_TASK_EVENTS, XS_METER_BATCHES, XS_SEQ_GAPS, XS_NETWORK_BATCHES,
+	XS_OTHER_BODIES, XS_MAX
+};
 static const char *const xstat_names[XS_MAX] = {
 	"exporter_envelopes", "exporter_decode_errors", "exporter_profile_batches", "exporter_task_events",
-	"exporter_meter_batches", "exporter_sequence_gaps",
+	"exporter_meter_batches", "exporter_sequence_gaps", "exporter_network_batches", "exporter_unknown_bodies",
 };
 
 static struct {
@@ -75,12 +78,21 @@ static void dispatch(Ember__Envelope *env)
 		case EMBER__ENVELOPE__BODY_METERS:
 			if (X.ops[i]->on_meters) X.ops[i]->on_meters(X.st[i], env->meters, env->analyzer);
 			break;
+		case EMBER__ENVELOPE__BODY_NETWORK:
+			/* every shard's batch as it comes: their flows add up, no join needed */
+			if (X.ops[i]->on_network) X.ops[i]->on_network(X.st[i], env->network);
+			break;
 		default:
 			break;
 		}
 	}
-	X.stats[env->body_case == EMBER__ENVELOPE__BODY_PROFILE ? XS_PROFILES :
-		env->body_case == EMBER__ENVELOPE__BODY_TASK_EVENT ? XS_TASK_EVENTS : XS_METER_BATCHES]++;
+	switch (env->body_case) {
+	case EMBER__ENVELOPE__BODY_PROFILE: X.stats[XS_PROFILES]++; break;
+	case EMBER__ENVELOPE__BODY_TASK_EVENT: X.stats[XS_TASK_EVENTS]++; break;
+	case EMBER__ENVELOPE__BODY_METERS: X.stats[XS_METER_BATCHES]++; break;
+	case EMBER__ENVELOPE__BODY_NETWORK: X.stats[XS_NETWORK_BATCHES]++; break;
+	default: X.stats[XS_OTHER_BODIES]++; break;
+	}
 }
 
 static int drain_pull(int max)
