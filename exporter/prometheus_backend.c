@@ -1,7 +1,8 @@
 /*
  * The `prometheus` backend: an HTTP endpoint (libmicrohttpd) serving every
  * meter the exporter receives in the text exposition format (exporter/
- * prom_text.h) at GET /metrics.
+ * prom_text.h) at GET /metrics, and the flows of NETWORK tasks added up into
+ * cumulative series (exporter/net_prom.h).
  *
  * Two threads meet here: the exporter's ZeroMQ loop calls on_meters(),
  * libmicrohttpd's single internal polling thread answers scrapes.  One mutex
@@ -25,6 +26,7 @@
 #include <unistd.h>
 
 #include "exporter/backend.h"
+#include "exporter/net_prom.h"
 #include "exporter/prom_text.h"
 
 #define PROM_CONN_LIMIT     32
@@ -45,6 +47,7 @@ static const char index_html[] =
 struct prom_backend {
 	pthread_mutex_t lock;
 	struct prom_table *table;	/* under lock */
+	struct net_prom *net;		/* under lock */
 	struct prom_buf buf;		/* HTTP thread only */
 	struct MHD_Daemon *mhd;
 	uint64_t max_age_ms;
@@ -187,7 +190,8 @@ static void *prom_init(const struct ember_config *cfg, char *err, size_t errlen)
 	pthread_mutex_init(&pb->lock, NULL);
 	pb->max_age_ms = flush_ms * PROM_AGE_FLUSHES > PROM_MIN_AGE_MS ? flush_ms * PROM_AGE_FLUSHES : PROM_MIN_AGE_MS;
 	pb->table = prom_table__new(PROM_DEFAULT_MAX_SERIES);
-	if (!pb->table) {
+	pb->net = net_prom__new(NET_PROM_DEFAULT_MAX_SERIES);
+	if (!pb->table || !pb->net) {
 		e = errno;
 		snprintf(err, errlen, "out of memory for the series table");
 		goto fail;
@@ -258,6 +262,16 @@ static void prom_on_meters(void *st, const Ember__MeterBatch *b, uint32_t analyz
 	pthread_mutex_unlock(&pb->lock);
 }
 
+static void prom_on_network(void *st, const Ember__NetworkBatch *b)
+{
+	struct prom_backend *pb = st;
+	uint64_t now = mono_ms();
+
+	pthread_mutex_lock(&pb->lock);
+	net_prom__add_batch(pb->net, b, pb->table, now);
+	pthread_mutex_unlock(&pb->lock);
+}
+
 static void prom_tick(void *st, uint64_t now_ms, int final)
 {
 	struct prom_backend *pb = st;
@@ -266,7 +280,9 @@ static void prom_tick(void *st, uint64_t now_ms, int final)
 	if (final)
 		return;
 	pthread_mutex_lock(&pb->lock);
+	/* together, so a network series the table forgot starts again from zero */
 	prom_table__expire(pb->table, mono_ms(), pb->max_age_ms);
+	net_prom__expire(pb->net, mono_ms(), pb->max_age_ms);
 	pthread_mutex_unlock(&pb->lock);
 }
 
@@ -274,10 +290,12 @@ static unsigned prom_counters(void *st, struct backend_counter *ret, unsigned ma
 {
 	struct prom_backend *pb = st;
 	struct prom_table_stats ts;
+	struct net_prom_stats ns;
 	unsigned n = 0;
 
 	pthread_mutex_lock(&pb->lock);
 	prom_table__stats(pb->table, &ts);
+	net_prom__stats(pb->net, &ns);
 	struct backend_counter c[] = {
 		{ "prometheus_scrapes", pb->scrapes },
 		{ "prometheus_series_added", ts.series_added },
@@ -290,7 +308,13 @@ static unsigned prom_counters(void *st, struct backend_counter *ret, unsigned ma
 		{ "prometheus_http_not_found", pb->not_found },
 		{ "prometheus_http_bad_method", pb->bad_method },
 		{ "prometheus_http_errors", pb->http_errors },
-		{ "prometheus_nomem", ts.nomem },
+		{ "prometheus_nomem", ts.nomem + ns.nomem },
+		{ "prometheus_net_flows", ns.flows },
+		{ "prometheus_net_flows_invalid", ns.flows_invalid },
+		{ "prometheus_net_series", ns.series },
+		{ "prometheus_net_series_dropped", ns.series_dropped },
+		{ "prometheus_net_series_expired", ns.series_expired },
+		{ "prometheus_net_meters_left_out", ns.meters_left_out },
 	};
 	pthread_mutex_unlock(&pb->lock);
 	for (; n < max && n < sizeof(c) / sizeof(c[0]); n++)
@@ -307,6 +331,7 @@ static void prom_free(void *st)
 	if (pb->mhd)
 		MHD_stop_daemon(pb->mhd);	/* joins the HTTP thread, closes the socket */
 	prom_table__free(pb->table);
+	net_prom__free(pb->net);
 	prom_buf__release(&pb->buf);
 	pthread_mutex_destroy(&pb->lock);
 	free(pb);
@@ -316,6 +341,7 @@ const struct exporter_backend_ops prometheus_backend_ops = {
 	.name = "prometheus",
 	.init = prom_init,
 	.on_meters = prom_on_meters,
+	.on_network = prom_on_network,
 	.tick = prom_tick,
 	.counters = prom_counters,
 	.free = prom_free,
