@@ -473,17 +473,34 @@ static __always_inline int leave_close(__u64 id, long ret, __u64 now)
 	return 0;
 }
 
-static __always_inline int leave(long ret)
+/* The syscall a sys_exit belongs to: the register the kernel keeps it in. */
+static __always_inline long exit_nr(struct pt_regs *regs)
 {
-	__u64 id = bpf_get_current_pid_tgid(), now = bpf_ktime_get_ns(), ino = 0, skey;
-	struct call *cp = bpf_map_lookup_elem(&inflight, &id), c;
+#if defined(__TARGET_ARCH_x86)
+	return BPF_CORE_READ(regs, orig_ax);
+#else
+	return BPF_CORE_READ(regs, syscallno);
+#endif
+}
+
+static __always_inline int leave(struct pt_regs *regs, long ret)
+{
+	__u64 id, now, ino = 0, skey;
+	struct call *cp, c;
 	struct scratch *s;
 	struct sock *sk;
 	__u32 zero = 0, got = 0;
 	int fd;
 
+	/* Every syscall of the host exits through here: the ones that cannot be
+	 * socket calls leave after a switch, before any map is touched. */
+	if (!op_of(exit_nr(regs)))
+		return 0;
+	id = bpf_get_current_pid_tgid();
+	cp = bpf_map_lookup_elem(&inflight, &id);
 	if (!cp)
 		return 0;
+	now = bpf_ktime_get_ns();
 	c = *cp;
 	bpf_map_delete_elem(&inflight, &id);
 	if (c.op == NET_OP_CLOSE)
@@ -557,7 +574,7 @@ int BPF_PROG(net_enter_btf, struct pt_regs *regs, long id)
 SEC("tp_btf/sys_exit")
 int BPF_PROG(net_exit_btf, struct pt_regs *regs, long ret)
 {
-	return leave(ret);
+	return leave(regs, ret);
 }
 
 SEC("raw_tp/sys_enter")
@@ -569,7 +586,7 @@ int BPF_PROG(net_enter_raw, struct pt_regs *regs, long id)
 SEC("raw_tp/sys_exit")
 int BPF_PROG(net_exit_raw, struct pt_regs *regs, long ret)
 {
-	return leave(ret);
+	return leave(regs, ret);
 }
 
 /* An L4 event of a followed socket: retransmit or drop. */
