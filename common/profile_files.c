@@ -9,6 +9,7 @@ const char *profile_files__kind(Ember__TaskKind kind)
 	case EMBER__TASK_KIND__ON_CPU: return "oncpu";
 	case EMBER__TASK_KIND__OFF_CPU: return "offcpu";
 	case EMBER__TASK_KIND__MEM: return "mem";
+	case EMBER__TASK_KIND__NETWORK: return "network";
 	default: return "profile";
 	}
 }
@@ -17,13 +18,16 @@ int profile_files__name(Ember__TaskKind kind, enum profile_file f, char *buf, si
 {
 	static const char *const suffix[PF_MAX] = {
 		[PF_FOLDED] = ".folded", [PF_SVG] = ".svg", [PF_COUNT_FOLDED] = ".count.folded",
-		[PF_COUNT_SVG] = ".count.svg",
+		[PF_COUNT_SVG] = ".count.svg", [PF_NETWORK_JSON] = ".json", [PF_NETWORK_TXT] = ".txt",
 	};
-	int n;
+	int network = kind == EMBER__TASK_KIND__NETWORK, n;
 
 	if ((unsigned)f >= PF_MAX)
 		return -EINVAL;
 	if ((f == PF_COUNT_FOLDED || f == PF_COUNT_SVG) && kind != EMBER__TASK_KIND__OFF_CPU)
+		return -ENOENT;
+	/* a network task has its JSON lines and summary, no flame graph */
+	if (f != PF_TASK_JSON && network != (f == PF_NETWORK_JSON || f == PF_NETWORK_TXT))
 		return -ENOENT;
 	n = f == PF_TASK_JSON ? snprintf(buf, len, "%s", PROFILE_FILES_DONE)
 			      : snprintf(buf, len, "%s%s", profile_files__kind(kind), suffix[f]);

@@ -5,9 +5,13 @@
  *
  *   <kind>.folded / <kind>.svg              weighted by samples, blocked time or faults
  *   <kind>.count.folded / <kind>.count.svg  off-CPU only: weighted by the number of switches
+ *   network.json / network.txt              network only (no flame graphs): every report's
+ *                                           flows, connections and exchanges as JSON lines,
+ *                                           and a readable summary (exporter/net_report.h)
  *   task.json                               written last: its presence means the rest is final
  *
- * <kind> is "oncpu", "offcpu" or "mem".
+ * <kind> is "oncpu", "offcpu", "mem" or "network".  The task's own files come
+ * before PF_TASK_JSON, so a loop up to it visits every one of them.
  */
 #ifndef EMBER_COMMON_PROFILE_FILES_H
 #define EMBER_COMMON_PROFILE_FILES_H
@@ -15,17 +19,20 @@
 #include <stddef.h>
 #include "proto/ember.pb-c.h"
 
-enum profile_file { PF_FOLDED, PF_SVG, PF_COUNT_FOLDED, PF_COUNT_SVG, PF_TASK_JSON, PF_MAX };
+enum profile_file {
+	PF_FOLDED, PF_SVG, PF_COUNT_FOLDED, PF_COUNT_SVG, PF_NETWORK_JSON, PF_NETWORK_TXT, PF_TASK_JSON, PF_MAX
+};
 
 #define PROFILE_FILES_DONE "task.json"
 
-/* "oncpu", "offcpu", "mem", or "profile" for any other kind. */
+/* "oncpu", "offcpu", "mem", "network", or "profile" for any other kind. */
 const char *profile_files__kind(Ember__TaskKind kind);
 
 /*
  * The file's name for a task of this kind into buf.  Returns its length, or
  * -ENOENT when a task of this kind has no such file (a count-weighted graph
- * of an on-CPU task), -ENAMETOOLONG when buf is short.
+ * of an on-CPU task, a flame graph of a network task), -ENAMETOOLONG when
+ * buf is short.
  */
 int profile_files__name(Ember__TaskKind kind, enum profile_file f, char *buf, size_t len);
 

@@ -3,18 +3,25 @@
  * <ember.output_dir>/<task id>/, rewritten atomically after each flush window
  * (so a long task can be looked at while it runs) and finally when the task
  * finishes, followed by task.json: its presence means the files are final.
+ * A network task gets network.json instead (each batch's JSON lines appended
+ * as it comes) and network.txt (the summary, rewritten like a flame graph),
+ * both from exporter/net_report.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/fileutil.h"
 #include "common/profile_files.h"
 #include "exporter/backend.h"
 #include "exporter/flamegraph.h"
+#include "exporter/net_report.h"
 
 #define MAX_FILE_TASKS 64
 /* Frames kept per side (kernel, user) of a stack; deeper stacks are cut and counted. */
@@ -22,9 +29,11 @@
 
 struct ftask {
 	char id[64];
+	bool used;
 	Ember__TaskKind kind;
 	struct flamegraph *fg;        /* weighted by count (samples, faults) */
 	struct flamegraph *fg_time;   /* off-CPU: weighted by blocked µs */
+	struct net_report *net;       /* network: the summary */
 	uint64_t samples, stacks, windows;
 	uint64_t start_ms, duration_ms;
 	char attach_point[32];
@@ -37,6 +46,7 @@ struct file_backend {
 	int want_folded, want_svg;
 	struct ftask tasks[MAX_FILE_TASKS];
 	uint64_t files_written, write_errors, tasks_dropped, frames_truncated, tasks_resumed, resume_errors;
+	uint64_t network_batches;
 };
 
 /* <dir>/<task id>/<the task's file f>; -ENOENT when this kind has no such file. */
@@ -72,6 +82,19 @@ static void resume(struct file_backend *fb, struct ftask *t)
 	char path[1200];
 	FILE *f;
 
+	if (t->net) {
+		struct net_report_stats st;
+
+		if (task_path(fb, t, PF_NETWORK_JSON, path, sizeof(path)) || !(f = fopen(path, "re")))
+			return;
+		net_report__load_json(t->net, f);
+		fclose(f);
+		net_report__stats(t->net, &st);
+		fb->resume_errors += st.bad_lines;
+		t->windows = st.batches;
+		fb->tasks_resumed++;
+		return;
+	}
 	if (task_path(fb, t, PF_FOLDED, path, sizeof(path)) || !(f = fopen(path, "re")))
 		return;
 	if (flamegraph__load_folded(t->fg_time ? t->fg_time : t->fg, f) < 0)
@@ -96,9 +119,9 @@ static struct ftask *task_get(struct file_backend *fb, const Ember__Task *t, int
 	if (!t || !valid_id(t->id))
 		return NULL;
 	for (unsigned i = 0; i < MAX_FILE_TASKS; i++) {
-		if (fb->tasks[i].fg && !strcmp(fb->tasks[i].id, t->id))
+		if (fb->tasks[i].used && !strcmp(fb->tasks[i].id, t->id))
 			return &fb->tasks[i];
-		if (!fb->tasks[i].fg && !free_slot)
+		if (!fb->tasks[i].used && !free_slot)
 			free_slot = &fb->tasks[i];
 	}
 	if (!create)
@@ -108,9 +131,12 @@ static struct ftask *task_get(struct file_backend *fb, const Ember__Task *t, int
 		return NULL;
 	}
 	memset(free_slot, 0, sizeof(*free_slot));
-	free_slot->fg = flamegraph__new(fb->max_nodes);
-	if (!free_slot->fg)
+	if (t->kind == EMBER__TASK_KIND__NETWORK) {
+		if (!(free_slot->net = net_report__new()))
+			return NULL;
+	} else if (!(free_slot->fg = flamegraph__new(fb->max_nodes))) {
 		return NULL;
+	}
 	if (t->kind == EMBER__TASK_KIND__OFF_CPU) {
 		free_slot->fg_time = flamegraph__new(fb->max_nodes);
 		if (!free_slot->fg_time) {
@@ -122,6 +148,7 @@ static struct ftask *task_get(struct file_backend *fb, const Ember__Task *t, int
 	free_slot->kind = t->kind;
 	free_slot->start_ms = t->start_unix_ms;
 	free_slot->duration_ms = t->duration_ms;
+	free_slot->used = true;
 	resume(fb, free_slot);
 	return free_slot;
 }
@@ -155,7 +182,7 @@ static void file_on_profile(void *st, const Ember__ProfileBatch *b)
 	const char *frames[2 * MAX_SIDE_FRAMES + 1];
 	char *kbuf[MAX_SIDE_FRAMES];
 
-	if (!t)
+	if (!t || !t->fg)
 		return;
 	t->windows++;
 	for (size_t i = 0; i < b->n_samples; i++) {
@@ -202,6 +229,21 @@ struct json_ctx { const struct ftask *t; const char *state; };
 static int write_json_cb(FILE *out, void *ctx)
 {
 	const struct json_ctx *c = ctx;
+
+	if (c->t->net) {
+		struct net_report_stats st;
+
+		net_report__stats(c->t->net, &st);
+		fprintf(out,
+			"{\"task_id\":\"%s\",\"kind\":\"%s\",\"state\":\"%s\",\"start_unix_ms\":%llu,"
+			"\"duration_ms\":%llu,\"batches\":%llu,\"flows\":%llu,\"connections\":%llu,\"exchanges\":%llu,"
+			"\"attach_point\":\"%s\"}\n",
+			c->t->id, profile_files__kind(c->t->kind), c->state, (unsigned long long)c->t->start_ms,
+			(unsigned long long)c->t->duration_ms, (unsigned long long)st.batches,
+			(unsigned long long)st.flows, (unsigned long long)st.connections,
+			(unsigned long long)st.exchanges, c->t->attach_point);
+		return 0;
+	}
 	fprintf(out,
 		"{\"task_id\":\"%s\",\"kind\":\"%s\",\"state\":\"%s\",\"start_unix_ms\":%llu,\"duration_ms\":%llu,"
 		"\"samples\":%llu,\"stacks\":%llu,\"windows\":%llu,\"attach_point\":\"%s\"}\n",
@@ -234,6 +276,13 @@ static void write_file(struct file_backend *fb, const char *dir, const struct ft
 	write_one(fb, dir, name, fn, ctx);
 }
 
+static int write_net_txt_cb(FILE *out, void *ctx)
+{
+	struct ftask *t = ctx;
+
+	return net_report__write_text(t->net, t->id, out);
+}
+
 static void write_task(struct file_backend *fb, struct ftask *t, const char *final_state)
 {
 	char dir[1024], title[160], sub[160];
@@ -242,6 +291,10 @@ static void write_task(struct file_backend *fb, struct ftask *t, const char *fin
 	if (mkdir(dir, 0755) && errno != EEXIST) {
 		fb->write_errors++;
 		return;
+	}
+	if (t->net) {
+		write_file(fb, dir, t, PF_NETWORK_TXT, write_net_txt_cb, t);
+		goto done;
 	}
 	snprintf(title, sizeof(title), "%s flame graph", t->kind == EMBER__TASK_KIND__ON_CPU ? "On-CPU" :
 			 t->kind == EMBER__TASK_KIND__OFF_CPU ? "Off-CPU" : "Memory (page fault)");
@@ -260,6 +313,7 @@ static void write_task(struct file_backend *fb, struct ftask *t, const char *fin
 		write_file(fb, dir, t, PF_FOLDED, write_folded_cb, t->fg);
 		write_file(fb, dir, t, PF_SVG, write_svg_cb, &sc);
 	}
+done:
 	if (final_state) {
 		struct json_ctx jc = { t, final_state };
 
@@ -272,6 +326,52 @@ static void task_drop(struct ftask *t)
 {
 	t->fg = flamegraph__free(t->fg);
 	t->fg_time = flamegraph__free(t->fg_time);
+	t->net = net_report__free(t->net);
+	t->used = false;
+}
+
+/* The batch's JSON lines, appended to network.json: what came before stays, whatever happens next. */
+static int append_json(struct file_backend *fb, struct ftask *t, const Ember__NetworkBatch *b)
+{
+	char path[1200];
+	int fd, r;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", fb->dir, t->id);
+	if (mkdir(path, 0755) && errno != EEXIST)
+		return -errno;
+	if ((r = task_path(fb, t, PF_NETWORK_JSON, path, sizeof(path))))
+		return r;
+	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0)
+		return -errno;
+	f = fdopen(fd, "a");
+	if (!f) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	r = net_report__write_json(b, f);
+	if (fclose(f) && !r)
+		r = -EIO;
+	return r;
+}
+
+static void file_on_network(void *st, const Ember__NetworkBatch *b)
+{
+	struct file_backend *fb = st;
+	struct ftask *t = b ? task_get(fb, b->task, 1) : NULL;
+
+	if (!t || !t->net)
+		return;
+	if (append_json(fb, t, b))
+		fb->write_errors++;
+	else
+		fb->files_written++;
+	net_report__add(t->net, b);
+	fb->network_batches++;
+	t->windows++;
+	t->dirty = 1;
 }
 
 static void file_on_task_event(void *st, const Ember__TaskEvent *ev)
@@ -296,7 +396,7 @@ static void file_tick(void *st, uint64_t now_ms, int final)
 	(void)now_ms;
 	for (unsigned i = 0; i < MAX_FILE_TASKS; i++) {
 		struct ftask *t = &fb->tasks[i];
-		if (!t->fg || !(t->dirty || final))
+		if (!t->used || !(t->dirty || final))
 			continue;
 		/* At shutdown a task without FINISHED is written as what it is: partial. */
 		write_task(fb, t, final ? "interrupted" : NULL);
@@ -312,6 +412,7 @@ static unsigned file_counters(void *st, struct backend_counter *ret, unsigned ma
 		{ "file_files_written", fb->files_written }, { "file_write_errors", fb->write_errors },
 		{ "file_tasks_dropped", fb->tasks_dropped }, { "file_frames_truncated", fb->frames_truncated },
 		{ "file_tasks_resumed", fb->tasks_resumed }, { "file_resume_errors", fb->resume_errors },
+		{ "file_network_batches", fb->network_batches },
 	};
 	unsigned n = 0;
 	for (; n < max && n < sizeof(c) / sizeof(c[0]); n++)
@@ -335,6 +436,7 @@ const struct exporter_backend_ops file_backend_ops = {
 	.init = file_init,
 	.on_profile = file_on_profile,
 	.on_task_event = file_on_task_event,
+	.on_network = file_on_network,
 	.tick = file_tick,
 	.counters = file_counters,
 	.free = file_free,

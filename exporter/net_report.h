@@ -1,0 +1,65 @@
+/*
+ * A NETWORK task's files, as the file backend writes them under the task's
+ * directory:
+ *
+ *   network.json  every batch as it comes, as JSON lines: one "batch" line
+ *                 (window, bounds hit, last), then one line per "flow",
+ *                 "connection" and "exchange" with every field of the
+ *                 message (times in unix ns, plus _ms extras);
+ *   network.txt   a readable summary of the whole task, rewritten as batches
+ *                 come: connections by side, remote address and protocol
+ *                 (count, bytes each way), per protocol the exchanges, errors,
+ *                 client errors, unanswered and latency percentiles (from the
+ *                 flows' merged latency sketches, within 2.2%), and the
+ *                 slowest exchanges among those the batches listed.
+ *
+ * The summary's memory is bounded: NET_REPORT_MAX_GROUPS connection groups
+ * and NET_REPORT_MAX_PROTOCOLS protocols (the rest add up in an "other"
+ * row, counted), one dense sketch per protocol, the NET_REPORT_SLOWEST
+ * slowest exchanges.  A server's peers are grouped by address without their
+ * (ephemeral) port, shown as ip:*.  A restarted exporter rebuilds the
+ * summary from the network.json it wrote before (net_report__load_json).
+ * No logging; the caller does the I/O on FILEs it opens.
+ */
+#ifndef EMBER_EXPORTER_NET_REPORT_H
+#define EMBER_EXPORTER_NET_REPORT_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "proto/ember.pb-c.h"
+
+#define NET_REPORT_MAX_GROUPS    1024
+#define NET_REPORT_MAX_PROTOCOLS 32
+#define NET_REPORT_SLOWEST       10
+#define NET_REPORT_TEXT_GROUPS   100	/* groups shown in network.txt; the rest are summed up */
+
+struct net_report;
+
+struct net_report_stats {
+	uint64_t batches, flows, connections, exchanges;
+	uint64_t groups_merged;		/* connections added to "other": too many groups */
+	uint64_t protocols_merged;	/* flows added to "other": too many protocols */
+	uint64_t bad_lines;		/* network.json lines that did not parse (load) */
+};
+
+/* NULL + errno. */
+struct net_report *net_report__new(void);
+/* Accepts NULL.  Returns NULL. */
+struct net_report *net_report__free(struct net_report *r);
+
+/* The batch's JSON lines to out.  0 or -ENOMEM (out's errors are the caller's to check). */
+int net_report__write_json(const Ember__NetworkBatch *b, FILE *out);
+
+/* Adds the batch to the summary. */
+void net_report__add(struct net_report *r, const Ember__NetworkBatch *b);
+
+/* Adds what an earlier network.json says (lines of the form write_json writes); returns the lines used. */
+int net_report__load_json(struct net_report *r, FILE *in);
+
+/* The summary of everything added, for task_id.  0 or -ENOMEM. */
+int net_report__write_text(struct net_report *r, const char *task_id, FILE *out);
+
+void net_report__stats(const struct net_report *r, struct net_report_stats *ret);
+
+#endif

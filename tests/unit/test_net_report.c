@@ -1,0 +1,434 @@
+/* exporter/net_report and the file backend's network files: the exact
+ * network.json lines and network.txt summary of synthetic batches from two
+ * analyzers over two intervals, the summary rebuilt after a restart, and
+ * task.json written last. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/config.h"
+#include "exporter/backend.h"
+#include "exporter/net_report.h"
+#include "tests/unit/net_testlib.h"
+
+#define T0 1700000000000000000ull	/* 2023-11-14T22:13:20Z */
+#define MS 1000000ull
+
+struct tconn {
+	Ember__NetConnection c;
+};
+
+static void conn_init(struct tconn *k, uint32_t pid, uint64_t id, const char *side, const char *remote,
+		      const char *protocol, const char *l7_state, uint64_t written, uint64_t read)
+{
+	ember__net_connection__init(&k->c);
+	k->c.pid = pid;
+	k->c.process_name = "app";
+	k->c.id = id;
+	k->c.side = (char *)side;
+	k->c.local_address = "10.0.0.1:40000";
+	k->c.remote_address = (char *)remote;
+	k->c.transport = "tcp";
+	k->c.protocol = (char *)protocol;
+	k->c.l7_state = (char *)l7_state;
+	k->c.opened_unix_ns = T0 + 100 * MS;
+	k->c.closed_unix_ns = T0 + 1100 * MS;
+	k->c.writes = 2;
+	k->c.reads = 3;
+	k->c.bytes_written = written;
+	k->c.bytes_read = read;
+	k->c.exchanges = 2;
+	k->c.srtt_us = 150;
+}
+
+struct tex {
+	Ember__NetExchange e;
+	Ember__Label l[2], *lp[2];
+};
+
+static void ex_init(struct tex *x, uint32_t pid, const char *protocol, const char *side, const char *peer,
+		    uint64_t req_ns, uint64_t latency_ns, int status, const char *k1, const char *v1, const char *k2,
+		    const char *v2)
+{
+	ember__net_exchange__init(&x->e);
+	x->e.pid = pid;
+	x->e.connection_id = 1;
+	x->e.protocol = (char *)protocol;
+	x->e.side = (char *)side;
+	x->e.peer_address = (char *)peer;
+	x->e.req_unix_ns = req_ns;
+	x->e.latency_ns = latency_ns;
+	x->e.duration_ns = latency_ns ? latency_ns + MS : 0;
+	x->e.req_bytes = 100;
+	x->e.resp_bytes = latency_ns ? 1000 : 0;
+	x->e.status = status;
+	x->e.is_error = status >= 500;
+	x->e.is_client_error = status >= 400 && status < 500;
+	x->e.answered = latency_ns != 0;
+	x->e.req_seq = 7;
+	for (unsigned i = 0; i < 2; i++) {
+		ember__label__init(&x->l[i]);
+		x->lp[i] = &x->l[i];
+	}
+	x->l[0].name = (char *)k1;
+	x->l[0].value = (char *)v1;
+	x->l[1].name = (char *)k2;
+	x->l[1].value = (char *)v2;
+	x->e.fields = x->lp;
+	x->e.n_fields = k2 ? 2 : 1;
+}
+
+/* Three batches of task "net-1": analyzers 0 and 1 in the first interval, analyzer 0 in the second (last). */
+static struct fixture {
+	Ember__Task task;
+	Ember__NetworkBatch b[3];
+	struct tflow fa, fb, fa2;
+	Ember__NetFlow *f1[1], *f2[1], *f3[1];
+	struct tconn c[4];
+	Ember__NetConnection *c1[1], *c2[3];
+	struct tex x[5];
+	Ember__NetExchange *x1[2], *x2[2], *x3[1];
+} F;
+
+static void fixture(void)
+{
+	memset(&F, 0, sizeof(F));
+	ember__task__init(&F.task);
+	F.task.id = "net-1";
+	F.task.kind = EMBER__TASK_KIND__NETWORK;
+	F.task.start_unix_ms = T0 / MS;
+	F.task.duration_ms = 4000;
+	F.task.shards = 2;
+	for (unsigned i = 0; i < 3; i++) {
+		ember__network_batch__init(&F.b[i]);
+		F.b[i].task = &F.task;
+		F.b[i].window_start_unix_ns = i < 2 ? T0 : T0 + 2000 * MS;
+		F.b[i].window_end_unix_ns = i < 2 ? T0 + 2000 * MS : T0 + 4000 * MS;
+	}
+	/* analyzer 0, interval 1: a client's HTTP/1 flow, its connection and two exchanges */
+	tflow_init(&F.fa, 100, "client", "http1");
+	tflow_call(&F.fa.write, 20000, 400, 0);
+	tflow_exchange(&F.fa, 200, 100, 1000, 12 * MS, 10 * MS);
+	tflow_exchange(&F.fa, 404, 300, 600, 3 * MS, 2 * MS);
+	F.f1[0] = &F.fa.f;
+	F.b[0].flows = F.f1;
+	F.b[0].n_flows = 1;
+	conn_init(&F.c[0], 100, 1, "client", "10.0.0.2:8080", "http1", "parsed", 400, 1600);
+	F.c1[0] = &F.c[0].c;
+	F.b[0].connections = F.c1;
+	F.b[0].n_connections = 1;
+	ex_init(&F.x[0], 100, "http1", "client", "10.0.0.2:8080", T0 + 200 * MS, 10 * MS, 200, "method", "GET", "uri",
+		"/a");
+	ex_init(&F.x[1], 100, "http1", "client", "10.0.0.2:8080", T0 + 300 * MS, 2 * MS, 404, "method", "GET", "uri",
+		"/missing");
+	F.x1[0] = &F.x[0].e;
+	F.x1[1] = &F.x[1].e;
+	F.b[0].exchanges = F.x1;
+	F.b[0].n_exchanges = 2;
+	/* analyzer 1, interval 1: a MySQL server with two clients from one host, one DNS query without a parser */
+	tflow_init(&F.fb, 201, "server", "mysql");
+	F.fb.f.peer_address = "10.0.0.9:0";
+	tflow_exchange(&F.fb, -1, 50, 70, 6 * MS, 5 * MS);
+	tflow_exchange(&F.fb, -1, 50, 0, 0, 0);
+	F.f2[0] = &F.fb.f;
+	F.b[1].flows = F.f2;
+	F.b[1].n_flows = 1;
+	conn_init(&F.c[1], 201, 1, "server", "10.0.0.9:51000", "mysql", "parsed", 70, 50);
+	conn_init(&F.c[2], 201, 2, "server", "10.0.0.9:51002", "mysql", "parsed", 0, 50);
+	conn_init(&F.c[3], 201, 3, "client", "10.0.0.3:53", "", "undetected", 30, 90);
+	F.c[3].c.transport = "udp";
+	for (unsigned i = 0; i < 3; i++)
+		F.c2[i] = &F.c[1 + i].c;
+	F.b[1].connections = F.c2;
+	F.b[1].n_connections = 3;
+	ex_init(&F.x[2], 201, "mysql", "server", "10.0.0.9:0", T0 + 400 * MS, 5 * MS, -1, "command", "COM_QUERY",
+		"query", "select \"x\"");
+	ex_init(&F.x[3], 201, "mysql", "server", "10.0.0.9:0", T0 + 500 * MS, 0, -1, "command", "COM_PING", NULL,
+		NULL);
+	F.x2[0] = &F.x[2].e;
+	F.x2[1] = &F.x[3].e;
+	F.b[1].exchanges = F.x2;
+	F.b[1].n_exchanges = 2;
+	F.b[1].exchanges_not_listed = 3;
+	/* analyzer 0, interval 2: the slowest exchange, the last batch */
+	tflow_init(&F.fa2, 100, "client", "http1");
+	tflow_exchange(&F.fa2, 503, 100, 10, 21 * MS, 20 * MS);
+	F.f3[0] = &F.fa2.f;
+	F.b[2].flows = F.f3;
+	F.b[2].n_flows = 1;
+	ex_init(&F.x[4], 100, "http1", "client", "10.0.0.2:8080", T0 + 2500 * MS, 20 * MS, 503, "method", "POST", "uri",
+		"/slow");
+	F.x3[0] = &F.x[4].e;
+	F.b[2].exchanges = F.x3;
+	F.b[2].n_exchanges = 1;
+	F.b[2].last = 1;
+}
+
+/* Percentiles are sketch values: 10.194 for 10 ms, 20.388 for 20 ms, 5.097 for 5 ms (+1.9%). */
+static const char want_txt[] =
+	"ember network profile, task net-1\n"
+	"3 batches from 2023-11-14T22:13:20.000Z to 2023-11-14T22:13:24.000Z; 3 flows, 4 connections, 5 exchanges "
+	"listed\n"
+	"Percentiles come from log-bucketed latency sketches: within 2.2% of the true value.\n"
+	"\n"
+	"Connections by remote address and protocol (4 listed)\n"
+	"side    remote                                   protocol       connections     bytes sent bytes received\n"
+	"client  10.0.0.2:8080                            http1                    1            400           1600\n"
+	"server  10.0.0.9:*                               mysql                    2             70            100\n"
+	"client  10.0.0.3:53                              (undetected)             1             30             90\n"
+	"\n"
+	"Exchanges by protocol (latency: request end to response)\n"
+	"protocol        exchanges     errors  client errors  unanswered      p50 ms      p90 ms      p99 ms\n"
+	"http1                   3          1              1           0      10.194      20.388      20.388\n"
+	"mysql                   2          0              0           1       5.097       5.097       5.097\n"
+	"\n"
+	"Slowest exchanges (the 4 slowest of the 5 listed; 3 more were over the per-report bound and are not listed: "
+	"this covers the listed ones only)\n"
+	" latency ms duration ms protocol       side         pid peer                     request time (UTC)       "
+	"status  request\n"
+	"     20.000      21.000 http1          client       100 10.0.0.2:8080            2023-11-14T22:13:22.500Z    "
+	"503  method=POST uri=/slow\n"
+	"     10.000      11.000 http1          client       100 10.0.0.2:8080            2023-11-14T22:13:20.200Z    "
+	"200  method=GET uri=/a\n"
+	"      5.000       6.000 mysql          server       201 10.0.0.9:0               2023-11-14T22:13:20.400Z    "
+	"  -  command=COM_QUERY query=select \"x\"\n"
+	"      2.000       3.000 http1          client       100 10.0.0.2:8080            2023-11-14T22:13:20.300Z    "
+	"404  method=GET uri=/missing\n";
+
+static char *text_of(struct net_report *r)
+{
+	char *s = NULL;
+	size_t n = 0;
+	FILE *f = open_memstream(&s, &n);
+
+	assert_int_equal(net_report__write_text(r, "net-1", f), 0);
+	fclose(f);
+	return s;
+}
+
+static void test_summary(void **state)
+{
+	struct net_report *r = net_report__new();
+	struct net_report_stats st;
+	char *s;
+	(void)state;
+
+	fixture();
+	for (unsigned i = 0; i < 3; i++)
+		net_report__add(r, &F.b[i]);
+	s = text_of(r);
+	assert_string_equal(s, want_txt);
+	free(s);
+	/* the text sorts the groups: later connections still find theirs */
+	net_report__add(r, &F.b[1]);
+	net_report__stats(r, &st);
+	assert_int_equal(st.connections, 7);
+	assert_int_equal(st.groups_merged, 0);
+	s = text_of(r);
+	assert_non_null(strstr(s, "\nserver  10.0.0.9:*                               mysql                    4"
+				  "            140            200\n"));
+	assert_non_null(strstr(s, "\nclient  10.0.0.3:53                              (undetected)             2"));
+	free(s);
+	net_report__free(r);
+}
+
+/* Past the bounds: groups beyond NET_REPORT_MAX_GROUPS add up in one row, only the first groups are shown. */
+static void test_bounds(void **state)
+{
+	static struct tconn c[NET_REPORT_MAX_GROUPS + 76];
+	static Ember__NetConnection *cp[NET_REPORT_MAX_GROUPS + 76];
+	static char addr[NET_REPORT_MAX_GROUPS + 76][32];
+	struct net_report *r = net_report__new();
+	Ember__NetworkBatch b = EMBER__NETWORK_BATCH__INIT;
+	struct net_report_stats st;
+	char *s, *rest;
+	(void)state;
+
+	for (unsigned i = 0; i < NET_REPORT_MAX_GROUPS + 76; i++) {
+		snprintf(addr[i], sizeof(addr[i]), "10.1.%u.%u:80", i / 256, i % 256);
+		/* the first one moves the most bytes: it sorts first */
+		conn_init(&c[i], 1, i, "client", addr[i], "http1", "parsed", i ? 1 : 1000, 1);
+		cp[i] = &c[i].c;
+	}
+	b.connections = cp;
+	b.n_connections = NET_REPORT_MAX_GROUPS + 76;
+	net_report__add(r, &b);
+	net_report__stats(r, &st);
+	assert_int_equal(st.connections, NET_REPORT_MAX_GROUPS + 76);
+	assert_int_equal(st.groups_merged, 76);
+	s = text_of(r);
+	assert_non_null(strstr(s, "\nclient  10.1.0.0:80                              http1                    1"
+				  "           1000              1\n"));
+	rest = strstr(s, "\n-       (the rest)                               -                     1000"
+			 "           1000           1000\n");
+	assert_non_null(rest);
+	free(s);
+	net_report__free(r);
+}
+
+/* Lines as net_report__write_json writes them for the first batch. */
+static void test_json_lines(void **state)
+{
+	char *s = NULL, *line;
+	size_t n = 0;
+	FILE *f = open_memstream(&s, &n);
+	(void)state;
+
+	fixture();
+	assert_int_equal(net_report__write_json(&F.b[0], f), 0);
+	fclose(f);
+	line = strtok(s, "\n");
+	assert_string_equal(line, "{\"type\":\"batch\",\"task_id\":\"net-1\",\"window_start_unix_ns\":1700000000000000000,"
+				  "\"window_end_unix_ns\":1700000002000000000,\"window_ms\":2000.000,\"flows\":1,"
+				  "\"connections\":1,\"exchanges\":2,\"exchanges_not_listed\":0,"
+				  "\"connections_not_listed\":0,\"last\":false}");
+	line = strtok(NULL, "\n");
+	assert_string_equal(line,
+		"{\"type\":\"flow\",\"window_start_unix_ns\":1700000000000000000,"
+		"\"window_end_unix_ns\":1700000002000000000,\"pid\":100,\"process_name\":\"app\",\"side\":\"client\","
+		"\"side_guessed\":false,\"peer_address\":\"10.0.0.2:8080\",\"peer_local\":false,\"peer_pid\":0,"
+		"\"protocol\":\"http1\",\"ssl\":false,\"connections\":0,"
+		"\"write\":{\"count\":1,\"bytes\":400,\"time_ns\":20000,\"hist\":[0,1,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,"
+		"0,0,0,0,0,0,0,0,0,0,0,0,0]},"
+		"\"read\":{\"count\":0,\"bytes\":0,\"time_ns\":0,\"hist\":[]},"
+		"\"write_rtt\":{\"count\":0,\"bytes\":0,\"time_us\":0,\"hist\":[]},"
+		"\"connect\":{\"count\":0,\"bytes\":0,\"time_ns\":0,\"hist\":[]},"
+		"\"close\":{\"count\":0,\"bytes\":0,\"time_ns\":0,\"hist\":[]},"
+		"\"retransmits\":0,\"drops\":0,\"requests\":2,\"errors\":0,\"client_errors\":1,\"unanswered\":0,"
+		"\"statuses\":{\"200\":1,\"404\":1},\"req_bytes\":400,\"resp_bytes\":1600,"
+		"\"req_size_hist\":[2,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0],"
+		"\"resp_size_hist\":[0,2,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0],"
+		"\"duration_hist\":[0,1,0,1,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0],"
+		"\"duration_sum_ns\":15000000,\"latency\":{\"index\":[334,372],\"count\":[1,1]},"
+		"\"latency_sum_ns\":12000000,\"latency_avg_ms\":6.000,\"latency_p50_ms\":1.965,\"latency_p99_ms\":10.194}");
+	line = strtok(NULL, "\n");
+	assert_string_equal(line,
+		"{\"type\":\"connection\",\"pid\":100,\"process_name\":\"app\",\"id\":1,\"side\":\"client\","
+		"\"side_guessed\":false,\"local_address\":\"10.0.0.1:40000\",\"remote_address\":\"10.0.0.2:8080\","
+		"\"remote_local\":false,\"remote_pid\":0,\"transport\":\"tcp\",\"protocol\":\"http1\","
+		"\"l7_state\":\"parsed\",\"opened_unix_ns\":1700000000100000000,\"closed_unix_ns\":1700000001100000000,"
+		"\"duration_ms\":1000.000,\"writes\":2,\"reads\":3,\"bytes_written\":400,\"bytes_read\":1600,"
+		"\"exchanges\":2,\"gaps\":0,\"gap_bytes\":0,\"retransmits\":0,\"drops\":0,\"srtt_us\":150}");
+	line = strtok(NULL, "\n");
+	assert_string_equal(line,
+		"{\"type\":\"exchange\",\"pid\":100,\"connection_id\":1,\"protocol\":\"http1\",\"side\":\"client\","
+		"\"peer_address\":\"10.0.0.2:8080\",\"req_unix_ns\":1700000000200000000,\"latency_ns\":10000000,"
+		"\"latency_ms\":10.000,\"duration_ns\":11000000,\"duration_ms\":11.000,\"req_bytes\":100,"
+		"\"resp_bytes\":1000,\"status\":200,\"is_error\":false,\"is_client_error\":false,\"answered\":true,"
+		"\"fields\":{\"method\":\"GET\",\"uri\":\"/a\"},\"req_seq\":7}");
+	line = strtok(NULL, "\n");
+	assert_non_null(line);	/* the second exchange */
+	assert_null(strtok(NULL, "\n"));
+	free(s);
+}
+
+static int rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb; (void)flag; (void)ftw;
+	return remove(path);
+}
+
+static char *slurp(const char *dir, const char *name)
+{
+	char path[512], *s = NULL;
+	size_t cap = 0;
+	FILE *f;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "%s/net-1/%s", dir, name);
+	f = fopen(path, "re");
+	if (!f)
+		return NULL;
+	n = getdelim(&s, &cap, 0, f);
+	fclose(f);
+	if (n < 0) {
+		free(s);
+		return strdup("");
+	}
+	return s;
+}
+
+static void task_event(const struct exporter_backend_ops *ops, void *st, Ember__TaskEvent__State state)
+{
+	Ember__TaskEvent ev = EMBER__TASK_EVENT__INIT;
+
+	ev.task = &F.task;
+	ev.state = state;
+	ops->on_task_event(st, &ev);
+}
+
+/* Through the file backend: network.json appended batch by batch, across a restart; network.txt and task.json at the end. */
+static void test_file_backend(void **state)
+{
+	const struct exporter_backend_ops *ops = exporter_backend__find("file");
+	struct ember_config *cfg = config__new();
+	char dir[] = "/tmp/ember-test-net-XXXXXX", err[256], *want_json = NULL, *s;
+	size_t wlen = 0;
+	FILE *w;
+	void *st;
+	(void)state;
+
+	fixture();
+	assert_non_null(ops);
+	assert_non_null(ops->on_network);
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(config__set(cfg, "ember.output_dir", dir, err, sizeof(err)), 0);
+	w = open_memstream(&want_json, &wlen);
+	for (unsigned i = 0; i < 3; i++)
+		assert_int_equal(net_report__write_json(&F.b[i], w), 0);
+	fclose(w);
+
+	st = ops->init(cfg, err, sizeof(err));
+	assert_non_null(st);
+	task_event(ops, st, EMBER__TASK_EVENT__STATE__STARTED);
+	ops->on_network(st, &F.b[0]);
+	ops->on_network(st, &F.b[1]);
+	ops->tick(st, 0, 0);
+	s = slurp(dir, "network.txt");	/* the summary so far, for a look while the task runs */
+	assert_non_null(s);
+	assert_non_null(strstr(s, "2 batches from "));
+	free(s);
+	assert_null(slurp(dir, "task.json"));
+	ops->free(st);	/* an exporter restart: the summary comes back from network.json */
+
+	st = ops->init(cfg, err, sizeof(err));
+	assert_non_null(st);
+	ops->on_network(st, &F.b[2]);
+	task_event(ops, st, EMBER__TASK_EVENT__STATE__FINISHED);
+	s = slurp(dir, "network.json");
+	assert_string_equal(s, want_json);
+	free(s);
+	s = slurp(dir, "network.txt");
+	assert_string_equal(s, want_txt);
+	free(s);
+	s = slurp(dir, "task.json");
+	assert_string_equal(s, "{\"task_id\":\"net-1\",\"kind\":\"network\",\"state\":\"finished\","
+			       "\"start_unix_ms\":1700000000000,\"duration_ms\":4000,\"batches\":3,\"flows\":3,"
+			       "\"connections\":4,\"exchanges\":5,\"attach_point\":\"\"}\n");
+	free(s);
+	assert_null(slurp(dir, "network.folded"));
+	ops->free(st);
+	free(want_json);
+	config__free(cfg);
+	nftw(dir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_summary),
+		cmocka_unit_test(test_bounds),
+		cmocka_unit_test(test_json_lines),
+		cmocka_unit_test(test_file_backend),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
