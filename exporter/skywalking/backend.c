@@ -7,11 +7,14 @@
  *                            properties_report_period-th time), keepAlive the rest
  *   every check_interval     queryTasks(agent id, latest update time seen); ON_CPU
  *                            and OFF_CPU tasks are submitted to the analyzer that
- *                            owns each pid (Request.submit over ZeroMQ, without
- *                            waiting: the reply is polled on later ticks);
- *                            NETWORK tasks are accepted and reported unsupported
+ *                            owns each pid, a NETWORK task to every analyzer owning
+ *                            some of its instance's processes (Request.submit over
+ *                            ZeroMQ, without waiting: the reply is polled on later
+ *                            ticks)
  *   on_profile               a batch of an OAP task -> one collectProfilingData
  *                            stream's worth of EBPFProfilingData (skywalking/codec)
+ *   on_network               a NETWORK task's batch -> Rover's network meters, one
+ *                            MeterDataCollection per local instance (skywalking/network.c)
  *   on_meters                -> one MeterDataCollection for collectBatch
  *
  * Transport (skywalking/grpc_client): gRPC lives on its own thread; these files
@@ -42,6 +45,8 @@ const char *const sw_counter_names[SC_MAX] = {
 	"skywalking_tasks_not_supported", "skywalking_tasks_failed", "skywalking_commands_invalid",
 	"skywalking_profile_messages", "skywalking_profile_unknown_task", "skywalking_queue_dropped_batches",
 	"skywalking_queue_dropped_bytes", "skywalking_meters_sent", "skywalking_finder_unreadable",
+	"skywalking_network_flows", "skywalking_network_flows_unknown_process", "skywalking_network_meters",
+	"skywalking_network_meters_left_out", "skywalking_network_pids_left_out",
 };
 
 void sw_set_conn(struct sw_backend *b, int up, const char *why)
@@ -85,6 +90,12 @@ static void *sw_init(const struct ember_config *cfg, char *err, size_t errlen)
 	b->conn = -1;
 	b->cap_bytes = cfg->exporter.queue_size;
 	b->analyzers = cfg->ember.analyzers > 0 ? (unsigned)cfg->ember.analyzers : 1;
+	b->net_set = malloc(sizeof(*b->net_set));
+	if (!b->net_set) {
+		snprintf(err, errlen, "out of memory");
+		free(b);
+		return NULL;
+	}
 	snprintf(b->addr, sizeof(b->addr), "%s", cfg->core.backend.addr);
 	/* as Rover: a random UUID per start, sent as ebpfAgentID and roverInstanceId */
 	f = fopen("/proc/sys/kernel/random/uuid", "re");
@@ -172,23 +183,23 @@ static void sw_on_profile(void *st, const Ember__ProfileBatch *pb)
 static void sw_on_task_event(void *st, const Ember__TaskEvent *ev)
 {
 	struct sw_backend *b = st;
-	struct sw_task *k;
 
-	if (!ev || !ev->task || !ev->task->id || !(k = sw_task_by_ember_id(b, ev->task->id)))
+	if (ev && ev->task && ev->task->id)
+		sw_task_event(b, ev);
+}
+
+static void sw_on_network(void *st, const Ember__NetworkBatch *nb)
+{
+	struct sw_backend *b = st;
+
+	if (!nb || !nb->task || !nb->task->id)
 		return;
-	if (ev->state == EMBER__TASK_EVENT__STATE__FINISHED) {
-		k->state = T_DONE;
-		log_info("OAP task %s on process %u finished", k->oap_task, k->pid);
-	} else if (ev->state == EMBER__TASK_EVENT__STATE__FAILED) {
-		k->state = T_FAILED;
-		b->c[SC_TASKS_FAILED]++;
-		log_warn("OAP task %s on process %u failed: %s", k->oap_task, k->pid, ev->error ? ev->error : "");
-	} else if (ev->state == EMBER__TASK_EVENT__STATE__STARTED && ev->task->start_unix_ms) {
-		/* the submission's reply moves the state; this may come first */
-		k->profiling_start_ms = (int64_t)ev->task->start_unix_ms;
+	if (!sw_task_by_ember_id(b, nb->task->id)) {
+		if (nb->task->origin && !strcmp(nb->task->origin, "oap"))
+			b->c[SC_PROFILE_UNKNOWN_TASK]++;
+		return;	/* not an OAP task (cli, rest...) */
 	}
-	if (k->state == T_DONE || k->state == T_FAILED)
-		sw_close_sock(k);
+	sw_network_batch(b, nb);
 }
 
 static void sw_on_meters(void *st, const Ember__MeterBatch *mb, uint32_t analyzer)
@@ -327,6 +338,7 @@ static void sw_free(void *st)
 		sw_item_free(it);
 	}
 	process_finder__free(b->pf);
+	free(b->net_set);
 	if (b->zctx)
 		zmq_ctx_term(b->zctx);
 	free(b);
@@ -338,6 +350,7 @@ const struct exporter_backend_ops skywalking_backend_ops = {
 	.on_profile = sw_on_profile,
 	.on_task_event = sw_on_task_event,
 	.on_meters = sw_on_meters,
+	.on_network = sw_on_network,
 	.tick = sw_tick,
 	.event_fd = sw_event_fd,
 	.counters = sw_counters,

@@ -571,3 +571,127 @@ out:
 	free(ptrs);
 	return r < 0 ? r : (int)n;
 }
+
+/* ---- network meters ------------------------------------------------------------------ */
+
+static size_t put_varint(uint8_t *p, uint64_t v)
+{
+	size_t n = 0;
+
+	while (v >= 0x80) {
+		p[n++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	p[n++] = (uint8_t)v;
+	return n;
+}
+
+/* One MeterData, packed as field 1 of MeterDataCollection: the collection is their concatenation. */
+static int net_meter_pack(struct sw_net_collection *c, const struct net_meter *m)
+{
+	static const struct sw_meter_opts plain = { 0 };
+	Skywalking__V3__MeterData d = SKYWALKING__V3__METER_DATA__INIT;
+	Skywalking__V3__MeterSingleValue sv = SKYWALKING__V3__METER_SINGLE_VALUE__INIT;
+	Skywalking__V3__MeterHistogram h = SKYWALKING__V3__METER_HISTOGRAM__INIT;
+	Skywalking__V3__Label lab[NET_METER_MAX_LABELS], *labp[NET_METER_MAX_LABELS];
+	Skywalking__V3__MeterBucketValue bv[NET_METER_MAX_BUCKETS], *bvp[NET_METER_MAX_BUCKETS];
+	char name[256];
+	size_t size;
+
+	if (sw_codec__meter_name(m->name, &plain, name, sizeof(name)) <= 0) {
+		c->bad++;
+		return 0;
+	}
+	if (!c->meters) {
+		d.service = (char *)c->service;
+		d.serviceinstance = (char *)c->instance;
+		d.timestamp = c->timestamp_ms;
+	}
+	for (unsigned i = 0; i < m->n_labels && i < NET_METER_MAX_LABELS; i++) {
+		skywalking__v3__label__init(&lab[i]);
+		lab[i].name = (char *)m->labels[i].name;
+		lab[i].value = (char *)m->labels[i].value;
+		labp[i] = &lab[i];
+	}
+	if (!m->n_buckets) {
+		sv.name = name;
+		sv.labels = labp;
+		sv.n_labels = m->n_labels;
+		sv.value = m->value;
+		d.metric_case = SKYWALKING__V3__METER_DATA__METRIC_SINGLE_VALUE;
+		d.singlevalue = &sv;
+	} else {
+		for (unsigned i = 0; i < m->n_buckets && i < NET_METER_MAX_BUCKETS; i++) {
+			skywalking__v3__meter_bucket_value__init(&bv[i]);
+			bv[i].bucket = m->lower[i];
+			bv[i].count = m->counts[i] > INT64_MAX ? INT64_MAX : (int64_t)m->counts[i];
+			bvp[i] = &bv[i];
+		}
+		h.name = name;
+		h.labels = labp;
+		h.n_labels = m->n_labels;
+		h.values = bvp;
+		h.n_values = m->n_buckets;
+		d.metric_case = SKYWALKING__V3__METER_DATA__METRIC_HISTOGRAM;
+		d.histogram = &h;
+	}
+	size = protobuf_c_message_get_packed_size(&d.base);
+	if (c->len + size + 11 > c->cap) {
+		size_t cap = c->cap ? c->cap : 4096;
+		uint8_t *p;
+
+		while (cap < c->len + size + 11)
+			cap *= 2;
+		if (!(p = realloc(c->buf, cap)))
+			return -ENOMEM;
+		c->buf = p;
+		c->cap = cap;
+	}
+	c->buf[c->len++] = (1 << 3) | 2;	/* field 1, length-delimited */
+	c->len += put_varint(c->buf + c->len, size);
+	c->len += protobuf_c_message_pack(&d.base, c->buf + c->len);
+	c->meters++;
+	return 0;
+}
+
+int sw_codec__net_collection_add(struct sw_net_collection *c, const struct net_meter_set *s)
+{
+	size_t len = c->len, meters = c->meters;
+
+	for (unsigned i = 0; i < s->n; i++)
+		if (net_meter_pack(c, &s->m[i])) {
+			c->len = len;	/* all of the set or none of it */
+			c->meters = meters;
+			return -ENOMEM;
+		}
+	return 0;
+}
+
+int sw_codec__net_collection_finish(struct sw_net_collection *c, struct sw_msgs *out)
+{
+	int n = (int)c->meters;
+
+	if (!c->meters)
+		return 0;
+	if (out->n == out->cap) {
+		size_t cap = out->cap ? out->cap * 2 : 16;
+		struct grpc_msg *v = realloc(out->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		out->v = v;
+		out->cap = cap;
+	}
+	out->v[out->n++] = (struct grpc_msg){ c->buf, c->len };
+	out->bytes += c->len;
+	c->buf = NULL;
+	c->len = c->cap = c->meters = 0;
+	return n;
+}
+
+void sw_codec__net_collection_release(struct sw_net_collection *c)
+{
+	free(c->buf);
+	c->buf = NULL;
+	c->len = c->cap = c->meters = 0;
+}

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "exporter/net_meters.h"
 #include "exporter/skywalking/grpc_client.h"
 #include "proto/ember.pb-c.h"
 #include "proto/sw_common.pb-c.h"
@@ -103,5 +104,31 @@ int sw_codec__build_meters(const Ember__MeterBatch *b, const struct sw_meter_opt
 
 /* Meter names as MAL wants them: [A-Za-z_][A-Za-z0-9_]*, prefixes replaced. buf >= 256. */
 int sw_codec__meter_name(const char *name, const struct sw_meter_opts *o, char *buf, size_t len);
+
+/* A network batch's collection past this many bytes is closed and another begun. */
+#define SW_NET_COLLECTION_MAX (1u << 20)
+
+/*
+ * A MeterDataCollection of network meters (Rover's, exporter/net_meters.h)
+ * for one service instance, built one flow's meter set at a time: each
+ * MeterData is packed as it is added, so the caller reuses one set.  As
+ * Rover sends them, only the first MeterData carries service,
+ * serviceInstance and timestamp; histograms send every bucket as
+ * (lower bound, count).  Zero-initialise it, then set service, instance
+ * and timestamp_ms (> 0).
+ */
+struct sw_net_collection {
+	const char *service, *instance;
+	int64_t timestamp_ms;
+	uint8_t *buf;
+	size_t len, cap, meters;
+	uint64_t bad;		/* meters without a usable name */
+};
+/* 0 or -ENOMEM (c keeps what it had). */
+int sw_codec__net_collection_add(struct sw_net_collection *c, const struct net_meter_set *s);
+/* Appends the collection to out as one message (nothing when empty) and
+ * empties c for the next one; returns the number of meters it had or -ENOMEM. */
+int sw_codec__net_collection_finish(struct sw_net_collection *c, struct sw_msgs *out);
+void sw_codec__net_collection_release(struct sw_net_collection *c);
 
 #endif

@@ -58,9 +58,10 @@ static int drop_inflight(struct sw_backend *b, int kind)
 }
 
 /*
- * When the buffer is full, meter batches go first (meters are cumulative: a
- * later batch supersedes an earlier one), queued before in flight; then the
- * oldest profile batch (what is newest matters most).
+ * When the buffer is full, the agent's meter batches go first (they are
+ * cumulative: a later batch supersedes an earlier one), queued before in
+ * flight; then the oldest profile or network batch (what is newest matters
+ * most; network meters are increments, each of them counts).
  */
 static void make_room(struct sw_backend *b, size_t need)
 {
@@ -145,6 +146,7 @@ void sw_start_upload(struct sw_backend *b, uint64_t now)
 			memcpy(msgs[k].data, it->m.v[j].data, msgs[k].len);
 			k++;
 		}
+	/* network meters and the agent's go to the same collectBatch, in separate calls */
 	r = grpc_client__call(b->gc, kind == I_PROFILE ? M_PROFILE : M_METERS, msgs, k, UPLOAD_TIMEOUT_MS,
 			      ((uint64_t)C_UPLOAD << 56) | kind);
 	msgs = NULL;	/* the client owns them now */

@@ -4,6 +4,7 @@
  *   outbox.c     profiling data and meters waiting for the OAP (bounded FIFO, uploads)
  *   processes.c  reportProcesses / keepAlive of the host's processes
  *   tasks.c      queryTasks, and the OAP's tasks run by the analyzers
+ *   network.c    NETWORK tasks' batches -> Rover's meters (exporter/net_meters.h)
  * Internal to exporter/skywalking/; the exporter sees only backend.h's ops.
  */
 #ifndef EMBER_EXPORTER_SKYWALKING_SW_H
@@ -15,6 +16,7 @@
 #include "common/config.h"
 #include "common/process_finder.h"
 #include "exporter/backend.h"
+#include "exporter/net_meters.h"
 #include "exporter/skywalking/codec.h"
 #include "exporter/skywalking/grpc_client.h"
 #include "proto/sw_meter.pb-c.h"
@@ -40,7 +42,9 @@
 
 enum cookie_kind { C_REPORT = 1, C_KEEPALIVE, C_QUERY, C_UPLOAD };
 
-enum item_kind { I_PROFILE, I_METERS };
+/* I_METERS: the agent's own meters, cumulative (a newer batch supersedes an
+ * older one); I_NET_METERS: network meters, increments (each one counts). */
+enum item_kind { I_PROFILE, I_METERS, I_NET_METERS };
 struct item {
 	struct item *next;
 	enum item_kind kind;
@@ -49,11 +53,21 @@ struct item {
 };
 
 enum task_state { T_SCHEDULED, T_SUBMITTING, T_RUNNING, T_DONE, T_FAILED };
+/*
+ * One analyzer's part of an OAP task.  ON_CPU and OFF_CPU tasks name one
+ * process: one part.  A NETWORK task covers its instance's processes: one
+ * part per analyzer owning some of them, all under one ember id (the
+ * exporter joins their ends).
+ */
 struct sw_task {
 	char ember_id[64];
 	char oap_task[SW_MAX_ID];
-	char process_id[SW_MAX_ID];
-	uint32_t pid;
+	char process_id[SW_MAX_ID];	/* the first process of the task */
+	uint32_t pid;			/* = pids[0] */
+	uint32_t pids[SW_MAX_PROCESS_IDS];
+	unsigned n_pids;
+	unsigned shard, shards;		/* this part's analyzer; how many run the task */
+	unsigned gen;			/* NETWORK: runs so far (the OAP extends a task by issuing it again) */
 	enum sw_target target;
 	int64_t update_ms, start_ms, end_ms, profiling_start_ms;
 	enum task_state state;
@@ -67,7 +81,8 @@ struct report_ref { uint32_t pid; uint64_t start_ticks; };
 enum sc {
 	SC_RPC_OK, SC_RPC_FAILED, SC_DISCONNECTS, SC_PROC_REPORTED, SC_PROC_IGNORED, SC_TASKS_RECEIVED,
 	SC_TASKS_STARTED, SC_TASKS_UNSUPPORTED, SC_TASKS_FAILED, SC_COMMANDS_INVALID, SC_PROFILE_MESSAGES,
-	SC_PROFILE_UNKNOWN_TASK, SC_DROPPED_BATCHES, SC_DROPPED_BYTES, SC_METERS_SENT, SC_FINDER_UNREADABLE, SC_MAX
+	SC_PROFILE_UNKNOWN_TASK, SC_DROPPED_BATCHES, SC_DROPPED_BYTES, SC_METERS_SENT, SC_FINDER_UNREADABLE,
+	SC_NET_FLOWS, SC_NET_FLOWS_UNKNOWN, SC_NET_METERS, SC_NET_LEFT_OUT, SC_NET_PIDS_LEFT_OUT, SC_MAX
 };
 extern const char *const sw_counter_names[SC_MAX];
 
@@ -104,6 +119,7 @@ struct sw_backend {
 	char last_err[200];
 	bool warned_network, warned_offcpu, warned_bad;
 	uint64_t c[SC_MAX];
+	struct net_meter_set *net_set;	/* one flow's meters, reused */
 };
 
 /* outbox.c */
@@ -121,6 +137,12 @@ void sw_query_done(struct sw_backend *b, const struct grpc_result *res);
 void sw_query_tasks(struct sw_backend *b);
 void sw_run_tasks(struct sw_backend *b, uint64_t mono);
 struct sw_task *sw_task_by_ember_id(struct sw_backend *b, const char *id);
+/* The joined event of one of our tasks: every part of it follows. */
+void sw_task_event(struct sw_backend *b, const Ember__TaskEvent *ev);
+/* A NETWORK task whose parts are done while the OAP's window is open: its next run. */
+void sw_task_restart(struct sw_backend *b, const char *oap_task, int64_t now);
+/* network.c */
+void sw_network_batch(struct sw_backend *b, const Ember__NetworkBatch *nb);
 /* backend.c: logs each change of the OAP's reachability once */
 void sw_set_conn(struct sw_backend *b, int up, const char *why);
 

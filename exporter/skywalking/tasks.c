@@ -1,7 +1,19 @@
 /*
  * OAP tasks: queryTasks every check interval; ON_CPU and OFF_CPU tasks are
- * submitted to the analyzer that owns each pid (without waiting: the reply is
- * polled on later ticks); NETWORK tasks are acknowledged as unsupported.
+ * submitted to the analyzer that owns each pid, a NETWORK task to every
+ * analyzer owning some of its processes (without waiting: the replies are
+ * polled on later ticks).
+ *
+ * A NETWORK task, as Rover runs it (spec sections 4.3 and 4.5), covers the
+ * processes of one service instance: the OAP lists them, every one must be
+ * a process this agent reported, and the task takes every process this
+ * agent reported for that instance (the list may predate a process).  Its
+ * pids are split by analyzer (common/shard.h) into parts under one ember
+ * id with Task.shards set, so the exporter joins their ends; batches come
+ * every profiling.task.network.report_interval.  The OAP extends a running
+ * network task by issuing it again with a later end: the parts keep running
+ * and, when they end before the new end, the task starts again under the
+ * next id for what is left.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -45,6 +57,135 @@ static struct sw_task *task_slot(struct sw_backend *b)
 	return NULL;
 }
 
+static void net_ember_id(char *buf, size_t len, const char *oap_task, unsigned gen)
+{
+	if (gen)
+		snprintf(buf, len, "sw-%016llx-net%u", (unsigned long long)fnv64(oap_task), gen);
+	else
+		snprintf(buf, len, "sw-%016llx-net", (unsigned long long)fnv64(oap_task));
+}
+
+static bool has_pid(const uint32_t *pids, unsigned n, uint32_t pid)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (pids[i] == pid)
+			return true;
+	return false;
+}
+
+/* The task's processes: those listed, then every other one reported for the same instance. */
+static unsigned network_pids(struct sw_backend *b, const struct sw_task_cmd *t, struct pf_process *const *procs,
+			     uint32_t *pids)
+{
+	unsigned n = 0, left_out = 0, count = process_finder__count(b->pf);
+
+	for (unsigned i = 0; i < t->n_process_ids; i++)
+		if (!has_pid(pids, n, procs[i]->pid))
+			pids[n++] = procs[i]->pid;
+	for (unsigned i = 0; i < count; i++) {
+		const struct pf_process *p = process_finder__at(b->pf, i);
+		bool same = false;
+
+		if (p->status != PF_REPORTED || has_pid(pids, n, p->pid))
+			continue;
+		for (unsigned k = 0; k < t->n_process_ids && !same; k++)
+			same = !strcmp(p->e.service, procs[k]->e.service) && !strcmp(p->e.instance, procs[k]->e.instance);
+		if (!same)
+			continue;
+		if (n < SW_MAX_PROCESS_IDS)
+			pids[n++] = p->pid;
+		else
+			left_out++;
+	}
+	if (left_out) {
+		b->c[SC_NET_PIDS_LEFT_OUT] += left_out;
+		if (!b->warned_network) {
+			log_warn("OAP task %s: %u more processes of the instance than a network task takes (%d); left out",
+				 t->task_id, left_out, SW_MAX_PROCESS_IDS);
+			b->warned_network = true;
+		}
+	}
+	return n;
+}
+
+/* One part per analyzer owning some of the pids, all under the task's ember id. */
+static void network_parts(struct sw_backend *b, const struct sw_task_cmd *t, const uint32_t *pids, unsigned n,
+			  const char *process_id)
+{
+	unsigned shards = 0;
+
+	for (unsigned s = 0; s < b->analyzers; s++)
+		for (unsigned i = 0; i < n; i++)
+			if (shard__of(pids[i], b->analyzers) == s) {
+				shards++;
+				break;
+			}
+	for (unsigned s = 0; s < b->analyzers; s++) {
+		struct sw_task *k;
+		uint32_t mine[SW_MAX_PROCESS_IDS];
+		unsigned m = 0;
+
+		for (unsigned i = 0; i < n; i++)
+			if (shard__of(pids[i], b->analyzers) == s)
+				mine[m++] = pids[i];
+		if (!m)
+			continue;
+		if (!(k = task_slot(b))) {
+			b->c[SC_TASKS_FAILED]++;
+			continue;
+		}
+		memset(k, 0, sizeof(*k));
+		net_ember_id(k->ember_id, sizeof(k->ember_id), t->task_id, 0);
+		snprintf(k->oap_task, sizeof(k->oap_task), "%s", t->task_id);
+		snprintf(k->process_id, sizeof(k->process_id), "%s", process_id);
+		memcpy(k->pids, mine, m * sizeof(mine[0]));
+		k->n_pids = m;
+		k->pid = mine[0];
+		k->shard = s;
+		k->shards = shards;
+		k->target = SW_TARGET_NETWORK;
+		k->update_ms = t->update_time_ms;
+		k->start_ms = t->start_time_ms;
+		k->end_ms = t->start_time_ms + t->duration_s * 1000;
+		k->state = T_SCHEDULED;
+	}
+}
+
+static void network_task(struct sw_backend *b, const struct sw_task_cmd *t, struct pf_process *const *procs,
+			 int64_t now)
+{
+	int64_t end = t->start_time_ms + t->duration_s * 1000;
+	uint32_t pids[SW_MAX_PROCESS_IDS];
+	bool known = false, running = false;
+	unsigned n;
+
+	for (unsigned i = 0; i < b->n_tasks; i++) {
+		struct sw_task *k = &b->tasks[i];
+
+		if (k->target != SW_TARGET_NETWORK || strcmp(k->oap_task, t->task_id))
+			continue;
+		known = true;
+		running |= k->state == T_SCHEDULED || k->state == T_SUBMITTING || k->state == T_RUNNING;
+		if (end > k->end_ms)
+			k->end_ms = end;
+	}
+	if (known) {
+		/* the OAP's keep-alive: the parts run on; ended ones start again if there is time left */
+		if (!running && end > now + 1000)
+			sw_task_restart(b, t->task_id, now);
+		return;
+	}
+	if (now > end) {
+		log_info("OAP task %s already ended; not started", t->task_id);
+		return;
+	}
+	n = network_pids(b, t, procs, pids);
+	network_parts(b, t, pids, n, t->process_ids[0]);
+	log_info("OAP task %s: network profiling of %u process(es) of %s/%s for %llds%s", t->task_id, n,
+		 procs[0]->e.service, procs[0]->e.instance, (long long)t->duration_s,
+		 t->start_time_ms > now ? " (scheduled)" : "");
+}
+
 static void handle_command(struct sw_backend *b, const Skywalking__V3__Command *cmd, int64_t now)
 {
 	struct sw_task_cmd t;
@@ -74,8 +215,7 @@ static void handle_command(struct sw_backend *b, const Skywalking__V3__Command *
 		b->latest_update = t.update_time_ms;
 	b->c[SC_TASKS_RECEIVED]++;
 	if (t.target == SW_TARGET_NETWORK) {
-		b->c[SC_TASKS_UNSUPPORTED]++;
-		log_warn("OAP task %s: network profiling is not supported yet; task accepted and ignored", t.task_id);
+		network_task(b, &t, procs, now);
 		return;
 	}
 	if (now > t.start_time_ms + t.duration_s * 1000) {
@@ -101,7 +241,10 @@ static void handle_command(struct sw_backend *b, const Skywalking__V3__Command *
 		snprintf(k->ember_id, sizeof(k->ember_id), "%s", id);
 		snprintf(k->oap_task, sizeof(k->oap_task), "%s", t.task_id);
 		snprintf(k->process_id, sizeof(k->process_id), "%s", t.process_ids[i]);
-		k->pid = procs[i]->pid;
+		k->pid = k->pids[0] = procs[i]->pid;
+		k->n_pids = 1;
+		k->shard = shard__of(k->pid, b->analyzers);
+		k->shards = 1;
 		k->target = t.target;
 		k->update_ms = t.update_time_ms;
 		k->start_ms = t.start_time_ms;
@@ -156,22 +299,25 @@ static void submit_task(struct sw_backend *b, struct sw_task *k, uint64_t mono, 
 {
 	Ember__Request req = EMBER__REQUEST__INIT;
 	Ember__Task t = EMBER__TASK__INIT;
-	uint32_t pid = k->pid;
 	char ep[512];
 	int zero = 0;
 	size_t len;
 	uint8_t *buf;
 
 	t.id = k->ember_id;
-	t.kind = k->target == SW_TARGET_OFF_CPU ? EMBER__TASK_KIND__OFF_CPU : EMBER__TASK_KIND__ON_CPU;
-	t.n_pids = 1;
-	t.pids = &pid;
+	t.kind = k->target == SW_TARGET_OFF_CPU ? EMBER__TASK_KIND__OFF_CPU :
+		 k->target == SW_TARGET_NETWORK ? EMBER__TASK_KIND__NETWORK : EMBER__TASK_KIND__ON_CPU;
+	t.n_pids = k->n_pids;
+	t.pids = k->pids;
+	t.shards = k->shards;
+	if (k->target == SW_TARGET_NETWORK)
+		t.report_interval_ms = b->cfg->profiling.task.network.report_interval_ns / 1000000;
 	/* the task ends when the OAP's window does: start + duration */
 	t.duration_ms = (uint64_t)(k->end_ms - now > 1000 ? k->end_ms - now : 1000);
 	t.origin = "oap";
 	req.body_case = EMBER__REQUEST__BODY_SUBMIT;
 	req.submit = &t;
-	bus__analyzer_endpoint(b->cfg->ember.run_dir, shard__of(pid, b->analyzers), ep, sizeof(ep));
+	bus__analyzer_endpoint(b->cfg->ember.run_dir, k->shard, ep, sizeof(ep));
 	k->sock = zmq_socket(b->zctx, ZMQ_REQ);
 	if (!k->sock)
 		goto retry;
@@ -197,8 +343,16 @@ retry:
 	if (++k->tries >= SUBMIT_TRIES) {
 		k->state = T_FAILED;
 		b->c[SC_TASKS_FAILED]++;
-		log_warn("OAP task %s: cannot reach analyzer %u", k->oap_task, shard__of(pid, b->analyzers));
+		log_warn("OAP task %s: cannot reach analyzer %u", k->oap_task, k->shard);
 	}
+}
+
+static bool part_running(const struct sw_backend *b, const char *ember_id)
+{
+	for (unsigned i = 0; i < b->n_tasks; i++)
+		if (b->tasks[i].state == T_RUNNING && !strcmp(b->tasks[i].ember_id, ember_id))
+			return true;
+	return false;
 }
 
 static void poll_submission(struct sw_backend *b, struct sw_task *k, uint64_t mono)
@@ -216,7 +370,7 @@ static void poll_submission(struct sw_backend *b, struct sw_task *k, uint64_t mo
 		if (++k->tries >= SUBMIT_TRIES) {
 			k->state = T_FAILED;
 			b->c[SC_TASKS_FAILED]++;
-			log_warn("OAP task %s: analyzer %u did not answer", k->oap_task, shard__of(k->pid, b->analyzers));
+			log_warn("OAP task %s: analyzer %u did not answer", k->oap_task, k->shard);
 		}
 		return;
 	}
@@ -235,11 +389,17 @@ static void poll_submission(struct sw_backend *b, struct sw_task *k, uint64_t mo
 	}
 	if (rep->err == 0 || rep->err == -EEXIST) {
 		/* EEXIST: started before this exporter restarted; adopt it */
+		/* a task on several analyzers counts once, when its first part starts */
+		if (!part_running(b, k->ember_id))
+			b->c[SC_TASKS_STARTED]++;
 		k->state = T_RUNNING;
 		/* an adopted task's start comes with its next batch */
 		k->profiling_start_ms = rep->task && rep->task->start_unix_ms ? (int64_t)rep->task->start_unix_ms : 0;
-		b->c[SC_TASKS_STARTED]++;
-		log_info("OAP task %s started on process %u as %s", k->oap_task, k->pid, k->ember_id);
+		if (k->target == SW_TARGET_NETWORK)
+			log_info("OAP task %s started on analyzer %u (%u process(es)) as %s", k->oap_task, k->shard,
+				 k->n_pids, k->ember_id);
+		else
+			log_info("OAP task %s started on process %u as %s", k->oap_task, k->pid, k->ember_id);
 	} else if (rep->err == -EOPNOTSUPP) {
 		k->state = T_FAILED;
 		b->c[SC_TASKS_UNSUPPORTED]++;
@@ -272,4 +432,74 @@ void sw_run_tasks(struct sw_backend *b, uint64_t mono)
 			poll_submission(b, k, mono);
 		}
 	}
+}
+
+void sw_task_restart(struct sw_backend *b, const char *oap_task, int64_t now)
+{
+	unsigned gen = 0, parts = 0;
+	int64_t end = now;
+
+	for (unsigned i = 0; i < b->n_tasks; i++)
+		if (b->tasks[i].target == SW_TARGET_NETWORK && !strcmp(b->tasks[i].oap_task, oap_task) &&
+		    b->tasks[i].gen + 1 > gen)
+			gen = b->tasks[i].gen + 1;
+	for (unsigned i = 0; i < b->n_tasks; i++) {
+		struct sw_task *k = &b->tasks[i];
+
+		if (k->target != SW_TARGET_NETWORK || strcmp(k->oap_task, oap_task) || k->gen + 1 != gen ||
+		    k->state != T_DONE)
+			continue;
+		sw_close_sock(k);
+		net_ember_id(k->ember_id, sizeof(k->ember_id), oap_task, gen);
+		k->gen = gen;
+		k->state = T_SCHEDULED;
+		k->tries = 0;
+		k->next_try = 0;
+		k->profiling_start_ms = 0;
+		end = k->end_ms;
+		parts++;
+	}
+	if (parts) {
+		char id[64];
+
+		net_ember_id(id, sizeof(id), oap_task, gen);
+		log_info("OAP task %s extended: network profiling goes on for %llds as %s", oap_task,
+			 (long long)((end - now) / 1000), id);
+	}
+}
+
+void sw_task_event(struct sw_backend *b, const Ember__TaskEvent *ev)
+{
+	int64_t now = (int64_t)timeutil__unix_ms();
+	struct sw_task *k = sw_task_by_ember_id(b, ev->task->id);
+	char oap_task[SW_MAX_ID];
+	bool again = false;
+
+	if (!k)
+		return;
+	snprintf(oap_task, sizeof(oap_task), "%s", k->oap_task);
+	if (ev->state == EMBER__TASK_EVENT__STATE__FINISHED) {
+		log_info("OAP task %s (%s) finished", k->oap_task, k->ember_id);
+		/* the OAP moved the end while it ran: go on for what is left */
+		again = k->target == SW_TARGET_NETWORK && k->end_ms > now + 1000;
+	} else if (ev->state == EMBER__TASK_EVENT__STATE__FAILED) {
+		b->c[SC_TASKS_FAILED]++;
+		log_warn("OAP task %s (%s) failed: %s", k->oap_task, k->ember_id, ev->error ? ev->error : "");
+	}
+	/* the event is joined: it stands for every part of the task */
+	for (unsigned i = 0; i < b->n_tasks; i++) {
+		k = &b->tasks[i];
+		if (strcmp(k->ember_id, ev->task->id))
+			continue;
+		if (ev->state == EMBER__TASK_EVENT__STATE__FINISHED)
+			k->state = T_DONE;
+		else if (ev->state == EMBER__TASK_EVENT__STATE__FAILED)
+			k->state = T_FAILED;
+		else if (ev->state == EMBER__TASK_EVENT__STATE__STARTED && ev->task->start_unix_ms)
+			k->profiling_start_ms = (int64_t)ev->task->start_unix_ms; /* the reply may come later */
+		if (k->state == T_DONE || k->state == T_FAILED)
+			sw_close_sock(k);
+	}
+	if (again)
+		sw_task_restart(b, oap_task, now);
 }
