@@ -63,6 +63,12 @@ char LICENSE[] SEC("license") = "GPL";
 
 /* Set by the collector before load. */
 const volatile __u32 max_targets = 1024;
+/*
+ * The collector is woken only once this much waits in the ring buffer; it
+ * also drains on a short timer.  Waking it per event would cost a context
+ * switch per socket call at the rates network profiling sees.
+ */
+const volatile __u64 wake_bytes = 1 << 18;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -339,6 +345,12 @@ static __always_inline void keep_losses(const struct net_event *e)
 		count(NET_CNT_LOST_FULL);
 }
 
+static __always_inline __u64 wake_flag(void)
+{
+	return bpf_ringbuf_query(&net_events, BPF_RB_AVAIL_DATA) >= wake_bytes ? BPF_RB_FORCE_WAKEUP
+									     : BPF_RB_NO_WAKEUP;
+}
+
 static __always_inline void emit(struct scratch *s, __u32 payload)
 {
 	if (payload > NET_MAX_PAYLOAD)
@@ -351,7 +363,7 @@ static __always_inline void emit(struct scratch *s, __u32 payload)
 	take_losses(&s->e);
 	barrier_var(payload);
 	payload &= 2 * NET_MAX_PAYLOAD - 1;
-	if (!bpf_ringbuf_output(&net_events, s, sizeof(s->e) + payload, 0)) {
+	if (!bpf_ringbuf_output(&net_events, s, sizeof(s->e) + payload, wake_flag())) {
 		count(NET_CNT_EVENTS);
 		return;
 	}
@@ -359,7 +371,7 @@ static __always_inline void emit(struct scratch *s, __u32 payload)
 	if (payload) {
 		s->e.payload = 0;
 		s->e.flags |= NET_F_NO_BUDGET | NET_F_TRUNCATED;
-		if (!bpf_ringbuf_output(&net_events, s, sizeof(s->e), 0)) {
+		if (!bpf_ringbuf_output(&net_events, s, sizeof(s->e), BPF_RB_FORCE_WAKEUP)) {
 			count(NET_CNT_NO_BUDGET);
 			count(NET_CNT_EVENTS);
 			return;

@@ -52,6 +52,8 @@ static struct net_bpf *open_variant(const struct bpf_net_opts *o, int btf)
 	}
 	bpf_map__set_max_entries(skel->maps.net_targets, o->max_targets ? o->max_targets : 1024);
 	bpf_map__set_max_entries(skel->maps.net_events, (uint32_t)pow2_at_least(o->ringbuf_bytes));
+	/* A quarter full wakes the collector; its timer takes what comes slower than that. */
+	skel->rodata->wake_bytes = pow2_at_least(o->ringbuf_bytes) / 4;
 	err = net_bpf__load(skel);
 	if (err) {
 		net_bpf__destroy(skel);

@@ -28,7 +28,12 @@ void bpf_net__detach(struct bpf_net *n);
 /* Adds / removes one network task's interest in tgid.  0 or -errno. */
 int bpf_net__target(struct bpf_net *n, uint32_t tgid, int on);
 
-/* An fd that is readable when events wait (epoll fd of the ring buffer). */
+/*
+ * An fd that is readable when the ring buffer is a quarter full (epoll fd of
+ * the ring buffer); below that, events wait for bpf_net__consume() on the
+ * caller's timer (NET_POLL_NS): one wake-up per batch, not per event.
+ */
+#define NET_POLL_NS (10 * 1000000ull)
 int bpf_net__fd(const struct bpf_net *n);
 /* Called for each event: the fixed header then payload bytes, len in all. */
 typedef int (*bpf_net_event_fn)(void *ctx, const struct net_event *e, uint32_t len);

@@ -22,6 +22,7 @@
 #include <sys/signalfd.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <sys/un.h>
@@ -44,9 +45,10 @@
 
 #define MAX_CONNS 64
 #define MAX_TASKS 64
+#define COLLECTOR_NICE (-10)
 #define ORPHAN_GRACE_NS (60ull * 1000000000ull)
 
-enum src_kind { SRC_LISTEN, SRC_CONN, SRC_TIMER, SRC_SIGNAL, SRC_NET };
+enum src_kind { SRC_LISTEN, SRC_CONN, SRC_TIMER, SRC_SIGNAL, SRC_NET, SRC_NET_TIMER };
 
 struct conn {
 	enum src_kind kind;
@@ -93,10 +95,11 @@ static struct {
 	struct bpf_stacks *bpf;
 	struct bpf_net *net;        /* NULL when the network program does not load here */
 	struct net_fwd *fwd;
-	struct conn listen_src, timer_src, signal_src, net_src;
+	struct conn listen_src, timer_src, signal_src, net_src, net_timer_src;
 	struct task tasks[MAX_TASKS];
 	uint64_t stats[CTL_STAT_MAX];
 	uint64_t last_drain_real_ns;
+	int stacks_dirty;           /* a stack task ran since the last drain */
 	int stop;
 	char sock_path[108];
 } C;
@@ -151,14 +154,30 @@ static void on_stack(void *ctx, const struct stack_key *key, const struct stack_
 	sh->window_stacks++;
 }
 
+static unsigned stack_tasks_attached(void)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < MAX_TASKS; i++)
+		n += C.tasks[i].used && !C.tasks[i].detached_at && C.tasks[i].kind != EMBER_TASK_NETWORK;
+	return n;
+}
+
 static void drain(void)
 {
 	uint64_t start = C.last_drain_real_ns, end;
-	int n;
+	int n = 0;
 
 	for (unsigned s = 0; s < C.nshards; s++)
 		C.shards[s].window_stacks = C.shards[s].window_drops = 0;
-	n = bpf_stacks__drain(C.bpf, on_stack, NULL);
+	/*
+	 * A drain waits for an RCU grace period (programs still writing the old
+	 * maps), which stalls this loop and with it the network events: with no
+	 * stack task since the last drain, the maps are empty and it is skipped.
+	 */
+	if (C.stacks_dirty)
+		n = bpf_stacks__drain(C.bpf, on_stack, NULL);
+	C.stacks_dirty = stack_tasks_attached() > 0;
 	if (n < 0)
 		log_warn("draining the stack maps failed: %s", strerror(-n));
 	end = timeutil__now_ns(CLOCK_REALTIME);
@@ -197,6 +216,22 @@ static void forward_net(void)
 	net_fwd__notify(C.fwd);
 }
 
+/* The network events' timer runs while a network task is attached, and only then. */
+static void net_timer_update(void)
+{
+	struct itimerspec its = { { 0, 0 }, { 0, 0 } };
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < MAX_TASKS; i++)
+		n += C.tasks[i].used && !C.tasks[i].detached_at && C.tasks[i].kind == EMBER_TASK_NETWORK;
+	if (n) {
+		its.it_interval.tv_nsec = (long)NET_POLL_NS;
+		its.it_value.tv_nsec = (long)NET_POLL_NS;
+	}
+	if (C.net)
+		timerfd_settime(C.net_timer_src.fd, 0, &its, NULL);
+}
+
 /* ---- tasks ------------------------------------------------------------------ */
 
 static struct task *task_find(uint64_t id)
@@ -226,6 +261,8 @@ static void task_remove(struct task *t)
 		bpf_stacks__detach_mem(C.bpf);
 	t->detached_at = timeutil__now_ns(CLOCK_MONOTONIC);
 	C.stats[CTL_STAT_TASKS_ACTIVE]--;
+	if (t->kind == EMBER_TASK_NETWORK)
+		net_timer_update();
 }
 
 /* A slot is free when unused, or detached for longer than the grace period. */
@@ -249,6 +286,8 @@ static int task_attach(struct conn *c, const struct ctl_attach *a, struct ctl_at
 	}
 	if (a->kind < EMBER_TASK_ONCPU || a->kind > EMBER_TASK_NETWORK || (a->kind == EMBER_TASK_NETWORK && !C.net))
 		return -EOPNOTSUPP;
+	if (a->kind != EMBER_TASK_NETWORK)
+		C.stacks_dirty = 1;
 	if (a->kind == EMBER_TASK_ONCPU && (a->period_ns < CTL_PERIOD_MIN_NS || a->period_ns > CTL_PERIOD_MAX_NS))
 		return -ERANGE;
 	if (a->min_block_ns > CTL_MIN_BLOCK_MAX_NS)
@@ -313,6 +352,8 @@ static int task_attach(struct conn *c, const struct ctl_attach *a, struct ctl_at
 	t->used = 1;
 	C.stats[CTL_STAT_TASKS_ACTIVE]++;
 	ans->npids_ok = ok;
+	if (t->kind == EMBER_TASK_NETWORK)
+		net_timer_update();
 	return 0;
 }
 
@@ -837,6 +878,12 @@ static int setup(void)
 		if (!C.fwd)
 			return -1;
 		C.net_src = (struct conn){ .kind = SRC_NET, .fd = bpf_net__fd(C.net) };
+		C.net_timer_src = (struct conn){ .kind = SRC_NET_TIMER,
+						 .fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK) };
+		if (C.net_timer_src.fd < 0) {
+			log_error("cannot create the network events' timer: %m");
+			return -1;
+		}
 	}
 	err = setup_socket();
 	if (err < 0) {
@@ -863,6 +910,11 @@ static int setup(void)
 		log_error("io_uring_queue_init: %s", strerror(-err));
 		return -1;
 	}
+	/* The collector only copies events from the BPF ring buffer to the analyzers': if it
+	 * waits for a CPU behind the very workload it observes, the ring buffer fills and
+	 * events are lost.  Its own work is small, so it goes first. */
+	if (setpriority(PRIO_PROCESS, 0, COLLECTOR_NICE))
+		log_info("cannot raise the collector's priority (%m): events may be lost under CPU contention");
 	err = privs__drop_collector();
 	if (err) {
 		log_error("cannot drop privileges: %s", strerror(-err));
@@ -879,8 +931,10 @@ static void run(void)
 	arm(&C.listen_src);
 	arm(&C.signal_src);
 	arm(&C.timer_src);
-	if (C.net)
+	if (C.net) {
 		arm(&C.net_src);
+		arm(&C.net_timer_src);
+	}
 	while (!C.stop) {
 		struct io_uring_cqe *cqe;
 		unsigned head, seen = 0;
@@ -897,6 +951,13 @@ static void run(void)
 			case SRC_LISTEN: on_accept(); arm(src); break;
 			case SRC_TIMER: on_timer(); arm(src); break;
 			case SRC_NET: forward_net(); arm(src); break;
+			case SRC_NET_TIMER: {
+				uint64_t ticks;
+				(void)!read(src->fd, &ticks, sizeof(ticks));
+				forward_net();
+				arm(src);
+				break;
+			}
 			case SRC_SIGNAL: {
 				struct signalfd_siginfo si;
 				while (read(src->fd, &si, sizeof(si)) == sizeof(si))

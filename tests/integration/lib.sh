@@ -41,6 +41,7 @@ exporter:
   backends: [file]
 profiling:
   flush_interval: ${FLUSH:-1s}
+${AGENT_YAML:-}
 YAML
   "$EMBER" run --config "$TMP/ember.yaml" "$@" >"$TMP/agent.log" 2>&1 &
   AGENT_PID=$!

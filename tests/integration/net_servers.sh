@@ -1,0 +1,118 @@
+# Real servers for the network profiling tests (sourced after lib.sh): each
+# runs on its own port under $TMP, in the foreground of a background job
+# (its pid is the process to profile), and is stopped by lib.sh's cleanup.
+# A server that does not come up fails the test, naming it.
+
+# A port nobody listens on, from a per-test base.
+NET_PORT_BASE=$(( 20000 + ($$ % 2000) * 10 ))
+net_port() { echo $(( NET_PORT_BASE + $1 )); }
+
+wait_port() { # port what [tcp|udp]
+  for _ in $(seq 200); do
+    if [ "${3:-tcp}" = udp ]; then ss -Hlun "sport = :$1" | grep -q . && return 0
+    else ss -Hltn "sport = :$1" | grep -q . && return 0; fi
+    sleep 0.05
+  done
+  fail "$2 did not listen on port $1"
+}
+
+# nginx, one worker: static files, /fail answers 500.  Sets NGINX_PID (the worker) and NGINX_PORT.
+start_nginx() {
+  NGINX_PORT=$(net_port 1)
+  local d=$TMP/nginx
+  mkdir -p "$d/html" "$d/logs"
+  head -c 3000 /dev/zero | tr '\0' 'a' > "$d/html/small.txt"
+  head -c 300000 /dev/urandom > "$d/html/big.bin"
+  cat > "$d/nginx.conf" <<EOF
+worker_processes 1;
+daemon off;
+master_process on;
+error_log $d/logs/error.log;
+pid $d/nginx.pid;
+events { worker_connections 1024; }
+http {
+  log_format ember '\$status \$request_length \$bytes_sent \$request_time "\$request"';
+  access_log $d/logs/access.log ember;
+  keepalive_requests 100000;
+  server {
+    listen 127.0.0.1:$NGINX_PORT;
+    root $d/html;
+    location = /fail { return 500; }
+  }
+}
+EOF
+  nginx -c "$d/nginx.conf" -p "$d" >/dev/null 2>&1 & CLEANUP_PIDS+=("$!")
+  wait_port "$NGINX_PORT" nginx
+  NGINX_PID=$(pgrep -f "nginx: worker process" -P "$(cat "$d/nginx.pid")" | head -1)
+  [ -n "$NGINX_PID" ] || fail "nginx worker not found"
+}
+
+start_redis() {
+  REDIS_PORT=$(net_port 2)
+  redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no --dir "$TMP" \
+    --io-threads 1 >"$TMP/redis.log" 2>&1 & REDIS_PID=$!; CLEANUP_PIDS+=("$REDIS_PID")
+  wait_port "$REDIS_PORT" redis-server
+}
+
+start_mariadb() {
+  MARIADB_PORT=$(net_port 3)
+  local d=$TMP/mariadb
+  mkdir -p "$d"
+  mariadb-install-db --no-defaults --user=root --datadir="$d/data" --auth-root-authentication-method=normal \
+    --skip-test-db >"$TMP/mariadb-install.log" 2>&1 || { tail "$TMP/mariadb-install.log"; fail "mariadb-install-db failed"; }
+  mariadbd --no-defaults --user=root --datadir="$d/data" --socket="$d/sock" --port="$MARIADB_PORT" \
+    --bind-address=127.0.0.1 --skip-grant-tables --innodb-buffer-pool-size=16M --skip-log-bin \
+    --pid-file="$d/pid" >"$TMP/mariadb.log" 2>&1 & MARIADB_PID=$!; CLEANUP_PIDS+=("$MARIADB_PID")
+  wait_port "$MARIADB_PORT" mariadbd
+}
+
+start_postgres() {
+  PG_PORT=$(net_port 4)
+  local d=$TMP/pg bin=/usr/lib/postgresql/15/bin
+  mkdir -p "$d"; chown postgres "$d"
+  setpriv --reuid=postgres --regid=postgres --init-groups "$bin/initdb" -D "$d/data" -A trust -U postgres \
+    >"$TMP/initdb.log" 2>&1 || { tail "$TMP/initdb.log"; fail "initdb failed"; }
+  setpriv --reuid=postgres --regid=postgres --init-groups "$bin/postgres" -D "$d/data" -p "$PG_PORT" \
+    -k "$d" -c listen_addresses=127.0.0.1 -c shared_buffers=16MB -c fsync=off >"$TMP/pg.log" 2>&1 &
+  PG_PID=$!; CLEANUP_PIDS+=("$PG_PID")
+  wait_port "$PG_PORT" postgres
+}
+
+# dnsmasq answers for *.ember.test from its host file, NXDOMAIN for other .test names.
+start_dnsmasq() {
+  DNS_PORT=$(net_port 5)
+  printf '10.1.2.3 a.ember.test\n10.1.2.4 b.ember.test\n' > "$TMP/hosts"
+  dnsmasq --keep-in-foreground --no-daemon --port="$DNS_PORT" --listen-address=127.0.0.1 --bind-interfaces \
+    --no-resolv --no-hosts --addn-hosts="$TMP/hosts" --local=/test/ --user=root --pid-file= \
+    --log-facility="$TMP/dnsmasq.log" 2>>"$TMP/dnsmasq.log" & DNS_PID=$!; CLEANUP_PIDS+=("$DNS_PID")
+  wait_port "$DNS_PORT" dnsmasq udp
+}
+
+start_nghttpd() {
+  H2_PORT=$(net_port 6)
+  mkdir -p "$TMP/h2"; head -c 5000 /dev/zero | tr '\0' 'h' > "$TMP/h2/index.html"
+  nghttpd --no-tls -d "$TMP/h2" "$H2_PORT" >"$TMP/nghttpd.log" 2>&1 & H2_PID=$!; CLEANUP_PIDS+=("$H2_PID")
+  wait_port "$H2_PORT" nghttpd
+}
+
+# Loopback capture of one port, for oracle.sh: start_capture NAME PORT; stop_capture.
+start_capture() {
+  CAP_FILE=$TMP/$1.pcapng
+  dumpcap -q -i lo -f "port $2" -w "$CAP_FILE" >"$TMP/dumpcap-$1.log" 2>&1 & CAP_PID=$!; CLEANUP_PIDS+=("$CAP_PID")
+  for _ in $(seq 100); do [ -s "$CAP_FILE" ] && return 0; sleep 0.05; done
+  cat "$TMP/dumpcap-$1.log"; fail "dumpcap did not start"
+}
+stop_capture() { sleep 0.3; kill -INT "$CAP_PID" 2>/dev/null; wait "$CAP_PID" 2>/dev/null; true; }
+
+# ember profile --type network of the given pids in the background, started when it says so.
+start_net_task() { # name pids duration [extra options]
+  local name=$1 pids=$2 dur=$3; shift 3
+  "$EMBER" profile --config "$TMP/ember.yaml" --type network --pid "$pids" --duration "$dur" \
+    --out "$TMP/$name" "$@" >"$TMP/$name.out" 2>"$TMP/$name.err" & NET_TASK=$!
+  for _ in $(seq 200); do grep -q "profiling" "$TMP/$name.err" 2>/dev/null && return 0; sleep 0.05; done
+  cat "$TMP/$name.err"; fail "the $name task did not start"
+}
+wait_net_task() { # name
+  wait "$NET_TASK" || { cat "$TMP/$1.err"; fail "the $1 task failed"; }
+  [ -s "$TMP/$1/network.json" ] || { cat "$TMP/$1.err"; ls -la "$TMP/$1"; fail "the $1 task wrote no network.json"; }
+}
