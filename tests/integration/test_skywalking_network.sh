@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# A NETWORK task from the OAP (tests/oap_receiver.py stands in for it) runs
+# on the processes reported for the task's service instance, and the OAP gets
+# Rover's network meters (../shared/spec/skywalking-protocol.md 5.1): names
+# with the rover_net_p prefix, the common labels in Rover's order with the
+# OAP's process id, values that are the interval's increments (HTTP/1 request
+# counts add up to the requests curl made, bytes nginx read add up to the
+# requests' bytes), all 34 buckets of a non-empty L4 histogram, and service,
+# instance and timestamp on the first element of each collection.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/net_servers.sh"
+need_bpf
+PY=/usr/bin/python3   # Debian's python3 has the Debian grpc modules
+$PY -c "import grpc, grpc_tools.protoc, google.protobuf" 2>/dev/null || fail "python3-grpcio / python3-grpc-tools / python3-protobuf missing (deploy/install-deps.sh installs them)"
+PORT=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+REC=$TMP/rec.jsonl TASKS=$TMP/tasks.json TOKEN=ember-test-token-$RANDOM
+: > "$REC"; echo '[]' > "$TASKS"
+$PY "$ROOT/tests/oap_receiver.py" --port "$PORT" --record "$REC" --tasks "$TASKS" --auth "$TOKEN" >"$TMP/receiver.log" 2>&1 &
+CLEANUP_PIDS+=("$!")
+for _ in $(seq 100); do grep -q "listening on" "$TMP/receiver.log" 2>/dev/null && break; sleep 0.1; done
+grep -q "listening on" "$TMP/receiver.log" || { cat "$TMP/receiver.log"; fail "receiver did not start"; }
+
+start_nginx
+AGENT_RUN=$TMP/run
+cat > "$TMP/ember.yaml" <<YAML
+ember: { run_dir: $AGENT_RUN, output_dir: $TMP/out }
+exporter: { backends: [file, skywalking] }
+core: { backend: { addr: "127.0.0.1:$PORT", check_period: 1, authentication: $TOKEN } }
+process_discovery:
+  heartbeat_period: 2s
+  scanner:
+    mode: REGEX
+    regex:
+      - match_cmd: "^nginx: worker process"
+        layer: OS_LINUX
+        service_name: "ember-it-nginx"
+        instance_name: "{{.Rover.HostName}}"
+        process_name: "nginx"
+profiling:
+  check_interval: 1s
+  flush_interval: 1s
+  task: { network: { report_interval: 1s } }
+YAML
+"$EMBER" run --config "$TMP/ember.yaml" >"$TMP/agent.log" 2>&1 & AGENT_PID=$!; CLEANUP_PIDS+=("$AGENT_PID")
+now_ms() { date +%s%3N; }
+reported() { grep -q '"rpc": "reportProcesses", "t": [0-9]*, "ok": true' "$REC" && grep -q '"pid": "\?'"$NGINX_PID" "$REC"; }
+for _ in $(seq 150); do reported && break; sleep 0.1; done
+reported || { tail "$TMP/agent.log"; fail "nginx worker $NGINX_PID not reported to the OAP"; }
+
+T0=$(now_ms)
+echo "[{\"taskId\": \"net-$T0\", \"serviceName\": \"ember-it-nginx\", \"targetType\": \"NETWORK\", \"startTime\": $T0,
+  \"duration\": 30, \"updateTime\": $T0, \"extension\": \"{\\\"NetworkSamplings\\\": []}\"}]" > "$TASKS.tmp"
+mv "$TASKS.tmp" "$TASKS"
+for _ in $(seq 100); do grep -q "task net-$T0.*started\|OAP task net-$T0: network profiling" "$TMP/agent.log" && break; sleep 0.1; done
+grep -q "OAP task net-$T0: network profiling of 1 process(es) of ember-it-nginx/" "$TMP/agent.log" ||
+  { tail -20 "$TMP/agent.log"; fail "NETWORK task not taken for nginx's instance"; }
+for _ in $(seq 100); do grep -q "task sw-.*started: kind 4" "$TMP/agent.log" && break; sleep 0.1; done
+grep -q "task sw-.*started: kind 4" "$TMP/agent.log" || { tail -20 "$TMP/agent.log"; fail "the analyzer did not start the network task"; }
+N=40
+for _ in $(seq $N); do curl -s -o /dev/null "http://127.0.0.1:$NGINX_PORT/small.txt" || fail "curl failed"; done
+sleep 4   # two report intervals, one exporter send
+
+$PY - "$REC" "$N" "$NGINX_PID" <<'PY' || fail "Rover's network meters are not what the OAP expects"
+import json, sys, hashlib, base64
+rec, n, pid = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+rows = [json.loads(l) for l in open(rec) if l.strip()]
+procs = [p for r in rows if r["rpc"] == "reportProcesses" and r["ok"] for p in r["req"].get("processes", [])]
+b64 = lambda s: base64.b64encode(s.encode()).decode()
+ent = next(p["hostProcess"]["entity"] for p in procs if "hostProcess" in p and any(
+    kv["key"] == "pid" and kv["value"] == pid for kv in p["hostProcess"].get("properties", [])))
+sid = b64(ent["serviceName"]) + ".1"
+oap_id = hashlib.sha256((ent["processName"] + "_" + sid + "_" + b64(ent["instanceName"])).encode()).hexdigest()
+cols = [r["req"]["meterData"] for r in rows if r["rpc"] == "collectBatch" and r["ok"] and r["req"].get("meterData")]
+net = [c for c in cols if any((d.get("singleValue") or d.get("histogram"))["name"].startswith("rover_net_p_") for d in c)]
+bad = []
+if not net: print("no rover_net_p_ meters"); sys.exit(1)
+for c in net:
+    f = c[0]
+    if not (f.get("service") == "ember-it-nginx" and f.get("serviceInstance") and int(f.get("timestamp", 0)) > 0):
+        bad.append("first MeterData without service/instance/timestamp: %s" % {k: f.get(k) for k in ("service", "serviceInstance", "timestamp")})
+meters = [d.get("singleValue") or d.get("histogram") for c in net for d in c]
+def total(name, **lab):
+    return sum(float(m.get("value", 0)) for m in meters if m["name"] == name and
+               all({l["name"]: l["value"] for l in m.get("labels", [])}.get(k) == v for k, v in lab.items()))
+want_labels = ["server_process_id", "client_local", "side", "protocol", "is_ssl"]
+for m in meters:
+    if not m["name"].startswith("rover_net_p_server_") and not m["name"].startswith("rover_net_p_http1_"): bad.append("unexpected meter " + m["name"]); continue
+    names = [l["name"] for l in m.get("labels", [])]
+    lab = {l["name"]: l["value"] for l in m.get("labels", [])}
+    if names[:5] != want_labels: bad.append("%s labels %s" % (m["name"], names))
+    if lab.get("server_process_id") != oap_id: bad.append("%s process id %s, OAP's %s" % (m["name"], lab.get("server_process_id"), oap_id))
+    if (lab.get("side"), lab.get("client_local"), lab.get("protocol"), lab.get("is_ssl")) != ("server", "true", "http", "false"):
+        bad.append("%s label values %s" % (m["name"], lab))
+    if "values" in m and len(m["values"]) not in (25, 34, 45): bad.append("%s has %d buckets" % (m["name"], len(m["values"])))
+req = total("rover_net_p_http1_request_counter")
+ok200 = total("rover_net_p_http1_response_status_counter", code="200")
+reads = total("rover_net_p_server_read_counts_counter")
+conns = total("rover_net_p_server_connect_counts_counter")
+hist = [m for m in meters if m["name"] == "rover_net_p_server_read_exe_time_histogram"]
+hcount = sum(int(v.get("count", 0)) for m in hist for v in m["values"])
+print("requests %d (curl %d), status 200 %d, reads %d, accepts %d, read histogram %d meters / %d observations, %d collections"
+      % (req, n, ok200, reads, conns, len(hist), hcount, len(net)))
+if req != n: bad.append("http1 requests %d, curl made %d" % (req, n))
+if ok200 != n: bad.append("status 200 %d, curl got %d" % (ok200, n))
+if conns != n: bad.append("accepts %d, curl connected %d times" % (conns, n))
+if reads < n or hcount != reads: bad.append("reads %d, histogram observations %d" % (reads, hcount))
+if not hist or any(len(m["values"]) != 34 for m in hist): bad.append("read time histogram missing or not 34 buckets")
+for b in bad[:20]: print("  " + b)
+sys.exit(1 if bad else 0)
+PY
+ok "the OAP got Rover's network meters for the NETWORK task: names, label order, OAP process id, counts"
+kill -TERM "$AGENT_PID"; wait "$AGENT_PID" || fail "agent exited with an error"
