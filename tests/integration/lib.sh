@@ -30,6 +30,8 @@ need_bpf() {
 }
 
 # A private agent for this test: writes $TMP/ember.yaml and starts `ember run` in the background.
+# AGENT_BACKENDS (default file), AGENT_EXPORTER_YAML and AGENT_PROFILING_YAML (lines indented
+# by two spaces, under exporter: and profiling:) add to its configuration.
 start_agent() {
   AGENT_RUN=$TMP/run; AGENT_OUT=$TMP/out
   cat > "$TMP/ember.yaml" <<YAML
@@ -38,10 +40,11 @@ ember:
   output_dir: $AGENT_OUT
   log_level: info
 exporter:
-  backends: [file]
+  backends: [${AGENT_BACKENDS:-file}]
+${AGENT_EXPORTER_YAML:-}
 profiling:
   flush_interval: ${FLUSH:-1s}
-${AGENT_YAML:-}
+${AGENT_PROFILING_YAML:-}
 YAML
   "$EMBER" run --config "$TMP/ember.yaml" "$@" >"$TMP/agent.log" 2>&1 &
   AGENT_PID=$!

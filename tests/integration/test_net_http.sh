@@ -10,7 +10,7 @@
 . "$(dirname "$0")/net_servers.sh"
 need_bpf
 # Every exchange listed (the default lists 20000 per report; wrk makes more).
-AGENT_YAML="  task: { network: { max_exchanges_per_report: 10000000 } }"
+AGENT_PROFILING_YAML="  task: { network: { max_exchanges_per_report: 10000000 } }"
 start_agent
 start_nginx
 U=http://127.0.0.1:$NGINX_PORT
