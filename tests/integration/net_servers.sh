@@ -23,6 +23,7 @@ start_nginx() {
   mkdir -p "$d/html" "$d/logs"
   head -c 3000 /dev/zero | tr '\0' 'a' > "$d/html/small.txt"
   head -c 300000 /dev/urandom > "$d/html/big.bin"
+  mkdir -p "$d/html/copied"; head -c 20000 /dev/zero | tr '\0' 'b' > "$d/html/copied/20k.txt"
   cat > "$d/nginx.conf" <<EOF
 worker_processes 1;
 daemon off;
@@ -31,13 +32,14 @@ error_log $d/logs/error.log;
 pid $d/nginx.pid;
 events { worker_connections 1024; }
 http {
-  log_format ember '\$status \$request_length \$bytes_sent \$request_time "\$request"';
+  log_format ember '\$status \$request_length \$bytes_sent \$request_time \$remote_port "\$request"';
   access_log $d/logs/access.log ember;
   keepalive_requests 100000;
   server {
     listen 127.0.0.1:$NGINX_PORT;
     root $d/html;
     location = /fail { return 500; }
+    location /copied/ { sendfile off; }   # bodies written from user memory: data ember copies
   }
 }
 EOF

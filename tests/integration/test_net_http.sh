@@ -40,7 +40,7 @@ for line in open(net):
     elif o['type'] == 'flow' and o['pid'] == pid: flows.append(o)
 acc = []
 for l in open(log):
-    st, rl, bs, rt, req = l.split(' ', 4)
+    st, rl, bs, rt, port, req = l.split(' ', 5)
     acc.append((int(st), int(rl), int(bs), float(rt)))
 bad = 0
 def check(what, got, want):
