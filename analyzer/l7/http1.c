@@ -759,6 +759,15 @@ static int h1_feed(void *st, enum l7_dir dir, const uint8_t *data, size_t len, u
 }
 
 /* Bytes lost in dir: skip them inside a known body, else resynchronise or give up. */
+/* Body bytes a gap skipped still count in the size of the request they belong to. */
+static void req_body_bytes(struct h1 *h, enum l7_dir dir, size_t n)
+{
+	struct h1_req *r;
+
+	if (dir == L7_DIR_REQ && h->body_seq && (r = q_find(h, h->body_seq)))
+		r->bytes += n;
+}
+
 static int h1_gap(void *st, enum l7_dir dir, size_t len, uint64_t ts_ns)
 {
 	struct h1 *h = st;
@@ -776,6 +785,7 @@ static int h1_gap(void *st, enum l7_dir dir, size_t len, uint64_t ts_ns)
 	if ((d->st == ST_BODY_LEN || d->st == ST_CHUNK_DATA) && len <= d->remaining) {
 		d->remaining -= len;
 		d->bytes += len;
+		req_body_bytes(h, dir, len);
 		if (!d->remaining) {
 			if (d->st == ST_CHUNK_DATA)
 				d->st = ST_CHUNK_END;
@@ -788,6 +798,7 @@ static int h1_gap(void *st, enum l7_dir dir, size_t len, uint64_t ts_ns)
 		/* The body ends inside the gap: the message is done, the rest unknown. */
 		len -= d->remaining;
 		d->bytes += d->remaining;
+		req_body_bytes(h, dir, d->remaining);
 		d->remaining = 0;
 		msg_done(h, dir, ts_ns);
 	}
