@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# Network profiling overhead: nginx (one worker) serving a 3 KB file to wrk on
+# loopback, alone, under `ember profile --type network` (L7 parsing on), and
+# under a bpftrace syscall tracer printing each call's data (the peer), in one
+# run, alternating.  Prints the throughput and p99 ratios, the agent's CPU,
+# the events per second and every drop (counted by ember; unaccounted =
+# calls seen minus events delivered minus drops counted).
+# Then the BPF cost per syscall from the kernel's own accounting: for the
+# target's socket calls (enter + exit), and for the whole host's syscalls
+# that are not the target's, which every process pays while a task runs:
+# read/write of another process (the same syscall numbers: one hash lookup)
+# and getppid (any other syscall: a switch).
+set -u
+ROOT=${EMBER_ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
+B=${EMBER_BUILD:-$ROOT/build}
+[ "$(id -u)" = 0 ] || { echo "net: SKIP (needs root)"; exit 0; }
+for t in nginx wrk; do command -v $t >/dev/null || { echo "net: $t missing (deploy/install-deps.sh installs it)"; exit 1; }; done
+DUR=${DUR:-5} ROUNDS=${ROUNDS:-3} CONNS=${CONNS:-16}
+T=$(mktemp -d /tmp/ember-bench.XXXXXX); chmod 755 "$T"
+trap 'kill $AGENT $NGINX 2>/dev/null; wait 2>/dev/null; rm -rf "$T"' EXIT
+cat > "$T/ember.yaml" <<YAML
+ember: { run_dir: $T/run, output_dir: $T/out, log_level: warn }
+exporter: { backends: [file] }
+YAML
+"$B/ember" run --config "$T/ember.yaml" > "$T/agent.log" 2>&1 & AGENT=$!
+for _ in $(seq 100); do [ -S "$T/run/analyzer-0.ctl" ] && break; sleep 0.1; done
+PORT=$(( 30000 + $$ % 5000 ))
+mkdir -p "$T/html" "$T/logs"; head -c 3000 /dev/zero | tr '\0' 'a' > "$T/html/small.txt"
+cat > "$T/nginx.conf" <<EOF
+worker_processes 1; daemon off; error_log $T/logs/error.log; pid $T/nginx.pid;
+events { worker_connections 1024; }
+http { access_log off; keepalive_requests 1000000;
+  server { listen 127.0.0.1:$PORT; root $T/html; } }
+EOF
+nginx -c "$T/nginx.conf" -p "$T" > /dev/null 2>&1 & NGINX=$!
+for _ in $(seq 100); do [ -s "$T/nginx.pid" ] && pgrep -P "$(cat "$T/nginx.pid")" >/dev/null && break; sleep 0.05; done
+W=$(pgrep -P "$(cat "$T/nginx.pid")" | head -1)
+[ -d /sys/kernel/tracing/events ] || mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || true
+have_bt=1; command -v bpftrace >/dev/null || have_bt=0
+sysctl -qw kernel.bpf_stats_enabled=1
+snap() { python3 "$ROOT/bench/lib/bpfstats.py" snap "$1"; }
+delta() { python3 "$ROOT/bench/lib/bpfstats.py" diff "$@"; }
+NETP='net_(enter|exit)_(btf|raw)'
+stat() { "$B/ember" stats --config "$T/ember.yaml" 2>/dev/null | awk -v k="$1" '$1 == "collector" && $2 == k {print $3; exit}'; }
+agent_cpu() { local s=0; for p in $(pgrep -f "ember-(collector|analyzer|exporter)" ); do
+  s=$(awk -v s="$s" -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); printf "%.3f", s + ($12 + $13) / hz }' "/proc/$p/stat"); done; echo "$s"; }
+run_wrk() { wrk -t 2 -c "$CONNS" -d "${DUR}s" --latency "http://127.0.0.1:$PORT/small.txt" > "$T/wrk.out" 2>&1
+  awk '/Requests\/sec/ {r=$2} /^ +99%/ {p=$2} END {print r, p}' "$T/wrk.out"; }
+run_alone() { echo "alone $(run_wrk)" >> "$T/res"; }
+run_ember() {
+  local c0 e0 calls0 d0 c1 e1 calls1 d1
+  "$B/ember" profile --config "$T/ember.yaml" --type network --pid "$W" --duration $((DUR + 4))s --out "$T/prof" >/dev/null 2>"$T/prof.err" &
+  local P=$!
+  for _ in $(seq 100); do grep -q profiling "$T/prof.err" && break; sleep 0.05; done
+  c0=$(agent_cpu); e0=$(stat bpf_net_events); calls0=$(stat bpf_net_socket_calls)
+  d0=$(( $(stat bpf_net_ringbuf_full_drops) + $(stat net_events_ring_full_drops) + $(stat bpf_net_inflight_full_drops) ))
+  snap "$T/e0"; local t0=$(date +%s%N)
+  local r; r=$(run_wrk)
+  local t1=$(date +%s%N); snap "$T/e1"
+  c1=$(agent_cpu); e1=$(stat bpf_net_events); calls1=$(stat bpf_net_socket_calls)
+  d1=$(( $(stat bpf_net_ringbuf_full_drops) + $(stat net_events_ring_full_drops) + $(stat bpf_net_inflight_full_drops) ))
+  wait $P
+  echo "ember $r $(( (t1 - t0) / 1000000 )) $(echo "$c1 - $c0" | bc) $((e1 - e0)) $((calls1 - calls0)) $((d1 - d0)) $(delta "$T/e0" "$T/e1" "$NETP")" >> "$T/res"
+}
+run_bpftrace() {
+  # The peer: every socket-like call of the worker, with its size and the first 64 bytes of its data.
+  bpftrace -B full -e "
+tracepoint:syscalls:sys_enter_read /pid == $W/ { @buf[tid] = args->buf; }
+tracepoint:syscalls:sys_enter_recvfrom /pid == $W/ { @buf[tid] = args->ubuf; }
+tracepoint:syscalls:sys_exit_read, tracepoint:syscalls:sys_exit_recvfrom /pid == $W && @buf[tid] != 0/ {
+  if (args->ret > 0) { printf(\"R %d %d %r\\n\", tid, args->ret, buf(@buf[tid], 64)); } delete(@buf[tid]); }
+tracepoint:syscalls:sys_enter_write /pid == $W/ { printf(\"W %d %d %r\\n\", tid, args->count, buf(args->buf, 64)); }
+tracepoint:syscalls:sys_enter_sendto /pid == $W/ { printf(\"W %d %d %r\\n\", tid, args->len, buf(args->buff, 64)); }
+tracepoint:syscalls:sys_enter_writev, tracepoint:syscalls:sys_enter_sendfile64 /pid == $W/ { printf(\"V %d\\n\", tid); }
+" > "$T/bt.out" 2> "$T/bt.err" & local BT=$!
+  for _ in $(seq 300); do grep -q Attaching "$T/bt.err" "$T/bt.out" 2>/dev/null && break; sleep 0.1; done
+  echo "bpftrace $(run_wrk) $(grep -c '' "$T/bt.out")" >> "$T/res"
+  kill -INT $BT 2>/dev/null; wait $BT 2>/dev/null
+  grep -o 'Lost [0-9]* events' "$T/bt.err" "$T/bt.out" 2>/dev/null | awk '{s+=$2} END {print "bpftrace_lost", s+0}' >> "$T/res"
+}
+run_wrk > /dev/null   # warm-up
+for i in $(seq "$ROUNDS"); do
+  run_alone; run_ember; [ $have_bt = 1 ] && run_bpftrace
+done
+# The whole host's cost while a task runs elsewhere: an idle process is the target.
+sleep 600 & IDLE=$!
+"$B/ember" profile --config "$T/ember.yaml" --type network --pid "$IDLE" --duration 60s --out "$T/idle" >/dev/null 2>"$T/idle.err" &
+IP=$!
+for _ in $(seq 100); do grep -q profiling "$T/idle.err" && break; sleep 0.05; done
+snap "$T/n0"; dd if=/dev/zero of=/dev/null bs=64 count=2000000 2>/dev/null; snap "$T/n1"
+echo "other_rw $(delta "$T/n0" "$T/n1" "$NETP")" >> "$T/res"
+snap "$T/g0"; perf bench syscall basic --loop 2000000 > /dev/null 2>&1; snap "$T/g1"
+echo "other_getppid $(delta "$T/g0" "$T/g1" "$NETP")" >> "$T/res"
+kill $IDLE; wait $IP 2>/dev/null
+sysctl -qw kernel.bpf_stats_enabled=0
+python3 - "$T/res" "$DUR" "$CONNS" <<'PY'
+import sys, statistics as st
+rows = [l.split() for l in open(sys.argv[1])]
+dur, conns = int(sys.argv[2]), int(sys.argv[3])
+def ms(s):
+    v = float(s.rstrip('usm')); return v / 1000 if s.endswith('us') else v * 1000 if s.endswith('s') and not s.endswith('ms') else v
+alone = [(float(r[1]), ms(r[2])) for r in rows if r[0] == 'alone']
+ember = [r for r in rows if r[0] == 'ember']
+bt = [r for r in rows if r[0] == 'bpftrace']
+base_r, base_p = st.median(a[0] for a in alone), st.median(a[1] for a in alone)
+print(f"net_workload: nginx 1 worker, 3 KB file, wrk {conns} connections, {dur} s x {len(alone)} per mode, alternated")
+print(f"net_alone: {base_r:.0f} req/s, p99 {base_p:.2f} ms")
+er = [float(r[1]) for r in ember]; ep = [ms(r[2]) for r in ember]
+print(f"net_throughput_ratio_ember: {st.median(er)/base_r:.2f}x (runs {', '.join(f'{x/base_r:.2f}' for x in er)}; target >= 0.90)")
+print(f"net_p99_ratio_ember: {st.median(ep)/base_p:.2f}x (runs {', '.join(f'{x/base_p:.2f}' for x in ep)}; target <= 1.20)")
+secs = [int(r[3]) / 1000 for r in ember]
+cpu = [float(r[4]) / s for r, s in zip(ember, secs)]
+evs = [int(r[5]) / s for r, s in zip(ember, secs)]
+calls = sum(int(r[6]) for r in ember); events = sum(int(r[5]) for r in ember); drops = sum(int(r[7]) for r in ember)
+print(f"net_agent_cpu_ember: {st.median(cpu)*100:.1f}% of one core (collector + analyzer + exporter)")
+print(f"net_events_per_s_ember: {st.median(evs)/1e3:.0f}k (runs {', '.join(f'{x/1e3:.0f}k' for x in evs)})")
+print(f"net_drops_ember: {drops} counted of {calls} calls; unaccounted: {calls - events - drops}")
+bruns = sum(int(r[8]) for r in ember); bns = sum(int(r[9]) for r in ember)
+other = next((x for x in rows if x[0] == 'other_rw'), None)
+if calls and other and int(other[1]):
+    per_other_run = int(other[2]) / int(other[1])
+    print(f"net_bpf_ns_per_target_call_ember: {(bns - (bruns - 2 * calls) * per_other_run) / calls:.0f} ns "
+          f"(enter + exit with the data copied; the load's {bruns - 2 * calls} other runs at {per_other_run:.0f} ns taken out)")
+if bt:
+    br = [float(r[1]) for r in bt]; bp = [ms(r[2]) for r in bt]
+    lines = sum(int(r[3]) for r in bt)
+    lost = sum(int(r[1]) for r in rows if r[0] == 'bpftrace_lost')
+    print(f"net_throughput_ratio_bpftrace: {st.median(br)/base_r:.2f}x (runs {', '.join(f'{x/base_r:.2f}' for x in br)})")
+    print(f"net_p99_ratio_bpftrace: {st.median(bp)/base_p:.2f}x")
+    print(f"net_events_bpftrace: {lines} printed, {lost} reported lost ({lost/(lines+lost)*100 if lines+lost else 0:.0f}%)")
+else:
+    print("net_bpftrace: not measured (bpftrace missing)")
+for name, label in (("other_rw", "read/write of another process"), ("other_getppid", "getppid of another process")):
+    r = next((x for x in rows if x[0] == name), None)
+    if r and int(r[1]):
+        print(f"net_bpf_ns_per_other_syscall_{name[6:]}: {int(r[2])/int(r[1])*2:.0f} ns ({label}: enter + exit, {int(r[1])//2} syscalls)")
+PY
