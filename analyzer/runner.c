@@ -53,7 +53,7 @@ static int write_state(FILE *out, void *ctx)
 	struct task_runner *r = ctx;
 	unsigned n = task_mgr__count(r->o.tm);
 	Ember__Reply rep = EMBER__REPLY__INIT;
-	_cleanup_free_ Ember__Task *tasks = calloc(n ? n : 1, sizeof(*tasks));
+	_cleanup_free_ struct task_pb *tasks = calloc(n ? n : 1, sizeof(*tasks));
 	_cleanup_free_ Ember__Task **ptrs = calloc(n ? n : 1, sizeof(*ptrs));
 	_cleanup_free_ uint8_t *buf = NULL;
 	size_t len;
@@ -61,8 +61,8 @@ static int write_state(FILE *out, void *ctx)
 	if (!tasks || !ptrs)
 		return -ENOMEM;
 	for (unsigned i = 0; i < n; i++) {
-		task_def__to_proto(task_mgr__at(r->o.tm, i), &tasks[i]);
-		ptrs[i] = &tasks[i];
+		task_def__to_pb(task_mgr__at(r->o.tm, i), &tasks[i]);
+		ptrs[i] = &tasks[i].task;
 	}
 	rep.n_tasks = n;
 	rep.tasks = ptrs;

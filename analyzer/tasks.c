@@ -1,6 +1,7 @@
 #include "analyzer/tasks.h"
 
 #include <errno.h>
+#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -167,6 +168,69 @@ void task_def__to_proto(const struct task_def *t, Ember__Task *p)
 	p->report_interval_ms = t->report_interval_ms;
 }
 
+void task_def__to_pb(const struct task_def *t, struct task_pb *pb)
+{
+	task_def__to_proto(t, &pb->task);
+	for (uint32_t i = 0; i < t->nsamplings && i < TASK_MAX_SAMPLINGS; i++) {
+		const struct task_sampling *r = &t->samplings[i];
+		Ember__NetSampling *m = &pb->s[i];
+
+		ember__net_sampling__init(m);
+		m->uri_regex = (char *)r->uri_regex;
+		m->has_min_duration = r->has_min_duration;
+		m->min_duration_ms = r->min_duration_ms;
+		m->when_4xx = r->when_4xx;
+		m->when_5xx = r->when_5xx;
+		m->complete_request = r->complete_request;
+		m->max_request_size = r->max_request_size;
+		m->complete_response = r->complete_response;
+		m->max_response_size = r->max_response_size;
+		pb->sp[i] = m;
+	}
+	pb->task.n_samplings = t->nsamplings;
+	pb->task.samplings = pb->sp;
+}
+
+static int samplings_from_proto(const Ember__Task *p, struct task_def *ret, char *err, size_t errlen)
+{
+	if (p->n_samplings > TASK_MAX_SAMPLINGS) {
+		snprintf(err, errlen, "%zu sampling rules (at most %d)", p->n_samplings, TASK_MAX_SAMPLINGS);
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < p->n_samplings; i++) {
+		const Ember__NetSampling *m = p->samplings[i];
+		struct task_sampling *r = &ret->samplings[i];
+		const char *re = m->uri_regex ? m->uri_regex : "";
+		regex_t rx;
+		int e;
+
+		if (strlen(re) >= sizeof(r->uri_regex)) {
+			snprintf(err, errlen, "sampling rule %zu: URI regex longer than %d bytes", i + 1, TASK_URI_REGEX_MAX - 1);
+			return -EINVAL;
+		}
+		if (re[0] && (e = regcomp(&rx, re, REG_EXTENDED | REG_NOSUB))) {
+			char why[128];
+
+			regerror(e, &rx, why, sizeof(why));
+			snprintf(err, errlen, "sampling rule %zu: URI regex '%s': %s", i + 1, re, why);
+			return -EINVAL;
+		}
+		if (re[0])
+			regfree(&rx);
+		snprintf(r->uri_regex, sizeof(r->uri_regex), "%s", re);
+		r->has_min_duration = m->has_min_duration;
+		r->min_duration_ms = m->min_duration_ms;
+		r->when_4xx = m->when_4xx;
+		r->when_5xx = m->when_5xx;
+		r->complete_request = m->complete_request;
+		r->max_request_size = m->max_request_size;
+		r->complete_response = m->complete_response;
+		r->max_response_size = m->max_response_size;
+	}
+	ret->nsamplings = (uint32_t)p->n_samplings;
+	return 0;
+}
+
 int task_def__from_proto(const Ember__Task *p, struct task_def *ret, char *err, size_t errlen)
 {
 	memset(ret, 0, sizeof(*ret));
@@ -194,6 +258,8 @@ int task_def__from_proto(const Ember__Task *p, struct task_def *ret, char *err, 
 	ret->min_block_ns = p->min_block_ns;
 	ret->shards = p->shards;
 	ret->report_interval_ms = p->report_interval_ms;
+	if (samplings_from_proto(p, ret, err, errlen))
+		return -EINVAL;
 	snprintf(ret->origin, sizeof(ret->origin), "%s", p->origin ? p->origin : "");
 	return 0;
 }

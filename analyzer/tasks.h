@@ -8,12 +8,25 @@
 #ifndef EMBER_ANALYZER_TASKS_H
 #define EMBER_ANALYZER_TASKS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "common/ctl_proto.h"
 #include "proto/ember.pb-c.h"
 
 #define TASK_ID_LEN 64
+#define TASK_MAX_SAMPLINGS 16
+#define TASK_URI_REGEX_MAX 256
+
+/* A network task's sampling rule (proto NetSampling). */
+struct task_sampling {
+	char uri_regex[TASK_URI_REGEX_MAX];  /* "" = every URI */
+	bool has_min_duration;
+	uint64_t min_duration_ms;
+	bool when_4xx, when_5xx;
+	bool complete_request, complete_response;
+	uint32_t max_request_size, max_response_size;
+};
 
 struct task_def {
 	char id[TASK_ID_LEN];     /* printable, [A-Za-z0-9._:-] */
@@ -26,6 +39,8 @@ struct task_def {
 	uint64_t period_ns;
 	uint64_t min_block_ns;
 	uint64_t report_interval_ms; /* network: period of its batches (0 = the config's) */
+	uint32_t nsamplings;         /* network: HTTP sampling rules */
+	struct task_sampling samplings[TASK_MAX_SAMPLINGS];
 	char origin[16];
 	uint32_t shards;          /* analyzers running this task (its pids span them); 0 = 1 */
 	uint32_t attach_point;
@@ -53,10 +68,18 @@ struct task_mgr *task_mgr__free(struct task_mgr *tm);
 uint32_t task_kind__from_proto(Ember__TaskKind k);
 Ember__TaskKind task_kind__to_proto(uint32_t kind);
 
-/* The wire form; p borrows t's id, origin and pids. */
+/* The wire form; p borrows t's id, origin and pids (not the sampling rules: task_def__to_pb). */
 void task_def__to_proto(const struct task_def *t, Ember__Task *p);
+/* The whole wire form, sampling rules included, in storage the caller owns (borrows t). */
+struct task_pb {
+	Ember__Task task;
+	Ember__NetSampling s[TASK_MAX_SAMPLINGS];
+	Ember__NetSampling *sp[TASK_MAX_SAMPLINGS];
+};
+void task_def__to_pb(const struct task_def *t, struct task_pb *pb);
 /*
- * From a request or the state file: checks the pids and the kind, copies
+ * From a request or the state file: checks the pids, the kind and the
+ * sampling rules (at most TASK_MAX_SAMPLINGS, regexes that compile), copies
  * what is there (the caller fills id, times and defaults).  0, or -EINVAL
  * with a reason in err.
  */

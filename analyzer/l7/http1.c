@@ -31,6 +31,8 @@
 #define H1_PENDING     32            /* pipelined requests awaiting a response */
 #define H1_METHOD_MAX  20
 #define H1_CHARSET_MAX 32
+#define H1_SW8_MAX     200           /* sw8's trace, segment and span ids come first: enough of it */
+#define H1_B3_MAX      96            /* b3: trace-span-sampled-parent; x-b3-traceid / spanid fit too */
 
 enum h1_state {
 	ST_START = 0,   /* expecting a start line (skips blank lines and garbage) */
@@ -50,6 +52,8 @@ struct h1_req {
 	char method[H1_METHOD_MAX + 1];
 	char uri[L7_FIELD_MAX];
 	char charset[H1_CHARSET_MAX];
+	/* Trace context headers, for sampling traced requests (empty when absent). */
+	char sw8[H1_SW8_MAX], b3[H1_B3_MAX], b3_trace[H1_B3_MAX], b3_span[H1_B3_MAX];
 	bool head, connect;
 	uint8_t *body;      /* sample buffer, body_cap bytes, kept across exchanges */
 	size_t body_len;
@@ -187,6 +191,14 @@ static void emit_exchange(struct h1 *h, const struct h1_req *r, bool has_req, bo
 		rec.req_bytes = r->bytes;
 		l7_record__add_str(&rec, "method", r->method, strlen(r->method));
 		l7_record__add_str(&rec, "uri", r->uri, strnlen(r->uri, h->uri_max));
+		if (r->sw8[0])
+			l7_record__add_str(&rec, "sw8", r->sw8, strlen(r->sw8));
+		if (r->b3[0])
+			l7_record__add_str(&rec, "b3", r->b3, strlen(r->b3));
+		if (r->b3_trace[0])
+			l7_record__add_str(&rec, "x-b3-traceid", r->b3_trace, strlen(r->b3_trace));
+		if (r->b3_span[0])
+			l7_record__add_str(&rec, "x-b3-spanid", r->b3_span, strlen(r->b3_span));
 		if (r->body && r->body_len) {
 			rec.req_body = r->body;
 			rec.req_body_len = r->body_len;
@@ -363,6 +375,7 @@ static int req_start_line(struct h1 *h, const char *p, size_t n, uint64_t ts)
 	r->ts_ns = d->ts_ns;
 	r->end_ts_ns = 0;
 	r->charset[0] = 0;
+	r->sw8[0] = r->b3[0] = r->b3_trace[0] = r->b3_span[0] = 0;
 	d->st = ST_HEADERS;
 	h->resync[L7_DIR_REQ] = false;
 	(void)ts;
@@ -415,6 +428,16 @@ static int resp_start_line(struct h1 *h, const char *p, size_t n)
 	return 0;
 }
 
+/* A header's value, truncated to fit, printable bytes only (it becomes a field). */
+static void copy_value(char *dst, size_t size, const char *v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n && i + 1 < size; i++)
+		dst[i] = v[i] >= 0x20 && v[i] < 0x7f ? v[i] : '?';
+	dst[i] = 0;
+}
+
 static void header_line(struct h1 *h, enum l7_dir dir, const char *p, size_t n)
 {
 	struct h1_dir *d = &h->d[dir];
@@ -439,6 +462,20 @@ static void header_line(struct h1 *h, enum l7_dir dir, const char *p, size_t n)
 	case 'u':
 		if (hdr_is(p, n, "upgrade", 7, &v, &vn))
 			d->upgrade = true;
+		break;
+	case 's':
+		if (dir == L7_DIR_REQ && hdr_is(p, n, "sw8", 3, &v, &vn))
+			copy_value(h->cur.sw8, sizeof(h->cur.sw8), v, vn);
+		break;
+	case 'b':
+		if (dir == L7_DIR_REQ && hdr_is(p, n, "b3", 2, &v, &vn))
+			copy_value(h->cur.b3, sizeof(h->cur.b3), v, vn);
+		break;
+	case 'x':
+		if (dir == L7_DIR_REQ && hdr_is(p, n, "x-b3-traceid", 12, &v, &vn))
+			copy_value(h->cur.b3_trace, sizeof(h->cur.b3_trace), v, vn);
+		else if (dir == L7_DIR_REQ && hdr_is(p, n, "x-b3-spanid", 11, &v, &vn))
+			copy_value(h->cur.b3_span, sizeof(h->cur.b3_span), v, vn);
 		break;
 	}
 }

@@ -11,6 +11,7 @@
 
 #include "analyzer/l7/l7_conn.h"
 #include "analyzer/net/conntrack.h"
+#include "analyzer/net/sampler.h"
 #include "bpf/ember_abi.h"
 #include "bpf/net_abi.h"
 #include "common/net_hist.h"
@@ -80,6 +81,8 @@ struct ntask {
 	uint64_t cl_not_listed;
 	struct arena_chunk *arena;
 	uint64_t total_exchanges, total_conns;
+	struct sampler *sampler;     /* HTTP sampling rules, NULL when the task has none */
+	struct l7_config cfg_tcp, cfg_udp; /* the parsers' limits, bodies kept for its sampling rules */
 };
 
 /* What netprof keeps per connection (net_conn.user). */
@@ -284,6 +287,8 @@ static void task_reset_report(struct ntask *t)
 {
 	flows_free(t);
 	arena_free(t);
+	if (t->sampler)
+		sampler__reset(t->sampler);
 	t->nex = t->ncl = 0;
 	t->ex_not_listed = t->cl_not_listed = 0;
 	t->gen++;
@@ -306,6 +311,7 @@ struct netprof *netprof__free(struct netprof *np)
 	}
 	for (unsigned i = 0; i < MAX_TASKS; i++) {
 		task_reset_report(&np->tasks[i]);
+		np->tasks[i].sampler = sampler__free(np->tasks[i].sampler);
 		free(np->tasks[i].ex);
 		free(np->tasks[i].cl);
 	}
@@ -336,6 +342,18 @@ int netprof__open(struct netprof *np, const struct task_def *def)
 		t->cl = NULL;
 		return -ENOMEM;
 	}
+	if (def->nsamplings && !(t->sampler = sampler__new(def))) {
+		int e = -errno;
+
+		free(t->ex);
+		free(t->cl);
+		t->ex = NULL;
+		t->cl = NULL;
+		return e;
+	}
+	t->cfg_tcp = np->cfg_tcp;
+	t->cfg_udp = np->cfg_udp;
+	t->cfg_tcp.max_body_len = sampler__body_limit(t->sampler);
 	t->used = true;
 	t->def = def;
 	snprintf(t->id, sizeof(t->id), "%s", def->id);
@@ -567,6 +585,22 @@ static void list_exchange(struct netprof *np, struct cstate *cs, const struct l7
 	t->ex[t->nex++] = x;
 }
 
+static void offer_sample(struct netprof *np, struct cstate *cs, const struct l7_record *r)
+{
+	char peer[64], local[64];
+	struct sampler_ctx c = {
+		.pid = cs->nc->tgid,
+		.process_name = cs->comm,
+		.connection_id = cs->nc->id,
+		.side = side_name(side_of(cs)),
+		.peer = net_endpoint__str(&cs->nc->peer, peer, sizeof(peer)),
+		.local = net_endpoint__str(&cs->nc->local, local, sizeof(local)),
+		.req_unix_ns = r->req_ts_ns ? to_unix(np, r->req_ts_ns) : 0,
+	};
+
+	sampler__offer(cs->task->sampler, r, &c);
+}
+
 static void on_exchange(void *ctx, const struct l7_record *r)
 {
 	struct cstate *cs = ctx;
@@ -580,6 +614,8 @@ static void on_exchange(void *ctx, const struct l7_record *r)
 	if (f)
 		flow_exchange(f, r);
 	list_exchange(np, cs, r);
+	if (cs->task->sampler && !strcmp(r->protocol, "http1"))
+		offer_sample(np, cs, r);
 }
 
 static const char *l7_state_name(const struct cstate *cs, enum l7_conn_state before)
@@ -767,6 +803,7 @@ static void report(struct netprof *np, struct ntask *t, bool last)
 	b.exchanges_not_listed = t->ex_not_listed;
 	b.connections_not_listed = t->cl_not_listed;
 	b.last = last;
+	b.n_sampled = sampler__take(t->sampler, &b.sampled, &b.sampled_not_kept);
 	publisher__network(np->o.pub, t->def, &b);
 	np->st[NPS_BATCHES]++;
 	task_reset_report(t);
@@ -827,6 +864,7 @@ void netprof__close(struct netprof *np, const char *task_id, uint64_t *exchanges
 			*exchanges = t->total_exchanges;
 		if (connections)
 			*connections = t->total_conns;
+		t->sampler = sampler__free(t->sampler);
 		t->used = false;
 		t->def = NULL;
 		return;
@@ -846,6 +884,7 @@ void netprof__discard(struct netprof *np, const char *task_id)
 				cstate_drop(np, c->user);
 		}
 		task_reset_report(t);
+		t->sampler = sampler__free(t->sampler);
 		t->used = false;
 		t->def = NULL;
 		return;
@@ -918,7 +957,7 @@ static int ensure_l7(struct netprof *np, struct cstate *cs)
 {
 	bool client = cs->feed_side == SIDE_CLIENT;
 	struct l7_conn_opts o = {
-		.cfg = cs->nc->udp ? &np->cfg_udp : &np->cfg_tcp,
+		.cfg = cs->nc->udp ? &cs->task->cfg_udp : &cs->task->cfg_tcp,
 		.client_port = client ? cs->nc->local.port : cs->nc->peer.port,
 		.server_port = client ? cs->nc->peer.port : cs->nc->local.port,
 		.dir_certain = !cs->side_guessed,

@@ -62,6 +62,32 @@ static void run_basic(size_t step)
 	fix_free(f);
 }
 
+/* Trace context headers become fields (for sampling traced requests); absent ones do not. */
+static void test_trace_headers(void **s)
+{
+	const char *r1 = "GET /t HTTP/1.1\r\nHost: h\r\nsw8: 1-dHJhY2U=-c2Vn-3-c3Zj-aW5z-L2Vw-aDo4MA==\r\n\r\n";
+	const char *r2 = "GET /z HTTP/1.1\r\nX-B3-TraceId: 463ac35c9f6413ad\r\nX-B3-SpanId: a2fb4a1d1a96d312\r\n\r\n";
+	const char *r3 = "GET /n HTTP/1.1\r\nb3: 80f198ee56343ba8-e457b5a2e4d86bd1-1\r\n\r\n";
+	const char *ok = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+	struct fix *f = fix_new(0);
+
+	(void)s;
+	for (int i = 0; i < 3; i++) {
+		const char *r = i == 0 ? r1 : i == 1 ? r2 : r3;
+
+		feed_steps(ops, f->st, L7_DIR_REQ, r, strlen(r), 7, 1000 + i);
+		feed_steps(ops, f->st, L7_DIR_RESP, ok, strlen(ok), 0, 2000 + i);
+	}
+	assert_int_equal(f->log.n, 3);
+	assert_field(&f->log.r[0], "sw8", "1-dHJhY2U=-c2Vn-3-c3Zj-aW5z-L2Vw-aDo4MA==");
+	assert_null(rec_field(&f->log.r[0], "b3"));
+	assert_field(&f->log.r[1], "x-b3-traceid", "463ac35c9f6413ad");
+	assert_field(&f->log.r[1], "x-b3-spanid", "a2fb4a1d1a96d312");
+	assert_null(rec_field(&f->log.r[1], "sw8"));
+	assert_field(&f->log.r[2], "b3", "80f198ee56343ba8-e457b5a2e4d86bd1-1");
+	fix_free(f);
+}
+
 /*
  * A request whose body arrives later (a slow upload, Expect: 100-continue):
  * latency counts from its last byte, duration from its first.
@@ -376,6 +402,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_one_shot),
 		cmocka_unit_test(test_latency_from_request_end),
+		cmocka_unit_test(test_trace_headers),
 		cmocka_unit_test(test_gap_resync_keepalive),
 		cmocka_unit_test(test_one_byte),
 		cmocka_unit_test(test_seven_bytes),

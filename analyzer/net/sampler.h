@@ -1,0 +1,61 @@
+/*
+ * HTTP sampling of a network task (the OAP's NetworkSamplings, Rover's
+ * semantics, ../shared/spec/skywalking-protocol.md 4.5): an HTTP exchange
+ * that carries a trace context (sw8, b3, or x-b3-traceid with x-b3-spanid)
+ * is matched against the task's rules: the first rule whose URI regex
+ * matches, else the rule without one.  It is sampled as status_5xx or
+ * status_4xx when the rule asks for those statuses, else as slow when its
+ * duration reaches the rule's minimum.  Per report interval at most the 10
+ * slowest per URI and reason are kept (SAMPLER_MAX_KEYS URIs x reasons),
+ * with the request and response bodies the rule asks for; the rest are
+ * counted.
+ *
+ * Trace ids are decoded here: sw8 is "1-<base64 trace id>-<base64 segment
+ * id>-<span id>-...", b3 "<trace id>-<span id>[-...]".  Header values are
+ * untrusted: a malformed one is no trace context.
+ */
+#ifndef EMBER_ANALYZER_NET_SAMPLER_H
+#define EMBER_ANALYZER_NET_SAMPLER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "analyzer/l7/l7.h"
+#include "analyzer/tasks.h"
+#include "proto/ember.pb-c.h"
+
+#define SAMPLER_TOP 10
+#define SAMPLER_MAX_KEYS 100
+#define SAMPLER_BODY_DEFAULT 4096  /* a rule's max size when it gives none */
+#define SAMPLER_BODY_MAX 65536
+
+/* Where an exchange happened, copied into a kept sample. */
+struct sampler_ctx {
+	uint32_t pid;
+	const char *process_name;
+	uint64_t connection_id;
+	const char *side;           /* "client" / "server" */
+	const char *peer;           /* ip:port */
+	const char *local;          /* ip:port */
+	uint64_t req_unix_ns;
+};
+
+struct sampler;
+
+/* NULL (errno EINVAL: a regex does not compile, ENOMEM) or the task's sampler. */
+struct sampler *sampler__new(const struct task_def *t);
+/* Body bytes the parsers must keep for this task's rules (0: none asks for them). */
+size_t sampler__body_limit(const struct sampler *s);
+/* An exchange of the task (HTTP only); kept if it is traced, matches and is among the slowest. */
+void sampler__offer(struct sampler *s, const struct l7_record *r, const struct sampler_ctx *c);
+/* The report's samples (valid until sampler__reset) and how many matched but were not kept. */
+size_t sampler__take(struct sampler *s, Ember__NetSampledTrace ***ret, uint64_t *not_kept);
+void sampler__reset(struct sampler *s);
+/* Accepts NULL.  Returns NULL. */
+struct sampler *sampler__free(struct sampler *s);
+
+/* Exposed for tests: the trace context of an exchange's fields.  1 if found, 0 if none. */
+struct sampler_trace { const char *provider; char trace_id[128], segment_id[128], span_id[64]; };
+int sampler__trace_of(const struct l7_record *r, struct sampler_trace *ret);
+
+#endif
