@@ -294,18 +294,25 @@ static int drain_offcpu(struct bpf_stacks *b, uint32_t set, bpf_stacks_drain_fn 
 	return n;
 }
 
-int bpf_stacks__drain(struct bpf_stacks *b, bpf_stacks_drain_fn cb, void *ctx)
+void bpf_stacks__flip(struct bpf_stacks *b)
 {
-	uint32_t old = b->active;
+	b->active = !b->active;
+	b->skel->bss->active = b->active;
+}
+
+void bpf_stacks__wait_programs(void)
+{
+	wait_for_programs();
+}
+
+int bpf_stacks__collect(struct bpf_stacks *b, bpf_stacks_drain_fn cb, void *ctx)
+{
+	uint32_t old = !b->active;
 	int agg_fd, stk_fd, n = 0;
 	struct stack_key key, next;
 	struct stack_val val;
 	uint64_t *kips;
 	void *prev = NULL;
-
-	b->active = !old;
-	b->skel->bss->active = b->active;
-	wait_for_programs();
 
 	agg_fd = bpf_map__fd(old ? b->skel->maps.agg1 : b->skel->maps.agg0);
 	stk_fd = bpf_map__fd(old ? b->skel->maps.stacks1 : b->skel->maps.stacks0);
@@ -335,6 +342,13 @@ int bpf_stacks__drain(struct bpf_stacks *b, bpf_stacks_drain_fn cb, void *ctx)
 	}
 	n += drain_offcpu(b, old, cb, ctx);
 	return n;
+}
+
+int bpf_stacks__drain(struct bpf_stacks *b, bpf_stacks_drain_fn cb, void *ctx)
+{
+	bpf_stacks__flip(b);
+	wait_for_programs();
+	return bpf_stacks__collect(b, cb, ctx);
 }
 
 int bpf_stacks__counters(struct bpf_stacks *b, uint64_t *ret)

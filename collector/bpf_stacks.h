@@ -53,6 +53,16 @@ typedef void (*bpf_stacks_drain_fn)(void *ctx, const struct stack_key *key, cons
 /* Flips the buffer sets, waits for in-flight programs, drains and clears the
  * inactive set.  Returns the number of stacks drained or -errno. */
 int bpf_stacks__drain(struct bpf_stacks *b, bpf_stacks_drain_fn cb, void *ctx);
+/*
+ * The same in three steps, for a caller that must not block for the wait:
+ * flip (new samples go to the other set), wait_programs (returns once every
+ * program that may still write the old set has finished: an RCU grace
+ * period; no state, safe from another thread), collect (drains and clears
+ * the old set).  collect only after a wait that began after the flip.
+ */
+void bpf_stacks__flip(struct bpf_stacks *b);
+void bpf_stacks__wait_programs(void);
+int bpf_stacks__collect(struct bpf_stacks *b, bpf_stacks_drain_fn cb, void *ctx);
 /* Sums the per-CPU counters into ret[BPF_CNT_MAX]. */
 int bpf_stacks__counters(struct bpf_stacks *b, uint64_t *ret);
 /* Accepts NULL.  Returns NULL. */

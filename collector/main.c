@@ -15,11 +15,13 @@
 #include <liburing.h>
 #include <malloc.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <sys/eventfd.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/resource.h>
@@ -48,7 +50,7 @@
 #define COLLECTOR_NICE (-10)
 #define ORPHAN_GRACE_NS (60ull * 1000000000ull)
 
-enum src_kind { SRC_LISTEN, SRC_CONN, SRC_TIMER, SRC_SIGNAL, SRC_NET, SRC_NET_TIMER };
+enum src_kind { SRC_LISTEN, SRC_CONN, SRC_TIMER, SRC_SIGNAL, SRC_NET, SRC_NET_TIMER, SRC_DRAIN_DONE };
 
 struct conn {
 	enum src_kind kind;
@@ -95,7 +97,12 @@ static struct {
 	struct bpf_stacks *bpf;
 	struct bpf_net *net;        /* NULL when the network program does not load here */
 	struct net_fwd *fwd;
-	struct conn listen_src, timer_src, signal_src, net_src, net_timer_src;
+	struct conn listen_src, timer_src, signal_src, net_src, net_timer_src, drain_src;
+	/* The stack drain's RCU grace period is waited for by a thread, so this loop keeps
+	 * forwarding network events meanwhile: requests and completions through eventfds. */
+	int wait_req_fd;
+	int drain_pending;          /* flipped, the grace period not over yet */
+	uint64_t drain_end_real_ns; /* the pending window's end: the flip */
 	struct task tasks[MAX_TASKS];
 	uint64_t stats[CTL_STAT_MAX];
 	uint64_t last_drain_real_ns;
@@ -163,26 +170,8 @@ static unsigned stack_tasks_attached(void)
 	return n;
 }
 
-static void drain(void)
+static void send_markers(uint64_t start, uint64_t end)
 {
-	uint64_t start = C.last_drain_real_ns, end;
-	int n = 0;
-
-	for (unsigned s = 0; s < C.nshards; s++)
-		C.shards[s].window_stacks = C.shards[s].window_drops = 0;
-	/*
-	 * A drain waits for an RCU grace period (programs still writing the old
-	 * maps), which stalls this loop and with it the network events: with no
-	 * stack task since the last drain, the maps are empty and it is skipped.
-	 */
-	if (C.stacks_dirty)
-		n = bpf_stacks__drain(C.bpf, on_stack, NULL);
-	C.stacks_dirty = stack_tasks_attached() > 0;
-	if (n < 0)
-		log_warn("draining the stack maps failed: %s", strerror(-n));
-	end = timeutil__now_ns(CLOCK_REALTIME);
-	C.last_drain_real_ns = end;
-	C.stats[CTL_STAT_DRAINS]++;
 	for (unsigned s = 0; s < C.nshards; s++) {
 		struct shard *sh = &C.shards[s];
 		/* One marker per kind: the analyzer closes that kind's window; ring drops ride on the first. */
@@ -194,6 +183,101 @@ static void drain(void)
 		}
 		(void)shm_ring__notify(sh->ring);
 	}
+	C.last_drain_real_ns = end;
+}
+
+/* The flipped-out set into the shards, then the window's markers. */
+static void drain_finish(void)
+{
+	int n = bpf_stacks__collect(C.bpf, on_stack, NULL);
+
+	if (n < 0)
+		log_warn("draining the stack maps failed: %s", strerror(-n));
+	C.drain_pending = 0;
+	send_markers(C.last_drain_real_ns, C.drain_end_real_ns);
+}
+
+/*
+ * Ends the window now.  With a stack task since the last drain, the maps
+ * flip and are read once every program still writing the old set is done
+ * (an RCU grace period); sync waits for it here (detach and stop need it
+ * all in the rings before they go on), otherwise the waiter thread does and
+ * the loop carries on.  With none, the maps are empty: markers only.
+ */
+static void drain_now(int sync)
+{
+	uint64_t one = 1;
+
+	if (C.drain_pending) {
+		if (!sync)
+			return; /* the last grace period is not over: this tick joins that window */
+		struct pollfd p = { .fd = C.drain_src.fd, .events = POLLIN };
+		while (poll(&p, 1, -1) < 0 && errno == EINTR)
+			;
+		(void)!read(C.drain_src.fd, &one, sizeof(one));
+		drain_finish();
+	}
+	for (unsigned s = 0; s < C.nshards; s++)
+		C.shards[s].window_stacks = C.shards[s].window_drops = 0;
+	C.stats[CTL_STAT_DRAINS]++;
+	C.drain_end_real_ns = timeutil__now_ns(CLOCK_REALTIME);
+	if (!C.stacks_dirty) {
+		C.stacks_dirty = stack_tasks_attached() > 0;
+		send_markers(C.last_drain_real_ns, C.drain_end_real_ns);
+		return;
+	}
+	C.stacks_dirty = stack_tasks_attached() > 0;
+	bpf_stacks__flip(C.bpf);
+	C.drain_pending = 1;
+	if (sync || C.wait_req_fd < 0 || write(C.wait_req_fd, &one, sizeof(one)) != sizeof(one)) {
+		bpf_stacks__wait_programs();
+		drain_finish();
+	}
+}
+
+static void drain(void) { drain_now(1); }
+
+static void on_drain_done(void)
+{
+	uint64_t v;
+
+	if (read(C.drain_src.fd, &v, sizeof(v)) == sizeof(v) && C.drain_pending)
+		drain_finish();
+}
+
+/* The waiter thread: one grace period per request. */
+static void *waiter_main(void *arg)
+{
+	uint64_t v;
+
+	(void)arg;
+	for (;;) {
+		if (read(C.wait_req_fd, &v, sizeof(v)) != sizeof(v)) {
+			if (errno == EINTR)
+				continue;
+			return NULL;
+		}
+		bpf_stacks__wait_programs();
+		v = 1;
+		(void)!write(C.drain_src.fd, &v, sizeof(v));
+	}
+}
+
+/* After the privilege drop: capabilities are per thread, and this one must hold none. */
+static void start_waiter(void)
+{
+	pthread_t th;
+
+	C.drain_src = (struct conn){ .kind = SRC_DRAIN_DONE, .fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK) };
+	C.wait_req_fd = eventfd(0, EFD_CLOEXEC);
+	if (C.drain_src.fd < 0 || C.wait_req_fd < 0 || pthread_create(&th, NULL, waiter_main, NULL)) {
+		log_warn("no waiter thread (%m): stack drains wait in the loop, pausing network events");
+		if (C.wait_req_fd >= 0)
+			close(C.wait_req_fd);
+		C.wait_req_fd = -1;
+		return;
+	}
+	pthread_detach(th);
 }
 
 /* ---- network events: forwarded as they come ---------------------------------- */
@@ -686,7 +770,7 @@ static void on_timer(void)
 	uint64_t ticks, now = timeutil__now_ns(CLOCK_MONOTONIC);
 
 	(void)!read(C.timer_src.fd, &ticks, sizeof(ticks));
-	drain();
+	drain_now(0);
 	/* Tasks whose analyzer stayed away too long are detached: nobody reads them. */
 	for (unsigned s = 0; s < C.nshards; s++) {
 		if (C.shards[s].connected || !C.shards[s].orphaned_since ||
@@ -920,6 +1004,7 @@ static int setup(void)
 		log_error("cannot drop privileges: %s", strerror(-err));
 		return -1;
 	}
+	start_waiter();
 	return 0;
 }
 
@@ -931,6 +1016,8 @@ static void run(void)
 	arm(&C.listen_src);
 	arm(&C.signal_src);
 	arm(&C.timer_src);
+	if (C.drain_src.fd > 0)
+		arm(&C.drain_src);
 	if (C.net) {
 		arm(&C.net_src);
 		arm(&C.net_timer_src);
@@ -951,6 +1038,7 @@ static void run(void)
 			case SRC_LISTEN: on_accept(); arm(src); break;
 			case SRC_TIMER: on_timer(); arm(src); break;
 			case SRC_NET: forward_net(); arm(src); break;
+			case SRC_DRAIN_DONE: on_drain_done(); arm(src); break;
 			case SRC_NET_TIMER: {
 				uint64_t ticks;
 				(void)!read(src->fd, &ticks, sizeof(ticks));

@@ -67,7 +67,9 @@ stop_agent() {
 child_pid() { pgrep -P "$AGENT_PID" -x "$1" | head -1; }
 
 # "count" of folded lines whose stack matches an extended regex
-folded_sum() { awk -v re="$2" '{n=$NF; st=$0; sub(/ [0-9]+$/, "", st); if (st ~ re) s+=n} END {print s+0}' "$1"; }
+# (the regex goes through the environment: awk -v would process its backslashes, and gawk and
+# mawk do that differently)
+folded_sum() { RE="$2" awk '{n=$NF; st=$0; sub(/ [0-9]+$/, "", st); if (st ~ ENVIRON["RE"]) s+=n} END {print s+0}' "$1"; }
 folded_total() { awk '{s+=$NF} END {print s+0}' "$1"; }
 
 # CPU seconds (user+sys) a process has used so far, from /proc/<pid>/stat.
