@@ -17,6 +17,13 @@
  *            are reported as ABORTED without a response.
  *   PARSE    a Parse .. Sync batch without any Execute
  *
+ * Latency of STARTUP, QUERY, FUNCTION and PARSE runs to the server's first
+ * message (its first answer, as tshark times them): a login goes on with
+ * password round trips that wait on the client, a backend flushes an
+ * ErrorResponse at once but the ReadyForQuery after it only once the
+ * transaction is aborted, and a long result goes out in 8 KB writes.  An
+ * EXECUTE runs to its own CommandComplete or ErrorResponse.
+ *
  * Pairing: every Q / F / Sync / StartupMessage is answered by exactly one
  * ReadyForQuery, so requests are numbered by the ReadyForQuery that closes
  * them; that keeps pipelined batches apart.  FIFO pairing without ids cannot
@@ -45,7 +52,7 @@ static const char *const kind_names[] = { "STARTUP", "QUERY", "FUNCTION", "EXECU
 
 struct txn {
 	uint64_t ts, end_ts;   /* the request's first and last byte (end 0 while incomplete) */
-	uint64_t resp1_ts;     /* the server's first message completed (STARTUP's answer) */
+	uint64_t resp1_ts;     /* the server's first message completed (see latency above) */
 	uint64_t req_bytes, resp_bytes, rows, seq;
 	uint64_t batch;
 	uint8_t kind;
@@ -146,11 +153,7 @@ static void emit_txn(struct pgsql *s, const struct txn *t, bool aborted, uint64_
 	if (aborted) {
 		l7_rec_str(&rec, "result", "ABORTED");
 	} else if (t->got_resp) {
-		/*
-		 * A login goes on with the client's password messages, each its
-		 * own round trip: STARTUP's latency is the server's first answer.
-		 */
-		l7_rec_resp(&rec, t->kind == K_STARTUP && t->resp1_ts ? t->resp1_ts : resp_ts, t->resp_bytes);
+		l7_rec_resp(&rec, t->kind != K_EXECUTE && t->resp1_ts ? t->resp1_ts : resp_ts, t->resp_bytes);
 		if (t->err[0]) {
 			rec.is_error = true;
 			l7_rec_str(&rec, "result", t->err);
@@ -483,7 +486,7 @@ static ssize_t pg_frame(void *ctx, struct l7_framer *f, const uint8_t *p, size_t
 	return f->tag == L7_DIR_REQ ? pg_frame_req(ctx, p, avail, need) : pg_frame_resp(ctx, p, avail, need);
 }
 
-/* A message is over: time the request it completes, or STARTUP's first answer. */
+/* A message is over: time the request it completes, or the first answer to one. */
 static int pg_end(void *ctx, struct l7_framer *f)
 {
 	struct pgsql *s = ctx;
@@ -493,7 +496,7 @@ static int pg_end(void *ctx, struct l7_framer *f)
 	if (f->tag == L7_DIR_REQ) {
 		if (n && !(t = l7_pendq__at(&s->base.q, n - 1))->end_ts)
 			t->end_ts = f->ts;
-	} else if ((t = current(s, NULL)) && t->kind == K_STARTUP && !t->resp1_ts) {
+	} else if ((t = current(s, NULL)) && t->kind != K_EXECUTE && !t->resp1_ts) {
 		t->resp1_ts = f->ts;
 	}
 	return 0;

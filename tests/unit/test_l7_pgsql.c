@@ -161,6 +161,61 @@ static void test_startup_latency_first_answer(void **state)
 	free(su); free(ask); free(pw); free(ok);
 }
 
+/*
+ * Live data: a backend writes an ErrorResponse at once and the ReadyForQuery
+ * after it only once the transaction is aborted (4 ms later seen under
+ * load); a long result goes out in 8 KB writes.  A simple query's latency
+ * runs to the first answer, as tshark's does; an Execute's to its own
+ * completion.
+ */
+static void test_query_latency_first_answer(void **state)
+{
+	struct l7_config cfg = L7_CONFIG_DEFAULTS;
+	struct tbuf *q1 = calloc(1, sizeof(*q1)), *e1 = calloc(1, sizeof(*e1)), *z = calloc(1, sizeof(*z)),
+		    *q2 = calloc(1, sizeof(*q2)), *rows = calloc(1, sizeof(*rows)), *tail = calloc(1, sizeof(*tail)),
+		    *x = calloc(1, sizeof(*x)), *xr1 = calloc(1, sizeof(*xr1)), *xr2 = calloc(1, sizeof(*xr2));
+
+	(void)state;
+	msg_cstr(q1, 'Q', "SELECT * FROM missing_table;");
+	error(e1, "42P01", "relation \"missing_table\" does not exist");
+	ready(z);
+	msg_cstr(q2, 'Q', "SELECT b FROM pt");
+	msg(rows, 'T', "\0\1b\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0", 21);
+	msg(rows, 'D', "\0\1\0\0\0\1" "x", 7);
+	msg(tail, 'D', "\0\1\0\0\0\1" "y", 7);
+	msg_cstr(tail, 'C', "SELECT 2");
+	ready(tail);
+	parse(x, "", "SELECT 1");
+	pg_bind(x, "", "");
+	execute(x);
+	msg(x, 'S', NULL, 0);
+	msg(xr1, '1', NULL, 0);
+	msg(xr1, '2', NULL, 0);
+	msg_cstr(xr2, 'C', "SELECT 1");
+	ready(xr2);
+	/* tplay stamps step i at 1000 * (i + 1). */
+	struct tstep s[] = {
+		{ L7_DIR_REQ, q1->d, q1->n }, { L7_DIR_RESP, e1->d, e1->n }, { L7_DIR_RESP, z->d, z->n },
+		{ L7_DIR_REQ, q2->d, q2->n }, { L7_DIR_RESP, rows->d, rows->n }, { L7_DIR_RESP, tail->d, tail->n },
+		{ L7_DIR_REQ, x->d, x->n }, { L7_DIR_RESP, xr1->d, xr1->n }, { L7_DIR_RESP, xr2->d, xr2->n },
+	};
+	for (size_t k = 0; k < sizeof(steps) / sizeof(steps[0]); k++) {
+		struct tcollect c = { 0 };
+		assert_int_equal(tplay(OPS, &cfg, s, 9, steps[k], &c), 0);
+		assert_int_equal(c.n, 3);
+		assert_string_equal(tfield(&c.v[0].r, "result"), "ERROR:42P01");
+		assert_int_equal(l7_record__latency_ns(&c.v[0].r), 1000);
+		assert_string_equal(tfield(&c.v[1].r, "result"), "SELECT 2");
+		assert_string_equal(tfield(&c.v[1].r, "rows"), "2");
+		assert_int_equal(l7_record__latency_ns(&c.v[1].r), 1000);
+		assert_string_equal(tfield(&c.v[2].r, "kind"), "EXECUTE");
+		assert_string_equal(tfield(&c.v[2].r, "result"), "SELECT 1");
+		assert_int_equal(l7_record__latency_ns(&c.v[2].r), 2000);
+		tcollect_free(&c);
+	}
+	free(q1); free(e1); free(z); free(q2); free(rows); free(tail); free(x); free(xr1); free(xr2);
+}
+
 /* Extended protocol: two batches pipelined, an error aborting the rest of batch 1. */
 static void test_extended_batches(void **state)
 {
@@ -325,6 +380,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_startup_simple_query_error),
 		cmocka_unit_test(test_startup_latency_first_answer),
+		cmocka_unit_test(test_query_latency_first_answer),
 		cmocka_unit_test(test_extended_batches),
 		cmocka_unit_test(test_gap_tls_and_memory),
 		cmocka_unit_test(test_detect),
