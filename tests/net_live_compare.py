@@ -10,6 +10,15 @@ on the capture, connection by connection and in order: the same number of
 exchanges, the same columns, answered on both sides or neither, latency
 within --latency-tol-us.
 
+With --latency-from-read the latency is checked in absolute time instead:
+ember's latency starts when the server's read of the request returned,
+tshark's when the request reached the wire, and a request can wait in the
+socket's receive queue before the server reads it (the server busy with
+the previous one, or not scheduled): that wait is tshark's only.  So
+ember's response time (its write) must be within --latency-tol-us of
+tshark's response frame, and ember's read of the request no earlier than
+tshark's request frame (less the tolerance); the longest wait is printed.
+
 Prints one line per connection that differs, then a summary; exit status 1
 when anything differs or when fewer than --min exchanges agree.  Standard
 library only.
@@ -38,10 +47,10 @@ def load(path):
     return conns, exchanges
 
 
-def rows_of(conns, exchanges, pid, side, names):
+def rows_of(conns, exchanges, pids, side, names):
     rows, unknown = [], 0
     for x in exchanges:
-        if x['pid'] != pid or x['side'] != side or x['protocol'] not in names:
+        if x['pid'] not in pids or x['side'] != side or x['protocol'] not in names:
             continue
         c = conns.get((x['pid'], x['connection_id']))
         if not c:
@@ -52,18 +61,57 @@ def rows_of(conns, exchanges, pid, side, names):
         row['conn'] = '%s>%s' % ((remote, local) if side == 'server' else (local, remote))
         row['latency_us'] = round(x['latency_ns'] / 1000) if x['answered'] else None
         row['_order'] = (x['connection_id'], x.get('req_seq') or 0, x['req_unix_ns'])
+        row['_resp_ns'] = x['req_unix_ns'] + x['duration_ns']
+        row['_read_ns'] = row['_resp_ns'] - x['latency_ns']
         rows.append(row)
     rows.sort(key=lambda r: (r['conn'], r['_order']))
     return rows, unknown
 
 
-def oracle(pcap_dir, cap, proto, args):
-    cmd = [os.path.join(pcap_dir, 'oracle.sh'), cap, proto] + args
+def oracle(pcap_dir, cap, proto, args, frames=False):
+    cmd = [os.path.join(pcap_dir, 'oracle.sh')] + (['--frames'] if frames else []) + [cap, proto] + args
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if p.returncode != 0:
         sys.exit('oracle.sh failed (%d): %s' % (p.returncode, p.stderr.strip()[:500]))
-    cols = ['conn'] + pcap_compare.COLUMNS[proto] + ['latency_us']
+    cols = ['conn'] + pcap_compare.COLUMNS[proto] + (['frames'] if frames else []) + ['latency_us']
     return [dict(zip(cols, l.split('\t'))) for l in p.stdout.splitlines() if l and not l.startswith('#')]
+
+
+def frame_times_ns(cap):
+    """frame number -> capture time, unix ns."""
+    p = subprocess.run(['tshark', '-r', cap, '-T', 'fields', '-e', 'frame.number', '-e', 'frame.time_epoch'],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if p.returncode != 0:
+        sys.exit('tshark failed (%d): %s' % (p.returncode, p.stderr.strip()[:500]))
+    out = {}
+    for l in p.stdout.splitlines():
+        n, t = l.split('\t')
+        sec, _, frac = t.partition('.')
+        out[int(n)] = int(sec) * 10**9 + int((frac + '000000000')[:9])
+    return out
+
+
+class ReadTimeCheck:
+    """Latency check of --latency-from-read (see the module's docstring)."""
+
+    def __init__(self, times, tol_us):
+        self.times, self.tol = times, tol_us * 1000
+        self.max_wait = self.max_resp_diff = 0
+
+    def __call__(self, orow, erow):
+        try:
+            t_req = self.times[int(orow['frames'].split('/')[0])]
+            t_resp = t_req + int(orow['latency_us']) * 1000
+        except (KeyError, ValueError):
+            return 'latency (no request frame time in the oracle row)'
+        resp_diff, wait = erow['_resp_ns'] - t_resp, erow['_read_ns'] - t_req
+        self.max_resp_diff = max(self.max_resp_diff, abs(resp_diff))
+        self.max_wait = max(self.max_wait, wait)
+        if abs(resp_diff) > self.tol or wait < -self.tol:
+            return ('latency (oracle %s us, ember %s us: response %+d us from the wire\'s, request read %+d us '
+                    'after it reached the wire)' % (orow['latency_us'], erow['latency_us'], resp_diff // 1000,
+                                                  wait // 1000))
+        return None
 
 
 def main():
@@ -71,11 +119,13 @@ def main():
     ap.add_argument('--network-json', required=True)
     ap.add_argument('--pcap', required=True)
     ap.add_argument('--proto', required=True, choices=sorted(pcap_compare.COLUMNS))
-    ap.add_argument('--pid', type=int, required=True)
+    ap.add_argument('--pid', required=True, help='PID[,PID...]: the processes whose exchanges are compared')
     ap.add_argument('--side', default='server', choices=['client', 'server'])
     ap.add_argument('--pcap-dir', default=os.path.join(os.environ.get('SHARED', '../shared'), 'testdata', 'pcap'))
     ap.add_argument('--tshark-arg', action='append', default=[], help='e.g. -d tcp.port==3306,mysql (repeat)')
     ap.add_argument('--latency-tol-us', type=int, default=1000)
+    ap.add_argument('--latency-from-read', action='store_true',
+                    help='check response time and request read against the capture\'s frames (see above)')
     ap.add_argument('--min', type=int, default=1, help='exchanges that must agree')
     ap.add_argument('--only-conns-in-capture', action='store_true',
                     help='compare only the connections the capture has (it covered part of the task)')
@@ -85,19 +135,25 @@ def main():
     for t in a.tshark_arg:
         targs += t.split(None, 1)
     conns, exchanges = load(a.network_json)
-    ours, unknown = rows_of(conns, exchanges, a.pid, a.side, pcap_compare.PARSER_NAMES[a.proto])
-    theirs = oracle(a.pcap_dir, a.pcap, a.proto, targs)
+    pids = set(int(p) for p in a.pid.split(','))
+    ours, unknown = rows_of(conns, exchanges, pids, a.side, pcap_compare.PARSER_NAMES[a.proto])
+    theirs = oracle(a.pcap_dir, a.pcap, a.proto, targs, frames=a.latency_from_read)
     if a.only_conns_in_capture:
         seen = set(r['conn'] for r in theirs)
         ours = [r for r in ours if r['conn'] in seen]
     pcap_compare.LATENCY_TOL_US = a.latency_tol_us
-    diffs, agreed = pcap_compare.compare(a.proto, theirs, ours)
+    check = ReadTimeCheck(frame_times_ns(a.pcap), a.latency_tol_us) if a.latency_from_read else None
+    diffs, agreed = pcap_compare.compare(a.proto, theirs, ours, check or pcap_compare.latency_within_tol)
     for d in diffs[:40]:
         print('  ' + d)
     if len(diffs) > 40:
         print('  ... %d more differences' % (len(diffs) - 40))
-    print('%s: tshark %d exchanges, ember %d (pid %d, %s side); %d agree (columns, answered, latency within %d us)%s'
-          % (a.proto, len(theirs), len(ours), a.pid, a.side, agreed, a.latency_tol_us,
+    how = ('response within %d us of the wire, request read after it reached the wire (longest wait %d us, '
+           'largest response difference %d us)' % (a.latency_tol_us, check.max_wait // 1000,
+                                                    check.max_resp_diff // 1000)
+           if check else 'latency within %d us' % a.latency_tol_us)
+    print('%s: tshark %d exchanges, ember %d (pid %s, %s side); %d agree (columns, answered, %s)%s'
+          % (a.proto, len(theirs), len(ours), a.pid, a.side, agreed, how,
              '; %d exchanges of unlisted connections' % unknown if unknown else ''))
     if diffs or unknown or agreed < a.min:
         sys.exit(1)
