@@ -209,6 +209,13 @@ struct hpack *hpack__free(struct hpack *h)
 }
 
 void hpack__set_partial(struct hpack *h, bool partial) { h->partial = partial; }
+
+void hpack__forget(struct hpack *h)
+{
+	while (h->len)
+		evict_one(h);
+	h->partial = true;
+}
 const struct hpack_stats *hpack__stats(const struct hpack *h) { return &h->st; }
 size_t hpack__table_len(const struct hpack *h) { return h->len; }
 size_t hpack__table_size(const struct hpack *h) { return h->size; }

@@ -45,6 +45,13 @@ struct hpack *hpack__free(struct hpack *h);
 /* The table's history before our first block is unknown (mid-connection). */
 void hpack__set_partial(struct hpack *h, bool partial);
 /*
+ * Header blocks were lost (a gap in the stream): the encoder's table holds
+ * entries we never saw, ahead of ours, so every index we hold is off.  Empties
+ * the table: static references and entries inserted from now on decode
+ * exactly, older dynamic references come out HPACK_UNKNOWN.
+ */
+void hpack__forget(struct hpack *h);
+/*
  * Decodes one complete header block, calling cb per header field.
  * Returns 0, or -EPROTO on a malformed block (the dynamic table may then be
  * out of step with the encoder; the caller should stop decoding).

@@ -8,6 +8,16 @@
  * mode, so a header block that references dynamic entries from before the
  * capture yields "?" for the fields it hides instead of failing.
  *
+ * Gaps (live data: a socket call is seen up to a bounded prefix, the rest
+ * is lost): a gap inside a DATA payload is skipped.  One that runs past the
+ * frame loses the framing and whatever frames it held, header blocks
+ * included, so that direction's HPACK table is forgotten (hpack__forget:
+ * static references and new entries still decode, older ones are "?") and
+ * parsing resumes at the next chunk that starts with a chain of plausible
+ * frame headers (a socket call writes whole frames).  Streams open when a
+ * response gap came may have lost their status: one that never shows a
+ * status afterwards is not reported (counted in dropped()).
+ *
  * Memory: frame payloads are read only for header blocks (bounded by
  * H2_BLOCK_MAX and max_conn_mem), RST_STREAM and SETTINGS; DATA is counted
  * and skipped.  At most H2_STREAMS streams are tracked; past that the
@@ -41,6 +51,7 @@ struct h2_stream {
 	uint32_t id;            /* 0 = free */
 	uint64_t seq;           /* creation order */
 	bool has_req, req_end, has_resp, resp_end;
+	bool cut;               /* open when a response gap came: its status may be lost */
 	uint64_t req_ts, resp_ts, req_bytes, resp_bytes;
 	int status;             /* first non-1xx :status, -1 none */
 	int grpc_status;        /* -1 none */
@@ -68,6 +79,7 @@ struct h2_dir {
 	size_t blklen, blkcap;
 	struct hpack *hp;
 	bool hp_dead;           /* HPACK state lost: blocks are no longer decoded */
+	bool lost;              /* framing lost to a gap: waiting for a chunk that starts a frame */
 };
 
 struct h2 {
@@ -79,6 +91,8 @@ struct h2 {
 	uint64_t seq;
 	size_t mem;             /* bytes of payload/block buffers */
 	uint64_t evicted, orphans, undecoded;
+	uint64_t lost_streams;  /* cut by a gap before their status */
+	uint64_t discarded;     /* chunks thrown away while the framing was lost */
 	size_t path_max;
 };
 
@@ -142,6 +156,12 @@ static void emit_stream(struct h2 *h, struct h2_stream *s)
 		}
 	}
 	if (!rec.has_request && !rec.has_response) {
+		s->id = 0;
+		return;
+	}
+	if (s->cut && !rec.has_response) {
+		/* Its status (and maybe its end) went by in a gap: unknowable. */
+		h->lost_streams++;
 		s->id = 0;
 		return;
 	}
@@ -442,6 +462,39 @@ static int frame_done(struct h2 *h, enum l7_dir dir, struct h2_dir *d, uint64_t 
 	return 0;
 }
 
+static bool plausible_frame(const uint8_t *p);
+
+/* After a lost framing: does data[0..len) start with well-formed frame headers? */
+static bool chain_plausible(const uint8_t *data, size_t len)
+{
+	size_t off = 0;
+
+	if (len < H2_FRAME_HDR)
+		return false;
+	while (off + H2_FRAME_HDR <= len) {
+		if (!plausible_frame(data + off))
+			return false;
+		off += H2_FRAME_HDR + be24(data + off);
+	}
+	return true;
+}
+
+/* A gap took frame boundaries, and maybe header blocks, with it. */
+static void lose_framing(struct h2 *h, enum l7_dir dir, struct h2_dir *d)
+{
+	d->lost = true;
+	d->hdrlen = 0;
+	d->keep = false;
+	d->in_block = false;
+	d->blklen = 0;
+	hpack__forget(d->hp);
+	d->hp_dead = false;
+	if (dir == L7_DIR_RESP)
+		for (unsigned i = 0; i < H2_STREAMS; i++)
+			if (h->s[i].id && h->s[i].status < 0)
+				h->s[i].cut = true;
+}
+
 static bool frame_wanted(uint8_t type)
 {
 	return type == F_HEADERS || type == F_PUSH_PROMISE || type == F_CONTINUATION;
@@ -475,6 +528,13 @@ static int h2_feed(void *st, enum l7_dir dir, const uint8_t *data, size_t len, u
 			hpack__set_partial(h->d[1].hp, d->preface == 0);
 		}
 		d->started = true;
+	}
+	if (d->lost) {
+		if (!chain_plausible(data, len)) {
+			h->discarded++;
+			return 0;
+		}
+		d->lost = false;
 	}
 	while (len) {
 		if (d->hdrlen < H2_FRAME_HDR) {
@@ -533,17 +593,32 @@ static int h2_gap(void *st, enum l7_dir dir, size_t len, uint64_t ts_ns)
 	if (dir != L7_DIR_REQ && dir != L7_DIR_RESP)
 		return -EINVAL;
 	d = &h->d[dir];
-	/* Inside the payload of a frame we skip anyway (DATA): harmless. */
-	if (d->hdrlen == H2_FRAME_HDR && !d->keep && d->flen - d->fpos >= len) {
-		d->fpos += (uint32_t)len;
-		if (d->fpos == d->flen) {
-			d->hdrlen = 0;
-			return frame_done(h, dir, d, ts_ns);
-		}
+	if (!d->started)
+		return -EPROTO;   /* the preface itself: nothing to go on */
+	if (d->lost)
 		return 0;
+	/* Inside the payload of a frame we skip anyway (DATA): harmless. */
+	if (d->hdrlen == H2_FRAME_HDR && !d->keep) {
+		size_t rest = d->flen - d->fpos;
+		int err;
+
+		if (rest >= len) {
+			d->fpos += (uint32_t)len;
+			if (d->fpos == d->flen) {
+				d->hdrlen = 0;
+				return frame_done(h, dir, d, ts_ns);
+			}
+			return 0;
+		}
+		/* The gap ends this frame and goes on past it. */
+		d->fpos = d->flen;
+		d->hdrlen = 0;
+		err = frame_done(h, dir, d, ts_ns);
+		if (err < 0)
+			return err;
 	}
-	/* Lost frame boundaries or a header block (HPACK state): cannot continue. */
-	return -EPROTO;
+	lose_framing(h, dir, d);
+	return 0;
 }
 
 static void h2_finish(void *st, uint64_t ts_ns)
@@ -582,8 +657,11 @@ static uint64_t h2_dropped(const void *st)
 {
 	const struct h2 *h = st;
 
-	/* Header blocks not decoded, streams given up, responses without request. */
-	return h->undecoded + h->evicted + h->orphans;
+	/*
+	 * Header blocks not decoded, streams given up or cut by a gap,
+	 * responses without request, chunks discarded after a gap.
+	 */
+	return h->undecoded + h->evicted + h->orphans + h->lost_streams + h->discarded;
 }
 
 static void *h2_create(const struct l7_config *cfg, l7_emit_fn emit, void *emit_ctx)

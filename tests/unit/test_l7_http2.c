@@ -355,6 +355,84 @@ static void test_trailers_grpc(void **s)
 	fix_free(f);
 }
 
+/*
+ * Live data: a socket call is seen up to a bounded prefix (4 KB), the rest is
+ * a gap.  nghttpd answers three streams in one write: HEADERS + 5000 bytes of
+ * DATA for s1, then HEADERS + DATA for s3, all past the prefix.  s1 ends with
+ * the gap (its DATA header said END_STREAM); s3's status is lost with the
+ * gap, so s3 is not reported; the HPACK entries the lost block inserted are
+ * forgotten.  The next call starts mid-frame (a partial write's rest): it is
+ * discarded.  The one after starts with frames: s5 is read again, its
+ * reference to a lost entry comes out unknown, its static :status decodes.
+ */
+static void test_gap_resync(void **s)
+{
+	struct fix *f = fix_new();
+	struct buf c = { .n = 0 }, w1 = { .n = 0 }, w3 = { .n = 0 };
+	uint8_t blk[64], big[4096], junk[100];
+	size_t n, seen, hdr_s3, data_s3;
+
+	(void)s;
+	memcpy(c.b, PREFACE, 24);
+	c.n = 24;
+	frame(&c, 4, 0, 0, "", 0);
+	for (uint32_t sid = 1; sid <= 5; sid += 2) {
+		n = 0;
+		blk[n++] = 0x82;
+		blk[n++] = 0x86;
+		n += lit_idx(blk + n, 4, sid == 1 ? "/big" : sid == 3 ? "/nope" : "/small");
+		frame(&c, 1, 0x5, sid, blk, n);
+	}
+	feed_steps(ops, f->st, L7_DIR_REQ, c.b, c.n, 0, 10);
+
+	frame(&w1, 4, 0, 0, "", 0);
+	n = 0;
+	blk[n++] = 0x88;                                    /* :status 200 */
+	n += lit(blk + n, "server", "nghttpd");            /* dynamic 62 */
+	frame(&w1, 1, 0x4, 1, blk, n);
+	/* DATA s1, 5000 bytes, END_STREAM: its header and the start of its payload are seen. */
+	w1.b[w1.n++] = 0; w1.b[w1.n++] = 0x13; w1.b[w1.n++] = 0x88;
+	w1.b[w1.n++] = 0; w1.b[w1.n++] = 0x1;
+	w1.b[w1.n++] = 0; w1.b[w1.n++] = 0; w1.b[w1.n++] = 0; w1.b[w1.n++] = 1;
+	seen = sizeof(big) - w1.n;
+	memset(big, 'h', sizeof(big));
+	memcpy(big, w1.b, w1.n);
+	hdr_s3 = 9 + 1 + 1 + 6 + 1 + 7 + 1;                /* :status 404, server (lit), x (lit) */
+	data_s3 = 9 + 10;
+	assert_int_equal(ops->feed(f->st, L7_DIR_RESP, big, sizeof(big), 20), 0);
+	assert_int_equal(ops->gap(f->st, L7_DIR_RESP, 5000 - seen + hdr_s3 + data_s3, 20), 0);
+	assert_int_equal(f->log.n, 1);
+	assert_field(&f->log.r[0], "stream_id", "1");
+	assert_field(&f->log.r[0], "status", "200");
+	assert_int_equal(f->log.r[0].resp_ts_ns, 20);
+
+	memset(junk, 'h', sizeof(junk));
+	assert_int_equal(ops->feed(f->st, L7_DIR_RESP, junk, sizeof(junk), 30), 0);
+	assert_int_equal(f->log.n, 1);
+
+	n = 0;
+	blk[n++] = 0x88;                                    /* :status 200 (static) */
+	blk[n++] = 0xbf;                                    /* dynamic 63: from the lost block */
+	n += lit(blk + n, "date", "now");
+	frame(&w3, 1, 0x4, 5, blk, n);
+	frame(&w3, 0, 0x1, 5, "small", 5);
+	assert_int_equal(ops->feed(f->st, L7_DIR_RESP, w3.b, w3.n, 40), 0);
+	ops->finish(f->st, 50);
+	assert_int_equal(f->log.n, 2);
+	assert_field(&f->log.r[1], "stream_id", "5");
+	assert_field(&f->log.r[1], "path", "/small");
+	assert_field(&f->log.r[1], "status", "200");
+	assert_int_equal(f->log.r[1].resp_ts_ns, 40);
+	/* s3 lost, the junk chunk discarded. */
+	assert_int_equal(ops->dropped(f->st), 2);
+	fix_free(f);
+
+	/* A gap in the preface is still the end. */
+	f = fix_new();
+	assert_int_equal(ops->gap(f->st, L7_DIR_REQ, 24, 1), -EPROTO);
+	fix_free(f);
+}
+
 static void test_protocol_errors(void **s)
 {
 	struct fix *f = fix_new();
@@ -397,6 +475,7 @@ int main(void)
 		cmocka_unit_test(test_streams_interleaved),
 		cmocka_unit_test(test_mid_connection_unknown_refs),
 		cmocka_unit_test(test_trailers_grpc),
+		cmocka_unit_test(test_gap_resync),
 		cmocka_unit_test(test_protocol_errors),
 		cmocka_unit_test(test_detect),
 	};
