@@ -36,6 +36,14 @@ int l7_framed__feed(void *st, enum l7_dir dir, const uint8_t *data, size_t len, 
 		return -EINVAL;
 	if (b->fatal)
 		return b->fatal;
+	/* (More of a cut response is discarded by its framer, still lost.) */
+	if (b->resp_cut && len && dir == L7_DIR_REQ) {
+		err = b->spec->cut(b, b->fr[L7_DIR_RESP].ts);
+		if (err < 0)
+			return b->fatal = err;
+		l7_framer__reset(&b->fr[L7_DIR_RESP]);
+		b->resp_cut = false;
+	}
 	err = l7_framer__feed(&b->fr[dir], data, len, ts);
 	if (err < 0)
 		b->fatal = err;
@@ -54,8 +62,11 @@ int l7_framed__gap(void *st, enum l7_dir dir, size_t len, uint64_t ts)
 	r = l7_framer__gap(&b->fr[dir], len, ts);
 	if (r < 0)
 		return b->fatal = r;
-	if (r == 1 && !b->spec->resync)
-		return b->fatal = -EPROTO;
+	if (r == 1 && !b->spec->resync) {
+		if (dir != L7_DIR_RESP || !b->spec->cut)
+			return b->fatal = -EPROTO;
+		b->resp_cut = true;
+	}
 	return 0;
 }
 
@@ -65,6 +76,9 @@ void l7_framed__finish(void *st, uint64_t ts)
 	void *e;
 
 	(void)ts;
+	/* The close ends a cut response as the next request would have. */
+	if (b->resp_cut && !b->fatal && b->spec->cut(b, b->fr[L7_DIR_RESP].ts) == 0)
+		b->resp_cut = false;
 	while ((e = l7_pendq__at(&b->q, 0))) {
 		if (b->spec->unanswered)
 			b->spec->unanswered(st, e);

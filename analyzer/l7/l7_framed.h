@@ -41,6 +41,21 @@ struct l7_framed_spec {
 	bool resync;
 	/* finish(): report one entry still pending at the close (oldest first).  NULL = drop them. */
 	void (*unanswered)(void *st, void *entry);
+	/*
+	 * Optional, for FIFO protocols (resync false): a gap lost the
+	 * framing of the responses (live data: a socket call is seen up to a
+	 * bounded prefix, and one write can hold many messages).  Called
+	 * when the client next sends (or at the close): a client that waits
+	 * for each answer has had all of it by then, so the parser reports
+	 * the exchange
+	 * whose response was cut (answered at ts, the last response bytes;
+	 * fr[L7_DIR_RESP].bytes counts what went by, lost bytes included),
+	 * resets its response side, and the response framer starts afresh.
+	 * Returns 0, or -EPROTO when it cannot tell (several requests
+	 * outstanding: a pipelining client).  NULL = such a gap ends the
+	 * analysis.
+	 */
+	int (*cut)(void *st, uint64_t ts);
 };
 
 struct l7_framed {
@@ -52,6 +67,7 @@ struct l7_framed {
 	struct l7_framer fr[2];            /* indexed by enum l7_dir */
 	struct l7_pendq q;
 	int fatal;                         /* sticky -errno, 0 while parsing */
+	bool resp_cut;                     /* response framing lost: spec->cut at the next request */
 };
 
 /*

@@ -17,7 +17,11 @@
  *
  * Pairing is FIFO: the classic protocol has no request ids, so after a gap
  * no response can be tied to a request with certainty and the connection is
- * given up (-EPROTO) unless the gap fell inside a discarded row body.
+ * given up (-EPROTO) unless the gap fell inside a discarded row body, or in
+ * the response to the only command outstanding (live data: a large result
+ * set is written in calls seen only in part): the client's next command
+ * then closes that response, with the result its first packet gave and no
+ * row count, and the next response is read afresh (l7_framed_spec.cut).
  */
 #include "analyzer/l7/l7.h"
 #include "analyzer/l7/l7_framed.h"
@@ -87,12 +91,14 @@ struct mysql {
 	uint64_t left;         /* definitions still expected */
 	uint64_t rows;
 	uint64_t resp_bytes;
+	uint64_t resp_start;   /* byte offset of its first packet in the direction */
 	uint64_t resp_ts;
 	bool absorb_eof;       /* a trailing EOF of an already emitted response may follow */
 	uint8_t absorb_seq;
 	bool done;             /* emit at the end of the current packet */
 	bool have_result;
 	bool is_error;
+	bool cut;              /* the response was cut by a gap: its row count is unknown */
 	int32_t status;
 	char result[32];
 	char errmsg[L7_FIELD_MAX];
@@ -131,10 +137,12 @@ static void emit_rec(struct mysql *m, const struct pend *p, bool has_resp, uint6
 		rec.is_error = m->is_error;
 		if (m->have_result)
 			l7_rec_str(&rec, "result", m->result);
-		if (m->rows || !strcmp(m->result, "RESULTSET"))
+		if (!m->cut && (m->rows || !strcmp(m->result, "RESULTSET")))
 			l7_rec_u64(&rec, "rows", m->rows);
 		if (m->is_error && m->errmsg[0])
 			l7_rec_str(&rec, "error_message", m->errmsg);
+		if (m->cut)
+			l7_rec_str(&rec, "gap", "response");
 	}
 	l7_framed__emit(&m->base, &rec);
 }
@@ -143,7 +151,7 @@ static void resp_reset(struct mysql *m)
 {
 	m->ph = PH_FIRST;
 	m->left = m->rows = m->resp_bytes = 0;
-	m->done = m->have_result = m->is_error = false;
+	m->done = m->have_result = m->is_error = m->cut = false;
 	m->status = -1;
 	m->result[0] = m->errmsg[0] = 0;
 }
@@ -584,6 +592,8 @@ static ssize_t mysql_frame(void *ctx, struct l7_framer *f, const uint8_t *p, siz
 		return 0;
 	}
 	n = l7_min(avail - 4, plen);
+	if (f->tag == L7_DIR_RESP && !m->resp_bytes)
+		m->resp_start = f->bytes - f->len;   /* (a split packet's head is in f->bytes already) */
 	cont = m->cont[f->tag];
 	m->cont[f->tag] = plen == MYSQL_MAX_PKT;
 	if (cont) {
@@ -654,12 +664,34 @@ static void mysql_unanswered(void *st, void *e)
 	resp_reset(m);
 }
 
+/* The response to the one command outstanding was cut by a gap, and the client sent again. */
+static int mysql_cut(void *st, uint64_t ts)
+{
+	struct mysql *m = st;
+	struct pend *e;
+
+	if (l7_pendq__count(&m->base.q) > 1)
+		return -EPROTO;   /* pipelined: which response ended where is unknowable */
+	if ((e = l7_pendq__at(&m->base.q, 0))) {
+		if (m->resp_bytes)
+			m->resp_bytes = m->base.fr[L7_DIR_RESP].bytes - m->resp_start;
+		m->cut = true;
+		emit_rec(m, e, true, ts);
+		l7_pendq__remove(&m->base.q, 0);
+	}
+	m->cont[L7_DIR_RESP] = false;
+	m->absorb_eof = false;
+	resp_reset(m);
+	return 0;
+}
+
 static const struct l7_framed_spec mysql_spec = {
 	.fops = &mysql_fops,
 	.state_size = sizeof(struct mysql),
 	.entry_size = sizeof(struct pend),
 	.resync = false,   /* FIFO pairing */
 	.unanswered = mysql_unanswered,
+	.cut = mysql_cut,
 };
 
 static void *mysql_create(const struct l7_config *cfg, l7_emit_fn emit, void *emit_ctx)

@@ -28,7 +28,12 @@
  * ReadyForQuery, so requests are numbered by the ReadyForQuery that closes
  * them; that keeps pipelined batches apart.  FIFO pairing without ids cannot
  * survive lost bytes, so a gap ends the analysis of the connection (-EPROTO)
- * unless it fell inside a discarded message body.
+ * unless it fell inside a discarded message body, or in the answer to the
+ * only exchange outstanding (live data: a long result is written in 8 KB
+ * calls seen only in part): the client's next message then closes that
+ * exchange, with the error or tag seen before the gap (none when the
+ * CommandComplete went by in it) and no row count, and the next answer is
+ * read afresh (l7_framed_spec.cut).
  */
 #include "analyzer/l7/l7.h"
 #include "analyzer/l7/l7_framed.h"
@@ -54,9 +59,11 @@ struct txn {
 	uint64_t ts, end_ts;   /* the request's first and last byte (end 0 while incomplete) */
 	uint64_t resp1_ts;     /* the server's first message completed (see latency above) */
 	uint64_t req_bytes, resp_bytes, rows, seq;
+	uint64_t resp_start;   /* byte offset of the first server message in the direction */
 	uint64_t batch;
 	uint8_t kind;
 	bool got_resp;
+	bool cut;            /* the answer was cut by a gap: its row count is unknown */
 	uint16_t qlen;
 	char q[L7_FIELD_MAX];
 	char tag[64];
@@ -77,6 +84,7 @@ struct pgsql {
 	size_t prefix;
 	uint64_t nreq;          /* exchanges opened: their order for req_seq */
 	uint64_t dropped;       /* orphan backend messages, evicted statements */
+	uint64_t msg_start;     /* byte offset of the server message being framed */
 	bool cli_untyped;       /* next client message may be a startup-phase one */
 	bool srv_ssl_answer;    /* next server byte answers SSLRequest / GSSENCRequest */
 	uint64_t cli_batch;     /* ReadyForQuery-producing messages sent */
@@ -162,8 +170,10 @@ static void emit_txn(struct pgsql *s, const struct txn *t, bool aborted, uint64_
 		} else if (t->tag[0]) {
 			l7_rec_str(&rec, "result", t->tag);
 		}
-		if (t->rows)
+		if (t->rows && !t->cut)
 			l7_rec_u64(&rec, "rows", t->rows);
+		if (t->cut)
+			l7_rec_str(&rec, "gap", "response");
 	}
 	l7_framed__emit(&s->base, &rec);
 }
@@ -389,6 +399,8 @@ static void server_message(struct pgsql *s, uint8_t type, const uint8_t *b, size
 
 	t = current(s, &i);
 	if (t) {
+		if (!t->got_resp)
+			t->resp_start = s->msg_start;
 		t->got_resp = true;
 		t->resp_bytes += total;
 	} else if (type != 'S' && type != 'N' && type != 'A') {
@@ -483,6 +495,10 @@ static ssize_t pg_frame_resp(struct pgsql *s, const uint8_t *p, size_t avail, si
 
 static ssize_t pg_frame(void *ctx, struct l7_framer *f, const uint8_t *p, size_t avail, size_t *need)
 {
+	struct pgsql *s = ctx;
+
+	if (f->tag == L7_DIR_RESP)
+		s->msg_start = f->bytes - f->len;   /* (a split message's head is in f->bytes already) */
 	return f->tag == L7_DIR_REQ ? pg_frame_req(ctx, p, avail, need) : pg_frame_resp(ctx, p, avail, need);
 }
 
@@ -512,12 +528,35 @@ static void pg_unanswered(void *st, void *t)
 	emit_txn(s, t, false, s->base.fr[L7_DIR_RESP].ts);
 }
 
+/* The answer to the one exchange outstanding was cut by a gap, and the client sent again. */
+static int pg_cut(void *st, uint64_t ts)
+{
+	struct pgsql *s = st;
+	struct txn *t;
+
+	if (l7_pendq__count(&s->base.q) > 1)
+		return -EPROTO;   /* pipelined: which answer ended where is unknowable */
+	if ((t = l7_pendq__at(&s->base.q, 0))) {
+		if (t->got_resp)
+			t->resp_bytes = s->base.fr[L7_DIR_RESP].bytes - t->resp_start;
+		t->got_resp = true;
+		t->cut = true;
+		emit_txn(s, t, false, ts);
+		l7_pendq__remove(&s->base.q, 0);
+	}
+	/* Its ReadyForQuery went by in the gap: everything sent so far is answered. */
+	s->srv_batch = s->cli_batch;
+	s->srv_ssl_answer = false;
+	return 0;
+}
+
 static const struct l7_framed_spec pg_spec = {
 	.fops = &pg_fops,
 	.state_size = sizeof(struct pgsql),
 	.entry_size = sizeof(struct txn),
 	.resync = false,   /* FIFO pairing */
 	.unanswered = pg_unanswered,
+	.cut = pg_cut,
 };
 
 static void *pg_create(const struct l7_config *cfg, l7_emit_fn emit, void *emit_ctx)

@@ -14,7 +14,11 @@
  * RESP3 '>' values and RESP2 pub/sub "message"/"pmessage"/"smessage" arrays
  * are reported as command "(push)".  (P|S)(UN)SUBSCRIBE with N channels
  * gets N replies.  Without request ids a lost byte makes the pairing
- * unknowable, so a gap outside a bulk body ends the analysis (-EPROTO).
+ * unknowable, so a gap outside a bulk body ends the analysis (-EPROTO),
+ * except in a reply to the only command outstanding (live data: a large
+ * array is written in calls seen only in part): the client's next command
+ * then closes that reply, summarised by its first token, and the next
+ * reply is read afresh (l7_framed_spec.cut).
  */
 #include "analyzer/l7/l7.h"
 #include "analyzer/l7/l7_framed.h"
@@ -42,6 +46,7 @@ struct rdir {
 	bool top_attr;        /* the top-level value is an attribute */
 	bool value_done;      /* a top-level value ended with the last token */
 	uint64_t bytes;       /* bytes of the current top-level value */
+	uint64_t start;       /* the direction's byte offset where it began */
 	uint64_t ts;          /* time of its first byte */
 	/* Request side: the command being read. */
 	int64_t argc;
@@ -60,6 +65,7 @@ struct pend {
 	int64_t need;
 	bool got;
 	bool is_error;
+	bool cut;             /* its reply was cut by a gap */
 	char name[REDIS_NAME_MAX];
 	char reply[48];
 };
@@ -83,6 +89,8 @@ static void emit_rec(struct redis *r, const struct pend *p, bool has_req)
 		l7_rec_resp(&rec, p->resp_ts, p->resp_bytes);
 		rec.is_error = p->is_error;
 		l7_rec_str(&rec, "reply", p->reply);
+		if (p->cut)
+			l7_rec_str(&rec, "gap", "response");
 	}
 	l7_framed__emit(&r->base, &rec);
 }
@@ -152,13 +160,14 @@ static void value_done(struct rdir *d, bool was_attr)
 	}
 }
 
-static void begin_value(struct rdir *d, uint64_t ts)
+static void begin_value(struct rdir *d, const struct l7_framer *f)
 {
 	if (d->in_value)
 		return;
 	d->in_value = true;
 	d->bytes = 0;
-	d->ts = ts;
+	d->start = f->bytes - f->len;   /* (a split token's head is in f->bytes already) */
+	d->ts = f->msg_ts;
 	d->argc = d->argi = 0;
 	d->name[0] = 0;
 	d->reply[0] = 0;
@@ -308,7 +317,7 @@ static ssize_t frame_token(struct redis *r, struct l7_framer *f, const uint8_t *
 		}
 	}
 	/* From here on the token is complete: state may change. */
-	begin_value(d, f->msg_ts);
+	begin_value(d, f);
 	if (req && top && t != '*')
 		return inline_command(d, p, line, hdr);
 	switch (t) {
@@ -416,12 +425,43 @@ static void redis_unanswered(void *st, void *e)
 	emit_rec(st, e, true);
 }
 
+/* The reply to the one command outstanding was cut by a gap, and the client sent again. */
+static int redis_cut(void *st, uint64_t ts)
+{
+	struct redis *r = st;
+	struct rdir *d = &r->d[L7_DIR_RESP];
+	const struct l7_framer *f = &r->base.fr[L7_DIR_RESP];
+	struct pend *e;
+
+	if (l7_pendq__count(&r->base.q) > 1)
+		return -EPROTO;   /* pipelined: which reply ended where is unknowable */
+	if ((e = l7_pendq__at(&r->base.q, 0))) {
+		if (!e->got) {
+			e->got = true;
+			e->is_error = d->in_value && d->is_error;
+			if (d->in_value)
+				memcpy(e->reply, d->reply, sizeof(e->reply));
+			else
+				memcpy(e->reply, "?", 2);   /* the gap took the reply from its first byte */
+		}
+		e->resp_ts = ts;
+		e->cut = true;
+		if (d->in_value)
+			e->resp_bytes += f->bytes - d->start;
+		emit_rec(r, e, true);
+		l7_pendq__remove(&r->base.q, 0);
+	}
+	memset(d, 0, sizeof(*d));
+	return 0;
+}
+
 static const struct l7_framed_spec redis_spec = {
 	.fops = &redis_fops,
 	.state_size = sizeof(struct redis),
 	.entry_size = sizeof(struct pend),
 	.resync = false,   /* FIFO pairing */
 	.unanswered = redis_unanswered,
+	.cut = redis_cut,
 };
 
 static void *redis_create(const struct l7_config *cfg, l7_emit_fn emit, void *emit_ctx)

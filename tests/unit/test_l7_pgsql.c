@@ -274,6 +274,70 @@ static void test_extended_batches(void **state)
 	free(r);
 }
 
+/*
+ * Live data: a backend writes a long result in 8 KB calls seen only up to a
+ * prefix, the rest a gap across DataRows, and the next call starts
+ * mid-message; its CommandComplete and ReadyForQuery go by unseen.  With one
+ * query outstanding the client's next message closes the cut answer (latency
+ * to its first message, no tag, no row count) and the next answer is read
+ * afresh; with two (pipelined) it cannot be told.
+ */
+static void test_answer_cut_by_gap(void **state)
+{
+	struct l7_config cfg = L7_CONFIG_DEFAULTS;
+	struct tbuf *q = calloc(1, sizeof(*q)), *r = calloc(1, sizeof(*r)), *q2 = calloc(1, sizeof(*q2)),
+		    *r2 = calloc(1, sizeof(*r2));
+	struct tcollect c = { 0 };
+	void *st;
+
+	(void)state;
+	msg_cstr(q, 'Q', "SELECT g FROM generate_series(1, 2000) g");
+	msg(r, 'T', "\0\1g\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0", 21);
+	for (int i = 0; i < 2000; i++)
+		msg(r, 'D', "\0\1\0\0\0\4" "1234", 10);
+	msg_cstr(r, 'C', "SELECT 2000");
+	ready(r);
+	msg_cstr(q2, 'Q', "SELECT 2");
+	msg(r2, 'T', "\0\1g\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0", 21);
+	msg(r2, 'D', "\0\1\0\0\0\1" "2", 7);
+	msg_cstr(r2, 'C', "SELECT 1");
+	ready(r2);
+	st = OPS->create(&cfg, tcollect_emit, &c);
+	assert_int_equal(OPS->feed(st, L7_DIR_REQ, q->d, q->n, 1), 0);
+	assert_int_equal(OPS->feed(st, L7_DIR_RESP, r->d, 4096, 2), 0);
+	assert_int_equal(OPS->gap(st, L7_DIR_RESP, 8192 - 4096, 2), 0);
+	assert_int_equal(OPS->feed(st, L7_DIR_RESP, r->d + 8192, 4096, 3), 0);
+	assert_int_equal(OPS->gap(st, L7_DIR_RESP, r->n - 8192 - 4096, 3), 0);
+	assert_int_equal(c.n, 0);
+	assert_int_equal(OPS->feed(st, L7_DIR_REQ, q2->d, q2->n, 4), 0);
+	assert_int_equal(c.n, 1);
+	assert_string_equal(tfield(&c.v[0].r, "kind"), "QUERY");
+	assert_null(tfield(&c.v[0].r, "result"));
+	assert_null(tfield(&c.v[0].r, "rows"));
+	assert_string_equal(tfield(&c.v[0].r, "gap"), "response");
+	assert_true(c.v[0].r.has_response);
+	assert_int_equal(l7_record__latency_ns(&c.v[0].r), 1);
+	assert_int_equal(c.v[0].r.resp_bytes, r->n);
+	assert_int_equal(OPS->feed(st, L7_DIR_RESP, r2->d, r2->n, 5), 0);
+	assert_int_equal(c.n, 2);
+	assert_string_equal(tfield(&c.v[1].r, "query"), "SELECT 2");
+	assert_string_equal(tfield(&c.v[1].r, "result"), "SELECT 1");
+	assert_string_equal(tfield(&c.v[1].r, "rows"), "1");
+	OPS->free(st);
+	tcollect_free(&c);
+
+	/* Pipelined: two queries outstanding when the framing went. */
+	st = OPS->create(&cfg, tcollect_emit, &c);
+	assert_int_equal(OPS->feed(st, L7_DIR_REQ, q->d, q->n, 1), 0);
+	assert_int_equal(OPS->feed(st, L7_DIR_REQ, q2->d, q2->n, 1), 0);
+	assert_int_equal(OPS->feed(st, L7_DIR_RESP, r->d, 4096, 2), 0);
+	assert_int_equal(OPS->gap(st, L7_DIR_RESP, 8192 - 4096, 2), 0);
+	assert_int_equal(OPS->feed(st, L7_DIR_REQ, q2->d, q2->n, 3), -EPROTO);
+	OPS->free(st);
+	tcollect_free(&c);
+	free(q); free(r); free(q2); free(r2);
+}
+
 static void test_gap_tls_and_memory(void **state)
 {
 	struct l7_config cfg = L7_CONFIG_DEFAULTS;
@@ -382,6 +446,7 @@ int main(void)
 		cmocka_unit_test(test_startup_latency_first_answer),
 		cmocka_unit_test(test_query_latency_first_answer),
 		cmocka_unit_test(test_extended_batches),
+		cmocka_unit_test(test_answer_cut_by_gap),
 		cmocka_unit_test(test_gap_tls_and_memory),
 		cmocka_unit_test(test_detect),
 		cmocka_unit_test(test_captures),

@@ -142,6 +142,74 @@ static void test_errors_and_limits(void **state)
 	assert_int_equal(tflood(OPS, 8 * 1024, ping, 1000), -ENOBUFS);
 }
 
+/*
+ * Live data: redis-server writes a large reply in calls seen only up to a
+ * prefix, the rest a gap, and the gap runs across element boundaries.  With
+ * one command outstanding the client's next command closes that reply
+ * (summarised by its first token, answered at its last bytes) and the next
+ * reply is read afresh; with several (pipelining) it cannot be told.
+ */
+static void test_reply_cut_by_gap(void **state)
+{
+	struct l7_config cfg = L7_CONFIG_DEFAULTS;
+	struct tbuf *big = calloc(1, sizeof(*big));
+	struct tcollect c = { 0 };
+	void *st;
+
+	(void)state;
+	tb_str(big, "*601\r\n");
+	for (int i = 0; i < 601; i++)
+		tb_str(big, "$6\r\n100000\r\n");
+	st = OPS->create(&cfg, tcollect_emit, &c);
+	assert_int_equal(OPS->feed(st, L7_DIR_REQ, (const uint8_t *)"*2\r\n$4\r\nPING\r\n$1\r\nx\r\n", 21, 1), 0);
+	assert_int_equal(OPS->feed(st, L7_DIR_RESP, (const uint8_t *)"$1\r\nx\r\n", 7, 2), 0);
+	assert_int_equal(OPS->feed(st, L7_DIR_REQ, (const uint8_t *)"*4\r\n$6\r\nLRANGE\r\n$3\r\nbig\r\n$1\r\n0\r\n$2\r\n-1\r\n", 40, 3), 0);
+	/* Two writes: 4096 bytes seen of the first, then a gap; the second starts mid-element. */
+	assert_int_equal(OPS->feed(st, L7_DIR_RESP, big->d, 4096, 4), 0);
+	assert_int_equal(OPS->gap(st, L7_DIR_RESP, 1000, 4), 0);
+	assert_int_equal(OPS->feed(st, L7_DIR_RESP, big->d + 5096, big->n - 5096, 5), 0);
+	assert_int_equal(c.n, 1);
+	assert_int_equal(OPS->feed(st, L7_DIR_REQ, (const uint8_t *)"PING\r\n", 6, 6), 0);
+	assert_int_equal(c.n, 2);
+	assert_string_equal(tfield(&c.v[1].r, "command"), "LRANGE");
+	assert_string_equal(tfield(&c.v[1].r, "reply"), "*601");
+	assert_string_equal(tfield(&c.v[1].r, "gap"), "response");
+	assert_true(c.v[1].r.has_response);
+	assert_int_equal(c.v[1].r.resp_ts_ns, 5);
+	assert_int_equal(c.v[1].r.resp_bytes, big->n);
+	assert_int_equal(OPS->feed(st, L7_DIR_RESP, (const uint8_t *)"+PONG\r\n", 7, 7), 0);
+	assert_int_equal(c.n, 3);
+	assert_string_equal(tfield(&c.v[2].r, "command"), "PING");
+	assert_string_equal(tfield(&c.v[2].r, "reply"), "+PONG");
+	assert_null(tfield(&c.v[2].r, "gap"));
+	OPS->free(st);
+	tcollect_free(&c);
+
+	/* redis-cli LRANGE: the close ends the cut reply. */
+	st = OPS->create(&cfg, tcollect_emit, &c);
+	assert_int_equal(OPS->feed(st, L7_DIR_REQ, (const uint8_t *)"*4\r\n$6\r\nLRANGE\r\n$3\r\nbig\r\n$1\r\n0\r\n$2\r\n-1\r\n", 40, 1), 0);
+	assert_int_equal(OPS->feed(st, L7_DIR_RESP, big->d, 4096, 2), 0);
+	assert_int_equal(OPS->gap(st, L7_DIR_RESP, big->n - 4096, 2), 0);
+	OPS->finish(st, 3);
+	assert_int_equal(c.n, 1);
+	assert_string_equal(tfield(&c.v[0].r, "reply"), "*601");
+	assert_true(c.v[0].r.has_response);
+	assert_int_equal(c.v[0].r.resp_ts_ns, 2);
+	assert_int_equal(c.v[0].r.resp_bytes, big->n);
+	OPS->free(st);
+	tcollect_free(&c);
+
+	/* Pipelined: two commands outstanding when the framing went. */
+	st = OPS->create(&cfg, tcollect_emit, &c);
+	assert_int_equal(OPS->feed(st, L7_DIR_REQ, (const uint8_t *)"PING\r\nPING\r\n", 12, 1), 0);
+	assert_int_equal(OPS->feed(st, L7_DIR_RESP, big->d, 4096, 2), 0);
+	assert_int_equal(OPS->gap(st, L7_DIR_RESP, 1000, 2), 0);
+	assert_int_equal(OPS->feed(st, L7_DIR_REQ, (const uint8_t *)"PING\r\n", 6, 3), -EPROTO);
+	OPS->free(st);
+	tcollect_free(&c);
+	free(big);
+}
+
 static void test_detect(void **state)
 {
 	(void)state;
@@ -186,6 +254,7 @@ int main(void)
 		cmocka_unit_test(test_pipelining_resp2),
 		cmocka_unit_test(test_resp3_types_attributes_pushes),
 		cmocka_unit_test(test_errors_and_limits),
+		cmocka_unit_test(test_reply_cut_by_gap),
 		cmocka_unit_test(test_detect),
 		cmocka_unit_test(test_captures),
 	};
