@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """A stand-in for a SkyWalking OAP's eBPF receivers, for tests.
 
-Serves EBPFProcessService, EBPFProfilingService and MeterReportService from
-the project's own proto/sw_*.proto (compiled at start with grpc_tools into a
+Serves EBPFProcessService, EBPFProfilingService, MeterReportService,
+LogReportService and SpanAttachedEventReportService from the project's own
+proto/sw_*.proto (compiled at start with grpc_tools into a
 descriptor set; message classes are built at run time, so no generated module
 can shadow the standard library).  It answers the way the OAP does
 (../shared/spec/skywalking-protocol.md section 3):
@@ -20,13 +21,21 @@ can shadow the standard library).  It answers the way the OAP does
 - collectProfilingData: the first message must carry `task`; a message with
   neither onCPU nor offCPU aborts the stream;
 - collectBatch: a collection without service, instance and timestamp > 0 is
-  dropped.
+  dropped;
+- LogReportService/collect: a LogData without service takes the one before it
+  in the stream; the first one without service, or one without a body, is
+  dropped (recorded with ok false and the reason);
+- SpanAttachedEventReportService/collect: an event without a name, a start
+  time or a trace context with a trace id is dropped likewise.
 
 Tasks come from --tasks FILE (a JSON list, re-read at every query):
   {"taskId", "serviceName", "targetType", "startTime" (ms), "duration" (s),
    "updateTime" (ms), "labels" [..], "extension" (JSON text or "null")}
 Everything received is appended to --record FILE as JSON lines:
   {"rpc": name, "t": ms, "ok": bool, "error": str, "req": message(s) as dicts}
+where name is the method's ("collectBatch", ...), and for the two `collect`
+methods "LogReportService/collect" and "SpanAttachedEventReportService/collect"
+(one line per stream, "req" the list of its messages).
 With --auth TOKEN, calls without `authentication: TOKEN` metadata are refused.
 """
 import argparse
@@ -225,6 +234,33 @@ class Receiver:
             self.record("collectBatch", ok, c, "" if ok else "batch dropped: no service/instance/timestamp")
         return self.M("Commands")()
 
+    # ---- LogReportService
+    def collect_logs(self, it, ctx):
+        logs = list(it)
+        self.auth(ctx, "LogReportService/collect", logs)
+        errors, service = [], ""
+        for i, d in enumerate(logs):
+            service = d.service or service
+            if not service:
+                errors.append("LogData %d dropped: no service (none before it in the stream)" % i)
+            elif d.body.WhichOneof("content") is None:
+                errors.append("LogData %d dropped: no body" % i)
+        self.record("LogReportService/collect", not errors, logs, "; ".join(errors))
+        return self.M("Commands")()
+
+    # ---- SpanAttachedEventReportService
+    def collect_events(self, it, ctx):
+        events = list(it)
+        self.auth(ctx, "SpanAttachedEventReportService/collect", events)
+        errors = []
+        for i, e in enumerate(events):
+            if not e.event or not e.HasField("startTime"):
+                errors.append("event %d dropped: no name or start time" % i)
+            elif not e.HasField("traceContext") or not e.traceContext.traceId:
+                errors.append("event %d dropped: no trace id" % i)
+        self.record("SpanAttachedEventReportService/collect", not errors, events, "; ".join(errors))
+        return self.M("Commands")()
+
 
 def main():
     ap = argparse.ArgumentParser()
@@ -258,6 +294,10 @@ def main():
             "collectProfilingData": su(r.collect_profiling, "EBPFProfilingData")}),
         grpc.method_handlers_generic_handler("skywalking.v3.MeterReportService", {
             "collectBatch": su(r.collect_batch, "MeterDataCollection")}),
+        grpc.method_handlers_generic_handler("skywalking.v3.LogReportService", {
+            "collect": su(r.collect_logs, "LogData")}),
+        grpc.method_handlers_generic_handler("skywalking.v3.SpanAttachedEventReportService", {
+            "collect": su(r.collect_events, "SpanAttachedEvent")}),
     ]
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=8), handlers=handlers)
     if args.tls_cert:

@@ -14,15 +14,17 @@
  *   on_profile               a batch of an OAP task -> one collectProfilingData
  *                            stream's worth of EBPFProfilingData (skywalking/codec)
  *   on_network               a NETWORK task's batch -> Rover's network meters, one
- *                            MeterDataCollection per local instance (skywalking/network.c)
+ *                            MeterDataCollection per local instance (skywalking/network.c);
+ *                            its sampled HTTP traces -> LogData, one stream per service,
+ *                            and SpanAttachedEvents (skywalking/sampled.c)
  *   on_meters                -> one MeterDataCollection for collectBatch
  *
  * Transport (skywalking/grpc_client): gRPC lives on its own thread; these files
  * run on the exporter's loop and only queues calls and polls results, so an
- * OAP that is down, slow or restarting never blocks the loop.  Profiling data
- * and meters wait in one FIFO bounded by exporter.queue_size bytes (the oldest
- * entries are dropped and counted when it is full), and are sent one call at a
- * time with exponential backoff after a failure.  Process reports, keep-alives
+ * OAP that is down, slow or restarting never blocks the loop.  Profiling data,
+ * meters, logs and span events wait in one FIFO bounded by exporter.queue_size
+ * bytes (the oldest entries are dropped and counted when it is full), and are
+ * sent one call at a time with exponential backoff after a failure.  Process reports, keep-alives
  * and task queries are periodic: a failed one is simply done again next period,
  * as Rover does.  The connection state is logged once per change.
  *
@@ -46,7 +48,10 @@ const char *const sw_counter_names[SC_MAX] = {
 	"skywalking_profile_messages", "skywalking_profile_unknown_task", "skywalking_queue_dropped_batches",
 	"skywalking_queue_dropped_bytes", "skywalking_meters_sent", "skywalking_finder_unreadable",
 	"skywalking_network_flows", "skywalking_network_flows_unknown_process", "skywalking_network_meters",
-	"skywalking_network_meters_left_out", "skywalking_network_pids_left_out",
+	"skywalking_network_meters_left_out", "skywalking_network_pids_left_out", "skywalking_tasks_bad_samplings",
+	"skywalking_network_sampled_traces", "skywalking_network_sampled_unknown_process",
+	"skywalking_network_sampled_bad", "skywalking_network_sampled_not_kept", "skywalking_network_span_events",
+	"skywalking_network_span_event_content_cut",
 };
 
 void sw_set_conn(struct sw_backend *b, int up, const char *why)
@@ -325,7 +330,7 @@ static void sw_free(void *st)
 	if (!b)
 		return;
 	for (unsigned i = 0; i < b->n_tasks; i++)
-		sw_close_sock(&b->tasks[i]);
+		sw_task_release(&b->tasks[i]);
 	grpc_client__free(b->gc);
 	while (b->head) {
 		struct item *it = b->head;

@@ -1,8 +1,7 @@
 #include "exporter/skywalking/codec.h"
 
 #include <errno.h>
-#include <json-c/json_tokener.h>
-#include <json-c/json_object.h>
+#include <json-c/json.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,7 +40,7 @@ static bool id_ok(const char *s, size_t len)
 	return true;
 }
 
-static bool json_ok(const char *s)
+int sw_codec__json_parse(const char *s, struct json_object **ret)
 {
 	size_t len = strlen(s);
 	struct json_tokener *tok;
@@ -49,20 +48,34 @@ static bool json_ok(const char *s)
 	bool ok;
 
 	if (len > SW_MAX_EXT_JSON)
-		return false;
+		return -EINVAL;
 	tok = json_tokener_new_ex(32);
 	if (!tok)
-		return false;
-	o = json_tokener_parse_ex(tok, s, (int)len);
-	/* the whole text must be one JSON value (trailing blanks allowed) */
+		return -EINVAL;
+	/* with its NUL: a value at the very end (null, 12) is complete, not cut short */
+	o = json_tokener_parse_ex(tok, s, (int)len + 1);
 	ok = json_tokener_get_error(tok) == json_tokener_success;
 	if (ok)
 		for (size_t i = json_tokener_get_parse_end(tok); i < len; i++)
 			if (!strchr(" \t\r\n", s[i]))
 				ok = false;
-	json_object_put(o);
 	json_tokener_free(tok);
-	return ok;
+	if (!ok) {
+		json_object_put(o);
+		return -EINVAL;
+	}
+	*ret = o;
+	return 0;
+}
+
+static bool json_ok(const char *s)
+{
+	struct json_object *o = NULL;
+
+	if (sw_codec__json_parse(s, &o))
+		return false;
+	json_object_put(o);
+	return true;
 }
 
 enum { A_TASK_ID, A_PROCESS_ID, A_UPDATE, A_TRIGGER, A_TARGET, A_START, A_EXT, A_DURATION, A_MAX };
@@ -137,9 +150,11 @@ int sw_codec__decode_task(const Skywalking__V3__Command *c, struct sw_task_cmd *
 		return WHY("unknown TargetType '%.32s'", a[A_TARGET]);
 	if (ret->target != SW_TARGET_NETWORK && ret->n_process_ids != 1)
 		return WHY("an ON_CPU/OFF_CPU task names exactly one process, not %u", ret->n_process_ids);
+	/* A NETWORK task's is its sampling rules: sw_codec__decode_samplings
+	 * decodes it, and bad text there is the task's failure, not the command's. */
 	if (!strcmp(a[A_EXT], "null"))
 		ret->extension_null = true;
-	else if (!json_ok(a[A_EXT]))
+	else if (ret->target != SW_TARGET_NETWORK && !json_ok(a[A_EXT]))
 		return WHY("ExtensionConfigJSON is not valid JSON");
 	if (ret->trigger == SW_TRIGGER_FIXED_TIME) {
 		if (!a[A_DURATION])
@@ -161,7 +176,7 @@ void sw_msgs__release(struct sw_msgs *m)
 	memset(m, 0, sizeof(*m));
 }
 
-static int msgs_push(struct sw_msgs *m, const ProtobufCMessage *msg)
+int sw_msgs__push(struct sw_msgs *m, const ProtobufCMessage *msg)
 {
 	size_t len = protobuf_c_message_get_packed_size(msg);
 	uint8_t *buf;
@@ -309,7 +324,7 @@ static int emit(const struct agg *g, const struct sw_profile_meta *m, bool first
 		d.profiling_case = SKYWALKING__V3__EBPFPROFILING_DATA__PROFILING_ON_CPU;
 		d.oncpu = &on;
 	}
-	r = msgs_push(out, &d.base);
+	r = sw_msgs__push(out, &d.base);
 	if (!r)
 		st->messages++;
 out:
@@ -560,7 +575,7 @@ int sw_codec__build_meters(const Ember__MeterBatch *b, const struct sw_meter_opt
 	if (n) {
 		col.n_meterdata = n;
 		col.meterdata = ptrs;
-		r = msgs_push(out, &col.base);
+		r = sw_msgs__push(out, &col.base);
 		if (!r)
 			st->meters += n;
 	}

@@ -1,6 +1,7 @@
 /*
  * The pure parts of the SkyWalking backend: decoding the OAP's profiling task
- * commands (untrusted input: every argument is bounds-checked), and building
+ * commands (untrusted input: every argument is bounds-checked; a NETWORK
+ * task's sampling rules in samplings.c), and building
  * the messages the OAP accepts from ember's internal ones (spec
  * ../shared/spec/skywalking-protocol.md sections 2.3, 2.5, 2.10 and 3).
  * No I/O, no logging.
@@ -42,9 +43,50 @@ struct sw_task_cmd {
  * One `EBPFProfilingTaskQuery` command.  0; -ENOENT when the command has
  * another name (not ours to run); -EINVAL with the reason in why for a
  * missing, duplicate, oversized or malformed argument, an unknown trigger or
- * target type, or an ExtensionConfigJSON that is not valid JSON.
+ * target type, or an ON_CPU/OFF_CPU task's ExtensionConfigJSON that is not
+ * valid JSON (a NETWORK task's is left to sw_codec__decode_samplings).
  */
 int sw_codec__decode_task(const Skywalking__V3__Command *c, struct sw_task_cmd *ret, char *why, size_t whylen);
+
+#define SW_MAX_SAMPLINGS 16	/* sampling rules per NETWORK task */
+#define SW_MAX_URI_REGEX 256	/* bytes of a rule's URI regex, NUL included */
+
+/* One rule of ExtensionConfigJSON's NetworkSamplings, as proto NetSampling carries it. */
+struct sw_sampling {
+	char uri_regex[SW_MAX_URI_REGEX];	/* "" = every URI (the default rule) */
+	bool has_min_duration;			/* false: nothing is sampled as slow */
+	uint32_t min_duration_ms;
+	bool when_4xx, when_5xx;
+	bool complete_request, complete_response;
+	uint32_t max_request_size, max_response_size;	/* 0: no bound of the rule's own */
+};
+
+/*
+ * A NETWORK task's ExtensionConfigJSON (spec section 2.10, untrusted):
+ * {"NetworkSamplings": [rule...]}, each rule {"URIRegex", "MinDuration",
+ * "When4xx", "When5xx", "Settings": {"RequireCompleteRequest",
+ * "MaxRequestSize", "RequireCompleteResponse", "MaxResponseSize"}}.  As
+ * Rover's decoder (Go's encoding/json) reads it: keys match whatever their
+ * case, the last of duplicates wins, other keys are ignored, an absent or
+ * null value means none / false / 0, a negative MinDuration or size the
+ * same as 0 (every duration; no bound).  The literal null, or an object
+ * without NetworkSamplings (or null there): no rules.
+ *
+ * Returns the number of rules written to ret[0..max), or -EINVAL with the
+ * reason in why: text that is not one JSON value (or longer than
+ * SW_MAX_EXT_JSON, or nested deeper than 32), a value of the wrong type
+ * (the top and every rule must be objects, NetworkSamplings an array,
+ * flags booleans, numbers integers within int32), more than max rules, or
+ * a URI regex of SW_MAX_URI_REGEX bytes or more, holding a NUL, or that
+ * regcomp(REG_EXTENDED) refuses (the analyzers compile it so), or whose
+ * automaton glibc would blow up on (samplings.c says which).
+ */
+int sw_codec__decode_samplings(const char *json, struct sw_sampling *ret, unsigned max, char *why, size_t whylen);
+
+/* The text as one JSON value (trailing blanks allowed), at most SW_MAX_EXT_JSON bytes and nested 32 deep:
+ * 0 with the value in *ret (NULL for the value null; the caller puts it), or -EINVAL. */
+struct json_object;
+int sw_codec__json_parse(const char *s, struct json_object **ret);
 
 /* Strict non-negative decimal int64 (no sign, no spaces, no leading '+'): 0 or -EINVAL/-ERANGE. */
 int sw_codec__parse_i64(const char *s, int64_t *ret);
@@ -56,6 +98,8 @@ struct sw_msgs {
 	size_t bytes;
 };
 void sw_msgs__release(struct sw_msgs *m);
+/* msg packed and appended to m: 0 or -ENOMEM. */
+int sw_msgs__push(struct sw_msgs *m, const ProtobufCMessage *msg);
 
 struct sw_profile_meta {
 	const char *task_id;

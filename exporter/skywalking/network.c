@@ -5,6 +5,7 @@
  * the OAP has not given an id yet cannot be named: it is counted and left
  * out.  Network meters are increments, so the outbox treats them like
  * profiling data (I_NET_METERS), never as superseded by a later batch.
+ * The batch's sampled traces follow (sampled.c).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -60,7 +61,7 @@ static int instance_collections(struct sw_backend *b, const Ember__NetworkBatch 
 	return r;
 }
 
-void sw_network_batch(struct sw_backend *b, const Ember__NetworkBatch *nb)
+static void network_meters(struct sw_backend *b, const Ember__NetworkBatch *nb)
 {
 	struct pf_process **procs;
 	struct sw_msgs m = { 0 };
@@ -91,4 +92,10 @@ void sw_network_batch(struct sw_backend *b, const Ember__NetworkBatch *nb)
 		}
 	free(procs);
 	sw_enqueue(b, I_NET_METERS, &m);
+}
+
+void sw_network_batch(struct sw_backend *b, const Ember__NetworkBatch *nb)
+{
+	network_meters(b, nb);
+	sw_network_sampled(b, nb);
 }

@@ -1,7 +1,9 @@
 /*
- * The outbox: profiling data and meters waiting for the OAP, in one FIFO bounded by
- * exporter.queue_size bytes (the oldest dropped and counted when full), sent one
- * call at a time with exponential backoff after a failure.
+ * The outbox: profiling data, meters, logs and span events waiting for the
+ * OAP, in one FIFO bounded by exporter.queue_size bytes (the oldest dropped
+ * and counted when full), sent one call at a time with exponential backoff
+ * after a failure.  A call is one client stream of one kind of item, and of
+ * one key within a kind (the LogData of one service, as Rover streams them).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -82,6 +84,11 @@ static void make_room(struct sw_backend *b, size_t need)
 
 void sw_enqueue(struct sw_backend *b, enum item_kind kind, struct sw_msgs *m)
 {
+	sw_enqueue_keyed(b, kind, NULL, m);
+}
+
+void sw_enqueue_keyed(struct sw_backend *b, enum item_kind kind, const char *key, struct sw_msgs *m)
+{
 	struct item *it;
 
 	if (!m->n)
@@ -94,6 +101,7 @@ void sw_enqueue(struct sw_backend *b, enum item_kind kind, struct sw_msgs *m)
 	}
 	make_room(b, m->bytes);
 	it->kind = kind;
+	snprintf(it->key, sizeof(it->key), "%s", key ? key : "");
 	it->m = *m;
 	memset(m, 0, sizeof(*m));
 	*b->tail = it;
@@ -101,10 +109,18 @@ void sw_enqueue(struct sw_backend *b, enum item_kind kind, struct sw_msgs *m)
 	b->queued_bytes += it->m.bytes;
 }
 
+static const char *const methods[I_MAX] = {
+	[I_PROFILE] = M_PROFILE,
+	/* network meters and the agent's go to the same collectBatch, in separate calls */
+	[I_METERS] = M_METERS, [I_NET_METERS] = M_METERS,
+	[I_NET_LOGS] = M_LOGS, [I_NET_EVENTS] = M_EVENTS,
+};
+
 void sw_start_upload(struct sw_backend *b, uint64_t now)
 {
 	struct item **pp, **lastp = &b->inflight, *it;
 	enum item_kind kind;
+	char key[sizeof(b->head->key)];
 	size_t n = 0, bytes = 0, items = 0, k = 0;
 	struct grpc_msg *msgs;
 	int r;
@@ -112,13 +128,15 @@ void sw_start_upload(struct sw_backend *b, uint64_t now)
 	if (!b->head || b->upload_busy || now < b->retry_at)
 		return;
 	kind = b->head->kind;
-	/* One stream carries every queued batch of the oldest batch's kind (up to
-	 * a size limit): each profile batch starts with its task, so the OAP
-	 * attributes every message right, and a backlog leaves in a few calls. */
+	memcpy(key, b->head->key, sizeof(key));
+	/* One stream carries every queued batch of the oldest batch's kind and
+	 * key (up to a size limit): each profile batch starts with its task, so
+	 * the OAP attributes every message right, and a backlog leaves in a few
+	 * calls. */
 	b->inflight = NULL;
 	for (pp = &b->head; *pp && items < UPLOAD_MAX_ITEMS;) {
 		it = *pp;
-		if (it->kind != kind || (items && bytes + it->m.bytes > UPLOAD_MAX_BYTES)) {
+		if (it->kind != kind || strcmp(it->key, key) || (items && bytes + it->m.bytes > UPLOAD_MAX_BYTES)) {
 			pp = &it->next;
 			continue;
 		}
@@ -146,9 +164,7 @@ void sw_start_upload(struct sw_backend *b, uint64_t now)
 			memcpy(msgs[k].data, it->m.v[j].data, msgs[k].len);
 			k++;
 		}
-	/* network meters and the agent's go to the same collectBatch, in separate calls */
-	r = grpc_client__call(b->gc, kind == I_PROFILE ? M_PROFILE : M_METERS, msgs, k, UPLOAD_TIMEOUT_MS,
-			      ((uint64_t)C_UPLOAD << 56) | kind);
+	r = grpc_client__call(b->gc, methods[kind], msgs, k, UPLOAD_TIMEOUT_MS, ((uint64_t)C_UPLOAD << 56) | kind);
 	msgs = NULL;	/* the client owns them now */
 	if (!r) {
 		b->upload_busy = true;

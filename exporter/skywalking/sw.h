@@ -5,6 +5,7 @@
  *   processes.c  reportProcesses / keepAlive of the host's processes
  *   tasks.c      queryTasks, and the OAP's tasks run by the analyzers
  *   network.c    NETWORK tasks' batches -> Rover's meters (exporter/net_meters.h)
+ *   sampled.c    their sampled HTTP traces -> LogData and SpanAttachedEvents
  * Internal to exporter/skywalking/; the exporter sees only backend.h's ops.
  */
 #ifndef EMBER_EXPORTER_SKYWALKING_SW_H
@@ -28,6 +29,8 @@
 #define M_QUERY     "/skywalking.v3.EBPFProfilingService/queryTasks"
 #define M_PROFILE   "/skywalking.v3.EBPFProfilingService/collectProfilingData"
 #define M_METERS    "/skywalking.v3.MeterReportService/collectBatch"
+#define M_LOGS      "/skywalking.v3.LogReportService/collect"
+#define M_EVENTS    "/skywalking.v3.SpanAttachedEventReportService/collect"
 
 #define RPC_TIMEOUT_MS    5000
 #define UPLOAD_TIMEOUT_MS 10000
@@ -43,11 +46,14 @@
 enum cookie_kind { C_REPORT = 1, C_KEEPALIVE, C_QUERY, C_UPLOAD };
 
 /* I_METERS: the agent's own meters, cumulative (a newer batch supersedes an
- * older one); I_NET_METERS: network meters, increments (each one counts). */
-enum item_kind { I_PROFILE, I_METERS, I_NET_METERS };
+ * older one); I_NET_METERS: network meters, increments (each one counts);
+ * I_NET_LOGS: sampled traces' LogData, one stream per service (key);
+ * I_NET_EVENTS: their SpanAttachedEvents. */
+enum item_kind { I_PROFILE, I_METERS, I_NET_METERS, I_NET_LOGS, I_NET_EVENTS, I_MAX };
 struct item {
 	struct item *next;
 	enum item_kind kind;
+	char key[SW_NAME_MAX + 1];	/* items of a kind share a stream only with the same key */
 	bool dropped;		/* in flight, but given up to make room: not put back on failure */
 	struct sw_msgs m;
 };
@@ -69,6 +75,8 @@ struct sw_task {
 	unsigned shard, shards;		/* this part's analyzer; how many run the task */
 	unsigned gen;			/* NETWORK: runs so far (the OAP extends a task by issuing it again) */
 	enum sw_target target;
+	struct sw_sampling *samplings;	/* NETWORK: the OAP's NetworkSamplings (owned; NULL: none) */
+	unsigned n_samplings;
 	int64_t update_ms, start_ms, end_ms, profiling_start_ms;
 	enum task_state state;
 	void *sock;		/* REQ socket of a submission in progress */
@@ -82,7 +90,9 @@ enum sc {
 	SC_RPC_OK, SC_RPC_FAILED, SC_DISCONNECTS, SC_PROC_REPORTED, SC_PROC_IGNORED, SC_TASKS_RECEIVED,
 	SC_TASKS_STARTED, SC_TASKS_UNSUPPORTED, SC_TASKS_FAILED, SC_COMMANDS_INVALID, SC_PROFILE_MESSAGES,
 	SC_PROFILE_UNKNOWN_TASK, SC_DROPPED_BATCHES, SC_DROPPED_BYTES, SC_METERS_SENT, SC_FINDER_UNREADABLE,
-	SC_NET_FLOWS, SC_NET_FLOWS_UNKNOWN, SC_NET_METERS, SC_NET_LEFT_OUT, SC_NET_PIDS_LEFT_OUT, SC_MAX
+	SC_NET_FLOWS, SC_NET_FLOWS_UNKNOWN, SC_NET_METERS, SC_NET_LEFT_OUT, SC_NET_PIDS_LEFT_OUT,
+	SC_TASKS_BAD_SAMPLINGS, SC_NET_SAMPLED, SC_NET_SAMPLED_UNKNOWN, SC_NET_SAMPLED_BAD, SC_NET_SAMPLED_NOT_KEPT,
+	SC_NET_SPAN_EVENTS, SC_NET_CONTENT_CUT, SC_MAX
 };
 extern const char *const sw_counter_names[SC_MAX];
 
@@ -124,6 +134,8 @@ struct sw_backend {
 
 /* outbox.c */
 void sw_enqueue(struct sw_backend *b, enum item_kind kind, struct sw_msgs *m);
+/* The same, for a stream of its own per key (a service's logs). */
+void sw_enqueue_keyed(struct sw_backend *b, enum item_kind kind, const char *key, struct sw_msgs *m);
 void sw_item_free(struct item *it);
 void sw_start_upload(struct sw_backend *b, uint64_t now);
 void sw_upload_done(struct sw_backend *b, const struct grpc_result *res, uint64_t now);
@@ -133,6 +145,8 @@ void sw_report_done(struct sw_backend *b, const struct grpc_result *res);
 void sw_report_processes(struct sw_backend *b, bool all);
 /* tasks.c */
 void sw_close_sock(struct sw_task *k);
+/* Closes its socket and frees its rules: the slot may be forgotten. */
+void sw_task_release(struct sw_task *k);
 void sw_query_done(struct sw_backend *b, const struct grpc_result *res);
 void sw_query_tasks(struct sw_backend *b);
 void sw_run_tasks(struct sw_backend *b, uint64_t mono);
@@ -143,6 +157,8 @@ void sw_task_event(struct sw_backend *b, const Ember__TaskEvent *ev);
 void sw_task_restart(struct sw_backend *b, const char *oap_task, int64_t now);
 /* network.c */
 void sw_network_batch(struct sw_backend *b, const Ember__NetworkBatch *nb);
+/* sampled.c: the batch's sampled traces -> LogData per service, SpanAttachedEvents */
+void sw_network_sampled(struct sw_backend *b, const Ember__NetworkBatch *nb);
 /* backend.c: logs each change of the OAP's reachability once */
 void sw_set_conn(struct sw_backend *b, int up, const char *why);
 

@@ -13,7 +13,9 @@
  * every profiling.task.network.report_interval.  The OAP extends a running
  * network task by issuing it again with a later end: the parts keep running
  * and, when they end before the new end, the task starts again under the
- * next id for what is left.
+ * next id for what is left.  Its ExtensionConfigJSON's sampling rules
+ * (NetworkSamplings) go with every part: a task whose rules do not decode
+ * (bad JSON, a URI regex regcomp refuses) is not started, and says why.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -51,6 +53,7 @@ static struct sw_task *task_slot(struct sw_backend *b)
 	/* forget the oldest finished one */
 	for (unsigned i = 0; i < b->n_tasks; i++)
 		if (b->tasks[i].state == T_DONE || b->tasks[i].state == T_FAILED) {
+			sw_task_release(&b->tasks[i]);
 			memmove(&b->tasks[i], &b->tasks[i + 1], (b->n_tasks - i - 1) * sizeof(b->tasks[0]));
 			return &b->tasks[b->n_tasks - 1];
 		}
@@ -108,9 +111,9 @@ static unsigned network_pids(struct sw_backend *b, const struct sw_task_cmd *t, 
 	return n;
 }
 
-/* One part per analyzer owning some of the pids, all under the task's ember id. */
+/* One part per analyzer owning some of the pids, all under the task's ember id, each with the rules. */
 static void network_parts(struct sw_backend *b, const struct sw_task_cmd *t, const uint32_t *pids, unsigned n,
-			  const char *process_id)
+			  const char *process_id, const struct sw_sampling *rules, unsigned n_rules)
 {
 	unsigned shards = 0;
 
@@ -135,6 +138,14 @@ static void network_parts(struct sw_backend *b, const struct sw_task_cmd *t, con
 			continue;
 		}
 		memset(k, 0, sizeof(*k));
+		if (n_rules && !(k->samplings = malloc(n_rules * sizeof(*rules)))) {
+			k->state = T_FAILED;	/* an empty slot, reused first */
+			b->c[SC_TASKS_FAILED]++;
+			continue;
+		}
+		if (n_rules)
+			memcpy(k->samplings, rules, n_rules * sizeof(*rules));
+		k->n_samplings = n_rules;
 		net_ember_id(k->ember_id, sizeof(k->ember_id), t->task_id, 0);
 		snprintf(k->oap_task, sizeof(k->oap_task), "%s", t->task_id);
 		snprintf(k->process_id, sizeof(k->process_id), "%s", process_id);
@@ -152,11 +163,14 @@ static void network_parts(struct sw_backend *b, const struct sw_task_cmd *t, con
 }
 
 static void network_task(struct sw_backend *b, const struct sw_task_cmd *t, struct pf_process *const *procs,
-			 int64_t now)
+			 int64_t now, const char *ext_json)
 {
 	int64_t end = t->start_time_ms + t->duration_s * 1000;
 	uint32_t pids[SW_MAX_PROCESS_IDS];
+	struct sw_sampling rules[SW_MAX_SAMPLINGS];
 	bool known = false, running = false;
+	char why[160];
+	int n_rules;
 	unsigned n;
 
 	for (unsigned i = 0; i < b->n_tasks; i++) {
@@ -179,11 +193,27 @@ static void network_task(struct sw_backend *b, const struct sw_task_cmd *t, stru
 		log_info("OAP task %s already ended; not started", t->task_id);
 		return;
 	}
+	n_rules = sw_codec__decode_samplings(ext_json, rules, SW_MAX_SAMPLINGS, why, sizeof(why));
+	if (n_rules < 0) {
+		b->c[SC_TASKS_FAILED]++;
+		b->c[SC_TASKS_BAD_SAMPLINGS]++;
+		log_warn("OAP task %s: its sampling rules do not decode (%s); not started", t->task_id, why);
+		return;
+	}
 	n = network_pids(b, t, procs, pids);
-	network_parts(b, t, pids, n, t->process_ids[0]);
-	log_info("OAP task %s: network profiling of %u process(es) of %s/%s for %llds%s", t->task_id, n,
-		 procs[0]->e.service, procs[0]->e.instance, (long long)t->duration_s,
+	network_parts(b, t, pids, n, t->process_ids[0], rules, (unsigned)n_rules);
+	log_info("OAP task %s: network profiling of %u process(es) of %s/%s for %llds, %d sampling rule(s)%s",
+		 t->task_id, n, procs[0]->e.service, procs[0]->e.instance, (long long)t->duration_s, n_rules,
 		 t->start_time_ms > now ? " (scheduled)" : "");
+}
+
+/* The command's ExtensionConfigJSON (decode_task checked that there is one). */
+static const char *ext_json_of(const Skywalking__V3__Command *cmd)
+{
+	for (size_t i = 0; i < cmd->n_args; i++)
+		if (!strcmp(cmd->args[i]->key, "ExtensionConfigJSON"))
+			return cmd->args[i]->value;
+	return "null";
 }
 
 static void handle_command(struct sw_backend *b, const Skywalking__V3__Command *cmd, int64_t now)
@@ -215,7 +245,7 @@ static void handle_command(struct sw_backend *b, const Skywalking__V3__Command *
 		b->latest_update = t.update_time_ms;
 	b->c[SC_TASKS_RECEIVED]++;
 	if (t.target == SW_TARGET_NETWORK) {
-		network_task(b, &t, procs, now);
+		network_task(b, &t, procs, now, ext_json_of(cmd));
 		return;
 	}
 	if (now > t.start_time_ms + t.duration_s * 1000) {
@@ -294,11 +324,20 @@ void sw_close_sock(struct sw_task *k)
 	k->sock = NULL;
 }
 
+void sw_task_release(struct sw_task *k)
+{
+	sw_close_sock(k);
+	free(k->samplings);
+	k->samplings = NULL;
+	k->n_samplings = 0;
+}
+
 /* Sends the Request without waiting; the reply is read by poll_submission(). */
 static void submit_task(struct sw_backend *b, struct sw_task *k, uint64_t mono, int64_t now)
 {
 	Ember__Request req = EMBER__REQUEST__INIT;
 	Ember__Task t = EMBER__TASK__INIT;
+	Ember__NetSampling rules[SW_MAX_SAMPLINGS], *rulep[SW_MAX_SAMPLINGS];
 	char ep[512];
 	int zero = 0;
 	size_t len;
@@ -312,6 +351,23 @@ static void submit_task(struct sw_backend *b, struct sw_task *k, uint64_t mono, 
 	t.shards = k->shards;
 	if (k->target == SW_TARGET_NETWORK)
 		t.report_interval_ms = b->cfg->profiling.task.network.report_interval_ns / 1000000;
+	for (unsigned i = 0; i < k->n_samplings && i < SW_MAX_SAMPLINGS; i++) {
+		const struct sw_sampling *s = &k->samplings[i];
+
+		ember__net_sampling__init(&rules[i]);
+		rules[i].uri_regex = (char *)s->uri_regex;
+		rules[i].has_min_duration = s->has_min_duration;
+		rules[i].min_duration_ms = s->min_duration_ms;
+		rules[i].when_4xx = s->when_4xx;
+		rules[i].when_5xx = s->when_5xx;
+		rules[i].complete_request = s->complete_request;
+		rules[i].max_request_size = s->max_request_size;
+		rules[i].complete_response = s->complete_response;
+		rules[i].max_response_size = s->max_response_size;
+		rulep[i] = &rules[i];
+		t.n_samplings = i + 1;
+	}
+	t.samplings = rulep;
 	/* the task ends when the OAP's window does: start + duration */
 	t.duration_ms = (uint64_t)(k->end_ms - now > 1000 ? k->end_ms - now : 1000);
 	t.origin = "oap";

@@ -1,4 +1,5 @@
-/* exporter/sw_codec: OAP task command decoding, profiling data and meter messages. */
+/* exporter/sw_codec: OAP task command decoding (with a NETWORK task's sampling rules), profiling data and
+ * meter messages. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -119,6 +120,9 @@ static void test_decode_invalid(void **state)
 	expect_invalid(&k, "JSON");
 	cmd_task(&k, "ON_CPU", "p1", "", "60");
 	expect_invalid(&k, "JSON");
+	/* a NETWORK task's is its sampling rules: their decoder refuses it, as the task's failure */
+	cmd_task(&k, "NETWORK", "p1", "{\"a\": ", "60");
+	assert_int_equal(sw_codec__decode_task(&k.c, &t, why, sizeof(why)), 0);
 	cmd_task(&k, "CPU_MAGIC", "p1", "null", "60");
 	expect_invalid(&k, "TargetType");
 	cmd_task(&k, "ON_CPU", "p1,p2", "null", "60");
@@ -158,6 +162,123 @@ static void test_decode_invalid(void **state)
 			n += (size_t)snprintf(many + n, sizeof(many) - n, "%s%02d", i ? "," : "", i);
 		cmd_task(&k, "NETWORK", many, "null", "60");
 		expect_invalid(&k, "more than");
+	}
+}
+
+/* ---- ExtensionConfigJSON's NetworkSamplings ---- */
+
+static void test_samplings(void **state)
+{
+	struct sw_sampling r[SW_MAX_SAMPLINGS];
+	char why[160], many[4096], big[400];
+	size_t o;
+	(void)state;
+
+	/* the OAP's encoder omits absent values: the second rule is the default one, without a minimum */
+	assert_int_equal(sw_codec__decode_samplings(
+				 "{\"NetworkSamplings\":[{\"URIRegex\":\"^/api/(v1|v2)/.*\",\"MinDuration\":200,"
+				 "\"When4xx\":false,\"When5xx\":true,\"Settings\":{\"RequireCompleteRequest\":true,"
+				 "\"MaxRequestSize\":1024,\"RequireCompleteResponse\":true,\"MaxResponseSize\":-1}},"
+				 "{\"When4xx\":true}]}",
+				 r, SW_MAX_SAMPLINGS, why, sizeof(why)),
+			 2);
+	assert_string_equal(r[0].uri_regex, "^/api/(v1|v2)/.*");
+	assert_true(r[0].has_min_duration);
+	assert_int_equal(r[0].min_duration_ms, 200);
+	assert_false(r[0].when_4xx);
+	assert_true(r[0].when_5xx);
+	assert_true(r[0].complete_request);
+	assert_int_equal(r[0].max_request_size, 1024);
+	assert_true(r[0].complete_response);
+	assert_int_equal(r[0].max_response_size, 0);	/* Rover: <= 0 is no bound */
+	assert_string_equal(r[1].uri_regex, "");
+	assert_false(r[1].has_min_duration);
+	assert_true(r[1].when_4xx);
+	assert_false(r[1].when_5xx || r[1].complete_request || r[1].complete_response);
+	assert_int_equal(r[1].max_request_size, 0);
+	/* null values, other keys, keys in another case (Go's decoder), MinDuration 0 is a minimum */
+	assert_int_equal(sw_codec__decode_samplings("{\"networksamplings\":[{\"uriRegex\":null,\"MinDuration\":0,"
+						    "\"Settings\":null,\"Extra\":[1]}],\"Other\":{}}",
+						    r, SW_MAX_SAMPLINGS, why, sizeof(why)),
+			 1);
+	assert_string_equal(r[0].uri_regex, "");
+	assert_true(r[0].has_min_duration);
+	assert_int_equal(r[0].min_duration_ms, 0);
+	/* RE2's lazy repetition and intervals a URI needs are taken */
+	assert_int_equal(sw_codec__decode_samplings("{\"NetworkSamplings\":[{\"URIRegex\":"
+						    "\"^/api/.*?/[0-9]{1,20}(/[a-z]+)*$\"},{\"URIRegex\":\"[a-z]{255}\"}]}",
+						    r, SW_MAX_SAMPLINGS, why, sizeof(why)),
+			 2);
+	/* no rules at all */
+	assert_int_equal(sw_codec__decode_samplings("null", r, SW_MAX_SAMPLINGS, why, sizeof(why)), 0);
+	assert_int_equal(sw_codec__decode_samplings(" {} ", r, SW_MAX_SAMPLINGS, why, sizeof(why)), 0);
+	assert_int_equal(sw_codec__decode_samplings("{\"NetworkSamplings\":null}", r, SW_MAX_SAMPLINGS, why, sizeof(why)),
+			 0);
+	assert_int_equal(sw_codec__decode_samplings("{\"NetworkSamplings\":[]}", r, SW_MAX_SAMPLINGS, why, sizeof(why)),
+			 0);
+
+	/* refused, with the reason */
+	static const struct { const char *json, *why; } bad[] = {
+		{ "{\"NetworkSamplings\":[", "ExtensionConfigJSON is not valid JSON" },
+		{ "{} {}", "ExtensionConfigJSON is not valid JSON" },
+		{ "[1]", "ExtensionConfigJSON is not an object" },
+		{ "{\"NetworkSamplings\":{}}", "NetworkSamplings is not an array" },
+		{ "{\"NetworkSamplings\":[null]}", "sampling rule 1 is not an object" },
+		{ "{\"NetworkSamplings\":[{},{\"URIRegex\":\"(a\"}]}",
+		  "sampling rule 2: URIRegex '(a' does not compile: Unmatched ( or \\(" },
+		{ "{\"NetworkSamplings\":[{\"URIRegex\":\"a{1,1000}\"}]}",
+		  "sampling rule 1: URIRegex 'a{1,1000}' repeats too much (one repetition per atom, up to {255}, weight "
+		  "1024)" },
+		{ "{\"NetworkSamplings\":[{\"URIRegex\":\"(a{1,100}){1,100}\"}]}",
+		  "sampling rule 1: URIRegex '(a{1,100}){1,100}' repeats too much (one repetition per atom, up to {255}, "
+		  "weight 1024)" },
+		{ "{\"NetworkSamplings\":[{\"URIRegex\":\"/a??++\"}]}",
+		  "sampling rule 1: URIRegex '/a??++' repeats too much (one repetition per atom, up to {255}, weight 1024)" },
+		{ "{\"NetworkSamplings\":[{\"URIRegex\":\"((((((((((a|b?)+)+)+)+)+)+)+)+)+)+\"}]}",
+		  "sampling rule 1: URIRegex '((((((((((a|b?)+)+)+)+)+)+)+)+)+)+' repeats too much (one repetition per atom, "
+		  "up to {255}, weight 1024)" },
+		{ "{\"NetworkSamplings\":[{\"URIRegex\":\"a\\u0000b\"}]}", "sampling rule 1: URIRegex holds a NUL" },
+		{ "{\"NetworkSamplings\":[{\"URIRegex\":7}]}", "sampling rule 1: URIRegex is not a string" },
+		{ "{\"NetworkSamplings\":[{\"MinDuration\":1.5}]}",
+		  "sampling rule 1: MinDuration is not an integer within int32" },
+		{ "{\"NetworkSamplings\":[{\"MinDuration\":2147483648}]}",
+		  "sampling rule 1: MinDuration is not an integer within int32" },
+		{ "{\"NetworkSamplings\":[{\"When5xx\":\"true\"}]}", "sampling rule 1: When5xx is not a boolean" },
+		{ "{\"NetworkSamplings\":[{\"Settings\":[]}]}", "sampling rule 1: Settings is not an object" },
+		{ "{\"NetworkSamplings\":[{\"Settings\":{\"RequireCompleteRequest\":1}}]}",
+		  "sampling rule 1: Settings.RequireCompleteRequest is not a boolean" },
+		{ "{\"NetworkSamplings\":[{\"Settings\":{\"MaxResponseSize\":99999999999}}]}",
+		  "sampling rule 1: Settings.MaxResponseSize is not an integer within int32" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(sw_codec__decode_samplings(bad[i].json, r, SW_MAX_SAMPLINGS, why, sizeof(why)),
+				 -EINVAL);
+		assert_string_equal(why, bad[i].why);
+	}
+	/* a regex of 255 bytes is taken, not one of 256 */
+	snprintf(big, sizeof(big), "{\"NetworkSamplings\":[{\"URIRegex\":\"%.*s\"}]}", SW_MAX_URI_REGEX - 1,
+		 "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+		 "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+		 "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx");
+	assert_int_equal(sw_codec__decode_samplings(big, r, SW_MAX_SAMPLINGS, why, sizeof(why)), 1);
+	assert_int_equal(strlen(r[0].uri_regex), SW_MAX_URI_REGEX - 1);
+	snprintf(big, sizeof(big), "{\"NetworkSamplings\":[{\"URIRegex\":\"y%s\"}]}", r[0].uri_regex);
+	assert_int_equal(sw_codec__decode_samplings(big, r, SW_MAX_SAMPLINGS, why, sizeof(why)), -EINVAL);
+	assert_string_equal(why, "sampling rule 1: URIRegex longer than 255 bytes");
+	/* SW_MAX_SAMPLINGS rules are taken, one more is refused */
+	for (unsigned n = SW_MAX_SAMPLINGS; n <= SW_MAX_SAMPLINGS + 1; n++) {
+		o = (size_t)snprintf(many, sizeof(many), "{\"NetworkSamplings\":[");
+		for (unsigned i = 0; i < n; i++)
+			o += (size_t)snprintf(many + o, sizeof(many) - o, "%s{\"URIRegex\":\"/r%u\",\"When5xx\":true}",
+					      i ? "," : "", i);
+		snprintf(many + o, sizeof(many) - o, "]}");
+		if (n == SW_MAX_SAMPLINGS) {
+			assert_int_equal(sw_codec__decode_samplings(many, r, SW_MAX_SAMPLINGS, why, sizeof(why)), n);
+			assert_string_equal(r[n - 1].uri_regex, "/r15");
+		} else {
+			assert_int_equal(sw_codec__decode_samplings(many, r, SW_MAX_SAMPLINGS, why, sizeof(why)), -EINVAL);
+			assert_string_equal(why, "17 sampling rules (at most 16)");
+		}
 	}
 }
 
@@ -354,6 +475,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_decode_valid),
 		cmocka_unit_test(test_decode_invalid),
+		cmocka_unit_test(test_samplings),
 		cmocka_unit_test(test_parse_i64),
 		cmocka_unit_test(test_build_profile),
 		cmocka_unit_test(test_build_meters),

@@ -1,11 +1,14 @@
 /*
  * exporter/skywalking, network profiling: the MeterDataCollection of
  * network meters (service, instance and timestamp on the first MeterData
- * only, all buckets by lower bound), an OAP NETWORK task submitted to both
- * analyzers owning its instance's processes (fake analyzers answer over
- * ZeroMQ), a batch turned into one collection per local instance, and the
- * OAP's extension of a running task.  The backend runs without gRPC: the
- * test calls the parts the OAP's answers and the exporter's loop would.
+ * only, all buckets by lower bound), an OAP NETWORK task submitted with its
+ * sampling rules to both analyzers owning its instance's processes (fake
+ * analyzers answer over ZeroMQ), a task whose rules do not decode, a batch
+ * turned into one collection per local instance, the OAP's extension of a
+ * running task, and sampled traces turned into LogData (one stream per
+ * service, the body's exact JSON) and SpanAttachedEvents (their tags).  The
+ * backend runs without gRPC: the test calls the parts the OAP's answers and
+ * the exporter's loop would.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -25,6 +28,8 @@
 #include "common/timeutil.h"
 #include "exporter/skywalking/sw.h"
 #include "proto/sw_common.pb-c.h"
+#include "proto/sw_logging.pb-c.h"
+#include "proto/sw_tracing.pb-c.h"
 #include "tests/unit/net_testlib.h"
 
 static char root[64];
@@ -197,7 +202,7 @@ static void backend_free(struct env *e)
 	struct sw_backend *b = e->b;
 
 	for (unsigned i = 0; i < b->n_tasks; i++)
-		sw_close_sock(&b->tasks[i]);
+		sw_task_release(&b->tasks[i]);
 	while (b->head) {
 		struct item *it = b->head;
 		b->head = it->next;
@@ -213,7 +218,8 @@ static void backend_free(struct env *e)
 }
 
 /* The OAP's answer to queryTasks: one NETWORK command naming pids 100 and 101. */
-static void oap_network_task(struct sw_backend *b, int64_t start_ms, const char *duration_s, const char *update)
+static void oap_network_task(struct sw_backend *b, int64_t start_ms, const char *duration_s, const char *update,
+			     const char *ext)
 {
 	Skywalking__V3__Commands cs = SKYWALKING__V3__COMMANDS__INIT;
 	Skywalking__V3__Command c = SKYWALKING__V3__COMMAND__INIT, *cp = &c;
@@ -222,7 +228,7 @@ static void oap_network_task(struct sw_backend *b, int64_t start_ms, const char 
 	const char *args[9][2] = {
 		{ "SerialNumber", "5b9d1a3e-0000-4000-8000-000000000001" }, { "TaskId", "net-task-1" },
 		{ "ProcessId", "oap-100,oap-101" }, { "TaskUpdateTime", update }, { "TriggerType", "FIXED_TIME" },
-		{ "TargetType", "NETWORK" }, { "TaskStartTime", start }, { "ExtensionConfigJSON", "null" },
+		{ "TargetType", "NETWORK" }, { "TaskStartTime", start }, { "ExtensionConfigJSON", ext },
 		{ "FixedTriggerDuration", duration_s },
 	};
 	struct grpc_result res = { .status = 0 };
@@ -267,6 +273,19 @@ static void analyzer_answers(struct env *e, unsigned shard, const char *id, cons
 	assert_int_equal(req->submit->n_pids, npids);
 	for (size_t i = 0; i < npids; i++)
 		assert_int_equal(req->submit->pids[i], pids[i]);
+	/* the task's sampling rules (RULES) go with every part */
+	assert_int_equal(req->submit->n_samplings, 2);
+	assert_string_equal(req->submit->samplings[0]->uri_regex, "^/api/");
+	assert_true(req->submit->samplings[0]->has_min_duration);
+	assert_int_equal(req->submit->samplings[0]->min_duration_ms, 100);
+	assert_true(req->submit->samplings[0]->when_5xx);
+	assert_false(req->submit->samplings[0]->when_4xx);
+	assert_true(req->submit->samplings[0]->complete_request);
+	assert_int_equal(req->submit->samplings[0]->max_request_size, 512);
+	assert_false(req->submit->samplings[0]->complete_response);
+	assert_string_equal(req->submit->samplings[1]->uri_regex, "");
+	assert_false(req->submit->samplings[1]->has_min_duration);
+	assert_true(req->submit->samplings[1]->when_4xx);
 	t.id = req->submit->id;
 	t.start_unix_ms = timeutil__unix_ms();
 	rep.task = &t;
@@ -274,6 +293,11 @@ static void analyzer_answers(struct env *e, unsigned shard, const char *id, cons
 	assert_int_equal(bus__send_reply(e->rep[shard], &rep), 0);
 	ember__request__free_unpacked(req, NULL);
 }
+
+#define RULES                                                                                              \
+	"{\"NetworkSamplings\":[{\"URIRegex\":\"^/api/\",\"MinDuration\":100,\"When4xx\":false,"                 \
+	"\"When5xx\":true,\"Settings\":{\"RequireCompleteRequest\":true,\"MaxRequestSize\":512}},"             \
+	"{\"When4xx\":true}]}"
 
 static void run_until_running(struct sw_backend *b, unsigned want)
 {
@@ -298,7 +322,7 @@ static void test_network_task(void **state)
 	char id[64];
 	(void)state;
 
-	oap_network_task(b, now - 1000, "60", "1700000000001");
+	oap_network_task(b, now - 1000, "60", "1700000000001", RULES);
 	assert_int_equal(b->latest_update, 1700000000001LL);
 	/* the instance's three processes (102 was not listed), split by analyzer */
 	assert_int_equal(b->n_tasks, 2);
@@ -362,7 +386,7 @@ static void test_network_task(void **state)
 	}
 
 	/* the OAP extends the task (same id, later update, longer): the parts run on ... */
-	oap_network_task(b, now - 1000, "660", "1700000000002");
+	oap_network_task(b, now - 1000, "660", "1700000000002", RULES);
 	assert_int_equal(b->n_tasks, 2);
 	assert_int_equal(b->tasks[0].state, T_RUNNING);
 	assert_int_equal(b->tasks[0].end_ms, now - 1000 + 660000);
@@ -383,6 +407,266 @@ static void test_network_task(void **state)
 		assert_null(sw_task_by_ember_id(b, id));
 	}
 	backend_free(&e);
+}
+
+/* A task whose rules do not decode is not started, counted, and not asked for again. */
+static void test_network_task_bad_rules(void **state)
+{
+	int64_t now = (int64_t)timeutil__unix_ms();
+	struct env e;
+	struct sw_backend *b = backend(&e);
+	(void)state;
+
+	oap_network_task(b, now - 1000, "60", "1700000000001",
+			 "{\"NetworkSamplings\":[{\"URIRegex\":\"[a-\",\"When5xx\":true}]}");
+	assert_int_equal(b->n_tasks, 0);
+	assert_int_equal(b->c[SC_TASKS_RECEIVED], 1);
+	assert_int_equal(b->c[SC_TASKS_FAILED], 1);
+	assert_int_equal(b->c[SC_TASKS_BAD_SAMPLINGS], 1);
+	assert_int_equal(b->latest_update, 1700000000001LL);
+	oap_network_task(b, now - 1000, "60", "1700000000002", "{\"NetworkSamplings\":[");
+	assert_int_equal(b->n_tasks, 0);
+	assert_int_equal(b->c[SC_TASKS_FAILED], 2);
+	assert_int_equal(b->c[SC_TASKS_BAD_SAMPLINGS], 2);
+	assert_int_equal(b->c[SC_COMMANDS_INVALID], 0);
+	backend_free(&e);
+}
+
+/* ---- sampled traces ---- */
+
+#define T0 1700000001000000000ull
+#define MS 1000000ull
+
+struct ttrace {
+	Ember__NetSampledTrace t;
+	Ember__NetExchange x;
+	Ember__Label l[2], *lp[2];
+};
+
+static void ttrace_init(struct ttrace *k, uint32_t pid, const char *side, const char *peer, uint64_t conn,
+			uint64_t duration_ms, int status, const char *reason, const char *provider, const char *trace_id,
+			const char *segment_id, const char *span_id, const char *uri)
+{
+	memset(k, 0, sizeof(*k));
+	ember__net_sampled_trace__init(&k->t);
+	ember__net_exchange__init(&k->x);
+	k->x.pid = pid;
+	k->x.connection_id = conn;
+	k->x.protocol = "http1";
+	k->x.side = (char *)side;
+	k->x.peer_address = (char *)peer;
+	k->x.req_unix_ns = T0;
+	k->x.duration_ns = duration_ms * MS;
+	k->x.latency_ns = duration_ms * MS - 10 * MS;
+	k->x.req_bytes = 120;
+	k->x.resp_bytes = 2048;
+	k->x.status = status;
+	k->x.answered = 1;
+	ember__label__init(&k->l[0]);
+	ember__label__init(&k->l[1]);
+	k->l[0].name = "method";
+	k->l[0].value = "GET";
+	k->l[1].name = "uri";
+	k->l[1].value = "/slow?x=1";
+	k->lp[0] = &k->l[0];
+	k->lp[1] = &k->l[1];
+	k->x.fields = k->lp;
+	k->x.n_fields = 2;
+	k->t.exchange = &k->x;
+	k->t.uri = (char *)uri;
+	k->t.reason = (char *)reason;
+	k->t.trace_provider = (char *)provider;
+	k->t.trace_id = (char *)trace_id;
+	k->t.segment_id = (char *)segment_id;
+	k->t.span_id = (char *)span_id;
+	k->t.local_address = "127.0.0.1:8080";
+	k->t.process_name = "app";
+}
+
+static struct item *nth_item(struct sw_backend *b, enum item_kind kind, unsigned n)
+{
+	for (struct item *it = b->head; it; it = it->next)
+		if (it->kind == kind && !n--)
+			return it;
+	return NULL;
+}
+
+static void check_tag(const Skywalking__V3__SpanAttachedEvent *e, size_t i, const char *key, const char *value)
+{
+	assert_true(i < e->n_tags);
+	assert_string_equal(e->tags[i]->key, key);
+	assert_string_equal(e->tags[i]->value, value);
+}
+
+static void test_sampled_traces(void **state)
+{
+	static const char req[] = "POST /api/pay HTTP/1.1\r\nHost: shop\r\nContent-Type: application/json\r\n"
+				  "\r\n{\"id\":\"\xff\"}";
+	static const char resp[] = "HTTP/1.1 503 Service Unavailable\r\ncontent-type:  application/octet-stream \r\n"
+				   "\r\n\x00\x01\x02";
+	static char big[70000];
+	static struct tflow fs, fc;
+	static struct ttrace a, bt, c, d, e;
+	Ember__NetFlow *fp[2] = { &fs.f, &fc.f };
+	Ember__NetConnection conn = EMBER__NET_CONNECTION__INIT, *cp = &conn;
+	Ember__NetSampledTrace *sp[5] = { &a.t, &bt.t, &c.t, &d.t, &e.t };
+	Ember__NetworkBatch nb = EMBER__NETWORK_BATCH__INIT;
+	Skywalking__V3__LogData *ld;
+	Skywalking__V3__SpanAttachedEvent *ev;
+	struct item *it;
+	struct env env;
+	struct sw_backend *b = backend(&env);
+	(void)state;
+
+	/* nginx-like server 101 answers client 100 on this host; 100 also calls a remote server */
+	tflow_init(&fs, 101, "server", "http1");
+	fs.f.peer_address = "127.0.0.1:0";
+	fs.f.peer_local = 1;
+	fs.f.peer_pid = 100;
+	tflow_init(&fc, 100, "client", "http1");
+	fc.f.peer_address = "10.1.2.3:8080";
+	/* 201's connection closed in the window: its client is on this host, not followed */
+	conn.pid = 201;
+	conn.id = 7;
+	conn.remote_local = 1;
+	conn.remote_address = "192.168.1.5:51000";
+	ttrace_init(&a, 101, "server", "127.0.0.1:45000", 1, 250, 503, "status_5xx", "skywalking", "a1b2c3.trace",
+		    "seg-1", "3", "/api/pay");
+	a.t.request.data = (uint8_t *)req;
+	a.t.request.len = sizeof(req) - 1;
+	a.t.response.data = (uint8_t *)resp;
+	a.t.response.len = sizeof(resp) - 1;
+	ttrace_init(&bt, 100, "client", "10.1.2.3:8080", 2, 1500, 200, "slow", "zipkin",
+		    "463ac35c9f6413ad48485a3953bb6124", "", "a2fb4a1d1a96d312", "");
+	ttrace_init(&c, 201, "server", "192.168.1.5:51000", 7, 15, 404, "status_4xx", "skywalking", "t-201", "s-201",
+		    "0", "/x");
+	memset(big, 'x', sizeof(big));
+	c.t.response.data = (uint8_t *)big;
+	c.t.response.len = sizeof(big);
+	c.t.response_truncated = 1;
+	c.x.resp_bytes = 70000;
+	ttrace_init(&d, 999, "server", "10.0.0.1:1", 1, 300, 200, "slow", "skywalking", "t-999", "s", "1", "/");
+	ttrace_init(&e, 100, "client", "10.1.2.3:8080", 2, 300, 200, "slow", "skywalking", "", "", "", "/");
+	nb.flows = fp;
+	nb.n_flows = 2;
+	nb.connections = &cp;
+	nb.n_connections = 1;
+	nb.sampled = sp;
+	nb.n_sampled = 5;
+	nb.sampled_not_kept = 3;
+	nb.window_end_unix_ns = 1700000002000000000ull;
+	sw_network_batch(b, &nb);
+	assert_int_equal(b->c[SC_NET_SAMPLED], 3);
+	assert_int_equal(b->c[SC_NET_SAMPLED_UNKNOWN], 1);
+	assert_int_equal(b->c[SC_NET_SAMPLED_BAD], 1);
+	assert_int_equal(b->c[SC_NET_SAMPLED_NOT_KEPT], 3);
+	assert_int_equal(b->c[SC_NET_SPAN_EVENTS], 3);
+	assert_int_equal(b->c[SC_NET_CONTENT_CUT], 1);
+
+	/* shop's stream: 101's trace, then 100's */
+	it = nth_item(b, I_NET_LOGS, 0);
+	assert_non_null(it);
+	assert_string_equal(it->key, "shop");
+	assert_int_equal(it->m.n, 2);
+	ld = skywalking__v3__log_data__unpack(NULL, it->m.v[0].len, it->m.v[0].data);
+	assert_non_null(ld);
+	assert_int_equal(ld->timestamp, 1700000002000LL);
+	assert_string_equal(ld->service, "shop");
+	assert_string_equal(ld->serviceinstance, "inst-1");
+	assert_string_equal(ld->layer, "OS_LINUX");
+	assert_string_equal(ld->endpoint, "");
+	assert_non_null(ld->tags);
+	assert_int_equal(ld->tags->n_data, 1);
+	assert_string_equal(ld->tags->data[0]->key, "LOG_KIND");
+	assert_string_equal(ld->tags->data[0]->value, "NET_PROFILING_SAMPLED_TRACE");
+	assert_string_equal(ld->tracecontext->traceid, "a1b2c3.trace");
+	assert_string_equal(ld->tracecontext->tracesegmentid, "seg-1");
+	assert_int_equal(ld->tracecontext->spanid, 3);
+	assert_string_equal(ld->body->type, "json");
+	assert_int_equal(ld->body->content_case, SKYWALKING__V3__LOG_DATA_BODY__CONTENT_JSON);
+	assert_string_equal(ld->body->json->json,
+			    "{\"uri\":\"/api/pay\",\"reason\":\"status_5xx\",\"latency\":250,\"trace_provider\":\"skywalking\","
+			    "\"client_process\":{\"process_id\":\"oap-100\",\"local\":false,\"address\":\"\"},"
+			    "\"server_process\":{\"process_id\":\"oap-101\",\"local\":false,\"address\":\"\"},"
+			    "\"detect_point\":\"server\",\"component\":\"http\",\"ssl\":false,\"status\":503}");
+	skywalking__v3__log_data__free_unpacked(ld, NULL);
+	ld = skywalking__v3__log_data__unpack(NULL, it->m.v[1].len, it->m.v[1].data);
+	assert_non_null(ld);
+	assert_string_equal(ld->service, "shop");
+	assert_string_equal(ld->tracecontext->traceid, "463ac35c9f6413ad48485a3953bb6124");
+	assert_string_equal(ld->tracecontext->tracesegmentid, "");	/* zipkin: the trace id only */
+	assert_int_equal(ld->tracecontext->spanid, 0);
+	assert_string_equal(ld->body->json->json,
+			    "{\"uri\":\"/slow?x=1\",\"reason\":\"slow\",\"latency\":1500,\"trace_provider\":\"zipkin\","
+			    "\"client_process\":{\"process_id\":\"oap-100\",\"local\":false,\"address\":\"\"},"
+			    "\"server_process\":{\"process_id\":\"\",\"local\":false,\"address\":\"10.1.2.3:8080\"},"
+			    "\"detect_point\":\"client\",\"component\":\"http\",\"ssl\":false,\"status\":200}");
+	skywalking__v3__log_data__free_unpacked(ld, NULL);
+	/* other's stream: the peer is only known to be on this host */
+	it = nth_item(b, I_NET_LOGS, 1);
+	assert_non_null(it);
+	assert_string_equal(it->key, "other");
+	assert_int_equal(it->m.n, 1);
+	ld = skywalking__v3__log_data__unpack(NULL, it->m.v[0].len, it->m.v[0].data);
+	assert_non_null(ld);
+	assert_string_equal(ld->service, "other");
+	assert_string_equal(ld->serviceinstance, "inst-2");
+	assert_string_equal(ld->body->json->json,
+			    "{\"uri\":\"/x\",\"reason\":\"status_4xx\",\"latency\":15,\"trace_provider\":\"skywalking\","
+			    "\"client_process\":{\"process_id\":\"\",\"local\":true,\"address\":\"\"},"
+			    "\"server_process\":{\"process_id\":\"oap-201\",\"local\":false,\"address\":\"\"},"
+			    "\"detect_point\":\"server\",\"component\":\"http\",\"ssl\":false,\"status\":404}");
+	skywalking__v3__log_data__free_unpacked(ld, NULL);
+	assert_null(nth_item(b, I_NET_LOGS, 2));
+
+	/* the span events: 101's request and response, 201's response */
+	it = nth_item(b, I_NET_EVENTS, 0);
+	assert_non_null(it);
+	assert_null(nth_item(b, I_NET_EVENTS, 1));
+	assert_int_equal(it->m.n, 3);
+	ev = skywalking__v3__span_attached_event__unpack(NULL, it->m.v[0].len, it->m.v[0].data);
+	assert_non_null(ev);
+	assert_string_equal(ev->event, "HTTP Request Sampling");
+	assert_int_equal(ev->starttime->seconds, 1700000001);
+	assert_int_equal(ev->starttime->nanos, 0);
+	assert_int_equal(ev->endtime->seconds, 1700000001);
+	assert_int_equal(ev->endtime->nanos, 10000000);	/* the request's end: duration - latency */
+	assert_int_equal(ev->n_tags, 8);
+	check_tag(ev, 0, "data_size", "120B");
+	check_tag(ev, 1, "data_content", "POST /api/pay HTTP/1.1\r\nHost: shop\r\nContent-Type: application/json\r\n"
+					 "\r\n{\"id\":\"\xef\xbf\xbd\"}");
+	check_tag(ev, 2, "data_direction", "inbound");
+	check_tag(ev, 3, "data_type", "request");
+	check_tag(ev, 4, "connection_role", "server");
+	check_tag(ev, 5, "service_name", "shop");
+	check_tag(ev, 6, "service_instance_name", "inst-1");
+	check_tag(ev, 7, "process_name", "p-101");
+	assert_int_equal(ev->n_summary, 0);
+	assert_int_equal(ev->tracecontext->type, SKYWALKING__V3__SPAN_ATTACHED_EVENT__SPAN_REFERENCE_TYPE__SKYWALKING);
+	assert_string_equal(ev->tracecontext->traceid, "a1b2c3.trace");
+	assert_string_equal(ev->tracecontext->tracesegmentid, "seg-1");
+	assert_string_equal(ev->tracecontext->spanid, "3");
+	skywalking__v3__span_attached_event__free_unpacked(ev, NULL);
+	ev = skywalking__v3__span_attached_event__unpack(NULL, it->m.v[1].len, it->m.v[1].data);
+	assert_non_null(ev);
+	assert_string_equal(ev->event, "HTTP Response Sampling");
+	assert_int_equal(ev->starttime->nanos, 250000000);	/* the response's first byte */
+	assert_int_equal(ev->endtime->nanos, 250000000);
+	check_tag(ev, 0, "data_size", "2KiB");
+	check_tag(ev, 1, "data_content", "HTTP/1.1 503 Service Unavailable\r\ncontent-type:  application/octet-stream \r\n"
+					 "\r\n[not plain, current content type: application/octet-stream]");
+	check_tag(ev, 2, "data_direction", "outbound");
+	check_tag(ev, 3, "data_type", "response");
+	skywalking__v3__span_attached_event__free_unpacked(ev, NULL);
+	ev = skywalking__v3__span_attached_event__unpack(NULL, it->m.v[2].len, it->m.v[2].data);
+	assert_non_null(ev);
+	assert_string_equal(ev->event, "HTTP Response Sampling");
+	check_tag(ev, 0, "data_size", "68.36KiB");
+	assert_int_equal(strlen(ev->tags[1]->value), 64 << 10);	/* cut to the bound */
+	check_tag(ev, 7, "process_name", "p-201");
+	assert_string_equal(ev->tracecontext->spanid, "0");
+	skywalking__v3__span_attached_event__free_unpacked(ev, NULL);
+	backend_free(&env);
 }
 
 static int setup(void **state)
@@ -406,6 +690,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_collection),
 		cmocka_unit_test_setup_teardown(test_network_task, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_network_task_bad_rules, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sampled_traces, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
