@@ -5,9 +5,10 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "common/net_hist.h"
+#include "exporter/net_format.h"
+#include "exporter/net_sampled.h"
 
 #define NAME_LEN   32
 #define ADDR_LEN   64
@@ -44,6 +45,7 @@ struct net_report {
 	unsigned n_slow;
 	uint64_t start_ns, end_ns;
 	uint64_t exchanges_not_listed, connections_not_listed;
+	struct net_sampled *sampled;	/* the sampled traces' section */
 	struct net_report_stats st;
 };
 
@@ -53,6 +55,10 @@ struct net_report *net_report__new(void)
 
 	if (!r)
 		return NULL;
+	if (!(r->sampled = net_sampled__new())) {
+		free(r);
+		return NULL;
+	}
 	snprintf(r->other.side, sizeof(r->other.side), "-");
 	snprintf(r->other.remote, sizeof(r->other.remote), "other");
 	snprintf(r->other.protocol, sizeof(r->other.protocol), "-");
@@ -67,6 +73,7 @@ struct net_report *net_report__free(struct net_report *r)
 	for (unsigned i = 0; i < r->n_protos; i++)
 		free(r->protos[i].sketch);
 	free(r->other_proto.sketch);
+	net_sampled__free(r->sampled);
 	free(r);
 	return NULL;
 }
@@ -74,6 +81,7 @@ struct net_report *net_report__free(struct net_report *r)
 void net_report__stats(const struct net_report *r, struct net_report_stats *ret)
 {
 	*ret = r->st;
+	ret->sampled = net_sampled__count(r->sampled);
 }
 
 static const char *str(const char *s) { return s ? s : ""; }
@@ -273,6 +281,9 @@ void net_report__add(struct net_report *r, const Ember__NetworkBatch *b)
 		describe(x.request, sizeof(x.request), keys, values, n);
 		add_exchange(r, &x);
 	}
+	for (size_t i = 0; i < b->n_sampled; i++)
+		net_sampled__add(r->sampled, b->sampled[i]);
+	net_sampled__add_not_kept(r->sampled, b->sampled_not_kept);
 }
 
 /* ---- network.json ---------------------------------------------------------------------- */
@@ -290,16 +301,6 @@ static void put_str(struct json_object *o, const char *k, const char *v)
 static void put_bool(struct json_object *o, const char *k, int v)
 {
 	json_object_object_add(o, k, json_object_new_boolean(v));
-}
-
-/* ns as ms with 3 decimals, written as such (not as the nearest double's 17 digits). */
-static void put_ms(struct json_object *o, const char *k, uint64_t ns)
-{
-	char buf[32];
-
-	snprintf(buf, sizeof(buf), "%llu.%03llu", (unsigned long long)(ns / 1000000),
-		 (unsigned long long)(ns / 1000 % 1000));
-	json_object_object_add(o, k, json_object_new_double_s((double)ns / 1e6, buf));
 }
 
 static void put_array(struct json_object *o, const char *k, const uint64_t *v, size_t n)
@@ -349,13 +350,15 @@ static struct json_object *batch_json(const Ember__NetworkBatch *b)
 	put_str(o, "task_id", b->task ? b->task->id : "");
 	put_u64(o, "window_start_unix_ns", b->window_start_unix_ns);
 	put_u64(o, "window_end_unix_ns", b->window_end_unix_ns);
-	put_ms(o, "window_ms", b->window_end_unix_ns > b->window_start_unix_ns ?
+	net_format__put_ms(o, "window_ms", b->window_end_unix_ns > b->window_start_unix_ns ?
 				       b->window_end_unix_ns - b->window_start_unix_ns : 0);
 	put_u64(o, "flows", b->n_flows);
 	put_u64(o, "connections", b->n_connections);
 	put_u64(o, "exchanges", b->n_exchanges);
 	put_u64(o, "exchanges_not_listed", b->exchanges_not_listed);
 	put_u64(o, "connections_not_listed", b->connections_not_listed);
+	put_u64(o, "sampled", b->n_sampled);
+	put_u64(o, "sampled_not_kept", b->sampled_not_kept);
 	put_bool(o, "last", b->last);
 	return o;
 }
@@ -399,9 +402,11 @@ static void flow_l7_json(struct json_object *o, const Ember__NetFlow *f)
 	json_object_object_add(o, "latency", lat);
 	put_u64(o, "latency_sum_ns", f->latency_sum_ns);
 	if (answered) {
-		put_ms(o, "latency_avg_ms", f->latency_sum_ns / answered);
-		put_ms(o, "latency_p50_ms", net_hist__sketch_quantile(sk->index, sk->count, sk->n_index, 0.5));
-		put_ms(o, "latency_p99_ms", net_hist__sketch_quantile(sk->index, sk->count, sk->n_index, 0.99));
+		net_format__put_ms(o, "latency_avg_ms", f->latency_sum_ns / answered);
+		net_format__put_ms(o, "latency_p50_ms",
+				   net_hist__sketch_quantile(sk->index, sk->count, sk->n_index, 0.5));
+		net_format__put_ms(o, "latency_p99_ms",
+				   net_hist__sketch_quantile(sk->index, sk->count, sk->n_index, 0.99));
 	}
 }
 
@@ -457,7 +462,7 @@ static struct json_object *connection_json(const Ember__NetConnection *c)
 	put_u64(o, "opened_unix_ns", c->opened_unix_ns);
 	put_u64(o, "closed_unix_ns", c->closed_unix_ns);
 	if (c->closed_unix_ns >= c->opened_unix_ns && c->closed_unix_ns)
-		put_ms(o, "duration_ms", c->closed_unix_ns - c->opened_unix_ns);
+		net_format__put_ms(o, "duration_ms", c->closed_unix_ns - c->opened_unix_ns);
 	put_u64(o, "writes", c->writes);
 	put_u64(o, "reads", c->reads);
 	put_u64(o, "bytes_written", c->bytes_written);
@@ -485,9 +490,9 @@ static struct json_object *exchange_json(const Ember__NetExchange *e)
 	put_str(o, "peer_address", e->peer_address);
 	put_u64(o, "req_unix_ns", e->req_unix_ns);
 	put_u64(o, "latency_ns", e->latency_ns);
-	put_ms(o, "latency_ms", e->latency_ns);
+	net_format__put_ms(o, "latency_ms", e->latency_ns);
 	put_u64(o, "duration_ns", e->duration_ns);
-	put_ms(o, "duration_ms", e->duration_ns);
+	net_format__put_ms(o, "duration_ms", e->duration_ns);
 	put_u64(o, "req_bytes", e->req_bytes);
 	put_u64(o, "resp_bytes", e->resp_bytes);
 	json_object_object_add(o, "status", json_object_new_int(e->status));
@@ -519,6 +524,9 @@ int net_report__write_json(const Ember__NetworkBatch *b, FILE *out)
 	for (size_t i = 0; i < b->n_exchanges; i++)
 		if (b->exchanges[i])
 			r |= emit(exchange_json(b->exchanges[i]), out);
+	for (size_t i = 0; i < b->n_sampled; i++)
+		if (b->sampled[i])
+			r |= net_sampled__write_json(b->sampled[i], out);
 	return r ? -ENOMEM : 0;
 }
 
@@ -596,9 +604,11 @@ static int load_line(struct net_report *r, const char *line)
 		return -EINVAL;
 	}
 	type = get_str(o, "type");
-	if (!strcmp(type, "batch"))
+	if (!strcmp(type, "batch")) {
 		add_batch(r, get_u64(o, "window_start_unix_ns"), get_u64(o, "window_end_unix_ns"),
 			  get_u64(o, "exchanges_not_listed"), get_u64(o, "connections_not_listed"));
+		net_sampled__add_not_kept(r->sampled, get_u64(o, "sampled_not_kept"));
+	}
 	else if (!strcmp(type, "flow"))
 		load_flow(r, o);
 	else if (!strcmp(type, "connection"))
@@ -606,6 +616,8 @@ static int load_line(struct net_report *r, const char *line)
 			       get_str(o, "l7_state"), get_u64(o, "bytes_written"), get_u64(o, "bytes_read"));
 	else if (!strcmp(type, "exchange"))
 		load_exchange(r, o);
+	else if (!strcmp(type, "sampled"))
+		net_sampled__load(r->sampled, o);
 	else
 		ok = 0;
 	json_object_put(o);
@@ -629,25 +641,6 @@ int net_report__load_json(struct net_report *r, FILE *in)
 }
 
 /* ---- network.txt ----------------------------------------------------------------------- */
-
-static void utc(uint64_t ns, char *buf, size_t len)
-{
-	time_t s = (time_t)(ns / 1000000000ull);
-	struct tm tm;
-	char d[32];
-
-	if (!ns || !gmtime_r(&s, &tm)) {
-		snprintf(buf, len, "-");
-		return;
-	}
-	strftime(d, sizeof(d), "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(buf, len, "%s.%03lluZ", d, (unsigned long long)(ns / 1000000 % 1000));
-}
-
-static void ms(uint64_t ns, char *buf, size_t len)
-{
-	snprintf(buf, len, "%llu.%03llu", (unsigned long long)(ns / 1000000), (unsigned long long)(ns / 1000 % 1000));
-}
 
 static int group_cmp(const void *a, const void *b)
 {
@@ -731,9 +724,9 @@ static void write_protocol(FILE *out, const struct proto *p)
 	char p50[32] = "-", p90[32] = "-", p99[32] = "-";
 
 	if (p->sketch && percentile(p, 1.0)) {
-		ms(percentile(p, 0.5), p50, sizeof(p50));
-		ms(percentile(p, 0.9), p90, sizeof(p90));
-		ms(percentile(p, 0.99), p99, sizeof(p99));
+		net_format__ms(percentile(p, 0.5), p50, sizeof(p50));
+		net_format__ms(percentile(p, 0.9), p90, sizeof(p90));
+		net_format__ms(percentile(p, 0.99), p99, sizeof(p99));
 	}
 	fprintf(out, "%-14s %10llu %10llu %14llu %11llu %11s %11s %11s\n", p->name, (unsigned long long)p->requests,
 		(unsigned long long)p->errors, (unsigned long long)p->client_errors, (unsigned long long)p->unanswered,
@@ -784,9 +777,9 @@ static void write_slowest(const struct net_report *r, FILE *out)
 		const struct slow *x = &r->slowest[i];
 		char lat[32], dur[32], when[40], status[16] = "-";
 
-		ms(x->latency_ns, lat, sizeof(lat));
-		ms(x->duration_ns, dur, sizeof(dur));
-		utc(x->req_unix_ns, when, sizeof(when));
+		net_format__ms(x->latency_ns, lat, sizeof(lat));
+		net_format__ms(x->duration_ns, dur, sizeof(dur));
+		net_format__utc(x->req_unix_ns, when, sizeof(when));
 		if (x->status >= 0)
 			snprintf(status, sizeof(status), "%d", x->status);
 		fprintf(out, "%11s %11s %-14s %-7s %8u %-24s %-24s %6s  %s\n", lat, dur, x->protocol, x->side, x->pid,
@@ -798,8 +791,8 @@ int net_report__write_text(struct net_report *r, const char *task_id, FILE *out)
 {
 	char from[40], to[40];
 
-	utc(r->start_ns, from, sizeof(from));
-	utc(r->end_ns, to, sizeof(to));
+	net_format__utc(r->start_ns, from, sizeof(from));
+	net_format__utc(r->end_ns, to, sizeof(to));
 	fprintf(out, "ember network profile, task %s\n", str(task_id));
 	fprintf(out, "%llu batches from %s to %s; %llu flows, %llu connections, %llu exchanges listed\n",
 		(unsigned long long)r->st.batches, from, to, (unsigned long long)r->st.flows,
@@ -810,5 +803,6 @@ int net_report__write_text(struct net_report *r, const char *task_id, FILE *out)
 	write_protocols(r, out);
 	fprintf(out, "\n");
 	write_slowest(r, out);
+	net_sampled__write_text(r->sampled, out);
 	return 0;
 }

@@ -5,13 +5,15 @@
  *   network.json  every batch as it comes, as JSON lines: one "batch" line
  *                 (window, bounds hit, last), then one line per "flow",
  *                 "connection" and "exchange" with every field of the
- *                 message (times in unix ns, plus _ms extras);
+ *                 message (times in unix ns, plus _ms extras), then a
+ *                 "sampled" line per sampled HTTP trace (exporter/net_sampled);
  *   network.txt   a readable summary of the whole task, rewritten as batches
  *                 come: connections by side, remote address and protocol
  *                 (count, bytes each way), per protocol the exchanges, errors,
  *                 client errors, unanswered and latency percentiles (from the
  *                 flows' merged latency sketches, within 2.2%), and the
- *                 slowest exchanges among those the batches listed.
+ *                 slowest exchanges among those the batches listed; when
+ *                 sampling rules kept traces, a "Sampled traces" section.
  *
  * The summary's memory is bounded: NET_REPORT_MAX_GROUPS connection groups
  * and NET_REPORT_MAX_PROTOCOLS protocols (the rest add up in an "other"
@@ -41,6 +43,7 @@ struct net_report_stats {
 	uint64_t groups_merged;		/* connections added to "other": too many groups */
 	uint64_t protocols_merged;	/* flows added to "other": too many protocols */
 	uint64_t bad_lines;		/* network.json lines that did not parse (load) */
+	uint64_t sampled;		/* sampled traces */
 };
 
 /* NULL + errno. */

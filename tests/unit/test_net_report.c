@@ -1,7 +1,8 @@
 /* exporter/net_report and the file backend's network files: the exact
  * network.json lines and network.txt summary of synthetic batches from two
- * analyzers over two intervals, the summary rebuilt after a restart, and
- * task.json written last. */
+ * analyzers over two intervals (sampled HTTP traces among them: their lines
+ * with the kept bodies, the summary's section), the summary rebuilt after a
+ * restart, and task.json written last. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -87,6 +88,28 @@ static void ex_init(struct tex *x, uint32_t pid, const char *protocol, const cha
 	x->e.n_fields = k2 ? 2 : 1;
 }
 
+struct tsampled {
+	Ember__NetSampledTrace t;
+	struct tex x;
+};
+
+static void sampled_init(struct tsampled *k, uint32_t pid, const char *side, const char *peer, uint64_t req_ns,
+			 uint64_t latency_ns, int status, const char *reason, const char *provider, const char *trace_id,
+			 const char *segment_id, const char *span_id, const char *uri)
+{
+	ex_init(&k->x, pid, "http1", side, peer, req_ns, latency_ns, status, "method", "GET", "uri", uri);
+	ember__net_sampled_trace__init(&k->t);
+	k->t.exchange = &k->x.e;
+	k->t.uri = (char *)uri;
+	k->t.reason = (char *)reason;
+	k->t.trace_provider = (char *)provider;
+	k->t.trace_id = (char *)trace_id;
+	k->t.segment_id = (char *)segment_id;
+	k->t.span_id = (char *)span_id;
+	k->t.local_address = "10.0.0.1:40000";
+	k->t.process_name = "app";
+}
+
 /* Three batches of task "net-1": analyzers 0 and 1 in the first interval, analyzer 0 in the second (last). */
 static struct fixture {
 	Ember__Task task;
@@ -97,6 +120,8 @@ static struct fixture {
 	Ember__NetConnection *c1[1], *c2[3];
 	struct tex x[5];
 	Ember__NetExchange *x1[2], *x2[2], *x3[1];
+	struct tsampled s[3];
+	Ember__NetSampledTrace *s1[1], *s2[1], *s3[1];
 } F;
 
 static void fixture(void)
@@ -171,6 +196,29 @@ static void fixture(void)
 	F.b[2].exchanges = F.x3;
 	F.b[2].n_exchanges = 1;
 	F.b[2].last = 1;
+	/* sampled traces: a slow zipkin one, a 5xx with the bodies its rule kept (and a URI that is not
+	 * UTF-8), a 4xx; more matched in analyzer 1 than it kept */
+	sampled_init(&F.s[0], 100, "client", "10.0.0.2:8080", T0 + 200 * MS, 10 * MS, 200, "slow", "zipkin",
+		     "463ac35c9f6413ad48485a3953bb6124", "", "a2fb4a1d1a96d312", "/a");
+	sampled_init(&F.s[1], 202, "server", "10.0.0.7:51000", T0 + 600 * MS, 30 * MS, 503, "status_5xx",
+		     "skywalking", "t-1.2.3", "seg-9", "1", "/pay?id=\xff");
+	F.s[1].t.request.data = (uint8_t *)"POST /pay HTTP/1.1\r\nHost: x\r\n\r\n{\"a\":1}";
+	F.s[1].t.request.len = strlen((char *)F.s[1].t.request.data);
+	F.s[1].t.response.data = (uint8_t *)"HTTP/1.1 503 Busy\r\n\r\nno";
+	F.s[1].t.response.len = strlen((char *)F.s[1].t.response.data);
+	F.s[1].t.response_truncated = 1;
+	sampled_init(&F.s[2], 100, "client", "10.0.0.2:8080", T0 + 2600 * MS, 2 * MS, 404, "status_4xx", "skywalking",
+		     "t-4.5.6", "seg-1", "0", "/missing");
+	F.s1[0] = &F.s[0].t;
+	F.s2[0] = &F.s[1].t;
+	F.s3[0] = &F.s[2].t;
+	F.b[0].sampled = F.s1;
+	F.b[0].n_sampled = 1;
+	F.b[1].sampled = F.s2;
+	F.b[1].n_sampled = 1;
+	F.b[1].sampled_not_kept = 4;
+	F.b[2].sampled = F.s3;
+	F.b[2].n_sampled = 1;
 }
 
 /* Percentiles are sketch values: 10.194 for 10 ms, 20.388 for 20 ms, 5.097 for 5 ms (+1.9%). */
@@ -202,7 +250,23 @@ static const char want_txt[] =
 	"      5.000       6.000 mysql          server       201 10.0.0.9:0               2023-11-14T22:13:20.400Z    "
 	"  -  command=COM_QUERY query=select \"x\"\n"
 	"      2.000       3.000 http1          client       100 10.0.0.2:8080            2023-11-14T22:13:20.300Z    "
-	"404  method=GET uri=/missing\n";
+	"404  method=GET uri=/missing\n"
+	"\n"
+	"Sampled traces (HTTP exchanges with a trace id that matched a sampling rule: 3 kept; 4 more matched but were "
+	"over the analyzer's bound per URI and reason)\n"
+	"reason         traces\n"
+	"slow                1\n"
+	"status_4xx          1\n"
+	"status_5xx          1\n"
+	"The 10 slowest per reason (duration: first request byte to response)\n"
+	"duration ms reason       status side         pid peer                     request time (UTC)       provider   "
+	"kept      trace id                           uri\n"
+	"     11.000 slow            200 client       100 10.0.0.2:8080            2023-11-14T22:13:20.200Z zipkin     "
+	"-         463ac35c9f6413ad48485a3953bb6124   /a\n"
+	"      3.000 status_4xx      404 client       100 10.0.0.2:8080            2023-11-14T22:13:22.600Z skywalking "
+	"-         t-4.5.6                            /missing\n"
+	"     31.000 status_5xx      503 server       202 10.0.0.7:51000           2023-11-14T22:13:20.600Z skywalking "
+	"req+resp  t-1.2.3                            /pay?id=\xef\xbf\xbd\n";
 
 static char *text_of(struct net_report *r)
 {
@@ -290,7 +354,7 @@ static void test_json_lines(void **state)
 	assert_string_equal(line, "{\"type\":\"batch\",\"task_id\":\"net-1\",\"window_start_unix_ns\":1700000000000000000,"
 				  "\"window_end_unix_ns\":1700000002000000000,\"window_ms\":2000.000,\"flows\":1,"
 				  "\"connections\":1,\"exchanges\":2,\"exchanges_not_listed\":0,"
-				  "\"connections_not_listed\":0,\"last\":false}");
+				  "\"connections_not_listed\":0,\"sampled\":1,\"sampled_not_kept\":0,\"last\":false}");
 	line = strtok(NULL, "\n");
 	assert_string_equal(line,
 		"{\"type\":\"flow\",\"window_start_unix_ns\":1700000000000000000,"
@@ -327,7 +391,36 @@ static void test_json_lines(void **state)
 		"\"fields\":{\"method\":\"GET\",\"uri\":\"/a\"},\"req_seq\":7}");
 	line = strtok(NULL, "\n");
 	assert_non_null(line);	/* the second exchange */
+	line = strtok(NULL, "\n");
+	assert_string_equal(line,
+		"{\"type\":\"sampled\",\"pid\":100,\"process_name\":\"app\",\"side\":\"client\","
+		"\"local_address\":\"10.0.0.1:40000\",\"peer_address\":\"10.0.0.2:8080\",\"connection_id\":1,"
+		"\"protocol\":\"http1\",\"req_unix_ns\":1700000000200000000,\"latency_ns\":10000000,"
+		"\"latency_ms\":10.000,\"duration_ns\":11000000,\"duration_ms\":11.000,\"req_bytes\":100,"
+		"\"resp_bytes\":1000,\"status\":200,\"uri\":\"/a\",\"reason\":\"slow\",\"trace_provider\":\"zipkin\","
+		"\"trace_id\":\"463ac35c9f6413ad48485a3953bb6124\",\"segment_id\":\"\",\"span_id\":\"a2fb4a1d1a96d312\","
+		"\"fields\":{\"method\":\"GET\",\"uri\":\"/a\"}}");
 	assert_null(strtok(NULL, "\n"));
+	free(s);
+
+	/* the second batch's trace: the bodies its rule kept, as JSON strings; a URI that is not UTF-8 */
+	s = NULL;
+	f = open_memstream(&s, &n);
+	assert_int_equal(net_report__write_json(&F.b[1], f), 0);
+	fclose(f);
+	line = strstr(s, "{\"type\":\"sampled\"");
+	assert_non_null(line);
+	assert_string_equal(line,
+		"{\"type\":\"sampled\",\"pid\":202,\"process_name\":\"app\",\"side\":\"server\","
+		"\"local_address\":\"10.0.0.1:40000\",\"peer_address\":\"10.0.0.7:51000\",\"connection_id\":1,"
+		"\"protocol\":\"http1\",\"req_unix_ns\":1700000000600000000,\"latency_ns\":30000000,"
+		"\"latency_ms\":30.000,\"duration_ns\":31000000,\"duration_ms\":31.000,\"req_bytes\":100,"
+		"\"resp_bytes\":1000,\"status\":503,\"uri\":\"/pay?id=\xef\xbf\xbd\",\"reason\":\"status_5xx\","
+		"\"trace_provider\":\"skywalking\",\"trace_id\":\"t-1.2.3\",\"segment_id\":\"seg-9\",\"span_id\":\"1\","
+		"\"fields\":{\"method\":\"GET\",\"uri\":\"/pay?id=\xef\xbf\xbd\"},"
+		"\"request\":\"POST /pay HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n{\\\"a\\\":1}\",\"request_bytes\":38,"
+		"\"request_truncated\":false,\"response\":\"HTTP/1.1 503 Busy\\r\\n\\r\\nno\",\"response_bytes\":23,"
+		"\"response_truncated\":true}\n");
 	free(s);
 }
 

@@ -1,0 +1,32 @@
+#include "exporter/net_format.h"
+
+#include <json-c/json.h>
+#include <stdio.h>
+#include <time.h>
+
+void net_format__ms(uint64_t ns, char *buf, size_t len)
+{
+	snprintf(buf, len, "%llu.%03llu", (unsigned long long)(ns / 1000000), (unsigned long long)(ns / 1000 % 1000));
+}
+
+void net_format__utc(uint64_t ns, char *buf, size_t len)
+{
+	time_t s = (time_t)(ns / 1000000000ull);
+	struct tm tm;
+	char d[32];
+
+	if (!ns || !gmtime_r(&s, &tm)) {
+		snprintf(buf, len, "-");
+		return;
+	}
+	strftime(d, sizeof(d), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf, len, "%s.%03lluZ", d, (unsigned long long)(ns / 1000000 % 1000));
+}
+
+void net_format__put_ms(struct json_object *o, const char *key, uint64_t ns)
+{
+	char buf[32];
+
+	net_format__ms(ns, buf, sizeof(buf));
+	json_object_object_add(o, key, json_object_new_double_s((double)ns / 1e6, buf));
+}

@@ -1,0 +1,21 @@
+/*
+ * How the network files (exporter/net_report, exporter/net_sampled) write
+ * times: durations in ms with 3 decimals, instants in UTC to the ms, both
+ * in text and as JSON numbers written as such.  No I/O, no logging.
+ */
+#ifndef EMBER_EXPORTER_NET_FORMAT_H
+#define EMBER_EXPORTER_NET_FORMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct json_object;
+
+/* "12.345" for 12345678 ns. */
+void net_format__ms(uint64_t ns, char *buf, size_t len);
+/* "2023-11-14T22:13:20.000Z" for a unix time in ns; "-" for 0. */
+void net_format__utc(uint64_t ns, char *buf, size_t len);
+/* Adds key: ns as ms with 3 decimals, written as such (not as the nearest double's 17 digits). */
+void net_format__put_ms(struct json_object *o, const char *key, uint64_t ns);
+
+#endif
