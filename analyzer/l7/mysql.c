@@ -15,6 +15,10 @@
  * deprecated is learned from the handshake, or from the first result set
  * when the capture starts mid-connection.
  *
+ * Latency runs to the response's first packet, as tshark times it: a login
+ * goes on with auth-switch round trips that wait on the client, and a long
+ * result set is written in 16 KB calls.
+ *
  * Pairing is FIFO: the classic protocol has no request ids, so after a gap
  * no response can be tied to a request with certainty and the connection is
  * given up (-EPROTO) unless the gap fell inside a discarded row body, or in
@@ -92,7 +96,7 @@ struct mysql {
 	uint64_t rows;
 	uint64_t resp_bytes;
 	uint64_t resp_start;   /* byte offset of its first packet in the direction */
-	uint64_t resp_ts;
+	uint64_t resp1_ts;     /* its first packet completed (0: not yet) */
 	bool absorb_eof;       /* a trailing EOF of an already emitted response may follow */
 	uint8_t absorb_seq;
 	bool done;             /* emit at the end of the current packet */
@@ -152,6 +156,7 @@ static void resp_reset(struct mysql *m)
 	m->ph = PH_FIRST;
 	m->left = m->rows = m->resp_bytes = 0;
 	m->done = m->have_result = m->is_error = m->cut = false;
+	m->resp1_ts = 0;
 	m->status = -1;
 	m->result[0] = m->errmsg[0] = 0;
 }
@@ -512,8 +517,6 @@ static void server_packet(struct mysql *m, const uint8_t *p, size_t n, uint32_t 
 		m->dropped++;
 		return;   /* not the start of this request's response */
 	}
-	if (!m->resp_bytes)
-		m->resp_ts = m->base.fr[L7_DIR_RESP].msg_ts;
 	m->resp_bytes += total;
 	m->next_seq = (uint8_t)(seq + 1);
 	if (n < 1)
@@ -634,11 +637,13 @@ static int mysql_end(void *ctx, struct l7_framer *f)
 		}
 		return 0;
 	}
+	if (m->resp_bytes && !m->resp1_ts)
+		m->resp1_ts = f->ts;
 	if (!m->done)
 		return 0;
 	e = l7_pendq__at(&m->base.q, 0);
 	if (e) {
-		emit_rec(m, e, true, f->ts);
+		emit_rec(m, e, true, m->resp1_ts);
 		l7_pendq__remove(&m->base.q, 0);
 	}
 	resp_reset(m);
@@ -660,7 +665,7 @@ static void mysql_unanswered(void *st, void *e)
 	struct mysql *m = st;
 	bool partial = m->resp_bytes > 0;
 
-	emit_rec(m, e, partial, partial ? m->base.fr[L7_DIR_RESP].ts : 0);
+	emit_rec(m, e, partial, m->resp1_ts ? m->resp1_ts : m->base.fr[L7_DIR_RESP].ts);
 	resp_reset(m);
 }
 
@@ -676,7 +681,7 @@ static int mysql_cut(void *st, uint64_t ts)
 		if (m->resp_bytes)
 			m->resp_bytes = m->base.fr[L7_DIR_RESP].bytes - m->resp_start;
 		m->cut = true;
-		emit_rec(m, e, true, ts);
+		emit_rec(m, e, true, m->resp1_ts ? m->resp1_ts : ts);
 		l7_pendq__remove(&m->base.q, 0);
 	}
 	m->cont[L7_DIR_RESP] = false;

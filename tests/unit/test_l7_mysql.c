@@ -196,6 +196,54 @@ static void test_pipelined_deprecated_eof_multiresult(void **state)
 	free(resp);
 }
 
+/*
+ * Live data: a result set written in several calls, and a login whose
+ * server asks for an auth switch.  Latency runs to the first response
+ * packet, as tshark's: the rest of a result is transfer, the rest of a
+ * login waits on the client.
+ */
+static void test_latency_first_packet(void **state)
+{
+	struct l7_config cfg = L7_CONFIG_DEFAULTS;
+	struct tbuf *g = calloc(1, sizeof(*g)), *l = calloc(1, sizeof(*l)), *sw = calloc(1, sizeof(*sw)),
+		    *auth = calloc(1, sizeof(*auth)), *lok = calloc(1, sizeof(*lok)), *q = calloc(1, sizeof(*q)),
+		    *rs = calloc(1, sizeof(*rs));
+	uint32_t caps = 0x00000200 | 0x00008000 | 0x00080000;
+	struct tcollect c = { 0 };
+
+	(void)state;
+	greeting(g, caps);
+	login(l, caps, "bob");
+	{
+		struct tbuf p = { .n = 0 };
+		tb_u8(&p, 0xfe);
+		tb_cstr(&p, "mysql_native_password");
+		tb_fill(&p, 'n', 20);
+		pkt(sw, 2, p.d, p.n);
+	}
+	pkt(auth, 3, "01234567890123456789", 20);
+	ok(lok, 4, 2);
+	cmd(q, 0x03, "select a from t");
+	resultset(rs, 1, 100, true, 2);
+	/* tplay stamps step i at 1000 * (i + 1); the result's first packet comes alone. */
+	struct tstep s[] = {
+		{ L7_DIR_RESP, g->d, g->n }, { L7_DIR_REQ, l->d, l->n }, { L7_DIR_RESP, sw->d, sw->n },
+		{ L7_DIR_REQ, auth->d, auth->n }, { L7_DIR_RESP, lok->d, lok->n }, { L7_DIR_REQ, q->d, q->n },
+		{ L7_DIR_RESP, rs->d, 5 }, { L7_DIR_RESP, rs->d + 5, rs->n - 5 },
+	};
+	assert_int_equal(tplay(OPS, &cfg, s, 8, 0, &c), 0);
+	assert_int_equal(c.n, 2);
+	assert_string_equal(tfield(&c.v[0].r, "command"), "LOGIN");
+	assert_string_equal(tfield(&c.v[0].r, "result"), "OK");
+	assert_int_equal(l7_record__latency_ns(&c.v[0].r), 1000);
+	assert_string_equal(tfield(&c.v[1].r, "result"), "RESULTSET");
+	assert_string_equal(tfield(&c.v[1].r, "rows"), "100");
+	assert_int_equal(l7_record__latency_ns(&c.v[1].r), 1000);
+	assert_int_equal(c.v[1].r.resp_bytes, rs->n);
+	tcollect_free(&c);
+	free(g); free(l); free(sw); free(auth); free(lok); free(q); free(rs);
+}
+
 /* A query just over 16 MB: one continuation packet, never buffered. */
 static void test_continuation_and_gap_in_body(void **state)
 {
@@ -278,7 +326,7 @@ static void test_result_cut_by_gap(void **state)
 	assert_null(tfield(&c.v[0].r, "rows"));
 	assert_string_equal(tfield(&c.v[0].r, "gap"), "response");
 	assert_true(c.v[0].r.has_response);
-	assert_int_equal(c.v[0].r.resp_ts_ns, 3);
+	assert_int_equal(c.v[0].r.resp_ts_ns, 2);   /* its first packet */
 	assert_int_equal(c.v[0].r.resp_bytes, rs->n);
 	assert_int_equal(OPS->feed(st, L7_DIR_RESP, rs2->d, rs2->n, 5), 0);
 	assert_int_equal(c.n, 2);
@@ -450,6 +498,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_login_query_error_quit),
 		cmocka_unit_test(test_pipelined_deprecated_eof_multiresult),
+		cmocka_unit_test(test_latency_first_packet),
 		cmocka_unit_test(test_continuation_and_gap_in_body),
 		cmocka_unit_test(test_result_cut_by_gap),
 		cmocka_unit_test(test_orphan_responses_counted),
