@@ -301,16 +301,18 @@ static char *utf8_cut(char *s, size_t n, bool *cut)
 }
 
 /*
- * data_content as Rover makes it: the message as sent when its body is
- * text, else its head and a note saying what the body is.  Rover decodes
- * gzip and other charsets; here a gzip body is noted, other charsets shown
- * as UTF-8 with what is not replaced.  Valid UTF-8, at most CONTENT_MAX
- * bytes; *cut says it was cut.  Malloc'ed.
+ * data_content as Rover makes it: the message as kept when its body is
+ * text, else its head and a note saying what the body is.  The analyzers
+ * keep bodies only (no head, so no Content-Type): a body that is not UTF-8
+ * text (a NUL, or more than one byte in 16 not UTF-8) is noted instead.
+ * Rover decodes gzip and other charsets; here a gzip body is noted, other
+ * charsets shown as UTF-8 with what is not replaced.  Valid UTF-8, at most
+ * CONTENT_MAX bytes; *cut says it was cut.  Malloc'ed.
  */
 static char *content(const uint8_t *data, size_t len, bool *cut)
 {
 	const char *end = memmem(data, len, "\r\n\r\n", 4);
-	size_t head = end ? (size_t)(end - (const char *)data) + 4 : len, n, nl;
+	size_t head = end ? (size_t)(end - (const char *)data) + 4 : len, n, nl, bad;
 	char ct[128], ce[64], note[200], *raw, *s;
 
 	header((const char *)data, head, "Content-Type", ct, sizeof(ct));
@@ -321,8 +323,12 @@ static char *content(const uint8_t *data, size_t len, bool *cut)
 	else if (head < len && !plain(ct))
 		snprintf(note, sizeof(note), "[not plain, current content type: %s]", ct);
 	if (!note[0]) {
-		s = utf8__sanitize(data, len, &n, NULL);
-		return utf8_cut(s, n, cut);
+		s = utf8__sanitize(data, len, &n, &bad);
+		if (!s || (!memchr(data, 0, len) && bad <= len / 16))
+			return utf8_cut(s, n, cut);
+		free(s);
+		head = end ? head : 0;
+		snprintf(note, sizeof(note), "[not plain, %zu bytes that are not UTF-8 text]", len - head);
 	}
 	nl = strlen(note);
 	raw = malloc(head + nl);

@@ -540,6 +540,9 @@ static void test_sampled_traces(void **state)
 		    "463ac35c9f6413ad48485a3953bb6124", "", "a2fb4a1d1a96d312", "");
 	ttrace_init(&c, 201, "server", "192.168.1.5:51000", 7, 15, 404, "status_4xx", "skywalking", "t-201", "s-201",
 		    "0", "/x");
+	/* the analyzers keep bodies only: a binary one is noted, not sent */
+	c.t.request.data = (uint8_t *)"\x89PNG\r\n\x1a\n\0\0\0\rIHDR";
+	c.t.request.len = 16;
 	memset(big, 'x', sizeof(big));
 	c.t.response.data = (uint8_t *)big;
 	c.t.response.len = sizeof(big);
@@ -560,7 +563,7 @@ static void test_sampled_traces(void **state)
 	assert_int_equal(b->c[SC_NET_SAMPLED_UNKNOWN], 1);
 	assert_int_equal(b->c[SC_NET_SAMPLED_BAD], 1);
 	assert_int_equal(b->c[SC_NET_SAMPLED_NOT_KEPT], 3);
-	assert_int_equal(b->c[SC_NET_SPAN_EVENTS], 3);
+	assert_int_equal(b->c[SC_NET_SPAN_EVENTS], 4);
 	assert_int_equal(b->c[SC_NET_CONTENT_CUT], 1);
 
 	/* shop's stream: 101's trace, then 100's */
@@ -619,11 +622,11 @@ static void test_sampled_traces(void **state)
 	skywalking__v3__log_data__free_unpacked(ld, NULL);
 	assert_null(nth_item(b, I_NET_LOGS, 2));
 
-	/* the span events: 101's request and response, 201's response */
+	/* the span events: 101's request and response, 201's request and response */
 	it = nth_item(b, I_NET_EVENTS, 0);
 	assert_non_null(it);
 	assert_null(nth_item(b, I_NET_EVENTS, 1));
-	assert_int_equal(it->m.n, 3);
+	assert_int_equal(it->m.n, 4);
 	ev = skywalking__v3__span_attached_event__unpack(NULL, it->m.v[0].len, it->m.v[0].data);
 	assert_non_null(ev);
 	assert_string_equal(ev->event, "HTTP Request Sampling");
@@ -659,6 +662,11 @@ static void test_sampled_traces(void **state)
 	check_tag(ev, 3, "data_type", "response");
 	skywalking__v3__span_attached_event__free_unpacked(ev, NULL);
 	ev = skywalking__v3__span_attached_event__unpack(NULL, it->m.v[2].len, it->m.v[2].data);
+	assert_non_null(ev);
+	assert_string_equal(ev->event, "HTTP Request Sampling");
+	check_tag(ev, 1, "data_content", "[not plain, 16 bytes that are not UTF-8 text]");
+	skywalking__v3__span_attached_event__free_unpacked(ev, NULL);
+	ev = skywalking__v3__span_attached_event__unpack(NULL, it->m.v[3].len, it->m.v[3].data);
 	assert_non_null(ev);
 	assert_string_equal(ev->event, "HTTP Response Sampling");
 	check_tag(ev, 0, "data_size", "68.36KiB");
