@@ -596,8 +596,11 @@ static void offer_sample(struct netprof *np, struct cstate *cs, const struct l7_
 		.peer = net_endpoint__str(&cs->nc->peer, peer, sizeof(peer)),
 		.local = net_endpoint__str(&cs->nc->local, local, sizeof(local)),
 		.req_unix_ns = r->req_ts_ns ? to_unix(np, r->req_ts_ns) : 0,
+		.peer_local = cs->peer_local,
 	};
 
+	link_peer(np, cs);
+	c.peer_pid = cs->peer_pid;
 	sampler__offer(cs->task->sampler, r, &c);
 }
 

@@ -331,6 +331,9 @@ static struct sample *sample_new(const struct task_sampling *rule, const struct 
 	p->m.span_id = p->tr.span_id;
 	p->m.local_address = p->local;
 	p->m.process_name = p->comm;
+	p->m.peer_known = true;
+	p->m.peer_pid = c->peer_pid;
+	p->m.peer_local = c->peer_local;
 	if (rule->complete_request) {
 		p->req = dup_body(r->req_body, r->req_body_len,
 				  rule->max_request_size ? rule->max_request_size : SAMPLER_BODY_DEFAULT,

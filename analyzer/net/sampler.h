@@ -17,6 +17,7 @@
 #ifndef EMBER_ANALYZER_NET_SAMPLER_H
 #define EMBER_ANALYZER_NET_SAMPLER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -38,6 +39,8 @@ struct sampler_ctx {
 	const char *peer;           /* ip:port */
 	const char *local;          /* ip:port */
 	uint64_t req_unix_ns;
+	uint32_t peer_pid;          /* the peer process when followed too, else 0 */
+	bool peer_local;
 };
 
 struct sampler;

@@ -94,18 +94,20 @@ static bool loopback(const char *addr)
 }
 
 /*
- * The peer of exchange x: its pid and whether it is on this host come from
+ * The peer of trace t: the analyzer says who it is (peer_known); for batches
+ * without that, its pid and whether it is on this host come from
  * the batch, the connection's record when it closed within the batch, else
  * the flows of x's process, side and remote.  A server's flow stands for
  * every client process of one address: when they differ, the peer is only
  * known to be local.
  */
-static void peer_of(struct sw_backend *b, const Ember__NetworkBatch *nb, const Ember__NetExchange *x,
+static void peer_of(struct sw_backend *b, const Ember__NetworkBatch *nb, const Ember__NetSampledTrace *t,
 		    const struct pf_process *me, struct end *ret)
 {
+	const Ember__NetExchange *x = t->exchange;
 	const char *peer = x->peer_address ? x->peer_address : "";
-	bool server = x->side && !strcmp(x->side, "server"), known = false, local = false;
-	uint32_t peer_pid = 0;
+	bool server = x->side && !strcmp(x->side, "server"), known = t->peer_known, local = t->peer_local;
+	uint32_t peer_pid = t->peer_pid;
 	struct pf_process *p;
 
 	for (size_t i = 0; i < nb->n_connections && !known; i++) {
@@ -439,7 +441,7 @@ static int one_trace(struct sw_backend *b, const Ember__NetworkBatch *nb, const 
 	struct span sp = { .service = me->e.service, .instance = me->e.instance, .process = me->e.process };
 	int r;
 
-	peer_of(b, nb, t->exchange, me, &peer);
+	peer_of(b, nb, t, me, &peer);
 	r = push_log(t, me, &peer, ts, &ss, logs);
 	if (!r && (t->request.len || t->response.len)) {
 		skywalking__v3__span_attached_event__span_reference__init(&sp.ref);
