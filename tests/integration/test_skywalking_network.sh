@@ -48,8 +48,10 @@ for _ in $(seq 150); do reported && break; sleep 0.1; done
 reported || { tail "$TMP/agent.log"; fail "nginx worker $NGINX_PID not reported to the OAP"; }
 
 T0=$(now_ms)
+# Sample 4xx and 5xx of traced requests, with their responses.
+SAMPLINGS='{\"NetworkSamplings\": [{\"When4xx\": true, \"When5xx\": true, \"Settings\": {\"RequireCompleteResponse\": true, \"MaxResponseSize\": 2048}}]}'
 echo "[{\"taskId\": \"net-$T0\", \"serviceName\": \"ember-it-nginx\", \"targetType\": \"NETWORK\", \"startTime\": $T0,
-  \"duration\": 30, \"updateTime\": $T0, \"extension\": \"{\\\"NetworkSamplings\\\": []}\"}]" > "$TASKS.tmp"
+  \"duration\": 30, \"updateTime\": $T0, \"extension\": \"$SAMPLINGS\"}]" > "$TASKS.tmp"
 mv "$TASKS.tmp" "$TASKS"
 for _ in $(seq 100); do grep -q "task net-$T0.*started\|OAP task net-$T0: network profiling" "$TMP/agent.log" && break; sleep 0.1; done
 grep -q "OAP task net-$T0: network profiling of 1 process(es) of ember-it-nginx/" "$TMP/agent.log" ||
@@ -58,6 +60,12 @@ for _ in $(seq 100); do grep -q "task sw-.*started: kind 4" "$TMP/agent.log" && 
 grep -q "task sw-.*started: kind 4" "$TMP/agent.log" || { tail -20 "$TMP/agent.log"; fail "the analyzer did not start the network task"; }
 N=40
 for _ in $(seq $N); do curl -s -o /dev/null "http://127.0.0.1:$NGINX_PORT/small.txt" || fail "curl failed"; done
+# Traced requests: sw8 = 1-base64(trace-ember-1)-base64(seg-1)-3-...: 3 answered 500, 2 answered 404,
+# and an untraced 500 that must not be sampled.
+SW8="1-$(printf trace-ember-1 | base64)-$(printf seg-1 | base64)-3-$(printf svc | base64)-$(printf inst | base64)-$(printf /ep | base64)-$(printf h:80 | base64)"
+for u in fail fail fail nope nope; do curl -s -o /dev/null -H "sw8: $SW8" "http://127.0.0.1:$NGINX_PORT/$u"; done
+curl -s -o /dev/null "http://127.0.0.1:$NGINX_PORT/fail"
+N=$((N + 6))
 sleep 4   # two report intervals, one exporter send
 
 $PY - "$REC" "$N" "$NGINX_PID" <<'PY' || fail "Rover's network meters are not what the OAP expects"
@@ -101,12 +109,29 @@ hcount = sum(int(v.get("count", 0)) for m in hist for v in m["values"])
 print("requests %d (curl %d), status 200 %d, reads %d, accepts %d, read histogram %d meters / %d observations, %d collections"
       % (req, n, ok200, reads, conns, len(hist), hcount, len(net)))
 if req != n: bad.append("http1 requests %d, curl made %d" % (req, n))
-if ok200 != n: bad.append("status 200 %d, curl got %d" % (ok200, n))
+if ok200 != n - 6: bad.append("status 200 %d, curl got %d" % (ok200, n - 6))
+# Sampled traces: LogData with the decoded trace id, and the responses as span attached events.
+logs = [d for r in rows if r["rpc"] == "LogReportService/collect" and r["ok"] for d in r["req"]]
+ev = [e for r in rows if r["rpc"] == "SpanAttachedEventReportService/collect" and r["ok"] for e in r["req"]]
+reasons = {}
+for d in logs:
+    body = json.loads(d["body"]["json"]["json"])
+    tags = {t["key"]: t["value"] for t in d.get("tags", {}).get("data", [])}
+    reasons[body["reason"]] = reasons.get(body["reason"], 0) + 1
+    if d.get("traceContext", {}).get("traceId") != "trace-ember-1" or tags.get("LOG_KIND") != "NET_PROFILING_SAMPLED_TRACE":
+        bad.append("log without the trace id or tag: %s" % d)
+    if body["server_process"]["process_id"] != oap_id or body["client_process"]["local"] is not True or body["detect_point"] != "server":
+        bad.append("log processes: %s" % body)
+resp_ev = [e for e in ev if e.get("event") == "HTTP Response Sampling"]
+with500 = [e for e in resp_ev if "500 Internal Server Error" in {t["key"]: t["value"] for t in e.get("tags", [])}.get("data_content", "")]
+print("sampled traces by reason %s; response sampling events %d (%d with the 500 page)" % (reasons, len(resp_ev), len(with500)))
+if reasons != {"status_5xx": 3, "status_4xx": 2}: bad.append("sampled traces %s, want 3 status_5xx and 2 status_4xx" % reasons)
+if len(resp_ev) != 5 or len(with500) != 3: bad.append("response sampling events %d (%d with the 500 page), want 5 (3)" % (len(resp_ev), len(with500)))
 if conns != n: bad.append("accepts %d, curl connected %d times" % (conns, n))
 if reads < n or hcount != reads: bad.append("reads %d, histogram observations %d" % (reads, hcount))
 if not hist or any(len(m["values"]) != 34 for m in hist): bad.append("read time histogram missing or not 34 buckets")
 for b in bad[:20]: print("  " + b)
 sys.exit(1 if bad else 0)
 PY
-ok "the OAP got Rover's network meters for the NETWORK task: names, label order, OAP process id, counts"
+ok "the OAP got Rover's network meters for the NETWORK task (names, label order, OAP process id, counts) and the sampled traces"
 kill -TERM "$AGENT_PID"; wait "$AGENT_PID" || fail "agent exited with an error"
