@@ -30,3 +30,18 @@ void net_format__put_ms(struct json_object *o, const char *key, uint64_t ns)
 	net_format__ms(ns, buf, sizeof(buf));
 	json_object_object_add(o, key, json_object_new_double_s((double)ns / 1e6, buf));
 }
+
+uint64_t net_format__get_u64(struct json_object *o, const char *key)
+{
+	struct json_object *v;
+
+	return json_object_object_get_ex(o, key, &v) ? json_object_get_uint64(v) : 0;
+}
+
+const char *net_format__get_str(struct json_object *o, const char *key)
+{
+	struct json_object *v;
+
+	return json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_string) ?
+		       json_object_get_string(v) : "";
+}

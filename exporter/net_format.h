@@ -1,7 +1,8 @@
 /*
  * How the network files (exporter/net_report, exporter/net_sampled) write
  * times: durations in ms with 3 decimals, instants in UTC to the ms, both
- * in text and as JSON numbers written as such.  No I/O, no logging.
+ * in text and as JSON numbers written as such; and how they read their own
+ * JSON back.  No I/O, no logging.
  */
 #ifndef EMBER_EXPORTER_NET_FORMAT_H
 #define EMBER_EXPORTER_NET_FORMAT_H
@@ -17,5 +18,8 @@ void net_format__ms(uint64_t ns, char *buf, size_t len);
 void net_format__utc(uint64_t ns, char *buf, size_t len);
 /* Adds key: ns as ms with 3 decimals, written as such (not as the nearest double's 17 digits). */
 void net_format__put_ms(struct json_object *o, const char *key, uint64_t ns);
+/* A member of o read back: its number (0 if absent) / its string ("" if absent or not a string). */
+uint64_t net_format__get_u64(struct json_object *o, const char *key);
+const char *net_format__get_str(struct json_object *o, const char *key);
 
 #endif

@@ -532,28 +532,13 @@ int net_report__write_json(const Ember__NetworkBatch *b, FILE *out)
 
 /* ---- reading network.json back --------------------------------------------------------- */
 
-static uint64_t get_u64(struct json_object *o, const char *k)
-{
-	struct json_object *v;
-
-	return json_object_object_get_ex(o, k, &v) ? json_object_get_uint64(v) : 0;
-}
-
-static const char *get_str(struct json_object *o, const char *k)
-{
-	struct json_object *v;
-
-	return json_object_object_get_ex(o, k, &v) && json_object_is_type(v, json_type_string) ?
-		       json_object_get_string(v) : "";
-}
-
 static void load_flow(struct net_report *r, struct json_object *o)
 {
 	struct json_object *lat, *idx = NULL, *cnt = NULL;
 	uint32_t index[NET_SKETCH_BUCKETS];
 	uint64_t count[NET_SKETCH_BUCKETS];
-	struct flow_l7 f = { get_str(o, "protocol"), get_u64(o, "requests"), get_u64(o, "errors"),
-			     get_u64(o, "client_errors"), get_u64(o, "unanswered"), index, count, 0 };
+	struct flow_l7 f = { net_format__get_str(o, "protocol"), net_format__get_u64(o, "requests"), net_format__get_u64(o, "errors"),
+			     net_format__get_u64(o, "client_errors"), net_format__get_u64(o, "unanswered"), index, count, 0 };
 
 	if (json_object_object_get_ex(o, "latency", &lat) && json_object_object_get_ex(lat, "index", &idx) &&
 	    json_object_object_get_ex(lat, "count", &cnt) && json_object_is_type(idx, json_type_array) &&
@@ -570,17 +555,17 @@ static void load_exchange(struct net_report *r, struct json_object *o)
 {
 	struct json_object *fields, *v;
 	const char *keys[16], *values[16];
-	struct slow x = { .duration_ns = get_u64(o, "duration_ns"), .req_unix_ns = get_u64(o, "req_unix_ns"),
-			  .pid = (uint32_t)get_u64(o, "pid"), .status = -1 };
+	struct slow x = { .duration_ns = net_format__get_u64(o, "duration_ns"), .req_unix_ns = net_format__get_u64(o, "req_unix_ns"),
+			  .pid = (uint32_t)net_format__get_u64(o, "pid"), .status = -1 };
 	size_t n = 0;
 
 	if (json_object_object_get_ex(o, "answered", &v) && json_object_get_boolean(v))
-		x.latency_ns = get_u64(o, "latency_ns");
+		x.latency_ns = net_format__get_u64(o, "latency_ns");
 	if (json_object_object_get_ex(o, "status", &v))
 		x.status = json_object_get_int(v);
-	snprintf(x.protocol, sizeof(x.protocol), "%s", get_str(o, "protocol"));
-	snprintf(x.side, sizeof(x.side), "%s", get_str(o, "side"));
-	snprintf(x.peer, sizeof(x.peer), "%s", get_str(o, "peer_address"));
+	snprintf(x.protocol, sizeof(x.protocol), "%s", net_format__get_str(o, "protocol"));
+	snprintf(x.side, sizeof(x.side), "%s", net_format__get_str(o, "side"));
+	snprintf(x.peer, sizeof(x.peer), "%s", net_format__get_str(o, "peer_address"));
 	if (json_object_object_get_ex(o, "fields", &fields) && json_object_is_type(fields, json_type_object)) {
 		json_object_object_foreach(fields, k, fv) {
 			if (n < 16) {
@@ -603,17 +588,17 @@ static int load_line(struct net_report *r, const char *line)
 		json_object_put(o);
 		return -EINVAL;
 	}
-	type = get_str(o, "type");
+	type = net_format__get_str(o, "type");
 	if (!strcmp(type, "batch")) {
-		add_batch(r, get_u64(o, "window_start_unix_ns"), get_u64(o, "window_end_unix_ns"),
-			  get_u64(o, "exchanges_not_listed"), get_u64(o, "connections_not_listed"));
-		net_sampled__add_not_kept(r->sampled, get_u64(o, "sampled_not_kept"));
+		add_batch(r, net_format__get_u64(o, "window_start_unix_ns"), net_format__get_u64(o, "window_end_unix_ns"),
+			  net_format__get_u64(o, "exchanges_not_listed"), net_format__get_u64(o, "connections_not_listed"));
+		net_sampled__add_not_kept(r->sampled, net_format__get_u64(o, "sampled_not_kept"));
 	}
 	else if (!strcmp(type, "flow"))
 		load_flow(r, o);
 	else if (!strcmp(type, "connection"))
-		add_connection(r, get_str(o, "side"), get_str(o, "remote_address"), get_str(o, "protocol"),
-			       get_str(o, "l7_state"), get_u64(o, "bytes_written"), get_u64(o, "bytes_read"));
+		add_connection(r, net_format__get_str(o, "side"), net_format__get_str(o, "remote_address"), net_format__get_str(o, "protocol"),
+			       net_format__get_str(o, "l7_state"), net_format__get_u64(o, "bytes_written"), net_format__get_u64(o, "bytes_read"));
 	else if (!strcmp(type, "exchange"))
 		load_exchange(r, o);
 	else if (!strcmp(type, "sampled"))

@@ -213,33 +213,18 @@ void net_sampled__add_not_kept(struct net_sampled *s, uint64_t n)
 	s->not_kept += n;
 }
 
-static uint64_t get_u64(struct json_object *o, const char *k)
-{
-	struct json_object *v;
-
-	return json_object_object_get_ex(o, k, &v) ? json_object_get_uint64(v) : 0;
-}
-
-static const char *get_str(struct json_object *o, const char *k)
-{
-	struct json_object *v;
-
-	return json_object_object_get_ex(o, k, &v) && json_object_is_type(v, json_type_string) ?
-		       json_object_get_string(v) : "";
-}
-
 void net_sampled__load(struct net_sampled *s, struct json_object *o)
 {
 	struct json_object *v;
-	struct entry e = { .duration_ns = get_u64(o, "duration_ns"), .req_unix_ns = get_u64(o, "req_unix_ns"),
-			   .pid = (uint32_t)get_u64(o, "pid"), .status = -1 };
+	struct entry e = { .duration_ns = net_format__get_u64(o, "duration_ns"), .req_unix_ns = net_format__get_u64(o, "req_unix_ns"),
+			   .pid = (uint32_t)net_format__get_u64(o, "pid"), .status = -1 };
 
 	if (json_object_object_get_ex(o, "status", &v))
 		e.status = json_object_get_int(v);
 	e.request = json_object_object_get_ex(o, "request", &v);
 	e.response = json_object_object_get_ex(o, "response", &v);
-	add(s, &e, &(struct fields){ get_str(o, "reason"), get_str(o, "side"), get_str(o, "peer_address"),
-				     get_str(o, "trace_provider"), get_str(o, "trace_id"), get_str(o, "uri") });
+	add(s, &e, &(struct fields){ net_format__get_str(o, "reason"), net_format__get_str(o, "side"), net_format__get_str(o, "peer_address"),
+				     net_format__get_str(o, "trace_provider"), net_format__get_str(o, "trace_id"), net_format__get_str(o, "uri") });
 }
 
 /* ---- network.txt ----------------------------------------------------------------------- */
