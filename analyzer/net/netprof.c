@@ -197,9 +197,10 @@ static void refresh_clock(struct netprof *np)
 	np->mono_to_unix = (int64_t)timeutil__now_ns(CLOCK_REALTIME) - (int64_t)timeutil__now_ns(CLOCK_MONOTONIC);
 }
 
+/* Unsigned: a timestamp from a hostile record may be anything, and wrapping is defined there. */
 static uint64_t to_unix(const struct netprof *np, uint64_t mono)
 {
-	return (uint64_t)((int64_t)mono + np->mono_to_unix);
+	return mono + (uint64_t)np->mono_to_unix;
 }
 
 /* The host's addresses: a peer there is "local" (Rover's <peer>_local). */
