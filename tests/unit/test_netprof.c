@@ -101,7 +101,8 @@ static void ev(uint16_t op, uint64_t ino, int type, const char *raddr, uint16_t 
 	e->payload = n;
 	e->flags = flags;
 	memcpy(e->comm, "app", 4);
-	memcpy(buf + sizeof(*e), data, n);
+	if (n)
+		memcpy(buf + sizeof(*e), data, n);
 	netprof__record(F.np, buf, (uint32_t)(sizeof(*e) + n));
 }
 
