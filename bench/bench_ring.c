@@ -14,8 +14,9 @@
  * regularly; drops must account exactly: attempted = produced + drops and
  * produced = consumed.
  *
- * Each throughput figure is the best of two runs, run alternately
- * (ring, stream, seqpacket, ring, ...), since timings on shared vCPUs vary.
+ * The ring and the stream run alternately on the same record count and are
+ * compared pair by pair (see size_round).  RING_BENCH_ONLY=ring runs the
+ * ring alone, for profiling it (perf record on both processes).
  * Scale the record counts with RING_BENCH_SCALE (e.g. 0.1 for a quick run).
  * Output: one "name: value unit" line per figure.
  */
@@ -597,44 +598,98 @@ static int check_lossless(const char *what, const struct run *r)
 	return 0;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/*
+ * PAIRS rounds of (ring, stream) on the same record count, back to back, and
+ * the ratio taken within each pair: a neighbour on the shared vCPUs slows a
+ * pair's two runs alike, where comparing best-of figures taken seconds apart
+ * compares two different machines.  The median pair is the figure; the range
+ * is printed with it.  SOCK_SEQPACKET is two orders of magnitude slower and is
+ * run twice on a tenth of the records, for scale only.
+ */
+#define PAIRS 7
+
 static int size_round(uint32_t size, uint64_t n)
 {
-	struct run ring[2], stream[2], seqp[2], *best_ring, *best_stream, *best_seq;
-	uint64_t ns = n / 4 ? n / 4 : 1, nq = n / 10 ? n / 10 : 1;
+	struct run ring[PAIRS], stream[PAIRS], seqp[2];
+	double ratio[PAIRS], rr[PAIRS], sr[PAIRS], qr[2];
+	double ring_med, stream_med, ratio_med, best_seq;
+	uint64_t nq = n / 10 ? n / 10 : 1;
+	const char *only = getenv("RING_BENCH_ONLY");
+	bool ring_only = only && !strcmp(only, "ring");
 	char name[64];
 	int rc = 0;
 
-	for (int i = 0; i < 2; i++) {
-		if (ring_run(size, n, false, &ring[i]) || stream_run(size, ns, &stream[i]) ||
-		    seqpacket_run(size, nq, &seqp[i])) {
+	for (int i = 0; i < PAIRS; i++) {
+		if (ring_run(size, n, false, &ring[i]) ||
+		    (!ring_only && stream_run(size, n, &stream[i]))) {
 			fprintf(stderr, "bench_ring: a %uB run failed\n", size);
 			return -1;
 		}
 		snprintf(name, sizeof(name), "ring %uB", size);
 		rc |= check_lossless(name, &ring[i]);
+		rr[i] = rate(&ring[i]);
+		if (ring_only)
+			continue;
 		snprintf(name, sizeof(name), "stream %uB", size);
 		rc |= check_lossless(name, &stream[i]);
+		sr[i] = rate(&stream[i]);
+		ratio[i] = rr[i] / sr[i];
+	}
+	/* median() sorts, so each range below is its sorted array's ends */
+	ring_med = median(rr, PAIRS);
+	printf("ring_%uB_records_per_s: %.0f records/s (median of %d, range %.0f..%.0f M)\n", size,
+	       ring_med, PAIRS, rr[0] / 1e6, rr[PAIRS - 1] / 1e6);
+	printf("ring_%uB_ns_per_record: %.2f ns\n", size, 1e9 / ring_med);
+	printf("ring_%uB_MB_per_s: %.1f MB/s\n", size, ring_med * size / 1e6);
+	printf("ring_%uB_records: %llu records per run\n", size, (unsigned long long)n);
+	{
+		uint64_t lost = 0, waits = 0, sleeps = 0, wakeups = 0;
+
+		for (int i = 0; i < PAIRS; i++) {
+			lost += ring[i].attempted - ring[i].consumed;
+			waits += ring[i].waits;
+			sleeps += ring[i].sleeps;
+			wakeups += ring[i].wakeups;
+		}
+		printf("ring_%uB_lost: %llu records (all runs)\n", size, (unsigned long long)lost);
+		printf("ring_%uB_full_waits: %llu waits (all runs)\n", size, (unsigned long long)waits);
+		printf("ring_%uB_consumer_sleeps: %llu sleeps (all runs)\n", size, (unsigned long long)sleeps);
+		printf("ring_%uB_wakeups_sent: %llu wakeups (all runs)\n", size, (unsigned long long)wakeups);
+	}
+	if (ring_only)
+		return rc;
+	for (int i = 0; i < 2; i++) {
+		if (seqpacket_run(size, nq, &seqp[i])) {
+			fprintf(stderr, "bench_ring: a %uB seqpacket run failed\n", size);
+			return -1;
+		}
 		snprintf(name, sizeof(name), "seqpacket %uB", size);
 		rc |= check_lossless(name, &seqp[i]);
+		qr[i] = rate(&seqp[i]);
 	}
-	best_ring = rate(&ring[0]) >= rate(&ring[1]) ? &ring[0] : &ring[1];
-	best_stream = rate(&stream[0]) >= rate(&stream[1]) ? &stream[0] : &stream[1];
-	best_seq = rate(&seqp[0]) >= rate(&seqp[1]) ? &seqp[0] : &seqp[1];
-
-	printf("ring_%uB_records_per_s: %.0f records/s\n", size, rate(best_ring));
-	printf("ring_%uB_MB_per_s: %.1f MB/s\n", size, rate(best_ring) * size / 1e6);
-	printf("ring_%uB_records: %llu records\n", size, (unsigned long long)best_ring->attempted);
-	printf("ring_%uB_lost: %llu records\n", size,
-	       (unsigned long long)(best_ring->attempted - best_ring->consumed));
-	printf("ring_%uB_full_waits: %llu waits\n", size, (unsigned long long)best_ring->waits);
-	printf("ring_%uB_consumer_sleeps: %llu sleeps\n", size, (unsigned long long)best_ring->sleeps);
-	printf("ring_%uB_wakeups_sent: %llu wakeups\n", size, (unsigned long long)best_ring->wakeups);
-	printf("unix_stream_batched_%uB_records_per_s: %.0f records/s\n", size, rate(best_stream));
-	printf("unix_stream_batched_%uB_MB_per_s: %.1f MB/s\n", size, rate(best_stream) * size / 1e6);
-	printf("unix_seqpacket_mmsg_%uB_records_per_s: %.0f records/s\n", size, rate(best_seq));
-	printf("unix_seqpacket_mmsg_%uB_MB_per_s: %.1f MB/s\n", size, rate(best_seq) * size / 1e6);
-	printf("ring_vs_stream_%uB: %.2f x\n", size, rate(best_ring) / rate(best_stream));
-	printf("ring_vs_seqpacket_%uB: %.2f x\n", size, rate(best_ring) / rate(best_seq));
+	stream_med = median(sr, PAIRS);
+	ratio_med = median(ratio, PAIRS);
+	best_seq = qr[0] > qr[1] ? qr[0] : qr[1];
+	printf("unix_stream_batched_%uB_records_per_s: %.0f records/s (median of %d, range %.0f..%.0f M)\n",
+	       size, stream_med, PAIRS, sr[0] / 1e6, sr[PAIRS - 1] / 1e6);
+	printf("unix_stream_batched_%uB_MB_per_s: %.1f MB/s\n", size, stream_med * size / 1e6);
+	printf("unix_seqpacket_mmsg_%uB_records_per_s: %.0f records/s (best of 2)\n", size, best_seq);
+	printf("ring_vs_stream_%uB: %.2f x (median of %d alternated pairs, range %.2f..%.2f)\n", size,
+	       ratio_med, PAIRS, ratio[0], ratio[PAIRS - 1]);
+	printf("ring_vs_seqpacket_%uB: %.2f x\n", size, ring_med / best_seq);
 	return rc;
 }
 
