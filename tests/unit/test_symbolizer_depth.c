@@ -116,7 +116,8 @@ static const char rust_src[] =
 	"}\n"
 	"fn main() {\n"
 	"    let f: fn(u64) -> u64 = rmod::ralpha;\n"
-	"    std::hint::black_box(f(3));\n"
+	/* printed, so the call stays (std::hint::black_box is Rust 1.66; Debian 12 has 1.63) */
+	"    println!(\"r {}\", f(3));\n"
 	"    println!(\"alpha {:x}\", f as usize + 4);\n"
 	"    println!(\"ready\");\n"
 	"    let mut b = [0u8; 1];\n"
@@ -139,7 +140,35 @@ static struct symbolizer *new_direct(const char *root, bool no_demangle)
 	return s;
 }
 
-#define NEED(flag, what) do { if (!(flag)) { fprintf(stderr, "SKIP: %s not available\n", what); skip(); } } while (0)
+/* A fixture whose tool is missing or whose build failed skips with the reason (the build's own words). */
+static char why_go[512], why_rust[512];
+#define NEED(flag, what, why) do { if (!(flag)) { \
+	fprintf(stderr, "SKIP: %s not available%s%s\n", what, (why)[0] ? ": " : "", why); skip(); } } while (0)
+
+/* The last lines of a fixture's build log, for NEED. */
+static void read_why(char *why, size_t len, const char *log)
+{
+	char p[512];
+	FILE *f;
+	size_t n;
+
+	snprintf(p, sizeof(p), "%s/%s", tmpdir, log);
+	f = fopen(p, "r");
+	snprintf(why, len, "its build failed");
+	if (!f)
+		return;
+	fseek(f, 0, SEEK_END);
+	if (ftell(f) > (long)len - 1)
+		fseek(f, -(long)len + 1, SEEK_END);
+	else
+		fseek(f, 0, SEEK_SET);
+	n = fread(why, 1, len - 1, f);
+	why[n] = 0;
+	for (char *c = why; *c; c++)
+		if (*c == '\n')
+			*c = ' ';
+	fclose(f);
+}
 
 /* ---- setup ---------------------------------------------------------------------- */
 
@@ -177,16 +206,20 @@ static int group_setup(void **state)
 		/* -s -w: no .symtab, no DWARF; strip too, as distributions do. */
 		if (write_file(p, go_src) ||
 		    run("cd %s && HOME=%s GOCACHE=%s/gocache GOFLAGS= GO111MODULE=off CGO_ENABLED=0 "
-			"go build -ldflags='-s -w' -o go_stripped gomain.go >/dev/null 2>&1 && strip go_stripped",
-			tmpdir, tmpdir, tmpdir))
+			"go build -ldflags='-s -w' -o go_stripped gomain.go >go.log 2>&1 && strip go_stripped",
+			tmpdir, tmpdir, tmpdir)) {
 			have_go = false;
+			read_why(why_go, sizeof(why_go), "go.log");
+		}
 	}
 	if (have_rust) {
 		path_of(p, sizeof(p), "rmain.rs");
 		if (write_file(p, rust_src) ||
 		    run("cd %s && PATH=$PATH:$HOME/.cargo/bin rustc -O -C debuginfo=0 -o rust_prog rmain.rs "
-			">/dev/null 2>&1", tmpdir))
+			">rust.log 2>&1", tmpdir)) {
 			have_rust = false;
+			read_why(why_rust, sizeof(why_rust), "rust.log");
+		}
 	}
 	return 0;
 }
@@ -448,7 +481,7 @@ static void test_debug_by_build_id(void **state)
 	char root[512], bin[512], dbg[512];
 	struct symbolizer *s;
 
-	NEED(have_cc, "cc/objcopy/strip");
+	NEED(have_cc, "cc/objcopy/strip", "");
 	snprintf(root, sizeof(root), "%s/root-bid", tmpdir);
 	snprintf(bin, sizeof(bin), "%s/dbg_stripped", tmpdir);
 	snprintf(dbg, sizeof(dbg), "%s/dbg.debug", tmpdir);
@@ -486,7 +519,7 @@ static void test_debug_wrong_build_id(void **state)
 	char root[512], bin[512], dbg[512];
 	struct symbolizer *s;
 
-	NEED(have_cc, "cc/objcopy/strip");
+	NEED(have_cc, "cc/objcopy/strip", "");
 	/* Another build's debug file under this binary's build id path: rejected. */
 	snprintf(root, sizeof(root), "%s/root-wrong", tmpdir);
 	snprintf(bin, sizeof(bin), "%s/dbg_stripped", tmpdir);
@@ -511,7 +544,7 @@ static void test_debuglink(void **state)
 	char root[512];
 	struct symbolizer *s;
 
-	NEED(have_cc, "cc/objcopy/strip");
+	NEED(have_cc, "cc/objcopy/strip", "");
 	/* <root><dir>/.debug/dbg.debug, no build-id tree: found through .gnu_debuglink. */
 	snprintf(root, sizeof(root), "%s/root-link", tmpdir);
 	assert_int_equal(run("mkdir -p '%s%s/.debug' && cp '%s/dbg.debug' '%s%s/.debug/dbg.debug'", root, tmpdir,
@@ -562,8 +595,8 @@ static void test_debuginfod(void **state)
 	pid_t py = -1;
 	int port = 0, stat;
 
-	NEED(have_cc, "cc/objcopy/strip");
-	NEED(tool("python3 --version"), "python3");
+	NEED(have_cc, "cc/objcopy/strip", "");
+	NEED(tool("python3 --version"), "python3", "");
 	snprintf(bin, sizeof(bin), "%s/dbg_stripped", tmpdir);
 	snprintf(srv, sizeof(srv), "%s/dinfod", tmpdir);
 	snprintf(cache, sizeof(cache), "%s/dinfod-cache", tmpdir);
@@ -643,7 +676,7 @@ static void test_go_stripped(void **state)
 	struct symbolizer *s;
 	char cmd[600];
 
-	NEED(have_go, "go (Debian golang-go)");
+	NEED(have_go, "go (Debian golang-go)", why_go);
 	/* Really stripped: no .symtab section. */
 	snprintf(cmd, sizeof(cmd), "readelf -S '%s/go_stripped' | grep -q '\\.symtab'", tmpdir);
 	assert_int_not_equal(system(cmd), 0);
@@ -669,7 +702,7 @@ static void test_cxx_templates(void **state)
 	uint64_t addrs[2];
 	struct symbolizer *s;
 
-	NEED(have_gxx, "g++");
+	NEED(have_gxx, "g++", "");
 	assert_int_equal(spawn("cxx_prog", &c), 0);
 	addrs[0] = c.alpha;
 	addrs[1] = c.beta;
@@ -696,7 +729,7 @@ static void test_rust_mangled(void **state)
 	struct child c;
 	struct symbolizer *s;
 
-	NEED(have_rust, "rustc");
+	NEED(have_rust, "rustc", why_rust);
 	assert_int_equal(spawn("rust_prog", &c), 0);
 	s = new_direct(NULL, false);
 	assert_int_equal(symbolizer__resolve_user(s, (uint32_t)c.pid, &c.alpha, 1, &f), 1);
