@@ -11,6 +11,12 @@
  * into a BPF ring buffer, which the collector copies to the analyzers'
  * rings.  Retransmits and drops come from their tracepoints, for sockets a
  * target call has touched.  Nothing is parsed here.
+ *
+ * Every function below takes `btf`, a constant: the tp_btf programs read
+ * kernel memory with plain loads (registers, the fd table, the file, the
+ * socket: the verifier turns them into fault-safe loads), the raw_tp ones
+ * through bpf_probe_read_kernel.  A target's socket call reads some twenty
+ * kernel fields; as helper calls they were most of its cost.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -60,6 +66,9 @@ char LICENSE[] SEC("license") = "GPL";
 #define S_IFSOCK 0140000
 #define AF_INET 2
 #define AF_INET6 10
+
+/* Casts a pointer the BTF view lost (read as a number) back to a type; 6.2+. */
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
 
 /* Set by the collector before load. */
 const volatile __u32 max_targets = 1024;
@@ -179,7 +188,23 @@ static __always_inline __u16 op_of(long nr)
 	}
 }
 
-static __always_inline int enter(struct pt_regs *regs, long nr)
+/* Syscall argument n (1..5) from the registers at entry. */
+static __always_inline __u64 sys_arg(struct pt_regs *regs, const int n, const bool btf)
+{
+#if defined(__TARGET_ARCH_x86)
+	if (btf)
+		return n == 1 ? regs->di : n == 2 ? regs->si : n == 3 ? regs->dx : n == 4 ? regs->r10 : regs->r8;
+#endif
+	switch (n) {
+	case 1: return PT_REGS_PARM1_CORE_SYSCALL(regs);
+	case 2: return PT_REGS_PARM2_CORE_SYSCALL(regs);
+	case 3: return PT_REGS_PARM3_CORE_SYSCALL(regs);
+	case 4: return PT_REGS_PARM4_CORE_SYSCALL(regs);
+	default: return PT_REGS_PARM5_CORE_SYSCALL(regs);
+	}
+}
+
+static __always_inline int enter(struct pt_regs *regs, long nr, const bool btf)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32;
@@ -191,14 +216,13 @@ static __always_inline int enter(struct pt_regs *regs, long nr)
 	c.ts = bpf_ktime_get_ns();
 	c.nr = (__u16)nr;
 	c.op = op;
-	c.fd = (__s32)PT_REGS_PARM1_CORE_SYSCALL(regs);
-	c.buf = PT_REGS_PARM2_CORE_SYSCALL(regs);
-	c.len = PT_REGS_PARM3_CORE_SYSCALL(regs);
+	c.fd = (__s32)sys_arg(regs, 1, btf);
+	c.buf = sys_arg(regs, 2, btf);
+	c.len = sys_arg(regs, 3, btf);
 	if (nr == NR_sendfile) {
-		c.fd = (__s32)PT_REGS_PARM1_CORE_SYSCALL(regs); /* out_fd */
-		c.buf = 0;
+		c.buf = 0;      /* fd is out_fd */
 	} else if (nr == NR_sendto || nr == NR_recvfrom) {
-		c.addr = PT_REGS_PARM5_CORE_SYSCALL(regs);
+		c.addr = sys_arg(regs, 5, btf);
 	} else if (nr == NR_connect) {
 		c.addr = c.buf;
 		c.buf = 0;
@@ -209,7 +233,7 @@ static __always_inline int enter(struct pt_regs *regs, long nr)
 }
 
 /* The socket behind fd in the current task, with its inode; NULL if fd is no socket. */
-static __always_inline struct sock *sock_of_fd(int fd, __u64 *ino)
+static __always_inline struct sock *sock_of_fd(int fd, __u64 *ino, const bool btf)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct file **fds, *f = NULL;
@@ -219,6 +243,23 @@ static __always_inline struct sock *sock_of_fd(int fd, __u64 *ino)
 
 	if (fd < 0)
 		return NULL;
+	if (btf && bpf_rdonly_cast) {
+		struct fdtable *fdt = task->files->fdt;
+		struct inode *inode;
+
+		fds = fdt->fd;
+		max = fdt->max_fds;
+		if ((unsigned int)fd >= max || bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]) || !f)
+			return NULL;
+		/* An array element read as a number: cast back to see the file's fields. */
+		f = bpf_rdonly_cast(f, bpf_core_type_id_kernel(struct file));
+		inode = f->f_inode;
+		if ((inode->i_mode & S_IFMT) != S_IFSOCK)
+			return NULL;
+		*ino = inode->i_ino;
+		sock = bpf_rdonly_cast(f->private_data, bpf_core_type_id_kernel(struct socket));
+		return sock->sk;
+	}
 	fds = BPF_CORE_READ(task, files, fdt, fd);
 	max = BPF_CORE_READ(task, files, fdt, max_fds);
 	if ((unsigned int)fd >= max || bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]) || !f)
@@ -232,8 +273,35 @@ static __always_inline struct sock *sock_of_fd(int fd, __u64 *ino)
 }
 
 /* The socket's family, type and addresses; 0, or -1 for families not traced. */
-static __always_inline int fill_sock(struct net_event *e, struct sock *sk)
+static __always_inline int fill_sock(struct net_event *e, struct sock *sk, const bool btf)
 {
+	if (btf && bpf_rdonly_cast) {
+		/* sk may have come through a number (sock_of_fd): the cast makes it readable either way */
+		struct sock *k = bpf_rdonly_cast(sk, bpf_core_type_id_kernel(struct sock));
+
+		e->family = k->__sk_common.skc_family;
+		if (e->family != AF_INET && e->family != AF_INET6)
+			return -1;
+		e->type = k->sk_type;
+		e->lport = k->__sk_common.skc_num;
+		e->rport = __builtin_bswap16(k->__sk_common.skc_dport);
+		if (e->family == AF_INET) {
+			__u32 l = k->__sk_common.skc_rcv_saddr, r = k->__sk_common.skc_daddr;
+
+			__builtin_memcpy(e->laddr, &l, 4);
+			__builtin_memcpy(e->raddr, &r, 4);
+		} else {
+			for (int i = 0; i < 4; i++) {
+				__u32 l = k->__sk_common.skc_v6_rcv_saddr.in6_u.u6_addr32[i];
+				__u32 r = k->__sk_common.skc_v6_daddr.in6_u.u6_addr32[i];
+
+				__builtin_memcpy(e->laddr + 4 * i, &l, 4);
+				__builtin_memcpy(e->raddr + 4 * i, &r, 4);
+			}
+		}
+		e->sk = (__u64)sk;
+		return 0;
+	}
 	e->family = BPF_CORE_READ(sk, __sk_common.skc_family);
 	if (e->family != AF_INET && e->family != AF_INET6)
 		return -1;
@@ -383,12 +451,12 @@ static __always_inline void emit(struct scratch *s, __u32 payload)
 
 /* The event's fixed part for the call c of the current thread on socket sk. */
 static __always_inline int begin(struct scratch *s, const struct call *c, struct sock *sk, __u64 ino, int fd,
-				 long ret, __u64 now)
+				 long ret, __u64 now, const bool btf)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 
 	__builtin_memset(&s->e, 0, sizeof(s->e));
-	if (fill_sock(&s->e, sk))
+	if (fill_sock(&s->e, sk, btf))
 		return -1;
 	s->e.ts_ns = c->ts;
 	s->e.dur_ns = now - c->ts;
@@ -433,7 +501,7 @@ static __always_inline void mmsg(struct scratch *s, const struct call *c, long n
 }
 
 /* A close is resolved at entry (at exit the fd is gone) and sent at exit, timed. */
-static __always_inline int enter_close(struct pt_regs *regs)
+static __always_inline int enter_close(struct pt_regs *regs, const bool btf)
 {
 	__u64 id = bpf_get_current_pid_tgid(), ino = 0, key;
 	__u32 tgid = id >> 32, zero = 0;
@@ -444,8 +512,8 @@ static __always_inline int enter_close(struct pt_regs *regs)
 
 	if (!bpf_map_lookup_elem(&net_targets, &tgid))
 		return 0;
-	fd = (int)PT_REGS_PARM1_CORE_SYSCALL(regs);
-	sk = sock_of_fd(fd, &ino);
+	fd = (int)sys_arg(regs, 1, btf);
+	sk = sock_of_fd(fd, &ino, btf);
 	s = bpf_map_lookup_elem(&net_scratch, &zero);
 	if (!sk || !s)
 		return 0;
@@ -453,7 +521,7 @@ static __always_inline int enter_close(struct pt_regs *regs)
 	c.op = NET_OP_CLOSE;
 	c.nr = NR_close;
 	c.fd = fd;
-	if (begin(s, &c, sk, ino, fd, 0, c.ts))
+	if (begin(s, &c, sk, ino, fd, 0, c.ts, btf))
 		return 0;
 	key = (__u64)sk;
 	bpf_map_delete_elem(&socks, &key);
@@ -486,16 +554,18 @@ static __always_inline int leave_close(__u64 id, long ret, __u64 now)
 }
 
 /* The syscall a sys_exit belongs to: the register the kernel keeps it in. */
-static __always_inline long exit_nr(struct pt_regs *regs)
+static __always_inline long exit_nr(struct pt_regs *regs, const bool btf)
 {
 #if defined(__TARGET_ARCH_x86)
+	if (btf)
+		return regs->orig_ax;
 	return BPF_CORE_READ(regs, orig_ax);
 #else
 	return BPF_CORE_READ(regs, syscallno);
 #endif
 }
 
-static __always_inline int leave(struct pt_regs *regs, long ret)
+static __always_inline int leave(struct pt_regs *regs, long ret, const bool btf)
 {
 	__u64 id, now, ino = 0, skey;
 	struct call *cp, c;
@@ -506,7 +576,7 @@ static __always_inline int leave(struct pt_regs *regs, long ret)
 
 	/* Every syscall of the host exits through here: the ones that cannot be
 	 * socket calls leave after a switch, before any map is touched. */
-	if (!op_of(exit_nr(regs)))
+	if (!op_of(exit_nr(regs, btf)))
 		return 0;
 	id = bpf_get_current_pid_tgid();
 	cp = bpf_map_lookup_elem(&inflight, &id);
@@ -520,13 +590,13 @@ static __always_inline int leave(struct pt_regs *regs, long ret)
 	if (c.op == NET_OP_ACCEPT && ret < 0)
 		return 0;
 	fd = c.op == NET_OP_ACCEPT ? (int)ret : c.fd;
-	sk = sock_of_fd(fd, &ino);
+	sk = sock_of_fd(fd, &ino, btf);
 	if (!sk) {
 		count(NET_CNT_NOT_SOCKET);
 		return 0;
 	}
 	s = bpf_map_lookup_elem(&net_scratch, &zero);
-	if (!s || begin(s, &c, sk, ino, fd, ret, now))
+	if (!s || begin(s, &c, sk, ino, fd, ret, now, btf))
 		return 0;
 	count(NET_CNT_CALLS);
 	/* Sockets opened before the task are learnt at their first call. */
@@ -570,39 +640,39 @@ static __always_inline int leave(struct pt_regs *regs, long ret)
 	return 0;
 }
 
-static __always_inline int on_enter(struct pt_regs *regs, long nr)
+static __always_inline int on_enter(struct pt_regs *regs, long nr, const bool btf)
 {
 	if (nr == NR_close)
-		return enter_close(regs);
-	return enter(regs, nr);
+		return enter_close(regs, btf);
+	return enter(regs, nr, btf);
 }
 
 SEC("tp_btf/sys_enter")
 int BPF_PROG(net_enter_btf, struct pt_regs *regs, long id)
 {
-	return on_enter(regs, id);
+	return on_enter(regs, id, true);
 }
 
 SEC("tp_btf/sys_exit")
 int BPF_PROG(net_exit_btf, struct pt_regs *regs, long ret)
 {
-	return leave(regs, ret);
+	return leave(regs, ret, true);
 }
 
 SEC("raw_tp/sys_enter")
 int BPF_PROG(net_enter_raw, struct pt_regs *regs, long id)
 {
-	return on_enter(regs, id);
+	return on_enter(regs, id, false);
 }
 
 SEC("raw_tp/sys_exit")
 int BPF_PROG(net_exit_raw, struct pt_regs *regs, long ret)
 {
-	return leave(regs, ret);
+	return leave(regs, ret, false);
 }
 
 /* An L4 event of a followed socket: retransmit or drop. */
-static __always_inline void sock_event(struct sock *sk, __u16 op, long ret)
+static __always_inline void sock_event(struct sock *sk, __u16 op, long ret, const bool btf)
 {
 	__u64 key = (__u64)sk;
 	struct sock_owner *o = bpf_map_lookup_elem(&socks, &key);
@@ -615,7 +685,7 @@ static __always_inline void sock_event(struct sock *sk, __u16 op, long ret)
 	if (!s)
 		return;
 	__builtin_memset(&s->e, 0, sizeof(s->e));
-	if (fill_sock(&s->e, sk))
+	if (fill_sock(&s->e, sk, btf))
 		return;
 	s->e.ts_ns = bpf_ktime_get_ns();
 	s->e.tgid = o->tgid;
@@ -629,24 +699,24 @@ static __always_inline void sock_event(struct sock *sk, __u16 op, long ret)
 SEC("tp_btf/tcp_retransmit_skb")
 int BPF_PROG(net_retransmit_btf, const struct sock *sk, const struct sk_buff *skb)
 {
-	sock_event((struct sock *)sk, NET_OP_RETRANSMIT, 0);
+	sock_event((struct sock *)sk, NET_OP_RETRANSMIT, 0, true);
 	return 0;
 }
 
 SEC("raw_tp/tcp_retransmit_skb")
 int BPF_PROG(net_retransmit_raw, const struct sock *sk, const struct sk_buff *skb)
 {
-	sock_event((struct sock *)sk, NET_OP_RETRANSMIT, 0);
+	sock_event((struct sock *)sk, NET_OP_RETRANSMIT, 0, false);
 	return 0;
 }
 
 SEC("tp_btf/kfree_skb")
 int BPF_PROG(net_drop_btf, struct sk_buff *skb, void *location, enum skb_drop_reason reason)
 {
-	struct sock *sk = BPF_CORE_READ(skb, sk);
+	struct sock *sk = skb->sk;
 
 	if (sk)
-		sock_event(sk, NET_OP_DROP, (long)reason);
+		sock_event(sk, NET_OP_DROP, (long)reason, true);
 	return 0;
 }
 
@@ -656,6 +726,6 @@ int BPF_PROG(net_drop_raw, struct sk_buff *skb, void *location, enum skb_drop_re
 	struct sock *sk = BPF_CORE_READ(skb, sk);
 
 	if (sk)
-		sock_event(sk, NET_OP_DROP, (long)reason);
+		sock_event(sk, NET_OP_DROP, (long)reason, false);
 	return 0;
 }
