@@ -31,6 +31,13 @@ enum net_op {
 	NET_OP_CLOSE = 5,
 	NET_OP_RETRANSMIT = 6,/* a TCP segment of the socket was retransmitted (no syscall) */
 	NET_OP_DROP = 7,      /* a packet of the socket was dropped (no syscall); ret = drop reason */
+	/*
+	 * A target process forked: tgid is the child, which is a target from now
+	 * on; ret is the process the task asked for (the root of the tree).  No
+	 * socket: family and the fields after it are 0.
+	 */
+	NET_OP_FORK = 8,
+	NET_OP_EXIT = 9,      /* a followed child (tgid) exited and is a target no more */
 };
 
 #define NET_F_TRUNCATED  0x1u  /* ret > payload: the rest of the data was not copied */
@@ -82,7 +89,7 @@ struct net_lost {
 /* Value of the net_targets map (key: tgid). */
 struct net_target {
 	__u32 tasks;          /* network tasks that want the process */
-	__u32 pad;
+	__u32 root;           /* 0 for a process a task named; else the one it was forked from */
 };
 
 /* Every place the program gives up counts here (per-CPU array "net_counters"). Append only. */
@@ -97,6 +104,8 @@ enum net_counter {
 	NET_CNT_SOCKS_FULL,       /* sockets not followed for retransmits and drops */
 	NET_CNT_NO_BUDGET,        /* events sent without their data: ring buffer short of room */
 	NET_CNT_LOST_FULL,        /* losses not remembered per socket (net_lost full): silent gaps */
+	NET_CNT_FORKS,            /* children of target processes followed */
+	NET_CNT_FORKS_FULL,       /* ... not followed: the target table is full */
 	NET_CNT_MAX,
 };
 

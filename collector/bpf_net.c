@@ -10,10 +10,13 @@
 #include "bpf/net.skel.h"
 #include "common/ctl_proto.h"
 
+/* enter, exit, retransmit, drop, fork, process exit */
+#define NET_PROGS 6
+
 struct bpf_net {
 	struct net_bpf *skel;
 	struct ring_buffer *rb;
-	struct bpf_link *links[4];
+	struct bpf_link *links[NET_PROGS];
 	unsigned users;
 	int ap;                     /* CTL_AP_TP_BTF or CTL_AP_RAW_TP: the variant loaded */
 	int ncpus;
@@ -30,25 +33,33 @@ static uint64_t pow2_at_least(uint64_t v)
 	return p;
 }
 
+/* The programs of one variant, in attach order. */
+static void variant_progs(struct net_bpf *skel, int btf, struct bpf_program *p[NET_PROGS])
+{
+	struct bpf_program *b[NET_PROGS] = { skel->progs.net_enter_btf, skel->progs.net_exit_btf,
+					     skel->progs.net_retransmit_btf, skel->progs.net_drop_btf,
+					     skel->progs.net_fork_btf, skel->progs.net_pexit_btf };
+	struct bpf_program *r[NET_PROGS] = { skel->progs.net_enter_raw, skel->progs.net_exit_raw,
+					     skel->progs.net_retransmit_raw, skel->progs.net_drop_raw,
+					     skel->progs.net_fork_raw, skel->progs.net_pexit_raw };
+
+	memcpy(p, btf ? b : r, sizeof(b));
+}
+
 /* One variant: the tp_btf programs or the raw_tp ones, loaded; NULL + errno. */
 static struct net_bpf *open_variant(const struct bpf_net_opts *o, int btf)
 {
 	struct net_bpf *skel = net_bpf__open();
-	struct bpf_program *btf_progs[] = { skel ? skel->progs.net_enter_btf : NULL,
-					    skel ? skel->progs.net_exit_btf : NULL,
-					    skel ? skel->progs.net_retransmit_btf : NULL,
-					    skel ? skel->progs.net_drop_btf : NULL };
-	struct bpf_program *raw_progs[] = { skel ? skel->progs.net_enter_raw : NULL,
-					    skel ? skel->progs.net_exit_raw : NULL,
-					    skel ? skel->progs.net_retransmit_raw : NULL,
-					    skel ? skel->progs.net_drop_raw : NULL };
+	struct bpf_program *mine[NET_PROGS], *other[NET_PROGS];
 	int err;
 
 	if (!skel)
 		return NULL;
-	for (unsigned i = 0; i < 4; i++) {
-		bpf_program__set_autoload(btf_progs[i], btf);
-		bpf_program__set_autoload(raw_progs[i], !btf);
+	variant_progs(skel, btf, mine);
+	variant_progs(skel, !btf, other);
+	for (unsigned i = 0; i < NET_PROGS; i++) {
+		bpf_program__set_autoload(mine[i], true);
+		bpf_program__set_autoload(other[i], false);
 	}
 	bpf_map__set_max_entries(skel->maps.net_targets, o->max_targets ? o->max_targets : 1024);
 	bpf_map__set_max_entries(skel->maps.net_events, (uint32_t)pow2_at_least(o->ringbuf_bytes));
@@ -105,22 +116,12 @@ fail:
 
 int bpf_net__attach(struct bpf_net *n)
 {
-	struct bpf_program *progs[4];
+	struct bpf_program *progs[NET_PROGS];
 
 	if (n->users++)
 		return n->ap;
-	if (n->ap == CTL_AP_TP_BTF) {
-		progs[0] = n->skel->progs.net_enter_btf;
-		progs[1] = n->skel->progs.net_exit_btf;
-		progs[2] = n->skel->progs.net_retransmit_btf;
-		progs[3] = n->skel->progs.net_drop_btf;
-	} else {
-		progs[0] = n->skel->progs.net_enter_raw;
-		progs[1] = n->skel->progs.net_exit_raw;
-		progs[2] = n->skel->progs.net_retransmit_raw;
-		progs[3] = n->skel->progs.net_drop_raw;
-	}
-	for (unsigned i = 0; i < 4; i++) {
+	variant_progs(n->skel, n->ap == CTL_AP_TP_BTF, progs);
+	for (unsigned i = 0; i < NET_PROGS; i++) {
 		n->links[i] = bpf_program__attach(progs[i]);
 		if (!n->links[i]) {
 			int err = -errno;
@@ -137,10 +138,29 @@ void bpf_net__detach(struct bpf_net *n)
 {
 	if (!n->users || --n->users)
 		return;
-	for (unsigned i = 0; i < 4; i++) {
+	for (unsigned i = 0; i < NET_PROGS; i++) {
 		bpf_link__destroy(n->links[i]);
 		n->links[i] = NULL;
 	}
+}
+
+/* The children BPF followed from root (bpf/net.bpf.c on_fork) go with it: one walk, then the deletes. */
+static void unfollow_children(struct bpf_net *n, int fd, uint32_t root)
+{
+	uint32_t max = bpf_map__max_entries(n->skel->maps.net_targets), cnt = 0, key, *prev = NULL;
+	uint32_t *gone = calloc(max, sizeof(*gone));
+	struct net_target v;
+
+	if (!gone)
+		return;  /* they leave with their processes (sched_process_exit) */
+	while (cnt < max && !bpf_map_get_next_key(fd, prev, &key)) {
+		if (!bpf_map_lookup_elem(fd, &key, &v) && v.root == root)
+			gone[cnt++] = key;
+		prev = &key;
+	}
+	for (uint32_t i = 0; i < cnt; i++)
+		(void)bpf_map_delete_elem(fd, &gone[i]);
+	free(gone);
 }
 
 int bpf_net__target(struct bpf_net *n, uint32_t tgid, int on)
@@ -149,14 +169,17 @@ int bpf_net__target(struct bpf_net *n, uint32_t tgid, int on)
 	struct net_target t = { 0 };
 
 	(void)bpf_map_lookup_elem(fd, &tgid, &t);
-	if (on)
+	if (on) {
 		t.tasks++;
-	else if (t.tasks)
+		t.root = 0;     /* named by a task: the collector's to remove, not its parent's */
+	} else if (t.tasks) {
 		t.tasks--;
+	}
 	if (t.tasks)
 		return bpf_map_update_elem(fd, &tgid, &t, BPF_ANY) ? -errno : 0;
 	if (bpf_map_delete_elem(fd, &tgid) && errno != ENOENT)
 		return -errno;
+	unfollow_children(n, fd, tgid);
 	return 0;
 }
 
@@ -194,7 +217,7 @@ struct bpf_net *bpf_net__free(struct bpf_net *n)
 {
 	if (!n)
 		return NULL;
-	for (unsigned i = 0; i < 4; i++)
+	for (unsigned i = 0; i < NET_PROGS; i++)
 		bpf_link__destroy(n->links[i]);
 	ring_buffer__free(n->rb);
 	net_bpf__destroy(n->skel);

@@ -612,7 +612,7 @@ static int h_open_kallsyms(struct conn *c, const struct ctl_msg *m)
 	return reply_err(c, m, fd < 0 ? fd : 0, fd);
 }
 
-_Static_assert(CTL_STAT_NET_LOST_FULL - CTL_STAT_NET_CALLS + 1 == NET_CNT_MAX,
+_Static_assert(CTL_STAT_NET_FORKS_FULL - CTL_STAT_NET_CALLS + 1 == NET_CNT_MAX,
 	       "the collector's network stats mirror the BPF program's counters one to one");
 
 static void collect_stats(void)

@@ -127,6 +127,8 @@ enum ctl_stat {
 	CTL_STAT_NET_SOCKS_FULL,
 	CTL_STAT_NET_NO_BUDGET,
 	CTL_STAT_NET_LOST_FULL,
+	CTL_STAT_NET_FORKS,
+	CTL_STAT_NET_FORKS_FULL,
 	CTL_STAT_NET_FORWARDED,        /* written to the analyzers' rings */
 	CTL_STAT_NET_RING_DROPS,       /* ... dropped there: ring full (their data becomes a gap) */
 	CTL_STAT_NET_RING_UNTRACKED,   /* ... of which the socket could not be remembered */

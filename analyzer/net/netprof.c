@@ -21,6 +21,8 @@
 #define FLOW_BUCKETS 256
 #define MAX_STATUSES 32      /* distinct statuses per flow and report; the rest count as -1 */
 #define MAX_LOCAL_ADDRS 64
+/* Followed children: bounded like the BPF side's target table (max_targets, 1024 by default). */
+#define MAX_CHILDREN 4096
 #define ARENA_CHUNK (64 * 1024)
 #define EPHEMERAL_MIN 32768  /* Linux's default ip_local_port_range starts here */
 
@@ -116,6 +118,9 @@ struct netprof {
 	struct net_endpoint local_addrs[MAX_LOCAL_ADDRS];
 	unsigned nlocal;
 	uint64_t last_age_ms;
+	/* Children of target processes (NET_OP_FORK) and the process their task named. */
+	struct { uint32_t child, root; } children[MAX_CHILDREN];
+	unsigned nchildren;
 };
 
 static const char *const stat_names[NPS_MAX] = {
@@ -136,6 +141,8 @@ static const char *const stat_names[NPS_MAX] = {
 	[NPS_UNPARSEABLE] = "net_connections_unparseable",
 	[NPS_PARSER_DROPPED] = "net_parser_dropped_messages",
 	[NPS_BATCHES] = "net_batches",
+	[NPS_CHILDREN] = "net_children_followed",
+	[NPS_CHILDREN_FULL] = "net_children_table_full",
 };
 
 const char *netprof__stat_name(unsigned stat)
@@ -366,9 +373,22 @@ int netprof__open(struct netprof *np, const struct task_def *def)
 	return 0;
 }
 
+static int child_index(const struct netprof *np, uint32_t child)
+{
+	for (unsigned i = 0; i < np->nchildren; i++)
+		if (np->children[i].child == child)
+			return (int)i;
+	return -1;
+}
+
+/* The task that wants tgid: one that named it, or the one that named the process it was forked from. */
 static struct ntask *task_of_pid(struct netprof *np, uint32_t tgid)
 {
 	struct task_def *def = task_mgr__find_pid(np->o.tm, tgid, EMBER_TASK_NETWORK);
+	int c;
+
+	if (!def && (c = child_index(np, tgid)) >= 0)
+		def = task_mgr__find_pid(np->o.tm, np->children[c].root, EMBER_TASK_NETWORK);
 
 	if (!def)
 		return NULL;
@@ -1031,10 +1051,37 @@ static void data_call(struct netprof *np, struct cstate *cs, const struct net_ev
 		give_gap(np, cs, write, moved - have, ts);
 }
 
+/* A child of a target forked (its records are the task's from now on) or exited. */
+static void on_fork_event(struct netprof *np, const struct net_event *e)
+{
+	int c = child_index(np, e->tgid);
+
+	if (e->op == NET_OP_EXIT) {
+		if (c >= 0)
+			np->children[c] = np->children[--np->nchildren];
+		return;
+	}
+	if (e->ret <= 0 || e->ret > UINT32_MAX) {
+		np->st[NPS_BAD_RECORDS]++;
+		return;
+	}
+	if (c < 0 && np->nchildren == MAX_CHILDREN) {
+		np->st[NPS_CHILDREN_FULL]++;
+		return;
+	}
+	if (c < 0)
+		c = (int)np->nchildren++;   /* a pid reused after a lost exit event is booked again */
+	np->children[c].child = e->tgid;
+	np->children[c].root = (uint32_t)e->ret;
+	np->st[NPS_CHILDREN]++;
+}
+
 static int check_event(const struct net_event *e, uint32_t len)
 {
 	if (len - sizeof(*e) != e->payload || e->payload > NET_MAX_PAYLOAD)
 		return -1;
+	if (e->op == NET_OP_FORK || e->op == NET_OP_EXIT)
+		return e->payload ? -1 : 0;
 	if (e->family != AF_INET && e->family != AF_INET6)
 		return -1;
 	if (e->op < NET_OP_CONNECT || e->op > NET_OP_DROP)
@@ -1058,6 +1105,10 @@ void netprof__record(struct netprof *np, const void *data, uint32_t len)
 	memcpy(&e, data, sizeof(e)); /* ring records are only 8-byte aligned; the payload follows */
 	if (check_event(&e, len)) {
 		np->st[NPS_BAD_RECORDS]++;
+		return;
+	}
+	if (e.op == NET_OP_FORK || e.op == NET_OP_EXIT) {
+		on_fork_event(np, &e);
 		return;
 	}
 	udp = e.type == SOCK_DGRAM;

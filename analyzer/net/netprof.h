@@ -61,6 +61,8 @@ enum netprof_stat {
 	NPS_UNPARSEABLE,        /* connections whose parser gave up (protocol error or over its buffer) */
 	NPS_PARSER_DROPPED,     /* messages the parsers could not use */
 	NPS_BATCHES,            /* NetworkBatch messages published */
+	NPS_CHILDREN,           /* child processes of targets booked to their task */
+	NPS_CHILDREN_FULL,      /* ... not booked: too many followed children (their records: no task) */
 	NPS_MAX
 };
 

@@ -34,6 +34,7 @@ struct fixture {
 
 static struct fixture F;
 static uint64_t now_ns = 1000000000ull;
+static uint32_t cur_tgid = PID;   /* the process ev() speaks for */
 
 static int setup_np(size_t max_conns)
 {
@@ -85,8 +86,8 @@ static void ev(uint16_t op, uint64_t ino, int type, const char *raddr, uint16_t 
 	e->ts_ns = now_ns;
 	e->dur_ns = 1000;
 	now_ns += 100000;
-	e->tgid = PID;
-	e->tid = PID;
+	e->tgid = cur_tgid;
+	e->tid = cur_tgid;
 	e->fd = 7;
 	e->op = op;
 	e->ret = ret;
@@ -238,6 +239,64 @@ static void test_guessed_server_and_lost_events(void **state)
 	ember__envelope__free_unpacked(env, NULL);
 }
 
+/* A NET_OP_FORK / NET_OP_EXIT record as bpf/net.bpf.c writes it (no socket); extra: payload bytes. */
+static void fork_ev(uint16_t op, uint32_t child, int64_t root, uint32_t extra)
+{
+	uint8_t buf[sizeof(struct net_event) + 8] = { 0 };
+	struct net_event *e = (struct net_event *)buf;
+
+	e->ts_ns = now_ns;
+	e->tgid = e->tid = child;
+	e->op = op;
+	e->ret = root;
+	e->payload = extra;
+	netprof__record(F.np, buf, (uint32_t)(sizeof(*e) + extra));
+}
+
+/* Children of a target: booked to its task from their fork until their exit. */
+static void test_children(void **state)
+{
+	static const char req[] = "GET /child HTTP/1.1\r\n\r\n";
+	static const char resp[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+	uint64_t st[NPS_MAX];
+	Ember__Envelope *env;
+	Ember__NetworkBatch *b;
+
+	(void)state;
+	cur_tgid = 5001;
+	/* Before its fork event, 5001 is nobody's. */
+	ev(NET_OP_READ, 30, SOCK_STREAM, "10.0.0.7", 40000, 5432, sizeof(req) - 1, req, 0);
+	netprof__stats(F.np, st);
+	assert_int_equal(st[NPS_NO_TASK], 1);
+	fork_ev(NET_OP_FORK, 5001, PID, 0);
+	fork_ev(NET_OP_FORK, 5002, 777, 0);          /* a child of a process no task wants */
+	fork_ev(NET_OP_FORK, 5003, 0, 0);            /* no root: malformed */
+	fork_ev(NET_OP_FORK, 5004, PID, 8);          /* a payload: malformed */
+	netprof__stats(F.np, st);
+	assert_int_equal(st[NPS_CHILDREN], 2);
+	assert_int_equal(st[NPS_BAD_RECORDS], 2);
+	ev(NET_OP_ACCEPT, 31, SOCK_STREAM, "10.0.0.7", 40001, 5432, 9, NULL, 0);
+	ev(NET_OP_READ, 31, SOCK_STREAM, "10.0.0.7", 40001, 5432, sizeof(req) - 1, req, 0);
+	ev(NET_OP_WRITE, 31, SOCK_STREAM, "10.0.0.7", 40001, 5432, sizeof(resp) - 1, resp, 0);
+	cur_tgid = 5002;
+	ev(NET_OP_READ, 32, SOCK_STREAM, "10.0.0.7", 40002, 5432, sizeof(req) - 1, req, 0);
+	fork_ev(NET_OP_EXIT, 5001, PID, 0);
+	cur_tgid = 5001;                              /* a reused pid after the exit: nobody's again */
+	ev(NET_OP_READ, 33, SOCK_STREAM, "10.0.0.7", 40003, 5432, sizeof(req) - 1, req, 0);
+	cur_tgid = PID;
+	netprof__stats(F.np, st);
+	assert_int_equal(st[NPS_NO_TASK], 3);
+	env = last_batch();
+	b = env->network;
+	assert_int_equal(b->n_exchanges, 1);
+	assert_int_equal(b->exchanges[0]->pid, 5001);
+	assert_string_equal(b->exchanges[0]->side, "server");
+	assert_string_equal(field(b->exchanges[0], "uri"), "/child");
+	assert_int_equal(b->n_connections, 1);
+	assert_int_equal(b->connections[0]->pid, 5001);
+	ember__envelope__free_unpacked(env, NULL);
+}
+
 /* One UDP socket, two peers: two connections; the socket's close ends both. */
 static void test_udp_peers(void **state)
 {
@@ -364,6 +423,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_client_http, setup, teardown_np),
 		cmocka_unit_test_setup_teardown(test_guessed_server_and_lost_events, setup, teardown_np),
 		cmocka_unit_test_setup_teardown(test_udp_peers, setup, teardown_np),
+		cmocka_unit_test_setup_teardown(test_children, setup, teardown_np),
 		cmocka_unit_test_setup_teardown(test_bounds_and_bad_records, setup_small, teardown_np),
 		cmocka_unit_test(test_conntrack),
 	};
