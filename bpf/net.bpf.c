@@ -104,6 +104,55 @@ struct {
 	__uint(max_entries, 16384);
 } inflight SEC(".maps");
 
+/*
+ * The same, in the thread's own storage (tp_btf variant): an exit of a thread
+ * that never made a target call finds no storage without hashing anything,
+ * and a finished call is marked, not deleted.  The raw_tp variant, for
+ * kernels without BTF trampolines, keeps the hash (the collector does not
+ * create this map for it).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct call);
+} inflight_ts SEC(".maps");
+
+/* Keeps the call of the current thread until its exit; 0, or -1 if there is no room. */
+static __always_inline int call_keep(__u64 id, const struct call *c, const bool btf)
+{
+	struct call *cp;
+
+	if (!btf)
+		return bpf_map_update_elem(&inflight, &id, c, BPF_ANY) ? -1 : 0;
+	cp = bpf_task_storage_get(&inflight_ts, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!cp)
+		return -1;
+	*cp = *c;
+	return 0;
+}
+
+/* Takes the current thread's call kept at entry into *c; -1 if there is none. */
+static __always_inline int call_take(__u64 id, struct call *c, const bool btf)
+{
+	struct call *cp;
+
+	if (!btf) {
+		cp = bpf_map_lookup_elem(&inflight, &id);
+		if (!cp)
+			return -1;
+		*c = *cp;
+		bpf_map_delete_elem(&inflight, &id);
+		return 0;
+	}
+	cp = bpf_task_storage_get(&inflight_ts, bpf_get_current_task_btf(), 0, 0);
+	if (!cp || !cp->op)
+		return -1;
+	*c = *cp;
+	cp->op = 0;
+	return 0;
+}
+
 /* Closes between entry and exit: the socket is resolved at entry (at exit the fd is gone). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -227,7 +276,7 @@ static __always_inline int enter(struct pt_regs *regs, long nr, const bool btf)
 		c.addr = c.buf;
 		c.buf = 0;
 	}
-	if (bpf_map_update_elem(&inflight, &id, &c, BPF_ANY))
+	if (call_keep(id, &c, btf))
 		count(NET_CNT_INFLIGHT_FULL);
 	return 0;
 }
@@ -525,8 +574,7 @@ static __always_inline int enter_close(struct pt_regs *regs, const bool btf)
 		return 0;
 	key = (__u64)sk;
 	bpf_map_delete_elem(&socks, &key);
-	if (bpf_map_update_elem(&closing, &id, &s->e, BPF_ANY) ||
-	    bpf_map_update_elem(&inflight, &id, &c, BPF_ANY)) {
+	if (bpf_map_update_elem(&closing, &id, &s->e, BPF_ANY) || call_keep(id, &c, btf)) {
 		count(NET_CNT_INFLIGHT_FULL);
 		bpf_map_delete_elem(&closing, &id);
 		count(NET_CNT_CALLS);
@@ -568,7 +616,7 @@ static __always_inline long exit_nr(struct pt_regs *regs, const bool btf)
 static __always_inline int leave(struct pt_regs *regs, long ret, const bool btf)
 {
 	__u64 id, now, ino = 0, skey;
-	struct call *cp, c;
+	struct call c;
 	struct scratch *s;
 	struct sock *sk;
 	__u32 zero = 0, got = 0;
@@ -579,12 +627,9 @@ static __always_inline int leave(struct pt_regs *regs, long ret, const bool btf)
 	if (!op_of(exit_nr(regs, btf)))
 		return 0;
 	id = bpf_get_current_pid_tgid();
-	cp = bpf_map_lookup_elem(&inflight, &id);
-	if (!cp)
+	if (call_take(id, &c, btf))
 		return 0;
 	now = bpf_ktime_get_ns();
-	c = *cp;
-	bpf_map_delete_elem(&inflight, &id);
 	if (c.op == NET_OP_CLOSE)
 		return leave_close(id, ret, now);
 	if (c.op == NET_OP_ACCEPT && ret < 0)

@@ -61,6 +61,9 @@ static struct net_bpf *open_variant(const struct bpf_net_opts *o, int btf)
 		bpf_program__set_autoload(mine[i], true);
 		bpf_program__set_autoload(other[i], false);
 	}
+	/* Task storage is the tp_btf variant's (bpf/net.bpf.c call_keep); the raw_tp one keeps calls by hash. */
+	bpf_map__set_autocreate(skel->maps.inflight_ts, btf);
+	bpf_map__set_autocreate(skel->maps.inflight, !btf);
 	bpf_map__set_max_entries(skel->maps.net_targets, o->max_targets ? o->max_targets : 1024);
 	bpf_map__set_max_entries(skel->maps.net_events, (uint32_t)pow2_at_least(o->ringbuf_bytes));
 	/* A quarter full wakes the collector; its timer takes what comes slower than that. */
@@ -92,7 +95,7 @@ struct bpf_net *bpf_net__load(const struct bpf_net_opts *o)
 		return NULL;
 	n->ncpus = libbpf_num_possible_cpus();
 	/* Decided by loading, not by feature probes: tp_btf first, raw_tp if it will not load. */
-	n->skel = open_variant(o, 1);
+	n->skel = o->force_raw_tp ? NULL : open_variant(o, 1);
 	n->ap = CTL_AP_TP_BTF;
 	if (!n->skel) {
 		n->skel = open_variant(o, 0);

@@ -9,6 +9,7 @@
 #ifndef EMBER_COLLECTOR_BPF_NET_H
 #define EMBER_COLLECTOR_BPF_NET_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "bpf/net_abi.h"
@@ -16,6 +17,7 @@
 struct bpf_net_opts {
 	uint32_t max_targets;     /* processes followed at once */
 	uint64_t ringbuf_bytes;   /* BPF ring buffer, rounded up to a power of two pages */
+	bool force_raw_tp;        /* skip the tp_btf variant (tests of the fallback) */
 };
 
 struct bpf_net;

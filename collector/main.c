@@ -895,7 +895,10 @@ static void load_net(void)
 	long ncpus = sysconf(_SC_NPROCESSORS_CONF);
 	struct bpf_net_opts o = { .max_targets = C.bpf_opts.max_pids,
 				  .ringbuf_bytes = C.net_buffer * (uint64_t)(ncpus > 0 ? ncpus : 1) };
+	const char *ap = getenv("EMBER_NET_ATTACH");
 
+	/* The raw_tp fallback is what kernels without BTF trampolines get: tests load it here on purpose. */
+	o.force_raw_tp = ap && !strcmp(ap, "raw_tp");
 	C.net = bpf_net__load(&o);
 	if (!C.net)
 		log_warn("cannot load the network BPF program (%m): network profiling tasks will be refused");
