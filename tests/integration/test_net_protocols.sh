@@ -37,10 +37,10 @@
 #    busy 2-core machine: up to 26 ms seen), so latencies are checked with
 #    --latency-from-read: ember's response within 1 ms of the wire's, its read
 #    of the request not before the request reached the wire.
-#  - PostgreSQL forks a backend per connection and a network task follows
-#    the pids it is given (no children), so the task is started on the
-#    backends once the clients have connected (psql waits on a fifo, pgbench
-#    on a \shell until told to go) and the capture starts with it: neither
+#  - PostgreSQL forks a backend per connection.  A task on the postmaster
+#    follows them (test_net_fork); here the task is started on the backends
+#    once the clients have connected (psql waits on a fifo, pgbench on a
+#    \shell until told to go) so that the capture starts with it: neither
 #    ember nor tshark sees the STARTUP exchanges.
 #  - Each socket call's data is seen up to 4 KB (bpf/net NET_MAX_PAYLOAD);
 #    the rest is a gap to the parsers.  A large response to the only request
