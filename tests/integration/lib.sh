@@ -10,6 +10,10 @@ chmod 755 "$TMP"
 CLEANUP_PIDS=()
 
 cleanup() {
+  # Only the test's own shell cleans up: a background child killed between
+  # its fork and its exec (a test discarding a pid it does not want) runs
+  # the EXIT trap too, and would kill the agent and remove $TMP under the test.
+  [ "$BASHPID" = "$$" ] || return 0
   for p in "${CLEANUP_PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null; done
   sleep 0.2
   for p in "${CLEANUP_PIDS[@]:-}"; do [ -n "$p" ] && kill -9 "$p" 2>/dev/null; done
