@@ -40,6 +40,7 @@ struct l7_conn {
 	struct l7_stats *stats;
 	struct l7_stats dummy_stats;
 	struct detect_buf *det;
+	unsigned det_restarts;  /* detections begun again after a gap */
 };
 
 int l7_conn__parser_index(const struct l7_parser_ops *ops)
@@ -341,10 +342,23 @@ int l7_conn__gap(struct l7_conn *c, enum l7_dir dir, size_t len, uint64_t ts_ns)
 	c->stats->gaps++;
 	c->stats->gap_bytes += len;
 	if (c->state == L7_CONN_DETECTING) {
-		/* The prefix stops being contiguous here: decide on what we have. */
-		err = try_decide(c, true, true);
+		/*
+		 * The prefix stops being contiguous here: decide on it if it says
+		 * enough.  If not (the gap came first, or cut the first message
+		 * short), detection begins again on the bytes after the gap, a few
+		 * times: a connection followed from its middle, or whose first
+		 * events were lost, is still recognised by its next message.
+		 */
+		err = try_decide(c, true, false);
 		if (err < 0)
 			return err;
+		if (c->state == L7_CONN_DETECTING) {
+			if (++c->det_restarts > L7_DETECT_RESTARTS)
+				return decide(c, NULL, false);
+			c->det->prelen[0] = c->det->prelen[1] = 0;
+			c->det->nchunks = 0;
+			return 0;
+		}
 	}
 	if (c->state != L7_CONN_PARSING)
 		return 0;

@@ -12,7 +12,9 @@
  * client, on the swapped assignment too).  The highest confidence wins, ties
  * by registry order; a score >= L7_CONF_CERTAIN decides at once, a score >=
  * L7_CONF_MIN once a direction's first message looks complete (the other side
- * started talking, the window is full, a gap, or finish).  The buffered bytes
+ * started talking, the window is full, a gap, or finish); a gap before that
+ * much evidence starts detection again after it (L7_DETECT_RESTARTS times at
+ * most).  The buffered bytes
  * are then replayed into the parser in their original interleaving, with
  * their original timestamps.
  *
@@ -27,6 +29,8 @@
 #define L7_STATS_MAX_PARSERS 32
 /* Detection window per direction, bytes. */
 #define L7_DETECT_WINDOW 2048
+/* Gaps after which detection begins again before the connection counts as undetected. */
+#define L7_DETECT_RESTARTS 16
 
 /*
  * Counters shared by many connections (owned by the caller, zero it first).

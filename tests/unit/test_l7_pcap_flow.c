@@ -6,6 +6,7 @@
  */
 #include "tests/unit/l7_test.h"
 #include "analyzer/l7/pcap_flow.h"
+#include "analyzer/l7/l7_conn.h"
 
 #include <arpa/inet.h>
 
@@ -234,6 +235,60 @@ static void test_swap_by_detection(void **s)
 	pcap_flow__free(pf);
 }
 
+static void count_rec(void *ctx, const struct l7_record *r)
+{
+	(void)r;
+	(*(int *)ctx)++;
+}
+
+/*
+ * A connection whose first bytes were lost (followed from its middle, or its
+ * first events dropped): the gap comes before any evidence, and detection
+ * begins again on the next message instead of giving the connection up.
+ * Only after L7_DETECT_RESTARTS such gaps without a recognisable message is
+ * it undetected.
+ */
+static void test_gap_before_detection(void **s)
+{
+	static const char req[] = "GET /after HTTP/1.1\r\nHost: x\r\n\r\n";
+	static const char resp[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+	static const char junk[] = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"; /* the tail of a body */
+	struct l7_config cfg = L7_CONFIG_DEFAULTS;
+	struct l7_stats st = { 0 };
+	struct l7_conn_opts o = { .cfg = &cfg, .client_port = 40000, .server_port = 8080, .dir_certain = true,
+				  .emit = count_rec, .stats = &st };
+	struct l7_conn *c;
+	int n = 0;
+
+	(void)s;
+	o.emit_ctx = &n;
+	c = l7_conn__new(&o);
+	assert_non_null(c);
+	assert_int_equal(l7_conn__gap(c, L7_DIR_RESP, 20000, 1), 0);
+	assert_int_equal(l7_conn__feed(c, L7_DIR_RESP, (const uint8_t *)junk, sizeof(junk) - 1, 2), 0);
+	assert_int_equal(l7_conn__gap(c, L7_DIR_RESP, 20000, 3), 0);
+	assert_int_equal(l7_conn__state(c), L7_CONN_DETECTING);
+	assert_int_equal(l7_conn__feed(c, L7_DIR_REQ, (const uint8_t *)req, sizeof(req) - 1, 4), 0);
+	assert_int_equal(l7_conn__feed(c, L7_DIR_RESP, (const uint8_t *)resp, sizeof(resp) - 1, 5), 0);
+	l7_conn__finish(c, 6);
+	assert_int_equal(n, 1);
+	assert_int_equal(st.undetected, 0);
+	c = l7_conn__free(c);
+
+	/* Junk and gaps only: undetected after the bounded restarts, not before. */
+	c = l7_conn__new(&o);
+	assert_non_null(c);
+	for (int i = 0; i < L7_DETECT_RESTARTS; i++) {
+		assert_int_equal(l7_conn__feed(c, L7_DIR_RESP, (const uint8_t *)junk, sizeof(junk) - 1, 10 + i), 0);
+		assert_int_equal(l7_conn__gap(c, L7_DIR_RESP, 100, 10 + i), 0);
+		assert_int_equal(l7_conn__state(c), L7_CONN_DETECTING);
+	}
+	assert_int_equal(l7_conn__gap(c, L7_DIR_RESP, 100, 100), 0);
+	assert_int_not_equal(l7_conn__state(c), L7_CONN_DETECTING);
+	assert_int_equal(st.undetected, 1);
+	c = l7_conn__free(c);
+}
+
 static void test_malformed_and_udp(void **s)
 {
 	struct l7_config cfg;
@@ -290,6 +345,7 @@ int main(void)
 		cmocka_unit_test(test_ooo_overflow_and_swap),
 		cmocka_unit_test(test_swap_by_detection),
 		cmocka_unit_test(test_malformed_and_udp),
+		cmocka_unit_test(test_gap_before_detection),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
