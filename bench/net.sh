@@ -19,12 +19,8 @@ for t in nginx wrk; do command -v $t >/dev/null || { echo "net: $t missing (depl
 DUR=${DUR:-5} ROUNDS=${ROUNDS:-3} CONNS=${CONNS:-16}
 T=$(mktemp -d /tmp/ember-bench.XXXXXX); chmod 755 "$T"
 trap 'kill $AGENT $NGINX 2>/dev/null; wait 2>/dev/null; rm -rf "$T"' EXIT
-cat > "$T/ember.yaml" <<YAML
-ember: { run_dir: $T/run, output_dir: $T/out, log_level: warn }
-exporter: { backends: [file] }
-YAML
-"$B/ember" run --config "$T/ember.yaml" > "$T/agent.log" 2>&1 & AGENT=$!
-for _ in $(seq 100); do [ -S "$T/run/analyzer-0.ctl" ] && break; sleep 0.1; done
+. "$(dirname "$0")/lib/agent.sh"
+start_bench_agent || exit 1
 PORT=$(( 30000 + $$ % 5000 ))
 mkdir -p "$T/html" "$T/logs"; head -c 3000 /dev/zero | tr '\0' 'a' > "$T/html/small.txt"
 cat > "$T/nginx.conf" <<EOF

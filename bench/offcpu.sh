@@ -15,12 +15,8 @@ B=${EMBER_BUILD:-$ROOT/build}
 ROUNDS=${ROUNDS:-200000}
 T=$(mktemp -d /tmp/ember-bench.XXXXXX); chmod 755 "$T"
 trap 'kill $AGENT 2>/dev/null; wait 2>/dev/null; rm -rf "$T"' EXIT
-cat > "$T/ember.yaml" <<YAML
-ember: { run_dir: $T/run, output_dir: $T/out, log_level: warn }
-exporter: { backends: [file] }
-YAML
-"$B/ember" run --config "$T/ember.yaml" > "$T/agent.log" 2>&1 & AGENT=$!
-for _ in $(seq 100); do [ -S "$T/run/analyzer-0.ctl" ] && break; sleep 0.1; done
+. "$(dirname "$0")/lib/agent.sh"
+start_bench_agent || exit 1
 have_bpftrace=1; command -v bpftrace >/dev/null || have_bpftrace=0
 # bpftrace's tracepoints need tracefs, which this VM does not mount at boot.
 [ -d /sys/kernel/tracing/events ] || mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || true

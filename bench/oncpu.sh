@@ -20,13 +20,9 @@ HZ=$(getconf CLK_TCK)
 cpu_of() { awk -v hz="$HZ" '{ sub(/^.*\) /, ""); printf "%.3f", ($12 + $13) / hz }' "/proc/$1/stat" 2>/dev/null || echo 0; }
 hwm_kb() { awk '/^VmHWM:/ {print $2}' "/proc/$1/status"; }
 
-cat > "$T/ember.yaml" <<YAML
-ember: { run_dir: $T/run, output_dir: $T/out, log_level: warn }
-exporter: { backends: [file] }
-YAML
 sysctl -qw kernel.bpf_stats_enabled=1
-"$B/ember" run --config "$T/ember.yaml" > "$T/agent.log" 2>&1 & AGENT=$!
-for _ in $(seq 100); do [ -S "$T/run/analyzer-0.ctl" ] && break; sleep 0.1; done
+. "$(dirname "$0")/lib/agent.sh"
+start_bench_agent || exit 1
 C=$(pgrep -P $AGENT -x ember-collector); A=$(pgrep -P $AGENT -x ember-analyzer); X=$(pgrep -P $AGENT -x ember-exporter)
 
 snap() { python3 "$ROOT/bench/lib/bpfstats.py" snap "$1"; }

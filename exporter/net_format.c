@@ -1,5 +1,6 @@
 #include "exporter/net_format.h"
 
+#include <errno.h>
 #include <json-c/json.h>
 #include <stdio.h>
 #include <time.h>
@@ -44,4 +45,19 @@ const char *net_format__get_str(struct json_object *o, const char *key)
 
 	return json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_string) ?
 		       json_object_get_string(v) : "";
+}
+
+int net_format__write_line(struct json_object *o, FILE *out)
+{
+	const char *s;
+
+	if (!o)
+		return -ENOMEM;
+	s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+	if (s) {
+		fputs(s, out);
+		fputc('\n', out);
+	}
+	json_object_put(o);
+	return s ? 0 : -ENOMEM;
 }

@@ -2,13 +2,14 @@
  * How the network files (exporter/net_report, exporter/net_sampled) write
  * times: durations in ms with 3 decimals, instants in UTC to the ms, both
  * in text and as JSON numbers written as such; and how they read their own
- * JSON back.  No I/O, no logging.
+ * JSON back, and writes one JSON object as one line.  No logging.
  */
 #ifndef EMBER_EXPORTER_NET_FORMAT_H
 #define EMBER_EXPORTER_NET_FORMAT_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 struct json_object;
 
@@ -21,5 +22,7 @@ void net_format__put_ms(struct json_object *o, const char *key, uint64_t ns);
 /* A member of o read back: its number (0 if absent) / its string ("" if absent or not a string). */
 uint64_t net_format__get_u64(struct json_object *o, const char *key);
 const char *net_format__get_str(struct json_object *o, const char *key);
+/* Writes o (NULL: out of memory) as one JSON line and frees it.  0 or -ENOMEM. */
+int net_format__write_line(struct json_object *o, FILE *out);
 
 #endif

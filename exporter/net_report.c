@@ -325,21 +325,6 @@ static void put_calls(struct json_object *o, const char *k, const Ember__NetCall
 	json_object_object_add(o, k, x);
 }
 
-static int emit(struct json_object *o, FILE *out)
-{
-	const char *s;
-
-	if (!o)
-		return -ENOMEM;
-	s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-	if (s) {
-		fputs(s, out);
-		fputc('\n', out);
-	}
-	json_object_put(o);
-	return s ? 0 : -ENOMEM;
-}
-
 static struct json_object *batch_json(const Ember__NetworkBatch *b)
 {
 	struct json_object *o = json_object_new_object();
@@ -514,16 +499,16 @@ int net_report__write_json(const Ember__NetworkBatch *b, FILE *out)
 
 	if (!b)
 		return 0;
-	r |= emit(batch_json(b), out);
+	r |= net_format__write_line(batch_json(b), out);
 	for (size_t i = 0; i < b->n_flows; i++)
 		if (b->flows[i])
-			r |= emit(flow_json(b->flows[i], b), out);
+			r |= net_format__write_line(flow_json(b->flows[i], b), out);
 	for (size_t i = 0; i < b->n_connections; i++)
 		if (b->connections[i])
-			r |= emit(connection_json(b->connections[i]), out);
+			r |= net_format__write_line(connection_json(b->connections[i]), out);
 	for (size_t i = 0; i < b->n_exchanges; i++)
 		if (b->exchanges[i])
-			r |= emit(exchange_json(b->exchanges[i]), out);
+			r |= net_format__write_line(exchange_json(b->exchanges[i]), out);
 	for (size_t i = 0; i < b->n_sampled; i++)
 		if (b->sampled[i])
 			r |= net_sampled__write_json(b->sampled[i], out);

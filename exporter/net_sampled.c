@@ -92,7 +92,6 @@ int net_sampled__write_json(const Ember__NetSampledTrace *t, FILE *out)
 {
 	const Ember__NetExchange *x = t->exchange;
 	struct json_object *o = json_object_new_object(), *fields;
-	const char *s;
 
 	if (!o)
 		return -ENOMEM;
@@ -125,13 +124,7 @@ int net_sampled__write_json(const Ember__NetSampledTrace *t, FILE *out)
 	json_object_object_add(o, "fields", fields);
 	put_body(o, "request", &t->request, t->request_truncated);
 	put_body(o, "response", &t->response, t->response_truncated);
-	s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-	if (s) {
-		fputs(s, out);
-		fputc('\n', out);
-	}
-	json_object_put(o);
-	return s ? 0 : -ENOMEM;
+	return net_format__write_line(o, out);
 }
 
 /* ---- the summary ----------------------------------------------------------------------- */
