@@ -127,7 +127,7 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(LIB)
 
 # Test workloads: frame pointers in every function (gcc 12 drops them from leaf
 # functions at -O1 even with -mno-omit-leaf-frame-pointer), no inlining.
-$(BUILD)/progs/%: tests/progs/%.c
+$(BUILD)/progs/%: tests/progs/%.c tests/progs/start_gate.h
 	@mkdir -p $(@D)
 	$(CC) -O0 -g -fno-omit-frame-pointer -fno-inline -fno-optimize-sibling-calls -Wall -Werror -pthread $< -o $@
 

@@ -67,6 +67,23 @@ stop_agent() {
   fail "agent did not stop within 30 s"
 }
 
+# Runs `ember profile ARGS...` (stdout to $TMP/p.out, stderr to $TMP/p.err) and, once it reports the
+# task attached ("ember: profiling ..." comes after the collector's answer), creates $TMP/go: a
+# workload started with EMBER_TEST_GO=$TMP/go (tests/progs/start_gate.h) measures only while probed.
+profile_gated() {
+  rm -f "$TMP/go"
+  "$EMBER" profile "$@" >"$TMP/p.out" 2>"$TMP/p.err" &
+  local p=$! i
+  for i in $(seq 600); do
+    grep -q '^ember: profiling' "$TMP/p.err" && break
+    kill -0 "$p" 2>/dev/null || break
+    sleep 0.05
+  done
+  touch "$TMP/go"
+  wait "$p" || { cat "$TMP/p.err"; fail "ember profile $* failed"; }
+  grep -q '^ember: profiling' "$TMP/p.err" || { cat "$TMP/p.err"; fail "ember profile never reported the task attached"; }
+}
+
 # pid of the child of the agent running a given executable name
 child_pid() { pgrep -P "$AGENT_PID" -x "$1" | head -1; }
 

@@ -5,13 +5,10 @@
 . "$(dirname "$0")/lib.sh"
 need_bpf
 N=20000
-# A running agent: the task is attached well within the workload's unmeasured
-# first second (a private agent's start-up can take longer on a loaded machine).
+# A running agent; the workload touches its pages once the task is attached (profile_gated).
 start_agent
-"$PROGS/mem_touch" $N > "$TMP/w.out" & W=$!; CLEANUP_PIDS+=("$W")
-sleep 0.1
-"$EMBER" profile --config "$TMP/ember.yaml" --pid "$W" --type mem --duration 30s --out "$TMP/prof" >"$TMP/p.out" 2>"$TMP/p.err" \
-  || { cat "$TMP/p.err"; fail "ember profile --type mem failed"; }
+EMBER_TEST_GO=$TMP/go "$PROGS/mem_touch" $N > "$TMP/w.out" & W=$!; CLEANUP_PIDS+=("$W")
+profile_gated --config "$TMP/ember.yaml" --pid "$W" --type mem --duration 30s --out "$TMP/prof"
 wait "$W"
 [ -s "$TMP/prof/mem.svg" ] || fail "missing mem.svg"
 total=$(folded_total "$TMP/prof/mem.folded")

@@ -1,13 +1,15 @@
 /*
  * Memory (page fault) test workload: touch_pages() writes one byte into each
- * of N fresh 4 KiB pages (huge pages disabled for the region), after a 1 s
- * unmeasured pause so a profiler can attach.
+ * of N fresh 4 KiB pages (huge pages disabled for the region), once
+ * start_gate.h's signal comes.
  * usage: mem_touch PAGES
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
+
+#include "start_gate.h"
 
 __attribute__((noinline)) void touch_pages(char *p, long n)
 {
@@ -28,7 +30,7 @@ __attribute__((noinline)) void grow(long n)
 int main(int argc, char **argv)
 {
 	long n = argc > 1 ? atol(argv[1]) : 10000;
-	sleep(1);
+	start_gate__wait();
 	grow(n);
 	printf("touched %ld\n", n);
 	sleep(1); /* let the last window close before exit */

@@ -7,7 +7,7 @@
  * syscalls, built with frame pointers like the rest of this file): glibc's
  * own wrappers have no frame pointer, which hides their caller from any
  * frame-pointer unwinder (perf's too).
- * usage: offcpu_wait SECONDS   (waits 1 s unmeasured first, so a profiler can attach)
+ * usage: offcpu_wait SECONDS   (starts measuring at start_gate.h's signal)
  * At exit prints the time each blocked, measured around the calls, and how
  * many calls each made:
  *   blocked_ns wait_on_pipe N
@@ -21,6 +21,8 @@
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "start_gate.h"
 
 static int pfd[2];
 static volatile int stop;
@@ -91,7 +93,7 @@ int main(int argc, char **argv)
 
 	if (pipe(pfd))
 		return 1;
-	sleep(1); /* unmeasured: time for a profiler to attach */
+	start_gate__wait();
 	pthread_create(&w, NULL, waiter, NULL);
 	pthread_create(&r, NULL, writer, NULL);
 	end = now_ns() + (unsigned long long)(secs * 1e9);
