@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include "analyzer/continuous/monitors.h"
 #include "analyzer/net/netprof.h"
 #include "analyzer/profile.h"
 #include "analyzer/publisher.h"
@@ -25,6 +26,7 @@
 #include "common/bus.h"
 #include "common/cleanup.h"
 #include "common/config.h"
+#include "common/cp_policy.h"
 #include "common/ctl_client.h"
 #include "common/log.h"
 #include "common/shm_ring.h"
@@ -48,6 +50,8 @@ static struct {
 	struct netprof *np;
 	struct task_runner *runner;
 	struct request_server *req;
+	struct monitors *mon;        /* continuous profiling */
+	uint64_t triggered;          /* ids of triggered tasks */
 	uint64_t records, bad_records, ring_window_drops;
 	struct bus_meter_set meters;  /* the periodic batch: big, so not on the stack */
 	volatile sig_atomic_t stop;
@@ -89,7 +93,7 @@ static void drain_ring(void *ctx)
 
 /* ---- the analyzer's own meters --------------------------------------------------------- */
 
-_Static_assert(PS_MAX + NPS_MAX + CTL_STAT_MAX + 24 <= BUS_METER_SET_MAX, "analyzer meters fit a meter set");
+_Static_assert(PS_MAX + NPS_MAX + MS_MAX + CTL_STAT_MAX + 24 <= BUS_METER_SET_MAX, "analyzer meters fit a meter set");
 
 static void collect_meters(struct bus_meter_set *ms, int with_collector)
 {
@@ -116,6 +120,14 @@ static void collect_meters(struct bus_meter_set *ms, int with_collector)
 	for (unsigned i = 0; i < NPS_MAX; i++)
 		bus__meter_set_add(ms, netprof__stat_name(i), nps[i], 1, ts);
 	bus__meter_set_add(ms, "ring_window_drops", A.ring_window_drops, 1, ts);
+	{
+		uint64_t mv[MS_MAX];
+
+		monitors__stats(A.mon, mv);
+		for (unsigned i = 0; i < MS_MAX; i++)
+			bus__meter_set_add(ms, monitors__stat_name(i), mv[i], i != MS_POLICIES && i != MS_PROCESSES &&
+					   i != MS_UNSUPPORTED_ITEMS, ts);
+	}
 	publisher__stats(A.pub, &pub);
 	bus__meter_set_add(ms, "zmq_hwm_drops", pub.hwm_drops, 1, ts);
 	bus__meter_set_add(ms, "zmq_send_errors", pub.errors, 1, ts);
@@ -208,6 +220,105 @@ static int setup_symbolizer(void)
 	return A.sym ? 0 : -errno;
 }
 
+/* ---- continuous profiling: a policy item held, start its task ---------------------------- */
+
+static uint32_t kind_of(enum cp_target t)
+{
+	return t == CP_TARGET_ON_CPU ? EMBER_TASK_ONCPU : t == CP_TARGET_OFF_CPU ? EMBER_TASK_OFFCPU : EMBER_TASK_NETWORK;
+}
+
+static bool cb_running(void *ctx, uint32_t pid, enum cp_target t)
+{
+	(void)ctx;
+	return task_mgr__find_pid(A.tm, pid, kind_of(t)) != NULL;
+}
+
+static int cb_trigger(void *ctx, const struct mon_trigger *t)
+{
+	static const char *const tag[CP_TARGET_MAX] = { "oncpu", "offcpu", "network" };
+	struct task_def def = { 0 };
+	char err[320] = "";
+	int r;
+
+	(void)ctx;
+	snprintf(def.id, sizeof(def.id), "auto-%s-%u-%llu-%llu", tag[t->target], t->pid,
+		 (unsigned long long)timeutil__unix_ms(), (unsigned long long)++A.triggered);
+	def.kind = kind_of(t->target);
+	def.npids = 1;
+	def.pids[0] = t->pid;
+	def.start_unix_ms = timeutil__unix_ms();
+	def.duration_ms = A.cfg->profiling.continuous.trigger.execute_duration_ns / 1000000;
+	def.period_ns = A.cfg->profiling.task.on_cpu.dump_period_ns;
+	def.min_block_ns = A.cfg->profiling.task.off_cpu.min_block_time_ns;
+	snprintf(def.origin, sizeof(def.origin), "trigger");
+	if (t->target == CP_TARGET_NETWORK) {
+		/* Rover's triggered network task: every URI, slow (>= 0 ms), 4xx and 5xx, whole messages. */
+		struct task_sampling *s = &def.samplings[def.nsamplings++];
+
+		s->has_min_duration = true;
+		s->when_4xx = s->when_5xx = true;
+		s->complete_request = s->complete_response = true;
+		s->max_request_size = s->max_response_size = 64 * 1024;
+	}
+	for (unsigned i = 0; i < t->n_causes && def.ncauses < TASK_MAX_CAUSES; i++) {
+		const struct mon_cause *c = &t->causes[i];
+		struct task_cause *d = &def.causes[def.ncauses++];
+
+		snprintf(d->monitor, sizeof(d->monitor), "%s", cp_monitor__name(c->monitor));
+		d->threshold = c->threshold;
+		d->current = c->current;
+		d->pid = t->pid;
+		d->period_s = c->period;
+		d->count = c->count;
+		d->matched = c->matched;
+		snprintf(d->uri, sizeof(d->uri), "%s", c->uri);
+		snprintf(d->policy, sizeof(d->policy), "%s", c->policy);
+		snprintf(d->comm, sizeof(d->comm), "%s", t->comm);
+	}
+	r = runner__start(A.runner, &def, err, sizeof(err));
+	if (r) {
+		log_warn("continuous profiling: policy '%s' held for %s (pid %u) but its %s task did not start: %s",
+			 t->causes[0].policy, t->comm, t->pid, cp_target__name(t->target), err);
+		return r;
+	}
+	log_info("continuous profiling: task %s (%s) for %s (pid %u): policy '%s' %s %.4g >= %.4g in %u of the last %u s",
+		 def.id, cp_target__name(t->target), t->comm, t->pid, t->causes[0].policy,
+		 cp_monitor__name(t->causes[0].monitor), t->causes[0].current, t->causes[0].threshold,
+		 t->causes[0].matched, t->causes[0].period);
+	return 0;
+}
+
+static int setup_monitors(void)
+{
+	char err[320] = "";
+	struct cp_policies *set;
+	int r;
+
+	A.mon = monitors__new(&(struct monitors_opts){
+		.shard = A.shard, .nshards = A.nshards,
+		.fetch_interval_ms = A.cfg->profiling.continuous.fetch_interval_ns / 1000000,
+		.check_interval_ms = A.cfg->profiling.continuous.check_interval_ns / 1000000,
+		.silence_ms = A.cfg->profiling.continuous.trigger.silence_duration_ns / 1000000,
+		.max_processes = (unsigned)A.cfg->profiling.continuous.max_processes,
+		.start = cb_trigger, .running = cb_running,
+	});
+	if (!A.mon)
+		return -errno;
+	/* `ember run` refused invalid local policies already; what parses here is what it accepted. */
+	set = cp_policies__parse(A.cfg->profiling.continuous.policies, CP_SOURCE_LOCAL, err, sizeof(err));
+	if (!set) {
+		log_error("profiling.continuous.policies: %s", err);
+		return -EINVAL;
+	}
+	for (unsigned i = 0; i < set->n_problems && i < CP_MAX_PROBLEMS; i++)
+		log_warn("profiling.continuous.policies: %s", set->problems[i]);
+	r = monitors__set_policies(A.mon, set);
+	if (!r && set->n)
+		log_info("continuous profiling: %u local polic%s", set->n, set->n == 1 ? "y" : "ies");
+	cp_policies__free(set);
+	return r;
+}
+
 /* The collector's ring, the symbolizer, and the modules around the task manager. */
 static int setup(void)
 {
@@ -269,6 +380,10 @@ static int setup(void)
 		log_error("cannot listen on %s: %s", ep, zmq_strerror(errno));
 		return -1;
 	}
+	if (setup_monitors()) {
+		log_error("cannot set up continuous profiling: %m");
+		return -1;
+	}
 	return 0;
 }
 
@@ -284,11 +399,14 @@ static int run(void)
 			{ .fd = shm_ring__event_fd(A.ring), .events = ZMQ_POLLIN },
 		};
 		uint64_t now = timeutil__unix_ms(), next = task_mgr__next_deadline(A.tm), due = netprof__next_due(A.np);
+		uint64_t mono = timeutil__mono_ms(), mdue = monitors__next_due(A.mon);
 		long timeout = 1000;
 		int n;
 
 		if (due < next)
 			next = due;
+		if (mdue != UINT64_MAX && now + (mdue > mono ? mdue - mono : 0) < next)
+			next = now + (mdue > mono ? mdue - mono : 0);
 		if (next != UINT64_MAX)
 			timeout = next <= now ? 0 : (next - now < 1000 ? (long)(next - now) : 1000);
 		if (shm_ring__prepare_wait(A.ring) != 0)
@@ -303,6 +421,7 @@ static int run(void)
 			requests__handle(A.req);
 		netprof__tick(A.np, timeutil__unix_ms());
 		runner__check(A.runner, timeutil__unix_ms());
+		monitors__tick(A.mon, timeutil__mono_ms());
 		if (ctl_client__broken(A.cc)) {
 			/* Its tasks stay in the state file: the restarted analyzer resumes them. */
 			log_error("lost the collector connection; exiting to be restarted");
@@ -368,6 +487,7 @@ int main(int argc, char **argv)
 		rc = 1;
 	}
 cleanup:
+	A.mon = monitors__free(A.mon);
 	A.req = requests__free(A.req);
 	A.runner = runner__free(A.runner);
 	A.pb = profile__free(A.pb);

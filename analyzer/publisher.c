@@ -60,10 +60,10 @@ void publisher__profile(struct publisher *p, const struct task_def *t, uint64_t 
 {
 	Ember__Envelope env = EMBER__ENVELOPE__INIT;
 	Ember__ProfileBatch b = EMBER__PROFILE_BATCH__INIT;
-	Ember__Task task;
+	struct task_pb task; /* with the trigger's causes: the exporter titles the graph with them */
 
-	task_def__to_proto(t, &task);
-	b.task = &task;
+	task_def__to_pb(t, &task);
+	b.task = &task.task;
 	b.window_start_unix_ns = window_start_ns;
 	b.window_end_unix_ns = window_end_ns;
 	b.n_samples = n;
@@ -78,10 +78,10 @@ void publisher__task_event(struct publisher *p, const struct task_def *t, Ember_
 {
 	Ember__Envelope env = EMBER__ENVELOPE__INIT;
 	Ember__TaskEvent ev = EMBER__TASK_EVENT__INIT;
-	Ember__Task task;
+	struct task_pb task;
 
-	task_def__to_proto(t, &task);
-	ev.task = &task;
+	task_def__to_pb(t, &task);
+	ev.task = &task.task;
 	ev.state = state;
 	ev.error = (char *)(error ? error : "");
 	ev.attach_point = t->attach_point;

@@ -28,6 +28,18 @@ struct task_sampling {
 	uint32_t max_request_size, max_response_size;
 };
 
+#define TASK_MAX_CAUSES 8
+
+/* Why a continuous-profiling trigger started the task (proto TriggerCause). */
+struct task_cause {
+	char monitor[32];
+	double threshold, current;
+	uint32_t pid, period_s, count, matched;
+	char uri[200];
+	char policy[72];
+	char comm[16];
+};
+
 struct task_def {
 	char id[TASK_ID_LEN];     /* printable, [A-Za-z0-9._:-] */
 	uint64_t num_id;          /* id on the collector's side */
@@ -44,6 +56,8 @@ struct task_def {
 	char origin[16];
 	uint32_t shards;          /* analyzers running this task (its pids span them); 0 = 1 */
 	uint32_t attach_point;
+	uint32_t ncauses;            /* origin "trigger" */
+	struct task_cause causes[TASK_MAX_CAUSES];
 };
 
 struct task_mgr;
@@ -75,6 +89,8 @@ struct task_pb {
 	Ember__Task task;
 	Ember__NetSampling s[TASK_MAX_SAMPLINGS];
 	Ember__NetSampling *sp[TASK_MAX_SAMPLINGS];
+	Ember__TriggerCause c[TASK_MAX_CAUSES];
+	Ember__TriggerCause *cp[TASK_MAX_CAUSES];
 };
 void task_def__to_pb(const struct task_def *t, struct task_pb *pb);
 /*

@@ -6,6 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/cp_policy.h"
+
 int cli__die_usage(const char *cmd, const char *msg, const char *arg)
 {
 	fprintf(stderr, "ember %s: %s%s%s%s\n", cmd, msg, arg ? " '" : "", arg ? arg : "", arg ? "'" : "");
@@ -49,6 +51,14 @@ struct ember_config *cli__load_config(const char *cmd, const struct cfg_args *a)
 		key[eq - a->sets[i]] = 0;
 		if (config__set(cfg, key, eq + 1, err, sizeof(err)))
 			goto bad;
+	}
+	{
+		char why[CP_PROBLEM_MAX + 64];
+
+		if (cp_policies__check_local(cfg->profiling.continuous.policies, why, sizeof(why))) {
+			snprintf(err, sizeof(err), "profiling.continuous.policies: %s", why);
+			goto bad;
+		}
 	}
 	return cfg;
 bad:

@@ -179,8 +179,10 @@ static int find_or_start_agent(struct ember_config *cfg, struct agent *ag)
 		return 0;
 	snprintf(ag->priv_run, sizeof(ag->priv_run), "/run/ember-profile.%d", (int)getpid());
 	snprintf(od, sizeof(od), "%s/output", ag->priv_run);
+	/* A private agent runs the one task asked for: no continuous-profiling policy starts others. */
 	if (config__set(cfg, "ember.run_dir", ag->priv_run, NULL, 0) ||
-	    config__set(cfg, "ember.output_dir", od, NULL, 0)) {
+	    config__set(cfg, "ember.output_dir", od, NULL, 0) ||
+	    config__set(cfg, "profiling.continuous.policies", "[]", NULL, 0)) {
 		fprintf(stderr, "ember profile: internal error setting up the private agent\n");
 		return -EINVAL;
 	}

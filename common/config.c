@@ -81,6 +81,8 @@ struct cfg_entry {
 	  .env = ev, .flags = fl, .help = h }
 #define E_YSEQ(k, f, fl, h) \
 	{ .key = k, .type = T_YAMLSEQ, .off = OFF(f, char *), .def = "[]", .flags = fl, .help = h }
+#define E_YSEQD(k, f, d, fl, h) \
+	{ .key = k, .type = T_YAMLSEQ, .off = OFF(f, char *), .def = d, .flags = fl, .help = h }
 
 /* Same order as enum log_level. */
 static const char *const w_log_level[] = { "error", "warn", "info", "debug", NULL };
@@ -89,6 +91,10 @@ static const char *const w_rover_log[] = { "panic", "fatal", "error", "warn", "i
 static const char *const w_backends[] = { "file", "prometheus", "skywalking", "kafka", "pyroscope", NULL };
 static const char *const w_formats[] = { "folded", "svg", "json", NULL };
 static const char *const w_scan_mode[] = { "AGENT_SENSOR", "REGEX", NULL };
+
+/* The shipped policy: on-CPU profile of any process over 80% of a core in 10 of the last 30 s. */
+#define DEFAULT_POLICIES \
+	"[{Name: high-cpu, MatchCmd: ., Profiling: {ON_CPU: {PROCESS_CPU: {Threshold: 80, Period: 30, Count: 10}}}}]"
 
 #define COMPAT_NOTE " Accepted for compatibility; not used yet."
 
@@ -244,6 +250,15 @@ static const struct cfg_entry entries[] = {
 	E_DUR("profiling.continuous.check_interval", profiling.continuous.check_interval_ns, "5s", 100 * NS_MS,
 	      NS_H, "ROVER_PROFILING_CONTINUOUS_CHECK_INTERVAL", 0,
 	      "Period at which thresholds are checked and meters sent."),
+	E_YSEQD("profiling.continuous.policies", profiling.continuous.policies, DEFAULT_POLICIES, 0,
+		"Local continuous-profiling policies (ember extension): a list of {Name, MatchCmd (regex on the "
+		"command line), Profiling: {ON_CPU|OFF_CPU|NETWORK: {PROCESS_CPU|PROCESS_THREAD_COUNT|SYSTEM_LOAD: "
+		"{Threshold, Period, Count}}}}, the fields of the OAP's policies. The default profiles on-CPU any "
+		"process over 80% of a core in 10 of 30 s; [] switches it off."),
+	E_INT("profiling.continuous.max_processes", profiling.continuous.max_processes, "1024", 1, 65536,
+	      "EMBER_PROFILING_CONTINUOUS_MAX_PROCESSES", 0,
+	      "Processes each analyzer monitors at most; more matching processes are counted and skipped "
+	      "(ember extension)."),
 	E_DUR("profiling.continuous.trigger.execute_duration", profiling.continuous.trigger.execute_duration_ns,
 	      "10m", NS_S, 24 * NS_H, "ROVER_PROFILING_CONTINUOUS_TRIGGER_EXECUTE_DURATION", 0,
 	      "Duration of a triggered profiling task."),

@@ -151,6 +151,8 @@ struct ember_config {
 			char *meter_prefix;
 			uint64_t fetch_interval_ns;
 			uint64_t check_interval_ns;
+			char *policies;		/* yaml seq text (common/cp_policy.h) */
+			int64_t max_processes;
 			struct {
 				uint64_t execute_duration_ns;
 				uint64_t silence_duration_ns;

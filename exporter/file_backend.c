@@ -17,6 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <json-c/json.h>
+
 #include "common/fileutil.h"
 #include "common/profile_files.h"
 #include "exporter/backend.h"
@@ -38,6 +40,13 @@ struct ftask {
 	uint64_t start_ms, duration_ms;
 	char attach_point[32];
 	int dirty;
+	/* A continuous-profiling trigger's causes: task.json lists them, the SVG title says the first. */
+	unsigned ncauses;
+	struct fcause {
+		char monitor[32], uri[200], policy[72], comm[16];
+		double threshold, current;
+		uint32_t pid, period_s, count, matched;
+	} causes[8];
 };
 
 struct file_backend {
@@ -148,6 +157,21 @@ static struct ftask *task_get(struct file_backend *fb, const Ember__Task *t, int
 	free_slot->kind = t->kind;
 	free_slot->start_ms = t->start_unix_ms;
 	free_slot->duration_ms = t->duration_ms;
+	for (size_t i = 0; i < t->n_causes && free_slot->ncauses < 8; i++) {
+		const Ember__TriggerCause *m = t->causes[i];
+		struct fcause *c = &free_slot->causes[free_slot->ncauses++];
+
+		snprintf(c->monitor, sizeof(c->monitor), "%s", m->monitor ? m->monitor : "");
+		snprintf(c->uri, sizeof(c->uri), "%s", m->uri ? m->uri : "");
+		snprintf(c->policy, sizeof(c->policy), "%s", m->policy ? m->policy : "");
+		snprintf(c->comm, sizeof(c->comm), "%s", m->comm ? m->comm : "");
+		c->threshold = m->threshold;
+		c->current = m->current;
+		c->pid = m->pid;
+		c->period_s = m->period_s;
+		c->count = m->count;
+		c->matched = m->matched;
+	}
 	free_slot->used = true;
 	resume(fb, free_slot);
 	return free_slot;
@@ -225,6 +249,36 @@ static int write_svg_cb(FILE *out, void *ctx)
 	return flamegraph__write_svg(c->fg, out, &o);
 }
 
+/* ,"trigger":[{...}] for a triggered task: which policy item held, by how much, for which process. */
+static void put_trigger(FILE *out, const struct ftask *t)
+{
+	struct json_object *a;
+
+	if (!t->ncauses || !(a = json_object_new_array()))
+		return;
+	for (unsigned i = 0; i < t->ncauses; i++) {
+		const struct fcause *c = &t->causes[i];
+		struct json_object *o = json_object_new_object();
+
+		if (!o)
+			break;
+		json_object_object_add(o, "policy", json_object_new_string(c->policy));
+		json_object_object_add(o, "monitor", json_object_new_string(c->monitor));
+		json_object_object_add(o, "threshold", json_object_new_double(c->threshold));
+		json_object_object_add(o, "current", json_object_new_double(c->current));
+		json_object_object_add(o, "period_s", json_object_new_int64(c->period_s));
+		json_object_object_add(o, "count", json_object_new_int64(c->count));
+		json_object_object_add(o, "matched", json_object_new_int64(c->matched));
+		json_object_object_add(o, "pid", json_object_new_int64(c->pid));
+		json_object_object_add(o, "comm", json_object_new_string(c->comm));
+		if (c->uri[0])
+			json_object_object_add(o, "uri", json_object_new_string(c->uri));
+		json_object_array_add(a, o);
+	}
+	fprintf(out, ",\"trigger\":%s", json_object_to_json_string_ext(a, JSON_C_TO_STRING_PLAIN));
+	json_object_put(a);
+}
+
 struct json_ctx { const struct ftask *t; const char *state; };
 static int write_json_cb(FILE *out, void *ctx)
 {
@@ -237,19 +291,23 @@ static int write_json_cb(FILE *out, void *ctx)
 		fprintf(out,
 			"{\"task_id\":\"%s\",\"kind\":\"%s\",\"state\":\"%s\",\"start_unix_ms\":%llu,"
 			"\"duration_ms\":%llu,\"batches\":%llu,\"flows\":%llu,\"connections\":%llu,\"exchanges\":%llu,"
-			"\"attach_point\":\"%s\"}\n",
+			"\"attach_point\":\"%s\"",
 			c->t->id, profile_files__kind(c->t->kind), c->state, (unsigned long long)c->t->start_ms,
 			(unsigned long long)c->t->duration_ms, (unsigned long long)st.batches,
 			(unsigned long long)st.flows, (unsigned long long)st.connections,
 			(unsigned long long)st.exchanges, c->t->attach_point);
+		put_trigger(out, c->t);
+		fputs("}\n", out);
 		return 0;
 	}
 	fprintf(out,
 		"{\"task_id\":\"%s\",\"kind\":\"%s\",\"state\":\"%s\",\"start_unix_ms\":%llu,\"duration_ms\":%llu,"
-		"\"samples\":%llu,\"stacks\":%llu,\"windows\":%llu,\"attach_point\":\"%s\"}\n",
+		"\"samples\":%llu,\"stacks\":%llu,\"windows\":%llu,\"attach_point\":\"%s\"",
 		c->t->id, profile_files__kind(c->t->kind), c->state, (unsigned long long)c->t->start_ms,
 		(unsigned long long)c->t->duration_ms, (unsigned long long)c->t->samples,
 		(unsigned long long)c->t->stacks, (unsigned long long)c->t->windows, c->t->attach_point);
+	put_trigger(out, c->t);
+	fputs("}\n", out);
 	return 0;
 }
 
@@ -285,7 +343,7 @@ static int write_net_txt_cb(FILE *out, void *ctx)
 
 static void write_task(struct file_backend *fb, struct ftask *t, const char *final_state)
 {
-	char dir[1024], title[160], sub[160];
+	char dir[1024], title[512], sub[160];
 
 	snprintf(dir, sizeof(dir), "%s/%s", fb->dir, t->id);
 	if (mkdir(dir, 0755) && errno != EEXIST) {
@@ -298,6 +356,14 @@ static void write_task(struct file_backend *fb, struct ftask *t, const char *fin
 	}
 	snprintf(title, sizeof(title), "%s flame graph", t->kind == EMBER__TASK_KIND__ON_CPU ? "On-CPU" :
 			 t->kind == EMBER__TASK_KIND__OFF_CPU ? "Off-CPU" : "Memory (page fault)");
+	if (t->ncauses) { /* the reason a policy started it, in the title: the graph says why it exists */
+		const struct fcause *c = &t->causes[0];
+		size_t n = strlen(title);
+
+		snprintf(title + n, sizeof(title) - n, " of %s (pid %u), started by policy '%s': %s %.4g >= %.4g in %u of %u s%s%s",
+			 c->comm, c->pid, c->policy, c->monitor, c->current, c->threshold, c->matched, c->period_s,
+			 c->uri[0] ? " for " : "", c->uri);
+	}
 	snprintf(sub, sizeof(sub), "ember task %s: %llu samples, %llu stacks", t->id,
 		 (unsigned long long)t->samples, (unsigned long long)t->stacks);
 	if (t->fg_time) { /* off-CPU: time-weighted is the main graph, count-weighted the variant */

@@ -35,7 +35,9 @@ need_bpf() {
 
 # A private agent for this test: writes $TMP/ember.yaml and starts `ember run` in the background.
 # AGENT_BACKENDS (default file), AGENT_EXPORTER_YAML and AGENT_PROFILING_YAML (lines indented
-# by two spaces, under exporter: and profiling:) add to its configuration.
+# by two spaces, under exporter: and profiling:) add to its configuration.  No continuous-profiling
+# policy unless AGENT_POLICIES gives them (a test's busy workload would start tasks of its own);
+# AGENT_CONTINUOUS adds keys of profiling.continuous (flow mapping entries).
 start_agent() {
   AGENT_RUN=$TMP/run; AGENT_OUT=$TMP/out
   cat > "$TMP/ember.yaml" <<YAML
@@ -48,6 +50,7 @@ exporter:
 ${AGENT_EXPORTER_YAML:-}
 profiling:
   flush_interval: ${FLUSH:-1s}
+  continuous: { policies: ${AGENT_POLICIES:-[]}${AGENT_CONTINUOUS:+, $AGENT_CONTINUOUS} }
 ${AGENT_PROFILING_YAML:-}
 YAML
   "$EMBER" run --config "$TMP/ember.yaml" "$@" >"$TMP/agent.log" 2>&1 &

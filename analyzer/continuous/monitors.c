@@ -1,0 +1,574 @@
+/* Continuous-profiling monitors and triggers: see monitors.h. */
+#include "analyzer/continuous/monitors.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "analyzer/continuous/window.h"
+#include "common/shard.h"
+
+#define STAT_BUF 1024
+#define CMDLINE_BUF 4096
+
+struct mproc {
+	uint32_t pid;
+	int fd;				/* /proc/<pid>/stat, -1: opened at each read (no descriptor left) */
+	uint64_t start_ticks;
+	char comm[16];
+	uint64_t pmask;			/* policies (bit = index in the set) whose MatchCmd it matches */
+	uint64_t last_ticks, last_ns;
+	bool have_last, has_cpu, seen;
+	double cpu, threads;
+	struct cp_window win_cpu, win_threads;
+	uint64_t last_start_ms[CP_TARGET_MAX];
+};
+
+struct monitors {
+	struct monitors_opts o;
+	char proc_root[256];
+	long hz;
+	struct cp_policies set;		/* v owned */
+	regex_t rx[CP_MAX_POLICIES];
+	unsigned n_rx;
+	bool rematch;
+	struct mproc *p;		/* sorted by pid */
+	unsigned n;
+	struct cp_window win_load;
+	double load;
+	bool uses_load;
+	int64_t last_sec;		/* the latest second a fetch filled */
+	uint64_t next_fetch, next_check;
+	uint64_t st[MS_MAX];
+};
+
+static const char *const stat_names[MS_MAX] = {
+	[MS_POLICIES] = "continuous_policies",
+	[MS_UNSUPPORTED_ITEMS] = "continuous_items_not_monitored",
+	[MS_PROCESSES] = "continuous_processes_monitored",
+	[MS_PROCESSES_OVER] = "continuous_processes_over_limit",
+	[MS_SCANS] = "continuous_scans",
+	[MS_FETCHES] = "continuous_fetches",
+	[MS_CHECKS] = "continuous_checks",
+	[MS_READ_ERRORS] = "continuous_proc_read_errors",
+	[MS_TRIGGERS] = "continuous_triggers",
+	[MS_SILENCED] = "continuous_silenced",
+	[MS_ALREADY_RUNNING] = "continuous_already_running",
+	[MS_START_FAILURES] = "continuous_start_failures",
+};
+
+const char *monitors__stat_name(enum monitors_stat s) { return (unsigned)s < MS_MAX ? stat_names[s] : "?"; }
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void free_policies(struct monitors *m)
+{
+	for (unsigned i = 0; i < m->n_rx; i++)
+		regfree(&m->rx[i]);
+	m->n_rx = 0;
+	free(m->set.v);
+	memset(&m->set, 0, sizeof(m->set));
+}
+
+static void drop_proc(struct monitors *m, unsigned i)
+{
+	struct mproc *p = &m->p[i];
+
+	if (p->fd >= 0)
+		close(p->fd);
+	cp_window__fini(&p->win_cpu);
+	cp_window__fini(&p->win_threads);
+	memmove(p, p + 1, (m->n - i - 1) * sizeof(*p));
+	m->n--;
+}
+
+struct monitors *monitors__new(const struct monitors_opts *o)
+{
+	struct monitors *m = calloc(1, sizeof(*m));
+
+	if (!m)
+		return NULL;
+	m->o = *o;
+	if (!m->o.max_processes)
+		m->o.max_processes = 1024;
+	if (!m->o.fetch_interval_ms)
+		m->o.fetch_interval_ms = 1000;
+	if (!m->o.check_interval_ms)
+		m->o.check_interval_ms = 5000;
+	snprintf(m->proc_root, sizeof(m->proc_root), "%s", o->proc_root ? o->proc_root : "/proc");
+	m->o.proc_root = m->proc_root;
+	m->hz = sysconf(_SC_CLK_TCK);
+	if (m->hz <= 0)
+		m->hz = 100;
+	m->p = calloc(m->o.max_processes, sizeof(*m->p));
+	if (!m->p) {
+		free(m);
+		errno = ENOMEM;
+		return NULL;
+	}
+	m->last_sec = INT64_MIN;
+	return m;
+}
+
+struct monitors *monitors__free(struct monitors *m)
+{
+	if (!m)
+		return NULL;
+	while (m->n)
+		drop_proc(m, m->n - 1);
+	cp_window__fini(&m->win_load);
+	free_policies(m);
+	free(m->p);
+	free(m);
+	return NULL;
+}
+
+int monitors__set_policies(struct monitors *m, const struct cp_policies *set)
+{
+	unsigned n = set ? set->n : 0, load_len = 0;
+
+	free_policies(m);
+	if (n > CP_MAX_POLICIES)
+		return -EINVAL;
+	m->set.v = n ? calloc(n, sizeof(*m->set.v)) : NULL;
+	if (n && !m->set.v)
+		return -ENOMEM;
+	for (unsigned i = 0; i < n; i++) {
+		m->set.v[i] = set->v[i];
+		if (regcomp(&m->rx[i], set->v[i].match_cmd, REG_EXTENDED | REG_NOSUB)) {
+			free_policies(m);
+			return -EINVAL;
+		}
+		m->n_rx++;
+	}
+	m->set.n = n;
+	m->st[MS_POLICIES] = n;
+	m->st[MS_UNSUPPORTED_ITEMS] = 0;
+	for (unsigned i = 0; i < n; i++)
+		for (unsigned k = 0; k < m->set.v[i].n_items; k++) {
+			const struct cp_item *it = &m->set.v[i].items[k];
+
+			if (cp_monitor__is_http(it->monitor))
+				m->st[MS_UNSUPPORTED_ITEMS]++;
+			if (it->monitor == CP_MON_SYSTEM_LOAD && it->period > load_len)
+				load_len = it->period;
+		}
+	m->uses_load = load_len > 0;
+	if (load_len)
+		(void)cp_window__resize(&m->win_load, load_len);
+	else
+		cp_window__fini(&m->win_load);
+	m->rematch = true;
+	m->next_check = 0; /* scan at the next tick */
+	return 0;
+}
+
+/* ---- /proc ------------------------------------------------------------------------------ */
+
+struct pstat {
+	char comm[16];
+	char state;
+	uint64_t ticks, threads, start_ticks;
+};
+
+/* "pid (comm) S ppid ..." where comm may hold spaces and parentheses: split at the last ')'. */
+static int parse_stat(char *buf, struct pstat *ret)
+{
+	char *open = strchr(buf, '('), *close = strrchr(buf, ')'), *tok, *save = NULL;
+	unsigned long long v[20] = { 0 };
+	unsigned f = 0;
+
+	if (!open || !close || close < open || close[1] != ' ')
+		return -EINVAL;
+	snprintf(ret->comm, sizeof(ret->comm), "%.*s", (int)(close - open - 1), open + 1);
+	ret->state = close[2];
+	/* Fields from the state on: index 0 = field 3 (state), 11 utime, 12 stime, 17 num_threads, 19 starttime. */
+	for (tok = strtok_r(close + 2, " ", &save); tok && f < 20; tok = strtok_r(NULL, " ", &save), f++)
+		if (f)
+			v[f] = strtoull(tok, NULL, 10);
+	if (f < 20)
+		return -EINVAL;
+	ret->ticks = v[11] + v[12];
+	ret->threads = v[17];
+	ret->start_ticks = v[19];
+	return 0;
+}
+
+static int read_stat(struct monitors *m, struct mproc *p, uint32_t pid, struct pstat *ret)
+{
+	char buf[STAT_BUF], path[320];
+	ssize_t n;
+	int fd = p ? p->fd : -1, own = 0;
+
+	if (fd < 0) {
+		snprintf(path, sizeof(path), "%s/%u/stat", m->proc_root, pid);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return -errno;
+		own = 1;
+	}
+	n = pread(fd, buf, sizeof(buf) - 1, 0);
+	if (n < 0)
+		n = -errno;
+	if (own)
+		close(fd);
+	if (n <= 0)
+		return n < 0 ? (int)n : -ESRCH;
+	buf[n] = 0;
+	return parse_stat(buf, ret);
+}
+
+/* The command line with NULs as spaces; "" for kernel threads and zombies. */
+static int read_cmdline(struct monitors *m, uint32_t pid, char *out, size_t outlen)
+{
+	char path[320];
+	ssize_t n, total = 0;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%u/cmdline", m->proc_root, pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	while ((size_t)total < outlen - 1 && (n = read(fd, out + total, outlen - 1 - (size_t)total)) > 0)
+		total += n;
+	close(fd);
+	while (total > 0 && out[total - 1] == 0)
+		total--;
+	for (ssize_t i = 0; i < total; i++)
+		if (!out[i])
+			out[i] = ' ';
+	out[total] = 0;
+	return 0;
+}
+
+static unsigned find(const struct monitors *m, uint32_t pid, bool *found)
+{
+	unsigned lo = 0, hi = m->n;
+
+	while (lo < hi) {
+		unsigned mid = (lo + hi) / 2;
+
+		if (m->p[mid].pid < pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*found = lo < m->n && m->p[lo].pid == pid;
+	return lo;
+}
+
+/* The longest Period of the items (of the matched policies) that use a monitor; 0 if none. */
+static uint32_t window_len(const struct monitors *m, uint64_t pmask, enum cp_monitor mon)
+{
+	uint32_t len = 0;
+
+	for (unsigned i = 0; i < m->set.n; i++)
+		for (unsigned k = 0; (pmask >> i & 1) && k < m->set.v[i].n_items; k++)
+			if (m->set.v[i].items[k].monitor == mon && m->set.v[i].items[k].period > len)
+				len = m->set.v[i].items[k].period;
+	return len;
+}
+
+static int size_windows(struct monitors *m, struct mproc *p)
+{
+	uint32_t c = window_len(m, p->pmask, CP_MON_PROCESS_CPU), t = window_len(m, p->pmask, CP_MON_PROCESS_THREAD_COUNT);
+	int r = 0;
+
+	if (c)
+		r = cp_window__resize(&p->win_cpu, c);
+	else
+		cp_window__fini(&p->win_cpu);
+	if (t && !r)
+		r = cp_window__resize(&p->win_threads, t);
+	else if (!t)
+		cp_window__fini(&p->win_threads);
+	return r;
+}
+
+static bool is_ember(const char *comm)
+{
+	return !strcmp(comm, "ember") || !strncmp(comm, "ember-", 6);
+}
+
+static uint64_t match(struct monitors *m, uint32_t pid, const struct pstat *ps)
+{
+	char cmd[CMDLINE_BUF];
+	uint64_t mask = 0;
+
+	if (is_ember(ps->comm) || ps->state == 'Z' || read_cmdline(m, pid, cmd, sizeof(cmd)) || !cmd[0])
+		return 0;
+	for (unsigned i = 0; i < m->set.n; i++)
+		if (!regexec(&m->rx[i], cmd, 0, NULL, 0))
+			mask |= 1ull << i;
+	return mask;
+}
+
+static void scan(struct monitors *m)
+{
+	DIR *d = opendir(m->proc_root);
+	struct dirent *de;
+	uint32_t self = (uint32_t)getpid();
+	unsigned over = 0;
+
+	m->st[MS_SCANS]++;
+	if (!d) {
+		m->st[MS_READ_ERRORS]++;
+		return;
+	}
+	for (unsigned i = 0; i < m->n; i++)
+		m->p[i].seen = false;
+	while ((de = readdir(d))) {
+		char *end;
+		unsigned long v;
+		uint32_t pid;
+		struct pstat ps;
+		uint64_t mask;
+		unsigned i;
+		bool found;
+
+		if (!isdigit((unsigned char)de->d_name[0]))
+			continue;
+		v = strtoul(de->d_name, &end, 10);
+		if (*end || !v || v > UINT32_MAX)
+			continue;
+		pid = (uint32_t)v;
+		if (pid == self || shard__of(pid, m->o.nshards) != m->o.shard)
+			continue;
+		i = find(m, pid, &found);
+		if (found && !m->rematch) {
+			m->p[i].seen = true;
+			continue;
+		}
+		if (read_stat(m, found ? &m->p[i] : NULL, pid, &ps))
+			continue; /* gone since readdir */
+		mask = match(m, pid, &ps);
+		if (found) {
+			struct mproc *p = &m->p[i];
+
+			if (mask && p->start_ticks == ps.start_ticks) {
+				p->pmask = mask;
+				p->seen = !size_windows(m, p);
+			}
+			continue;
+		}
+		if (!mask)
+			continue;
+		if (m->n >= m->o.max_processes) {
+			over++;
+			continue;
+		}
+		{
+			struct mproc *p = &m->p[i];
+			char path[320];
+
+			memmove(p + 1, p, (m->n - i) * sizeof(*p));
+			memset(p, 0, sizeof(*p));
+			m->n++;
+			p->pid = pid;
+			p->pmask = mask;
+			p->start_ticks = ps.start_ticks;
+			memcpy(p->comm, ps.comm, sizeof(p->comm));
+			snprintf(path, sizeof(path), "%s/%u/stat", m->proc_root, pid);
+			p->fd = open(path, O_RDONLY | O_CLOEXEC); /* -1 (EMFILE...): opened at each read */
+			p->seen = !size_windows(m, p);
+		}
+	}
+	closedir(d);
+	for (unsigned i = m->n; i-- > 0;)
+		if (!m->p[i].seen)
+			drop_proc(m, i);
+	m->rematch = false;
+	m->st[MS_PROCESSES] = m->n;
+	m->st[MS_PROCESSES_OVER] += over;
+}
+
+static int read_load(struct monitors *m, double *ret)
+{
+	char path[320], buf[128];
+	ssize_t n;
+	char *end;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/loadavg", m->proc_root);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -EIO;
+	buf[n] = 0;
+	*ret = strtod(buf, &end);
+	return end == buf ? -EINVAL : 0;
+}
+
+static void fetch(struct monitors *m, uint64_t now_ms)
+{
+	int64_t sec = (int64_t)(now_ms / 1000);
+
+	m->st[MS_FETCHES]++;
+	if (m->uses_load) {
+		if (!read_load(m, &m->load))
+			cp_window__put(&m->win_load, sec, m->load);
+		else
+			m->st[MS_READ_ERRORS]++;
+	}
+	for (unsigned i = m->n; i-- > 0;) {
+		struct mproc *p = &m->p[i];
+		struct pstat ps;
+		uint64_t ns;
+		int r = read_stat(m, p, p->pid, &ps);
+
+		ns = mono_ns();
+		if (r || ps.start_ticks != p->start_ticks || ps.state == 'Z') {
+			if (r && r != -ESRCH && r != -ENOENT)
+				m->st[MS_READ_ERRORS]++;
+			drop_proc(m, i);
+			continue;
+		}
+		if (strcmp(ps.comm, p->comm)) {
+			memcpy(p->comm, ps.comm, sizeof(p->comm));
+			m->rematch = true; /* an exec: its command line may no longer match */
+		}
+		if (p->have_last && ns > p->last_ns) {
+			p->cpu = (double)(ps.ticks - p->last_ticks) / (double)m->hz * 1e9 / (double)(ns - p->last_ns) * 100.0;
+			p->has_cpu = true;
+			if (p->win_cpu.len)
+				cp_window__put(&p->win_cpu, sec, p->cpu);
+		}
+		p->last_ticks = ps.ticks;
+		p->last_ns = ns;
+		p->have_last = true;
+		p->threads = (double)ps.threads;
+		if (p->win_threads.len)
+			cp_window__put(&p->win_threads, sec, p->threads);
+	}
+	m->last_sec = sec;
+	m->st[MS_PROCESSES] = m->n;
+}
+
+static const struct cp_window *window_of(const struct monitors *m, const struct mproc *p, enum cp_monitor mon)
+{
+	switch (mon) {
+	case CP_MON_PROCESS_CPU: return &p->win_cpu;
+	case CP_MON_PROCESS_THREAD_COUNT: return &p->win_threads;
+	case CP_MON_SYSTEM_LOAD: return &m->win_load;
+	default: return NULL;
+	}
+}
+
+static void check_target(struct monitors *m, struct mproc *p, enum cp_target target, uint64_t now_ms)
+{
+	struct mon_trigger t = { .pid = p->pid, .target = target };
+
+	for (unsigned i = 0; i < m->set.n; i++) {
+		const struct cp_policy *pol = &m->set.v[i];
+
+		for (unsigned k = 0; (p->pmask >> i & 1) && k < pol->n_items; k++) {
+			const struct cp_item *it = &pol->items[k];
+			const struct cp_window *w = window_of(m, p, it->monitor);
+			double cur = 0;
+			uint32_t n;
+
+			if (it->target != target || !w || !w->len)
+				continue;
+			n = cp_window__count(w, m->last_sec, it->period, it->threshold, &cur);
+			if (n < it->count || t.n_causes >= MON_MAX_CAUSES)
+				continue;
+			t.causes[t.n_causes++] = (struct mon_cause){ .monitor = it->monitor, .threshold = it->threshold,
+				.current = cur, .period = it->period, .count = it->count, .matched = n };
+			snprintf(t.causes[t.n_causes - 1].policy, CP_NAME_MAX, "%s", pol->name);
+		}
+	}
+	if (!t.n_causes)
+		return;
+	if (m->o.running && m->o.running(m->o.ctx, p->pid, target)) {
+		m->st[MS_ALREADY_RUNNING]++;
+		return;
+	}
+	if (p->last_start_ms[target] && now_ms - p->last_start_ms[target] < m->o.silence_ms) {
+		m->st[MS_SILENCED]++;
+		return;
+	}
+	memcpy(t.comm, p->comm, sizeof(t.comm));
+	if (m->o.start && !m->o.start(m->o.ctx, &t)) {
+		p->last_start_ms[target] = now_ms ? now_ms : 1;
+		m->st[MS_TRIGGERS]++;
+	} else {
+		m->st[MS_START_FAILURES]++;
+	}
+}
+
+static void check(struct monitors *m, uint64_t now_ms)
+{
+	m->st[MS_CHECKS]++;
+	if (m->last_sec == INT64_MIN)
+		return;
+	for (unsigned i = 0; i < m->n; i++)
+		for (unsigned t = 0; t < CP_TARGET_MAX; t++)
+			check_target(m, &m->p[i], (enum cp_target)t, now_ms);
+}
+
+void monitors__tick(struct monitors *m, uint64_t now_ms)
+{
+	if (!m->set.n) {
+		if (m->n) {
+			while (m->n)
+				drop_proc(m, m->n - 1);
+			m->st[MS_PROCESSES] = 0;
+		}
+		return;
+	}
+	if (now_ms >= m->next_check) {
+		/* The scan first: a process that just appeared gets its first fetch now. */
+		scan(m);
+		if (m->next_check) /* not the first tick after new policies */
+			check(m, now_ms);
+		m->next_check = now_ms + m->o.check_interval_ms;
+	}
+	if (now_ms >= m->next_fetch) {
+		fetch(m, now_ms);
+		m->next_fetch = now_ms + m->o.fetch_interval_ms;
+	}
+	if (m->rematch)
+		scan(m);
+}
+
+uint64_t monitors__next_due(const struct monitors *m)
+{
+	if (!m->set.n)
+		return m->n ? 0 : UINT64_MAX;
+	return m->next_fetch < m->next_check ? m->next_fetch : m->next_check;
+}
+
+void monitors__stats(const struct monitors *m, uint64_t ret[MS_MAX])
+{
+	memcpy(ret, m->st, sizeof(m->st));
+}
+
+int monitors__values(const struct monitors *m, uint32_t pid, struct mon_values *ret)
+{
+	bool found;
+	unsigned i = find(m, pid, &found);
+
+	if (!found)
+		return -ENOENT;
+	ret->cpu = m->p[i].cpu;
+	ret->has_cpu = m->p[i].has_cpu;
+	ret->threads = m->p[i].threads;
+	ret->load = m->load;
+	return 0;
+}

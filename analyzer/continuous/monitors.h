@@ -1,0 +1,110 @@
+/*
+ * Continuous profiling: cheap monitors on the processes a policy selects,
+ * 1-second windows, and the triggers that start a profiling task when a
+ * policy item holds (spec section 4.6, with the differences below).
+ *
+ * Each analyzer monitors the processes of its shard.  Every check interval
+ * it lists /proc, matches new processes' command lines against the local
+ * policies' MatchCmd (kernel threads and ember's own processes are never
+ * monitored), and forgets processes that are gone.  Every fetch interval it
+ * reads each monitored process's /proc/<pid>/stat (through a descriptor kept
+ * open: one pread per process) and, when a policy needs it, /proc/loadavg:
+ *
+ *   PROCESS_CPU           the process's CPU time over the last interval as a
+ *                         percentage of one core (Rover: the lifetime average,
+ *                         which a long-running process with a fresh spike may
+ *                         never trip)
+ *   PROCESS_THREAD_COUNT  its threads
+ *   SYSTEM_LOAD           the 1-minute load average
+ *
+ * Each item is judged over its own Period (Rover: over the longest Period of
+ * the monitor's items).  Every check interval, for each process and target
+ * type: unless a task of that type runs on the process or the last one
+ * started within the silence duration, the items that hold become the causes
+ * of one trigger.  Dimension: the process, for every target type (Rover
+ * groups NETWORK by service instance, which local policies do not have).
+ * HTTP monitors need the network path's capture and are not monitored yet:
+ * items using them are counted (MS_UNSUPPORTED_ITEMS) and never fire.
+ *
+ * Bounded: at most max_processes monitored (more are counted, not grown),
+ * windows of at most CP_PERIOD_MAX slots.  /proc is untrusted input: every
+ * read is bounded and parsed defensively.  No logging.
+ */
+#ifndef EMBER_ANALYZER_CONTINUOUS_MONITORS_H
+#define EMBER_ANALYZER_CONTINUOUS_MONITORS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/cp_policy.h"
+
+#define MON_MAX_CAUSES (CP_MON_MAX * 4)
+
+struct mon_cause {
+	enum cp_monitor monitor;
+	double threshold, current;	/* current: the latest slot value that satisfied the threshold */
+	uint32_t period, count, matched;	/* matched of the last period slots; count needed */
+	char uri[CP_URI_MAX];		/* HTTP items */
+	char policy[CP_NAME_MAX];
+};
+
+struct mon_trigger {
+	uint32_t pid;
+	char comm[16];
+	enum cp_target target;
+	unsigned n_causes;
+	struct mon_cause causes[MON_MAX_CAUSES];
+};
+
+struct monitors_opts {
+	const char *proc_root;		/* NULL: "/proc" */
+	unsigned shard, nshards;
+	uint64_t fetch_interval_ms, check_interval_ms, silence_ms;
+	unsigned max_processes;		/* 0: 1024 */
+	/* Starts the task; 0 when it started (the silence begins), -errno otherwise. */
+	int (*start)(void *ctx, const struct mon_trigger *t);
+	/* Whether a task of that target type runs on pid now. */
+	bool (*running)(void *ctx, uint32_t pid, enum cp_target target);
+	void *ctx;
+};
+
+enum monitors_stat {
+	MS_POLICIES,		/* policies in force */
+	MS_UNSUPPORTED_ITEMS,	/* items of monitors not implemented yet (HTTP) */
+	MS_PROCESSES,		/* processes monitored now */
+	MS_PROCESSES_OVER,	/* matching processes not monitored: max_processes reached (each rescan) */
+	MS_SCANS,
+	MS_FETCHES,
+	MS_CHECKS,
+	MS_READ_ERRORS,		/* /proc reads that failed or did not parse (besides a process exiting) */
+	MS_TRIGGERS,		/* tasks started */
+	MS_SILENCED,		/* items held but the target was in its silence duration */
+	MS_ALREADY_RUNNING,	/* items held but a task of that type runs on the process */
+	MS_START_FAILURES,	/* the task could not start (see the analyzer's log) */
+	MS_MAX
+};
+
+struct monitors;
+
+/* NULL + errno.  o is copied. */
+struct monitors *monitors__new(const struct monitors_opts *o);
+/* Accepts NULL.  Returns NULL. */
+struct monitors *monitors__free(struct monitors *m);
+/*
+ * Replaces the policies (the set is copied; NULL = none).  Processes are
+ * matched again at the next scan; windows and silences of processes that
+ * stay monitored are kept.  0 or -errno (a MatchCmd that does not compile).
+ */
+int monitors__set_policies(struct monitors *m, const struct cp_policies *set);
+/* Scans, fetches and checks when each is due (monotonic ms). */
+void monitors__tick(struct monitors *m, uint64_t now_ms);
+/* When the next tick has work (monotonic ms); UINT64_MAX without policies. */
+uint64_t monitors__next_due(const struct monitors *m);
+void monitors__stats(const struct monitors *m, uint64_t ret[MS_MAX]);
+const char *monitors__stat_name(enum monitors_stat s);
+
+/* The latest values of a monitored process (for meters and tests); -ENOENT if not monitored. */
+struct mon_values { double cpu, threads, load; bool has_cpu; };
+int monitors__values(const struct monitors *m, uint32_t pid, struct mon_values *ret);
+
+#endif

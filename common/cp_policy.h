@@ -1,0 +1,109 @@
+/*
+ * Continuous-profiling policies: which monitor, over which threshold, how
+ * often within how long, starts which profiling task.  One parser for both
+ * sources, since they have the same fields (spec section 2.10):
+ *
+ *   the OAP's ServiceWithPolicyJSON   [{"ServiceName": s, "UUID": u,
+ *                                        "Profiling": {TARGET: {MONITOR: item}}}]
+ *   ember's profiling.continuous.policies (YAML; JSON is valid input too)
+ *                                      - Name: n            (optional)
+ *                                        MatchCmd: regex    (the processes: command line, POSIX ERE)
+ *                                        Profiling: {TARGET: {MONITOR: item}}
+ *
+ * TARGET: ON_CPU, OFF_CPU, NETWORK.  MONITOR: PROCESS_CPU, PROCESS_THREAD_COUNT,
+ * SYSTEM_LOAD, HTTP_ERROR_RATE, HTTP_AVG_RESPONSE_TIME.  item: {Threshold:
+ * number (a string in the OAP's JSON), Period: seconds, Count: slots,
+ * URIList: [uri], URIRegex: regex}.
+ *
+ * Validation follows Rover (Threshold non-empty and a number, Period > 0,
+ * Count > 0, Count <= Period) with ember's differences: every threshold may
+ * be fractional (Rover parses CPU and thread count as integers and drops
+ * "80.5"), Period is at most CP_PERIOD_MAX (the window's memory is bounded),
+ * regexes must compile.  An invalid item is kept out of the set and
+ * described in the set's problems, never dropped silently: the OAP's are
+ * logged and counted, a local configuration with any is refused.
+ *
+ * The input is untrusted (config file, OAP reply): bounded lengths and
+ * counts, no recursion beyond the fixed nesting.  No logging.
+ */
+#ifndef EMBER_COMMON_CP_POLICY_H
+#define EMBER_COMMON_CP_POLICY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Order = enum ember_task_kind is not the point: these are Rover's names. */
+enum cp_target { CP_TARGET_ON_CPU = 0, CP_TARGET_OFF_CPU, CP_TARGET_NETWORK, CP_TARGET_MAX };
+/* Order = ContinuousProfilingTriggeredMonitorType (spec section 2.4). */
+enum cp_monitor {
+	CP_MON_PROCESS_CPU = 0,
+	CP_MON_PROCESS_THREAD_COUNT = 1,
+	CP_MON_SYSTEM_LOAD = 2,
+	CP_MON_HTTP_ERROR_RATE = 3,
+	CP_MON_HTTP_AVG_RESPONSE_TIME = 4,
+	CP_MON_MAX
+};
+
+#define CP_PERIOD_MAX    3600	/* seconds: one hour of 1-s slots per window */
+#define CP_MAX_URIS      8
+#define CP_URI_MAX       200
+#define CP_NAME_MAX      72
+#define CP_MATCH_MAX     512
+#define CP_MAX_POLICIES  64
+#define CP_MAX_PROBLEMS  32
+#define CP_PROBLEM_MAX   240
+
+struct cp_item {
+	enum cp_target target;
+	enum cp_monitor monitor;
+	double threshold;
+	char threshold_text[32];	/* as given, for reports */
+	uint32_t period, count;		/* seconds, slots */
+	char uri_regex[CP_URI_MAX];	/* "" = none */
+	unsigned n_uris;
+	char uris[CP_MAX_URIS][CP_URI_MAX];
+};
+
+struct cp_policy {
+	char name[CP_NAME_MAX];		/* local: Name, or "policy N"; OAP: the service name */
+	char service[CP_NAME_MAX];	/* OAP: ServiceName */
+	char uuid[CP_NAME_MAX];		/* OAP: UUID ("" + no items = removed) */
+	char match_cmd[CP_MATCH_MAX];	/* local: the processes' command-line regex */
+	bool removed;			/* OAP: UUID "" and no Profiling */
+	unsigned n_items;
+	struct cp_item items[CP_TARGET_MAX * CP_MON_MAX];
+};
+
+enum cp_source { CP_SOURCE_LOCAL = 0, CP_SOURCE_OAP = 1 };
+
+struct cp_policies {
+	unsigned n;
+	struct cp_policy *v;		/* n of them */
+	unsigned n_problems;		/* invalid items or policies, all of them counted */
+	char problems[CP_MAX_PROBLEMS][CP_PROBLEM_MAX];	/* the first CP_MAX_PROBLEMS described */
+};
+
+/*
+ * Parses text (NULL or empty: no policies).  NULL + errno (EINVAL: not a
+ * list of mappings, err says where; ENOMEM) when the text as a whole is
+ * unusable; otherwise the valid policies and items, with what was invalid
+ * in problems.
+ */
+struct cp_policies *cp_policies__parse(const char *text, enum cp_source src, char *err, size_t errlen);
+/* Accepts NULL.  Returns NULL. */
+struct cp_policies *cp_policies__free(struct cp_policies *p);
+/*
+ * A local configuration's policies are all valid and monitorable: 0, or
+ * -EINVAL with the first problem (and how many there are) in err.  HTTP
+ * monitors are refused here: ember does not monitor them yet.
+ */
+int cp_policies__check_local(const char *text, char *err, size_t errlen);
+
+const char *cp_target__name(enum cp_target t);	/* "ON_CPU", ... */
+const char *cp_monitor__name(enum cp_monitor m);	/* "PROCESS_CPU", ... */
+/* The unit of a monitor's values ("%", "threads", "", "ms"). */
+const char *cp_monitor__unit(enum cp_monitor m);
+bool cp_monitor__is_http(enum cp_monitor m);
+
+#endif
