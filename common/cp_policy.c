@@ -10,6 +10,8 @@
 #include <string.h>
 #include <yaml.h>
 
+#include "common/regex_guard.h"
+
 static const char *const target_names[CP_TARGET_MAX] = { "ON_CPU", "OFF_CPU", "NETWORK" };
 static const char *const monitor_names[CP_MON_MAX] = {
 	"PROCESS_CPU", "PROCESS_THREAD_COUNT", "SYSTEM_LOAD", "HTTP_ERROR_RATE", "HTTP_AVG_RESPONSE_TIME",
@@ -73,7 +75,7 @@ static bool regex_ok(const char *re)
 {
 	regex_t rx;
 
-	if (regcomp(&rx, re, REG_EXTENDED | REG_NOSUB))
+	if (regex_guard__too_heavy(re) || regcomp(&rx, re, REG_EXTENDED | REG_NOSUB))
 		return false;
 	regfree(&rx);
 	return true;
@@ -109,8 +111,9 @@ static int parse_item(struct parse *p, struct cp_item *it, yaml_node_t *n, const
 			if (v && v->type == YAML_SCALAR_NODE && (!re[0] || !strcmp(re, "null") || !strcmp(re, "~")))
 				continue; /* absent, as the OAP's encoder omits nulls */
 			if (!re || strlen(re) >= CP_URI_MAX || !regex_ok(re)) {
-				problem(p->set, "%s: URIRegex is not a regular expression of at most %d characters", where,
-					CP_URI_MAX - 1);
+				problem(p->set, "%s: URIRegex is not a regular expression of at most %d characters that "
+					"repeats little (one repetition per atom, up to {%d})", where, CP_URI_MAX - 1,
+					REGEX_GUARD_MAX_REPEAT);
 				return -EINVAL;
 			}
 			snprintf(it->uri_regex, sizeof(it->uri_regex), "%s", re);
@@ -289,8 +292,9 @@ static void parse_policy(struct parse *p, unsigned idx, yaml_node_t *n)
 			return;
 		}
 		if (!regex_ok(pol->match_cmd)) {
-			problem(p->set, "policy '%s': MatchCmd '%.60s' is not a POSIX extended regular expression",
-				pol->name, pol->match_cmd);
+			problem(p->set, "policy '%s': MatchCmd '%.60s' is not a POSIX extended regular expression "
+				"that repeats little (one repetition per atom, up to {%d})", pol->name, pol->match_cmd,
+				REGEX_GUARD_MAX_REPEAT);
 			return;
 		}
 	}

@@ -2,7 +2,8 @@
  * A NETWORK task's sampling rules, the part of the codec (codec.h) that
  * decodes ExtensionConfigJSON's NetworkSamplings: untrusted JSON (json-c,
  * bounded by sw_codec__json_parse) and URI regexes that must compile with
- * regcomp, which is first kept from building a huge automaton.
+ * regcomp, which is first kept from building a huge automaton
+ * (common/regex_guard.h).
  */
 #include <errno.h>
 #include <json-c/json.h>
@@ -12,6 +13,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/regex_guard.h"
 #include "exporter/skywalking/codec.h"
 
 #define WHY(...) (snprintf(why, whylen, __VA_ARGS__), -EINVAL)
@@ -71,130 +73,6 @@ static int decode_settings(struct json_object *o, struct sw_sampling *r, unsigne
 	return 0;
 }
 
-/*
- * regcomp builds an automaton whose size grows with the repetition bounds,
- * nested ones multiplying (glibc takes seconds and gigabytes for a{1,32767}
- * alone; (((a|b?)+)+...)+ ten deep, 5 s and 500 MB), and the regex comes
- * from the network: before compiling it, its weight (every character and
- * group 1, each repeated subject counted bound times, twice for '+': x+ is
- * built as x x*) must stay under these bounds, as must each interval's
- * bound.  URI patterns need far less.
- */
-#define RX_MAX_REPEAT 255
-#define RX_MAX_WEIGHT 1024
-
-static uint64_t rx_add(uint64_t a, uint64_t b) { return a + b > UINT32_MAX ? UINT32_MAX : a + b; }
-static uint64_t rx_mul(uint64_t a, uint64_t b) { return b && a > UINT32_MAX / b ? UINT32_MAX : a * b; }
-
-static uint64_t rx_seq(const char **pp, bool *bad, bool top);
-
-/* "{m}", "{m,}", "{m,n}", "{,n}" at *pp: its largest count + 1, and *pp past it; 0 if there is none. */
-static unsigned long rx_interval(const char **pp)
-{
-	const char *p = *pp + 1;
-	unsigned long m = 0, n = 0;
-	bool digits = false;
-
-	for (; *p >= '0' && *p <= '9'; p++, digits = true)
-		m = m > 100000 ? m : m * 10 + (unsigned long)(*p - '0');
-	if (*p == ',')
-		for (p++; *p >= '0' && *p <= '9'; p++, digits = true)
-			n = n > 100000 ? n : n * 10 + (unsigned long)(*p - '0');
-	if (*p != '}' || !digits)
-		return 0;
-	*pp = p + 1;
-	return (m > n ? m : n) + 1;
-}
-
-static uint64_t rx_atom(const char **pp, bool *bad)
-{
-	const char *p = *pp;
-	uint64_t w = 1;
-
-	if (*p == '(') {
-		p++;
-		w = rx_add(rx_seq(&p, bad, false), 1);
-		if (*p == ')')
-			p++;
-	} else if (*p == '[') {
-		p++;
-		if (*p == '^')
-			p++;
-		if (*p == ']')
-			p++;
-		while (*p && *p != ']') {
-			const char *end;
-
-			if (*p == '[' && (p[1] == ':' || p[1] == '.' || p[1] == '=') &&
-			    (end = strchr(p + 2, p[1])) && end[1] == ']')
-				p = end + 2;	/* [:alpha:] and the like */
-			else
-				p++;
-		}
-		if (*p)
-			p++;
-	} else {
-		p += *p == '\\' && p[1] ? 2 : 1;
-	}
-	*pp = p;
-	return w;
-}
-
-/* Alternatives up to the ')' closing a group (inside one) or the end; at the top an unmatched ')' is a
- * character, as glibc takes it. */
-static uint64_t rx_seq(const char **pp, bool *bad, bool top)
-{
-	const char *p = *pp;
-	uint64_t total = 0;
-
-	while (*p && (top || *p != ')')) {
-		uint64_t w;
-
-		if (*p == '|') {
-			p++;
-			continue;
-		}
-		w = rx_atom(&p, bad);
-		/* one repetition per atom, and RE2's lazy '?' after it: glibc spends
-		 * exponential time on stacks like a??????++++++ */
-		for (unsigned q = 0;; q++) {
-			const char *after = p;
-			unsigned long k = 0;
-
-			if (*p == '*' || *p == '?' || *p == '+')
-				after = p + 1;
-			else if (*p != '{' || !(k = rx_interval(&after)))
-				break;	/* not a repetition (a plain '{' either) */
-			*bad |= q > 1 || (q == 1 && *p != '?');
-			if (*p == '{') {
-				*bad |= k > RX_MAX_REPEAT + 1;
-				w = rx_mul(w, k);
-			} else {
-				w = *p == '+' ? rx_mul(w, 2) : rx_add(w, 1);	/* x+ is built as x x* */
-			}
-			p = after;
-		}
-		total = rx_add(total, w);
-	}
-	*pp = p;
-	return total;
-}
-
-static bool rx_too_heavy(const char *re)
-{
-	const char *p = re;
-	bool bad = false;
-	uint64_t w = rx_seq(&p, &bad, true);
-
-	/* whatever glibc applies an interval to, none may be larger */
-	for (p = strchr(re, '{'); p && !bad; p = strchr(p + 1, '{')) {
-		const char *q = p;
-
-		bad = rx_interval(&q) > RX_MAX_REPEAT + 1;
-	}
-	return bad || w > RX_MAX_WEIGHT;
-}
-
 static int decode_uri_regex(struct json_object *v, struct sw_sampling *r, unsigned n, char *why, size_t whylen)
 {
 	const char *re;
@@ -213,9 +91,9 @@ static int decode_uri_regex(struct json_object *v, struct sw_sampling *r, unsign
 		return WHY("sampling rule %u: URIRegex longer than %d bytes", n, SW_MAX_URI_REGEX - 1);
 	if (strlen(re) != (size_t)len)
 		return WHY("sampling rule %u: URIRegex holds a NUL", n);
-	if (rx_too_heavy(re))
+	if (regex_guard__too_heavy(re))
 		return WHY("sampling rule %u: URIRegex '%.40s' repeats too much (one repetition per atom, up to {%d}, "
-			   "weight %d)", n, re, RX_MAX_REPEAT, RX_MAX_WEIGHT);
+			   "weight %d)", n, re, REGEX_GUARD_MAX_REPEAT, REGEX_GUARD_MAX_WEIGHT);
 	if (re[0]) {
 		e = regcomp(&rx, re, REG_EXTENDED | REG_NOSUB);
 		if (e) {

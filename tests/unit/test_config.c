@@ -145,7 +145,10 @@ static void test_table(void **state)
 		/* Every key answers config__get, and --set takes its value back (lists
 		 * as comma-separated text; quoted strings are left to the dump test). */
 		assert_true(config__get(c, key, buf, sizeof(buf)) >= 0);
-		if (buf[0] == '[') {
+		if (!strncmp(buf, "[{", 2)) { /* a YAML sequence of mappings: set as a whole */
+			if (config__set(c, key, buf, err, sizeof(err)) != 0)
+				fail_msg("%s: set of its own value '%s' failed: %s", key, buf, err);
+		} else if (buf[0] == '[') {
 			buf[strlen(buf) - 1] = 0;
 			if (config__set(c, key, buf + 1, err, sizeof(err)) != 0)
 				fail_msg("%s: set of its own value '%s' failed: %s", key, buf + 1, err);
