@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The shipped configuration does the main job by itself: `ember run` on
+# deploy/ember.yaml (only its directories and the /metrics port moved for the
+# test) and a program that burns a core: a flame graph of that program
+# appears under the output directory, titled with the reason, without any
+# other command.
+. "$(dirname "$0")/lib.sh"
+need_bpf
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+"$EMBER" run --config "$ROOT/deploy/ember.yaml" --set ember.run_dir="$TMP/run" --set ember.output_dir="$TMP/out" \
+  --set exporter.prometheus.address=127.0.0.1 --set exporter.prometheus.port="$PORT" >"$TMP/agent.log" 2>&1 &
+AGENT_PID=$!; CLEANUP_PIDS+=("$AGENT_PID")
+"$PROGS/burn_later" 1 60 default-policy-test > "$TMP/burn.out" & B=$!; CLEANUP_PIDS+=("$B")
+# The default policy: over 80% of a core in 10 of the last 30 s, checked every 5 s; the file
+# exporter writes the running task's flame graph every flush interval (5 s).
+d=""
+for _ in $(seq 60); do
+  d=$(ls -d "$TMP"/out/auto-oncpu-"$B"-* 2>/dev/null | head -1)
+  [ -n "$d" ] && [ -s "$d/oncpu.folded" ] && [ -s "$d/oncpu.svg" ] && break
+  kill -0 "$AGENT_PID" 2>/dev/null || { cat "$TMP/agent.log"; fail "the agent exited"; }
+  d=""
+  sleep 1
+done
+[ -n "$d" ] || { cat "$TMP/agent.log"; fail "no flame graph of the burner within 60 s"; }
+grep "continuous profiling: task" "$TMP/agent.log" | head -3
+burn=$(folded_sum "$d/oncpu.folded" '^burn_later;(.*;)?main;burn_outer;burn_inner')
+total=$(folded_total "$d/oncpu.folded")
+echo "flame graph $d: $burn of $total samples in main;burn_outer;burn_inner"
+[ "$total" -gt 0 ] && [ $((burn * 100 / total)) -ge 90 ] || fail "the flame graph is not the burner's"
+grep -qE "started by policy (&apos;|')high-cpu(&apos;|'): PROCESS_CPU" "$d/oncpu.svg" || fail "the flame graph's title does not say why it was taken"
+ok "the shipped configuration profiled a CPU burner by itself"
+kill -TERM "$AGENT_PID"
+for _ in $(seq 300); do kill -0 "$AGENT_PID" 2>/dev/null || break; sleep 0.1; done
+wait "$AGENT_PID" || fail "agent exited with an error"
