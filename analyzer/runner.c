@@ -192,8 +192,18 @@ int runner__start(struct task_runner *r, struct task_def *def, char *err, size_t
 		return e;
 	def->num_id = task_num(def->id, r->o.shard);
 	e = task_mgr__add(r->o.tm, def, &t);
-	if (e == -EEXIST)
-		snprintf(err, errlen, "a task with this id, or for one of these pids and kind, already exists");
+	if (e == -EEXIST) {
+		const struct task_def *o = NULL;
+		uint32_t pid = 0;
+
+		for (uint32_t i = 0; i < def->npids && !o; i++)
+			o = task_mgr__find_pid(r->o.tm, pid = def->pids[i], def->kind);
+		if (o)
+			snprintf(err, errlen, "pid %u already has a task of this kind: %s (origin %s), until it ends",
+				 pid, o->id, o->origin[0] ? o->origin : "unknown");
+		else
+			snprintf(err, errlen, "a task with this id already exists");
+	}
 	else if (e == -ENOSPC)
 		snprintf(err, errlen, "too many tasks");
 	else if (e)

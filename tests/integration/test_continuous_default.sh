@@ -28,6 +28,13 @@ total=$(folded_total "$d/oncpu.folded")
 echo "flame graph $d: $burn of $total samples in main;burn_outer;burn_inner"
 [ "$total" -gt 0 ] && [ $((burn * 100 / total)) -ge 90 ] || fail "the flame graph is not the burner's"
 grep -qE "started by policy (&apos;|')high-cpu(&apos;|'): PROCESS_CPU" "$d/oncpu.svg" || fail "the flame graph's title does not say why it was taken"
+# A manual task of the same type on that process is refused while the triggered one runs, naming it.
+if "$EMBER" profile --config "$ROOT/deploy/ember.yaml" --set ember.run_dir="$TMP/run" --pid "$B" --type oncpu \
+     --duration 1s --out "$TMP/manual" >/dev/null 2>"$TMP/manual.err"; then
+  fail "a manual on-CPU task started beside the triggered one"
+fi
+cat "$TMP/manual.err"
+grep -q "already has a task of this kind: auto-oncpu-$B-.*(origin trigger)" "$TMP/manual.err" || fail "the refusal does not name the triggered task"
 ok "the shipped configuration profiled a CPU burner by itself"
 kill -TERM "$AGENT_PID"
 for _ in $(seq 300); do kill -0 "$AGENT_PID" 2>/dev/null || break; sleep 0.1; done
