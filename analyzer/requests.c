@@ -99,7 +99,7 @@ static void handle_one(struct request_server *s, Ember__Request *req)
 {
 	Ember__Reply rep = EMBER__REPLY__INIT;
 	Ember__Task task;
-	_cleanup_free_ Ember__Task *tasks = NULL;
+	_cleanup_free_ struct task_pb *tasks = NULL;
 	_cleanup_free_ Ember__Task **ptrs = NULL;
 	char err[320] = "";
 
@@ -135,8 +135,8 @@ static void handle_one(struct request_server *s, Ember__Request *req)
 			break;
 		}
 		for (unsigned i = 0; i < n; i++) {
-			task_def__to_proto(task_mgr__at(s->o.tm, i), &tasks[i]);
-			ptrs[i] = &tasks[i];
+			task_def__to_pb(task_mgr__at(s->o.tm, i), &tasks[i]); /* with samplings and causes */
+			ptrs[i] = &tasks[i].task;
 		}
 		rep.n_tasks = n;
 		rep.tasks = ptrs;

@@ -151,6 +151,30 @@ static void print_meters(const char *who, Ember__Reply *rep)
 		printf("%-10s %-44s %.0f\n", who, rep->stats[i]->name, rep->stats[i]->value);
 }
 
+/* The running tasks a continuous-profiling policy started, each with its causes. */
+static void print_triggered(void *zctx, const char *ep, const char *who)
+{
+	Ember__Request req = EMBER__REQUEST__INIT;
+	Ember__Reply *rep = NULL;
+
+	req.body_case = EMBER__REQUEST__BODY_LIST;
+	req.list = 1;
+	if (bus__call(zctx, ep, &req, &rep, 3000))
+		return;
+	for (size_t i = 0; i < rep->n_tasks; i++) {
+		const Ember__Task *t = rep->tasks[i];
+
+		for (size_t k = 0; k < t->n_causes; k++) {
+			const Ember__TriggerCause *c = t->causes[k];
+
+			printf("%-10s %-44s %s (pid %u): policy '%s' %s %.4g >= %.4g in %u of %u s%s%s\n", who,
+			       k ? "" : t->id, c->comm, c->pid, c->policy, c->monitor, c->current, c->threshold, c->matched,
+			       c->period_s, c->uri && c->uri[0] ? " for " : "", c->uri ? c->uri : "");
+		}
+	}
+	ember__reply__free_unpacked(rep, NULL);
+}
+
 static int cmd_stats(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -171,7 +195,7 @@ static int cmd_stats(int argc, char **argv)
 		switch (opt) {
 		case 'c': ca.path = optarg; break;
 		case 's': if (ca.nsets < 64) ca.sets[ca.nsets++] = optarg; break;
-		case 'h': printf("usage: ember stats [--config FILE]\nPrints every counter of the running agent.\n"); return 0;
+		case 'h': printf("usage: ember stats [--config FILE]\nPrints every counter of the running agent, and the running tasks that\ncontinuous-profiling policies started, with why.\n"); return 0;
 		default: return cli__die_usage("stats", "unknown option", argv[optind - 1]);
 		}
 	}
@@ -207,6 +231,7 @@ static int cmd_stats(int argc, char **argv)
 			fprintf(stderr, "ember stats: analyzer %u does not answer\n", s);
 			rc = 1;
 		}
+		print_triggered(zctx, ep, who);
 	}
 	{
 		Ember__Request req = EMBER__REQUEST__INIT;

@@ -28,6 +28,11 @@ total=$(folded_total "$d/oncpu.folded")
 echo "flame graph $d: $burn of $total samples in main;burn_outer;burn_inner"
 [ "$total" -gt 0 ] && [ $((burn * 100 / total)) -ge 90 ] || fail "the flame graph is not the burner's"
 grep -qE "started by policy (&apos;|')high-cpu(&apos;|'): PROCESS_CPU" "$d/oncpu.svg" || fail "the flame graph's title does not say why it was taken"
+# ember stats lists the running triggered task with its reason.
+"$EMBER" stats --config "$ROOT/deploy/ember.yaml" --set ember.run_dir="$TMP/run" > "$TMP/stats.out" 2>&1 || fail "ember stats failed"
+grep "auto-oncpu-$B-" "$TMP/stats.out" || fail "ember stats does not list the triggered task"
+grep -q "auto-oncpu-$B-.* burn_later (pid $B): policy 'high-cpu' PROCESS_CPU [0-9.]* >= 80 in [0-9]* of 30 s" "$TMP/stats.out" \
+  || fail "ember stats does not give the task's reason"
 # A manual task of the same type on that process is refused while the triggered one runs, naming it.
 if "$EMBER" profile --config "$ROOT/deploy/ember.yaml" --set ember.run_dir="$TMP/run" --pid "$B" --type oncpu \
      --duration 1s --out "$TMP/manual" >/dev/null 2>"$TMP/manual.err"; then
