@@ -51,6 +51,7 @@ static struct {
 	struct task_runner *runner;
 	struct request_server *req;
 	struct monitors *mon;        /* continuous profiling */
+	uint64_t oap_policy_problems;
 	uint64_t triggered;          /* ids of triggered tasks */
 	uint64_t records, bad_records, ring_window_drops;
 	struct bus_meter_set meters;  /* the periodic batch: big, so not on the stack */
@@ -127,6 +128,7 @@ static void collect_meters(struct bus_meter_set *ms, int with_collector)
 		for (unsigned i = 0; i < MS_MAX; i++)
 			bus__meter_set_add(ms, monitors__stat_name(i), mv[i], i != MS_POLICIES && i != MS_PROCESSES &&
 					   i != MS_UNSUPPORTED_ITEMS, ts);
+		bus__meter_set_add(ms, "continuous_oap_policy_problems", A.oap_policy_problems, 1, ts);
 	}
 	publisher__stats(A.pub, &pub);
 	bus__meter_set_add(ms, "zmq_hwm_drops", pub.hwm_drops, 1, ts);
@@ -275,6 +277,35 @@ static int cb_trigger(void *ctx, const struct mon_trigger *t)
 		snprintf(d->policy, sizeof(d->policy), "%s", c->policy);
 		snprintf(d->comm, sizeof(d->comm), "%s", t->comm);
 	}
+	if (t->causes[0].oap) {
+		/* The OAP names the task (reportProfilingTask): the exporter asks, then submits it here. */
+		def.id[0] = 0;
+		def.ncauses = 0;
+		for (unsigned i = 0; i < t->n_causes && def.ncauses < TASK_MAX_CAUSES; i++) {
+			const struct mon_cause *c = &t->causes[i];
+			struct task_cause *d;
+
+			if (!c->oap || strcmp(c->service, t->causes[0].service))
+				continue;
+			d = &def.causes[def.ncauses++];
+			snprintf(d->monitor, sizeof(d->monitor), "%s", cp_monitor__name(c->monitor));
+			d->threshold = c->threshold;
+			d->current = c->current;
+			d->pid = t->pid;
+			d->period_s = c->period;
+			d->count = c->count;
+			d->matched = c->matched;
+			snprintf(d->uri, sizeof(d->uri), "%s", c->uri);
+			snprintf(d->policy, sizeof(d->policy), "%s", c->policy);
+			snprintf(d->comm, sizeof(d->comm), "%s", t->comm);
+		}
+		publisher__trigger(A.pub, &def, t->causes[0].service);
+		log_info("continuous profiling: OAP policy of service '%s' held for %s (pid %u): %s %.4g >= %.4g in %u of "
+			 "the last %u s; asking the OAP for the %s task", t->causes[0].service, t->comm, t->pid,
+			 cp_monitor__name(t->causes[0].monitor), t->causes[0].current, t->causes[0].threshold,
+			 t->causes[0].matched, t->causes[0].period, cp_target__name(t->target));
+		return 0;
+	}
 	r = runner__start(A.runner, &def, err, sizeof(err));
 	if (r) {
 		log_warn("continuous profiling: policy '%s' held for %s (pid %u) but its %s task did not start: %s",
@@ -286,6 +317,62 @@ static int cb_trigger(void *ctx, const struct mon_trigger *t)
 		 cp_monitor__name(t->causes[0].monitor), t->causes[0].current, t->causes[0].threshold,
 		 t->causes[0].matched, t->causes[0].period);
 	return 0;
+}
+
+static void cb_values(void *ctx, const struct mon_value *v, unsigned n)
+{
+	Ember__MonitorBatch b = EMBER__MONITOR_BATCH__INIT;
+	Ember__MonitorValue *vals = calloc(n, sizeof(*vals));
+	Ember__MonitorValue **ptrs = calloc(n, sizeof(*ptrs));
+
+	(void)ctx;
+	if (vals && ptrs) {
+		for (unsigned i = 0; i < n; i++) {
+			ember__monitor_value__init(&vals[i]);
+			vals[i].pid = v[i].pid;
+			vals[i].monitor = (char *)cp_monitor__name(v[i].monitor);
+			vals[i].target = (char *)cp_target__name(v[i].target);
+			vals[i].value = v[i].value;
+			vals[i].service = (char *)v[i].service;
+			ptrs[i] = &vals[i];
+		}
+		b.timestamp_ms = timeutil__unix_ms();
+		b.n_values = n;
+		b.values = ptrs;
+		publisher__monitors(A.pub, &b);
+	}
+	free(vals);
+	free(ptrs);
+}
+
+/* The OAP's policies, from the exporter, with the processes of each policy's service. */
+static int cb_policies(void *ctx, const Ember__PolicySet *ps, char *err, size_t errlen)
+{
+	struct cp_policies *set;
+	struct mon_service_pids svc[CP_MAX_POLICIES];
+	unsigned n = 0;
+	int r;
+
+	(void)ctx;
+	set = cp_policies__parse(ps->json, CP_SOURCE_OAP, err, errlen);
+	if (!set) {
+		log_warn("continuous profiling: the OAP's policies do not decode: %s", err);
+		return -EINVAL;
+	}
+	for (unsigned i = 0; i < set->n_problems && i < CP_MAX_PROBLEMS; i++)
+		log_warn("continuous profiling: OAP %s: ignored", set->problems[i]);
+	A.oap_policy_problems += set->n_problems;
+	for (size_t i = 0; i < ps->n_processes && n < CP_MAX_POLICIES; i++)
+		if (ps->processes[i]->service)
+			svc[n++] = (struct mon_service_pids){ ps->processes[i]->service, ps->processes[i]->pids,
+							      (unsigned)ps->processes[i]->n_pids };
+	r = monitors__set_oap_policies(A.mon, set, svc, n);
+	if (r)
+		snprintf(err, errlen, "cannot set the policies: %s", strerror(-r));
+	else
+		log_info("continuous profiling: %u OAP polic%s", set->n, set->n == 1 ? "y" : "ies");
+	cp_policies__free(set);
+	return r;
 }
 
 static int setup_monitors(void)
@@ -300,7 +387,7 @@ static int setup_monitors(void)
 		.check_interval_ms = A.cfg->profiling.continuous.check_interval_ns / 1000000,
 		.silence_ms = A.cfg->profiling.continuous.trigger.silence_duration_ns / 1000000,
 		.max_processes = (unsigned)A.cfg->profiling.continuous.max_processes,
-		.start = cb_trigger, .running = cb_running,
+		.start = cb_trigger, .running = cb_running, .values = cb_values,
 	});
 	if (!A.mon)
 		return -errno;
@@ -374,7 +461,7 @@ static int setup(void)
 	}
 	bus__analyzer_endpoint(A.cfg->ember.run_dir, A.shard, ep, sizeof(ep));
 	struct requests_opts qo = { .runner = A.runner, .tm = A.tm, .cfg = A.cfg, .shard = A.shard,
-				    .meters = stats_meters };
+				    .meters = stats_meters, .policies = cb_policies };
 	A.req = requests__new(A.zctx, ep, &qo);
 	if (!A.req) {
 		log_error("cannot listen on %s: %s", ep, zmq_strerror(errno));

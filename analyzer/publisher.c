@@ -104,6 +104,29 @@ void publisher__network(struct publisher *p, const struct task_def *t, Ember__Ne
 	b->task = NULL;
 }
 
+void publisher__trigger(struct publisher *p, const struct task_def *t, const char *service)
+{
+	Ember__Envelope env = EMBER__ENVELOPE__INIT;
+	Ember__TriggerRequest tr = EMBER__TRIGGER_REQUEST__INIT;
+	struct task_pb task;
+
+	task_def__to_pb(t, &task);
+	tr.task = &task.task;
+	tr.service = (char *)service;
+	env.body_case = EMBER__ENVELOPE__BODY_TRIGGER;
+	env.trigger = &tr;
+	send_env(p, &env);
+}
+
+void publisher__monitors(struct publisher *p, Ember__MonitorBatch *b)
+{
+	Ember__Envelope env = EMBER__ENVELOPE__INIT;
+
+	env.body_case = EMBER__ENVELOPE__BODY_MONITORS;
+	env.monitors = b;
+	send_env(p, &env);
+}
+
 void publisher__meters(struct publisher *p, Ember__Meter **meters, size_t n)
 {
 	Ember__Envelope env = EMBER__ENVELOPE__INIT;

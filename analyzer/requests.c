@@ -120,6 +120,14 @@ static void handle_one(struct request_server *s, Ember__Request *req)
 		}
 		break;
 	}
+	case EMBER__REQUEST__BODY_POLICIES:
+		if (!req->policies || !s->o.policies) {
+			rep.err = -EINVAL;
+			snprintf(err, sizeof(err), "no policy set");
+		} else {
+			rep.err = s->o.policies(s->o.ctx, req->policies, err, sizeof(err));
+		}
+		break;
 	case EMBER__REQUEST__BODY_STATS:
 		s->o.meters(s->o.ctx, &s->ms);
 		rep.n_stats = s->ms.n;

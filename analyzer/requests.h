@@ -24,6 +24,8 @@ struct requests_opts {
 	unsigned shard;
 	/* Fills the analyzer's meters for a stats request. */
 	void (*meters)(void *ctx, struct bus_meter_set *ms);
+	/* Replaces the OAP's continuous-profiling policies: 0, or -errno with the reason in err. */
+	int (*policies)(void *ctx, const Ember__PolicySet *ps, char *err, size_t errlen);
 	void *ctx;
 };
 

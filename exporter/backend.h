@@ -26,6 +26,10 @@ struct exporter_backend_ops {
 	 * the flows of its own processes: they add up.  The task's end comes
 	 * joined through on_task_event, after every analyzer's last batch. */
 	void (*on_network)(void *st, const Ember__NetworkBatch *b);
+	/* Optional: an OAP continuous-profiling policy held (the backend that polls the
+	 * policies reports it and starts the task) and the monitors' values per check. */
+	void (*on_trigger)(void *st, const Ember__TriggerRequest *t, uint32_t analyzer);
+	void (*on_monitors)(void *st, const Ember__MonitorBatch *m, uint32_t analyzer);
 	/* Called every 250 ms (on a fixed grid), at shutdown (final = 1: flush
 	 * everything), and whenever event_fd is readable. */
 	void (*tick)(void *st, uint64_t now_ms, int final);

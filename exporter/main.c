@@ -82,6 +82,12 @@ static void dispatch(Ember__Envelope *env)
 			/* every shard's batch as it comes: their flows add up, no join needed */
 			if (X.ops[i]->on_network) X.ops[i]->on_network(X.st[i], env->network);
 			break;
+		case EMBER__ENVELOPE__BODY_TRIGGER:
+			if (X.ops[i]->on_trigger) X.ops[i]->on_trigger(X.st[i], env->trigger, env->analyzer);
+			break;
+		case EMBER__ENVELOPE__BODY_MONITORS:
+			if (X.ops[i]->on_monitors) X.ops[i]->on_monitors(X.st[i], env->monitors, env->analyzer);
+			break;
 		default:
 			break;
 		}

@@ -34,9 +34,13 @@ struct monitors {
 	struct monitors_opts o;
 	char proc_root[256];
 	long hz;
-	struct cp_policies set;		/* v owned */
-	regex_t rx[CP_MAX_POLICIES];
-	unsigned n_rx;
+	/* In force: the local policies, then the OAP's (set.v owned); bit i of a process's pmask = set.v[i]. */
+	struct cp_policies set;
+	regex_t rx[CP_MAX_POLICIES];	/* local policies' MatchCmd */
+	unsigned n_rx, n_local;
+	struct cp_policies local, oap;	/* as last given (v owned) */
+	uint32_t *oap_pids[CP_MAX_POLICIES];	/* the OAP policies' processes, sorted (owned) */
+	unsigned oap_npids[CP_MAX_POLICIES];
 	bool rematch;
 	struct mproc *p;		/* sorted by pid */
 	unsigned n;
@@ -65,13 +69,28 @@ static const char *const stat_names[MS_MAX] = {
 
 const char *monitors__stat_name(enum monitors_stat s) { return (unsigned)s < MS_MAX ? stat_names[s] : "?"; }
 
-static void free_policies(struct monitors *m)
+static void free_set(struct monitors *m)
 {
 	for (unsigned i = 0; i < m->n_rx; i++)
 		regfree(&m->rx[i]);
 	m->n_rx = 0;
 	free(m->set.v);
 	memset(&m->set, 0, sizeof(m->set));
+}
+
+static void free_given(struct cp_policies *p)
+{
+	free(p->v);
+	memset(p, 0, sizeof(*p));
+}
+
+static void free_oap_pids(struct monitors *m)
+{
+	for (unsigned i = 0; i < CP_MAX_POLICIES; i++) {
+		free(m->oap_pids[i]);
+		m->oap_pids[i] = NULL;
+		m->oap_npids[i] = 0;
+	}
 }
 
 static void drop_proc(struct monitors *m, unsigned i)
@@ -121,30 +140,52 @@ struct monitors *monitors__free(struct monitors *m)
 	while (m->n)
 		drop_proc(m, m->n - 1);
 	cp_window__fini(&m->win_load);
-	free_policies(m);
+	free_set(m);
+	free_given(&m->local);
+	free_given(&m->oap);
+	free_oap_pids(m);
 	free(m->p);
 	free(m);
 	return NULL;
 }
 
-int monitors__set_policies(struct monitors *m, const struct cp_policies *set)
+static int copy_given(struct cp_policies *dst, const struct cp_policies *src)
 {
-	unsigned n = set ? set->n : 0, load_len = 0;
+	unsigned n = src ? src->n : 0;
 
-	free_policies(m);
+	free_given(dst);
 	if (n > CP_MAX_POLICIES)
 		return -EINVAL;
-	m->set.v = n ? calloc(n, sizeof(*m->set.v)) : NULL;
-	if (n && !m->set.v)
+	dst->v = n ? calloc(n, sizeof(*dst->v)) : NULL;
+	if (n && !dst->v)
 		return -ENOMEM;
-	for (unsigned i = 0; i < n; i++) {
-		m->set.v[i] = set->v[i];
-		if (regcomp(&m->rx[i], set->v[i].match_cmd, REG_EXTENDED | REG_NOSUB)) {
-			free_policies(m);
+	for (unsigned i = 0; i < n; i++)
+		dst->v[i] = src->v[i];
+	dst->n = n;
+	return 0;
+}
+
+/* The set in force: the local policies, then the OAP's that are not removals, up to CP_MAX_POLICIES. */
+static int compose(struct monitors *m)
+{
+	unsigned n = 0, load_len = 0;
+
+	free_set(m);
+	m->set.v = calloc(CP_MAX_POLICIES, sizeof(*m->set.v));
+	if (!m->set.v)
+		return -ENOMEM;
+	for (unsigned i = 0; i < m->local.n && n < CP_MAX_POLICIES; i++) {
+		if (regcomp(&m->rx[n], m->local.v[i].match_cmd, REG_EXTENDED | REG_NOSUB)) {
+			free_set(m);
 			return -EINVAL;
 		}
 		m->n_rx++;
+		m->set.v[n++] = m->local.v[i];
 	}
+	m->n_local = n;
+	for (unsigned i = 0; i < m->oap.n && n < CP_MAX_POLICIES; i++)
+		if (!m->oap.v[i].removed)
+			m->set.v[n++] = m->oap.v[i];
 	m->set.n = n;
 	m->st[MS_POLICIES] = n;
 	m->st[MS_UNSUPPORTED_ITEMS] = 0;
@@ -163,8 +204,50 @@ int monitors__set_policies(struct monitors *m, const struct cp_policies *set)
 	else
 		cp_window__fini(&m->win_load);
 	m->rematch = true;
-	m->next_check = 0; /* scan at the next tick */
+	m->next_check = 0; /* scan (and check) at the next tick */
 	return 0;
+}
+
+int monitors__set_policies(struct monitors *m, const struct cp_policies *set)
+{
+	int r = copy_given(&m->local, set);
+
+	return r ? r : compose(m);
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+int monitors__set_oap_policies(struct monitors *m, const struct cp_policies *set, const struct mon_service_pids *svc,
+			       unsigned n_svc)
+{
+	int r = copy_given(&m->oap, set);
+
+	free_oap_pids(m);
+	if (r)
+		return r;
+	/* Each policy's processes: those the exporter found for its service (removals have none). */
+	for (unsigned i = 0, k = 0; i < m->oap.n; i++) {
+		if (m->oap.v[i].removed)
+			continue;
+		for (unsigned j = 0; j < n_svc; j++) {
+			if (strcmp(svc[j].service, m->oap.v[i].service) || !svc[j].n_pids)
+				continue;
+			m->oap_pids[k] = malloc(svc[j].n_pids * sizeof(uint32_t));
+			if (!m->oap_pids[k])
+				return -ENOMEM;
+			memcpy(m->oap_pids[k], svc[j].pids, svc[j].n_pids * sizeof(uint32_t));
+			qsort(m->oap_pids[k], svc[j].n_pids, sizeof(uint32_t), cmp_u32);
+			m->oap_npids[k] = svc[j].n_pids;
+			break;
+		}
+		k++;
+	}
+	return compose(m);
 }
 
 /* ---- /proc ------------------------------------------------------------------------------ */
@@ -301,9 +384,15 @@ static uint64_t match(struct monitors *m, uint32_t pid, const struct pstat *ps)
 
 	if (is_ember(ps->comm) || ps->state == 'Z' || read_cmdline(m, pid, cmd, sizeof(cmd)) || !cmd[0])
 		return 0;
-	for (unsigned i = 0; i < m->set.n; i++)
+	for (unsigned i = 0; i < m->n_local; i++)
 		if (!regexec(&m->rx[i], cmd, 0, NULL, 0))
 			mask |= 1ull << i;
+	for (unsigned i = m->n_local; i < m->set.n; i++) {
+		unsigned k = i - m->n_local;
+
+		if (m->oap_npids[k] && bsearch(&pid, m->oap_pids[k], m->oap_npids[k], sizeof(uint32_t), cmp_u32))
+			mask |= 1ull << i;
+	}
 	return mask;
 }
 
@@ -480,8 +569,10 @@ static void check_target(struct monitors *m, struct mproc *p, enum cp_target tar
 			if (n < it->count || t.n_causes >= MON_MAX_CAUSES)
 				continue;
 			t.causes[t.n_causes++] = (struct mon_cause){ .monitor = it->monitor, .threshold = it->threshold,
-				.current = cur, .period = it->period, .count = it->count, .matched = n };
+				.current = cur, .period = it->period, .count = it->count, .matched = n,
+				.oap = i >= m->n_local };
 			snprintf(t.causes[t.n_causes - 1].policy, CP_NAME_MAX, "%s", pol->name);
+			snprintf(t.causes[t.n_causes - 1].service, CP_NAME_MAX, "%s", pol->service);
 		}
 	}
 	if (!t.n_causes)
@@ -503,6 +594,57 @@ static void check_target(struct monitors *m, struct mproc *p, enum cp_target tar
 	}
 }
 
+/* The values of this check, once per (process, monitor, target, service). */
+static void report_values(struct monitors *m)
+{
+	unsigned cap = m->n * 4 + 4, n = 0;
+	struct mon_value *v;
+
+	if (!m->o.values || !(v = malloc(cap * sizeof(*v))))
+		return;
+	for (unsigned i = 0; i < m->n; i++) {
+		const struct mproc *p = &m->p[i];
+
+		for (unsigned j = 0; j < m->set.n; j++) {
+			const struct cp_policy *pol = &m->set.v[j];
+
+			for (unsigned k = 0; (p->pmask >> j & 1) && k < pol->n_items; k++) {
+				const struct cp_item *it = &pol->items[k];
+				struct mon_value x = { .pid = p->pid, .monitor = it->monitor, .target = it->target,
+						       .service = pol->service };
+				bool dup = false;
+
+				if (it->monitor == CP_MON_PROCESS_CPU && p->has_cpu)
+					x.value = p->cpu;
+				else if (it->monitor == CP_MON_PROCESS_THREAD_COUNT)
+					x.value = p->threads;
+				else if (it->monitor == CP_MON_SYSTEM_LOAD)
+					x.value = m->load;
+				else
+					continue;
+				for (unsigned d = 0; d < n && !dup; d++)
+					dup = v[d].pid == x.pid && v[d].monitor == x.monitor && v[d].target == x.target &&
+					      !strcmp(v[d].service, x.service);
+				if (dup)
+					continue;
+				if (n == cap) {
+					struct mon_value *nv = realloc(v, 2 * cap * sizeof(*v));
+
+					if (!nv)
+						goto done;
+					v = nv;
+					cap *= 2;
+				}
+				v[n++] = x;
+			}
+		}
+	}
+done:
+	if (n)
+		m->o.values(m->o.ctx, v, n);
+	free(v);
+}
+
 static void check(struct monitors *m, uint64_t now_ms)
 {
 	m->st[MS_CHECKS]++;
@@ -511,6 +653,7 @@ static void check(struct monitors *m, uint64_t now_ms)
 	for (unsigned i = 0; i < m->n; i++)
 		for (unsigned t = 0; t < CP_TARGET_MAX; t++)
 			check_target(m, &m->p[i], (enum cp_target)t, now_ms);
+	report_values(m);
 }
 
 void monitors__tick(struct monitors *m, uint64_t now_ms)
@@ -526,8 +669,7 @@ void monitors__tick(struct monitors *m, uint64_t now_ms)
 	if (now_ms >= m->next_check) {
 		/* The scan first: a process that just appeared gets its first fetch now. */
 		scan(m);
-		if (m->next_check) /* not the first tick after new policies */
-			check(m, now_ms);
+		check(m, now_ms); /* nothing before the first fetch */
 		m->next_check = now_ms + m->o.check_interval_ms;
 	}
 	if (now_ms >= m->next_fetch) {

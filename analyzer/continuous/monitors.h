@@ -5,8 +5,9 @@
  *
  * Each analyzer monitors the processes of its shard.  Every check interval
  * it lists /proc, matches new processes' command lines against the local
- * policies' MatchCmd (kernel threads and ember's own processes are never
- * monitored), and forgets processes that are gone.  Every fetch interval it
+ * policies' MatchCmd, and their pids against the processes the exporter
+ * found for each OAP policy's service (kernel threads and ember's own
+ * processes are never monitored), and forgets processes that are gone.  Every fetch interval it
  * reads each monitored process's /proc/<pid>/stat (through a descriptor kept
  * open: one pread per process) and, when a policy needs it, /proc/loadavg:
  *
@@ -46,6 +47,8 @@ struct mon_cause {
 	uint32_t period, count, matched;	/* matched of the last period slots; count needed */
 	char uri[CP_URI_MAX];		/* HTTP items */
 	char policy[CP_NAME_MAX];
+	bool oap;			/* of an OAP policy: the OAP names the task */
+	char service[CP_NAME_MAX];	/* the OAP policy's service */
 };
 
 struct mon_trigger {
@@ -54,6 +57,14 @@ struct mon_trigger {
 	enum cp_target target;
 	unsigned n_causes;
 	struct mon_cause causes[MON_MAX_CAUSES];
+};
+
+struct mon_value {
+	uint32_t pid;
+	enum cp_monitor monitor;
+	enum cp_target target;
+	double value;
+	const char *service;	/* the OAP policy's service, "" for local policies */
 };
 
 struct monitors_opts {
@@ -65,6 +76,9 @@ struct monitors_opts {
 	int (*start)(void *ctx, const struct mon_trigger *t);
 	/* Whether a task of that target type runs on pid now. */
 	bool (*running)(void *ctx, uint32_t pid, enum cp_target target);
+	/* Optional, after each check: the latest value of each monitor a process is under, once per
+	 * (process, monitor, target using it, OAP service) (Rover's rover_con_p_* meters). */
+	void (*values)(void *ctx, const struct mon_value *v, unsigned n);
 	void *ctx;
 };
 
@@ -96,6 +110,14 @@ struct monitors *monitors__free(struct monitors *m);
  * stay monitored are kept.  0 or -errno (a MatchCmd that does not compile).
  */
 int monitors__set_policies(struct monitors *m, const struct cp_policies *set);
+/*
+ * Replaces the OAP's policies (set from cp_policies__parse(..., CP_SOURCE_OAP);
+ * NULL = none): each applies to the processes svc lists for its service.
+ * The local policies stay.  0 or -errno.
+ */
+struct mon_service_pids { const char *service; const uint32_t *pids; unsigned n_pids; };
+int monitors__set_oap_policies(struct monitors *m, const struct cp_policies *set, const struct mon_service_pids *svc,
+			       unsigned n_svc);
 /* Scans, fetches and checks when each is due (monotonic ms). */
 void monitors__tick(struct monitors *m, uint64_t now_ms);
 /* When the next tick has work (monotonic ms); UINT64_MAX without policies. */
