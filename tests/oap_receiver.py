@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """A stand-in for a SkyWalking OAP's eBPF receivers, for tests.
 
-Serves EBPFProcessService, EBPFProfilingService, MeterReportService,
+Serves EBPFProcessService, EBPFProfilingService, ContinuousProfilingService, MeterReportService,
 LogReportService and SpanAttachedEventReportService from the project's own
 proto/sw_*.proto (compiled at start with grpc_tools into a
 descriptor set; message classes are built at run time, so no generated module
@@ -36,6 +36,14 @@ Everything received is appended to --record FILE as JSON lines:
 where name is the method's ("collectBatch", ...), and for the two `collect`
 methods "LogReportService/collect" and "SpanAttachedEventReportService/collect"
 (one line per stream, "req" the list of its messages).
+Continuous-profiling policies come from --policies FILE (a JSON list, re-read at
+every query): {"serviceName", "uuid", "profiling" (the TARGET: {MONITOR: item}
+object)}.  queryPolicies answers as the OAP does: the stored policy when its
+UUID differs from the agent's, {"ServiceName", "UUID": ""} when the service has
+none but the agent sent a UUID, nothing otherwise (no command when nothing
+changed).  reportProfilingTask needs a target task and answers a
+ContinuousProfilingReportTask command with a new TaskId, which the record
+line carries as its "error" field.
 With --auth TOKEN, calls without `authentication: TOKEN` metadata are refused.
 """
 import argparse
@@ -219,6 +227,50 @@ class Receiver:
         self.record("collectProfilingData", not error, msgs, error)
         return self.M("Commands")()
 
+    # ---- ContinuousProfilingService
+    def load_policies(self):
+        if not self.args.policies or not os.path.exists(self.args.policies):
+            return {}
+        try:
+            with open(self.args.policies) as f:
+                return {p["serviceName"]: p for p in json.load(f)}
+        except (OSError, ValueError, KeyError, TypeError):
+            return {}
+
+    def query_policies(self, req, ctx):
+        self.auth(ctx, "queryPolicies", req)
+        stored, entries = self.load_policies(), []
+        for q in req.policies:
+            p = stored.get(q.serviceName)
+            if p and p["uuid"] != q.uuid:
+                entries.append({"ServiceName": q.serviceName, "UUID": p["uuid"], "Profiling": p["profiling"]})
+            elif not p and q.uuid:
+                entries.append({"ServiceName": q.serviceName, "UUID": ""})
+        out = self.M("Commands")()
+        if entries:
+            c = out.commands.add()
+            c.command = "ContinuousProfilingPolicyQuery"
+            for k, v in (("SerialNumber", str(uuid.uuid4())), ("ServiceWithPolicyJSON", json.dumps(entries))):
+                a = c.args.add()
+                a.key, a.value = k, v
+        self.record("queryPolicies", True, req)
+        return out
+
+    def report_profiling_task(self, req, ctx):
+        self.auth(ctx, "reportProfilingTask", req)
+        if req.WhichOneof("targetTask") is None:
+            self.record("reportProfilingTask", False, req, "no target task")
+            ctx.abort(grpc.StatusCode.INVALID_ARGUMENT, "no target task")
+        task_id = "cp-" + uuid.uuid4().hex
+        out = self.M("Commands")()
+        c = out.commands.add()
+        c.command = "ContinuousProfilingReportTask"
+        for k, v in (("SerialNumber", str(uuid.uuid4())), ("TaskId", task_id)):
+            a = c.args.add()
+            a.key, a.value = k, v
+        self.record("reportProfilingTask", True, req, task_id)
+        return out
+
     # ---- MeterReportService
     def collect_batch(self, it, ctx):
         cols = list(it)
@@ -268,6 +320,7 @@ def main():
     ap.add_argument("--proto-dir", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "proto"))
     ap.add_argument("--record")
     ap.add_argument("--tasks")
+    ap.add_argument("--policies")
     ap.add_argument("--auth")
     ap.add_argument("--delay-uploads", type=float, default=0)
     ap.add_argument("--tls-cert", help="serve TLS with this certificate (PEM)")
@@ -292,6 +345,9 @@ def main():
         grpc.method_handlers_generic_handler("skywalking.v3.EBPFProfilingService", {
             "queryTasks": uu(r.query_tasks, "EBPFProfilingTaskQuery"),
             "collectProfilingData": su(r.collect_profiling, "EBPFProfilingData")}),
+        grpc.method_handlers_generic_handler("skywalking.v3.ContinuousProfilingService", {
+            "queryPolicies": uu(r.query_policies, "ContinuousProfilingPolicyQuery"),
+            "reportProfilingTask": uu(r.report_profiling_task, "ContinuousProfilingReport")}),
         grpc.method_handlers_generic_handler("skywalking.v3.MeterReportService", {
             "collectBatch": su(r.collect_batch, "MeterDataCollection")}),
         grpc.method_handlers_generic_handler("skywalking.v3.LogReportService", {

@@ -51,7 +51,8 @@ const char *const sw_counter_names[SC_MAX] = {
 	"skywalking_network_meters_left_out", "skywalking_network_pids_left_out", "skywalking_tasks_bad_samplings",
 	"skywalking_network_sampled_traces", "skywalking_network_sampled_unknown_process",
 	"skywalking_network_sampled_bad", "skywalking_network_sampled_not_kept", "skywalking_network_span_events",
-	"skywalking_network_span_event_content_cut",
+	"skywalking_network_span_event_content_cut", "skywalking_policies_received", "skywalking_policies_invalid",
+	"skywalking_triggers_reported", "skywalking_triggers_dropped", "skywalking_continuous_meters",
 };
 
 void sw_set_conn(struct sw_backend *b, int up, const char *why)
@@ -257,6 +258,8 @@ static void handle_results(struct sw_backend *b, uint64_t mono)
 		case C_KEEPALIVE: b->keepalive_busy = false; break;
 		case C_QUERY: sw_query_done(b, &res); break;
 		case C_UPLOAD: sw_upload_done(b, &res, mono); break;
+		case C_POLICIES: sw_policies_done(b, &res); break;
+		case C_REPORT_TASK: sw_report_task_done(b, &res); break;
 		}
 		grpc_client__result_release(&res);
 	}
@@ -288,6 +291,10 @@ static void sw_tick(void *st, uint64_t now_ms, int final)
 	if (!final && b->cfg->profiling.active && mono >= b->next_query) {
 		b->next_query = b->next_query && b->next_query + ci > mono ? b->next_query + ci : mono + ci;
 		sw_query_tasks(b);
+		/* after the task query, as Rover does; every sixth push goes out even unchanged */
+		if (++b->policy_queries % 6 == 0)
+			b->pushed_once = false;
+		sw_query_policies(b);
 	}
 	sw_run_tasks(b, mono);
 	sw_start_upload(b, mono);
@@ -356,6 +363,8 @@ const struct exporter_backend_ops skywalking_backend_ops = {
 	.on_task_event = sw_on_task_event,
 	.on_meters = sw_on_meters,
 	.on_network = sw_on_network,
+	.on_trigger = sw_on_trigger,
+	.on_monitors = sw_on_monitors,
 	.tick = sw_tick,
 	.event_fd = sw_event_fd,
 	.counters = sw_counters,

@@ -6,6 +6,7 @@
  *   tasks.c      queryTasks, and the OAP's tasks run by the analyzers
  *   network.c    NETWORK tasks' batches -> Rover's meters (exporter/net_meters.h)
  *   sampled.c    their sampled HTTP traces -> LogData and SpanAttachedEvents
+ *   policies.c   continuous profiling: queryPolicies, reportProfilingTask, rover_con_p_* meters
  * Internal to exporter/skywalking/; the exporter sees only backend.h's ops.
  */
 #ifndef EMBER_EXPORTER_SKYWALKING_SW_H
@@ -31,6 +32,8 @@
 #define M_METERS    "/skywalking.v3.MeterReportService/collectBatch"
 #define M_LOGS      "/skywalking.v3.LogReportService/collect"
 #define M_EVENTS    "/skywalking.v3.SpanAttachedEventReportService/collect"
+#define M_POLICIES  "/skywalking.v3.ContinuousProfilingService/queryPolicies"
+#define M_REPORT_TASK "/skywalking.v3.ContinuousProfilingService/reportProfilingTask"
 
 #define RPC_TIMEOUT_MS    5000
 #define UPLOAD_TIMEOUT_MS 10000
@@ -42,8 +45,10 @@
 #define SUBMIT_TRIES      3
 #define MAX_TASKS         1024
 #define MAX_REPORT        512
+#define SW_MAX_POLICIES   64	/* services with a continuous-profiling policy (= CP_MAX_POLICIES) */
+#define SW_MAX_TRIGGERS   16	/* reportProfilingTask calls in flight */
 
-enum cookie_kind { C_REPORT = 1, C_KEEPALIVE, C_QUERY, C_UPLOAD };
+enum cookie_kind { C_REPORT = 1, C_KEEPALIVE, C_QUERY, C_UPLOAD, C_POLICIES, C_REPORT_TASK };
 
 /* I_METERS: the agent's own meters, cumulative (a newer batch supersedes an
  * older one); I_NET_METERS: network meters, increments (each one counts);
@@ -59,6 +64,31 @@ struct item {
 };
 
 enum task_state { T_SCHEDULED, T_SUBMITTING, T_RUNNING, T_DONE, T_FAILED };
+
+/* Why a continuous-profiling policy started a task (Ember TriggerCause). */
+struct sw_cause {
+	char monitor[32], uri[200], policy[72], comm[16];
+	double threshold, current;
+	uint32_t pid, period_s, count, matched;
+};
+
+/* A service's policy as the OAP sent it: its ServiceWithPolicyJSON entry. */
+struct sw_policy {
+	char service[SW_NAME_MAX + 1];
+	char uuid[80];
+	char *json;
+};
+
+/* A reportProfilingTask in flight: the task to start under the id the OAP answers. */
+struct sw_pending_trigger {
+	bool busy;
+	uint32_t pid;
+	Ember__TaskKind kind;
+	uint64_t duration_ms;
+	char process_id[SW_MAX_ID];
+	struct sw_cause causes[8];
+	unsigned n_causes;
+};
 /*
  * One analyzer's part of an OAP task.  ON_CPU and OFF_CPU tasks name one
  * process: one part.  A NETWORK task covers its instance's processes: one
@@ -82,6 +112,8 @@ struct sw_task {
 	void *sock;		/* REQ socket of a submission in progress */
 	uint64_t sock_deadline, next_try;
 	unsigned tries;
+	struct sw_cause *causes;	/* a continuous-profiling trigger's (owned); NULL: an OAP task */
+	unsigned n_causes;
 };
 
 struct report_ref { uint32_t pid; uint64_t start_ticks; };
@@ -92,7 +124,8 @@ enum sc {
 	SC_PROFILE_UNKNOWN_TASK, SC_DROPPED_BATCHES, SC_DROPPED_BYTES, SC_METERS_SENT, SC_FINDER_UNREADABLE,
 	SC_NET_FLOWS, SC_NET_FLOWS_UNKNOWN, SC_NET_METERS, SC_NET_LEFT_OUT, SC_NET_PIDS_LEFT_OUT,
 	SC_TASKS_BAD_SAMPLINGS, SC_NET_SAMPLED, SC_NET_SAMPLED_UNKNOWN, SC_NET_SAMPLED_BAD, SC_NET_SAMPLED_NOT_KEPT,
-	SC_NET_SPAN_EVENTS, SC_NET_CONTENT_CUT, SC_MAX
+	SC_NET_SPAN_EVENTS, SC_NET_CONTENT_CUT, SC_POLICIES_RECEIVED, SC_POLICIES_INVALID, SC_TRIGGERS_REPORTED,
+	SC_TRIGGERS_DROPPED, SC_CON_METERS, SC_MAX
 };
 extern const char *const sw_counter_names[SC_MAX];
 
@@ -125,6 +158,13 @@ struct sw_backend {
 	struct sw_task tasks[MAX_TASKS];
 	unsigned n_tasks;
 
+	/* continuous profiling (policies.c) */
+	struct sw_policy policies[SW_MAX_POLICIES];
+	unsigned n_policies;
+	bool policy_busy, pushed_once;
+	uint64_t pushed_hash, policy_queries;
+	struct sw_pending_trigger triggers[SW_MAX_TRIGGERS];
+
 	int conn;			/* -1 unknown, 0 down, 1 up */
 	char last_err[200];
 	bool warned_network, warned_offcpu, warned_bad;
@@ -155,6 +195,15 @@ struct sw_task *sw_task_by_ember_id(struct sw_backend *b, const char *id);
 void sw_task_event(struct sw_backend *b, const Ember__TaskEvent *ev);
 /* A NETWORK task whose parts are done while the OAP's window is open: its next run. */
 void sw_task_restart(struct sw_backend *b, const char *oap_task, int64_t now);
+/* A free task slot (zeroed by the caller), NULL when every one is taken by a live task. */
+struct sw_task *sw_new_task(struct sw_backend *b);
+/* policies.c */
+void sw_query_policies(struct sw_backend *b);
+void sw_policies_done(struct sw_backend *b, const struct grpc_result *res);
+void sw_push_policies(struct sw_backend *b, bool force);
+void sw_on_trigger(void *st, const Ember__TriggerRequest *tr, uint32_t analyzer);
+void sw_report_task_done(struct sw_backend *b, const struct grpc_result *res);
+void sw_on_monitors(void *st, const Ember__MonitorBatch *mb, uint32_t analyzer);
 /* network.c */
 void sw_network_batch(struct sw_backend *b, const Ember__NetworkBatch *nb);
 /* sampled.c: the batch's sampled traces -> LogData per service, SpanAttachedEvents */

@@ -60,6 +60,11 @@ static struct sw_task *task_slot(struct sw_backend *b)
 	return NULL;
 }
 
+struct sw_task *sw_new_task(struct sw_backend *b)
+{
+	return task_slot(b);
+}
+
 static void net_ember_id(char *buf, size_t len, const char *oap_task, unsigned gen)
 {
 	if (gen)
@@ -330,6 +335,9 @@ void sw_task_release(struct sw_task *k)
 	free(k->samplings);
 	k->samplings = NULL;
 	k->n_samplings = 0;
+	free(k->causes);
+	k->causes = NULL;
+	k->n_causes = 0;
 }
 
 /* Sends the Request without waiting; the reply is read by poll_submission(). */
@@ -338,6 +346,7 @@ static void submit_task(struct sw_backend *b, struct sw_task *k, uint64_t mono, 
 	Ember__Request req = EMBER__REQUEST__INIT;
 	Ember__Task t = EMBER__TASK__INIT;
 	Ember__NetSampling rules[SW_MAX_SAMPLINGS], *rulep[SW_MAX_SAMPLINGS];
+	Ember__TriggerCause causes[8], *causep[8];
 	char ep[512];
 	int zero = 0;
 	size_t len;
@@ -370,7 +379,25 @@ static void submit_task(struct sw_backend *b, struct sw_task *k, uint64_t mono, 
 	t.samplings = rulep;
 	/* the task ends when the OAP's window does: start + duration */
 	t.duration_ms = (uint64_t)(k->end_ms - now > 1000 ? k->end_ms - now : 1000);
-	t.origin = "oap";
+	t.origin = k->n_causes ? "trigger" : "oap";
+	for (unsigned i = 0; i < k->n_causes && i < 8; i++) {
+		const struct sw_cause *c = &k->causes[i];
+
+		ember__trigger_cause__init(&causes[i]);
+		causes[i].monitor = (char *)c->monitor;
+		causes[i].threshold = c->threshold;
+		causes[i].current = c->current;
+		causes[i].pid = c->pid;
+		causes[i].period_s = c->period_s;
+		causes[i].count = c->count;
+		causes[i].matched = c->matched;
+		causes[i].uri = (char *)c->uri;
+		causes[i].policy = (char *)c->policy;
+		causes[i].comm = (char *)c->comm;
+		causep[i] = &causes[i];
+		t.n_causes = i + 1;
+	}
+	t.causes = causep;
 	req.body_case = EMBER__REQUEST__BODY_SUBMIT;
 	req.submit = &t;
 	bus__analyzer_endpoint(b->cfg->ember.run_dir, k->shard, ep, sizeof(ep));

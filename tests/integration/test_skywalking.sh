@@ -63,6 +63,7 @@ process_discovery:
 profiling:
   check_interval: 2s
   flush_interval: 1s
+  continuous: { policies: [] }   # the OAP's tasks only: the default policy would profile oncpu_chain itself
 YAML
 "$EMBER" run --config "$TMP/ember.yaml" >"$TMP/agent.log" 2>&1 &
 AGENT_PID=$!

@@ -40,6 +40,7 @@ profiling:
   check_interval: 1s
   flush_interval: 1s
   task: { network: { report_interval: 1s } }
+  continuous: { policies: [] }
 YAML
 "$EMBER" run --config "$TMP/ember.yaml" >"$TMP/agent.log" 2>&1 & AGENT_PID=$!; CLEANUP_PIDS+=("$AGENT_PID")
 now_ms() { date +%s%3N; }

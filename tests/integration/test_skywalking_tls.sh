@@ -54,6 +54,8 @@ process_discovery:
       - match_cmd: "progs/oncpu_chain"
         service_name: tls-test
         instance_name: "{{.Rover.HostName}}"
+profiling:
+  continuous: { policies: [] }
 YAML
   "$EMBER" run --config "$TMP/$name.yaml" >"$TMP/$name.agent.log" 2>&1 &
   AGENT_PID=$!; CLEANUP_PIDS+=("$AGENT_PID")
