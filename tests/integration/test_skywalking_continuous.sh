@@ -5,8 +5,8 @@
 # reportProfilingTask carries the process's entity, the cause (threshold and
 # current value), the duration and the on-CPU target, and the profiling data
 # goes up under the task id the OAP returned; the monitor's value goes up as
-# rover_con_p_process_cpu with Rover's labels; the OAP removing the policy
-# removes it from the analyzer.
+# rover_con_p_process_cpu with Rover's labels; the OAP updating the policy
+# replaces it, removing it removes it from the analyzer.
 . "$(dirname "$0")/lib.sh"
 need_bpf
 PY=/usr/bin/python3
@@ -95,7 +95,23 @@ PY
 for _ in $(seq 20); do t=$(ls "$TMP"/out/sw-trigger-"$B"-*/task.json 2>/dev/null | head -1); [ -n "$t" ] && break; sleep 0.5; done
 [ -n "$t" ] && grep -q '"trigger":\[{"policy":"ember-cp-burn","monitor":"PROCESS_CPU"' "$t" || { ls "$TMP"/out; cat "$t" 2>/dev/null; fail "the file output lacks the trigger's reason"; }
 ok "an OAP policy started an on-CPU task through reportProfilingTask, with Rover's cause, id and meters"
-# The OAP removes the policy: the next queryPolicies (UUID u1 held) gets it removed.
+# The OAP updates the policy (a new UUID): the agent asks with u1 and takes u2.
+cat > "$POL" <<JSON
+[{"serviceName": "ember-cp-burn", "uuid": "u2",
+  "profiling": {"OFF_CPU": {"PROCESS_THREAD_COUNT": {"Threshold": "500", "Period": 10, "Count": 5}}}}]
+JSON
+for _ in $(seq 30); do grep -q "policy u2 of service 'ember-cp-burn'" "$TMP/agent.log" && break; sleep 0.5; done
+grep -q "policy u2 of service 'ember-cp-burn'" "$TMP/agent.log" || fail "the updated policy did not replace the one held"
+asked_u2() { $PY - "$REC" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+sys.exit(0 if any(p.get("uuid") == "u2" for r in rows if r["rpc"] == "queryPolicies" for p in r["req"].get("policies", [])) else 1)
+PY
+}
+for _ in $(seq 20); do asked_u2 && break; sleep 0.5; done
+asked_u2 || fail "the agent did not ask with the UUID it held"
+ok "the OAP's update of the policy replaced it"
+# The OAP removes the policy: the next queryPolicies (UUID u2 held) gets it removed.
 echo '[]' > "$POL"
 for _ in $(seq 30); do
   n=$("$EMBER" stats --config "$TMP/ember.yaml" 2>/dev/null | awk '$1 == "analyzer0" && $2 == "ember_continuous_policies" {print $3}')
