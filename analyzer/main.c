@@ -126,8 +126,7 @@ static void collect_meters(struct bus_meter_set *ms, int with_collector)
 
 		monitors__stats(A.mon, mv);
 		for (unsigned i = 0; i < MS_MAX; i++)
-			bus__meter_set_add(ms, monitors__stat_name(i), mv[i], i != MS_POLICIES && i != MS_PROCESSES &&
-					   i != MS_UNSUPPORTED_ITEMS, ts);
+			bus__meter_set_add(ms, monitors__stat_name(i), mv[i], i != MS_POLICIES && i != MS_PROCESSES, ts);
 		bus__meter_set_add(ms, "continuous_oap_policy_problems", A.oap_policy_problems, 1, ts);
 	}
 	publisher__stats(A.pub, &pub);
@@ -231,8 +230,52 @@ static uint32_t kind_of(enum cp_target t)
 
 static bool cb_running(void *ctx, uint32_t pid, enum cp_target t)
 {
+	const struct task_def *d = task_mgr__find_pid(A.tm, pid, kind_of(t));
+
 	(void)ctx;
-	return task_mgr__find_pid(A.tm, pid, kind_of(t)) != NULL;
+	return d && !task_def__is_monitor(d); /* a monitor's capture gives way */
+}
+
+/* The HTTP monitors' capture of pid: any NETWORK task on it feeds them; else one of their own. */
+static int cb_capture(void *ctx, uint32_t pid, bool on)
+{
+	struct task_def *d = task_mgr__find_pid(A.tm, pid, EMBER_TASK_NETWORK);
+	struct task_def def = { 0 };
+	char err[320] = "";
+	int r;
+
+	(void)ctx;
+	if (!on) {
+		if (d && task_def__is_monitor(d))
+			runner__end(A.runner, d, "no HTTP monitor left on the process");
+		return 0;
+	}
+	if (d)
+		return 0;
+	snprintf(def.id, sizeof(def.id), "monitor-%u-%llu", pid, (unsigned long long)timeutil__unix_ms());
+	def.kind = EMBER_TASK_NETWORK;
+	def.npids = 1;
+	def.pids[0] = pid;
+	def.start_unix_ms = timeutil__unix_ms();
+	def.duration_ms = 7ull * 24 * 3600 * 1000; /* until no HTTP item wants it (asked again each check) */
+	snprintf(def.origin, sizeof(def.origin), "monitor");
+	r = runner__start(A.runner, &def, err, sizeof(err));
+	if (r)
+		log_warn("continuous profiling: cannot capture the exchanges of pid %u for its HTTP monitors: %s", pid, err);
+	return r;
+}
+
+static void cb_exchange(void *ctx, uint32_t pid, const struct l7_record *r)
+{
+	const char *uri = NULL;
+
+	(void)ctx;
+	if (!A.mon || !r->has_request || !r->has_response)
+		return;
+	for (unsigned i = 0; i < r->nfields; i++)
+		if (!strcmp(r->fields[i].key, "uri") || !strcmp(r->fields[i].key, "path")) /* HTTP/1, HTTP/2 */
+			uri = r->fields[i].val;
+	monitors__exchange(A.mon, pid, uri, r->is_error, (double)l7_record__latency_ns(r) / 1e6, timeutil__mono_ms());
 }
 
 static int cb_trigger(void *ctx, const struct mon_trigger *t)
@@ -387,7 +430,7 @@ static int setup_monitors(void)
 		.check_interval_ms = A.cfg->profiling.continuous.check_interval_ns / 1000000,
 		.silence_ms = A.cfg->profiling.continuous.trigger.silence_duration_ns / 1000000,
 		.max_processes = (unsigned)A.cfg->profiling.continuous.max_processes,
-		.start = cb_trigger, .running = cb_running, .values = cb_values,
+		.start = cb_trigger, .running = cb_running, .values = cb_values, .capture = cb_capture,
 	});
 	if (!A.mon)
 		return -errno;
@@ -446,6 +489,7 @@ static int setup(void)
 			.max_query_len = 256,
 			.req_encoding = A.cfg->profiling.task.network.protocol_analyze.sampling.http.default_request_encoding,
 			.resp_encoding = A.cfg->profiling.task.network.protocol_analyze.sampling.http.default_response_encoding },
+		.exchange = cb_exchange,
 	});
 	if (!A.np) {
 		log_error("cannot create the network profiler: %m");

@@ -60,11 +60,16 @@ static int write_state(FILE *out, void *ctx)
 
 	if (!tasks || !ptrs)
 		return -ENOMEM;
+	unsigned k = 0;
+
 	for (unsigned i = 0; i < n; i++) {
-		task_def__to_pb(task_mgr__at(r->o.tm, i), &tasks[i]);
-		ptrs[i] = &tasks[i].task;
+		if (task_def__is_monitor(task_mgr__at(r->o.tm, i)))
+			continue; /* the monitors ask for their capture again */
+		task_def__to_pb(task_mgr__at(r->o.tm, i), &tasks[k]);
+		ptrs[k] = &tasks[k].task;
+		k++;
 	}
-	rep.n_tasks = n;
+	rep.n_tasks = k;
 	rep.tasks = ptrs;
 	len = ember__reply__get_packed_size(&rep);
 	buf = malloc(len ? len : 1);
@@ -190,6 +195,13 @@ int runner__start(struct task_runner *r, struct task_def *def, char *err, size_t
 
 	if ((e = check_task(r, def, err, errlen)))
 		return e;
+	/* A monitor's capture gives way to a NETWORK task on its process. */
+	for (uint32_t i = 0; def->kind == EMBER_TASK_NETWORK && !task_def__is_monitor(def) && i < def->npids; i++) {
+		struct task_def *o = task_mgr__find_pid(r->o.tm, def->pids[i], EMBER_TASK_NETWORK);
+
+		if (o && task_def__is_monitor(o))
+			runner__end(r, o, "a network task takes over");
+	}
 	def->num_id = task_num(def->id, r->o.shard);
 	e = task_mgr__add(r->o.tm, def, &t);
 	if (e == -EEXIST) {
@@ -234,7 +246,8 @@ int runner__start(struct task_runner *r, struct task_def *def, char *err, size_t
 	r->st.started++;
 	log_info("task %s started: kind %u, %u pid(s), %llu ms, attach point %s", t->id, t->kind, t->npids,
 		 (unsigned long long)t->duration_ms, ctl__attach_point_name(t->attach_point));
-	publisher__task_event(r->o.pub, t, EMBER__TASK_EVENT__STATE__STARTED, NULL);
+	if (!task_def__is_monitor(t))
+		publisher__task_event(r->o.pub, t, EMBER__TASK_EVENT__STATE__STARTED, NULL);
 	save_state(r);
 	return 0;
 }
@@ -259,7 +272,8 @@ void runner__end(struct task_runner *r, struct task_def *t, const char *why)
 		log_info("task %s finished (%s): %llu samples in %llu stacks", t->id, why, (unsigned long long)samples,
 			 (unsigned long long)stacks);
 	}
-	publisher__task_event(r->o.pub, t, EMBER__TASK_EVENT__STATE__FINISHED, NULL);
+	if (!task_def__is_monitor(t))
+		publisher__task_event(r->o.pub, t, EMBER__TASK_EVENT__STATE__FINISHED, NULL);
 	r->st.finished++;
 	for (uint32_t i = 0; i < t->npids; i++)
 		symbolizer__forget_pid(r->o.sym, t->pids[i]);

@@ -298,3 +298,8 @@ int task_def__from_proto(const Ember__Task *p, struct task_def *ret, char *err, 
 	snprintf(ret->origin, sizeof(ret->origin), "%s", p->origin ? p->origin : "");
 	return 0;
 }
+
+bool task_def__is_monitor(const struct task_def *t)
+{
+	return t && !strcmp(t->origin, "monitor");
+}

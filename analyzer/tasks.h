@@ -75,6 +75,13 @@ unsigned task_mgr__count(const struct task_mgr *tm);
 /* Earliest end (unix ms) over all tasks, UINT64_MAX if none. */
 uint64_t task_mgr__next_deadline(struct task_mgr *tm);
 int task_def__valid_id(const char *id);
+/*
+ * A continuous-profiling monitor's capture (origin "monitor"): a NETWORK task
+ * whose exchanges feed the HTTP monitors only.  It publishes nothing, is not
+ * resumed after a restart, and gives way to any other NETWORK task on its
+ * process (whose exchanges feed the monitors as well).
+ */
+bool task_def__is_monitor(const struct task_def *t);
 /* Accepts NULL.  Returns NULL. */
 struct task_mgr *task_mgr__free(struct task_mgr *tm);
 

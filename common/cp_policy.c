@@ -395,12 +395,6 @@ int cp_policies__check_local(const char *text, char *err, size_t errlen)
 
 	if (!set)
 		return -errno;
-	for (unsigned i = 0; i < set->n; i++)
-		for (unsigned k = 0; k < set->v[i].n_items; k++)
-			if (cp_monitor__is_http(set->v[i].items[k].monitor))
-				problem(set, "policy '%s' %s.%s: HTTP monitors are not implemented yet", set->v[i].name,
-					cp_target__name(set->v[i].items[k].target),
-					cp_monitor__name(set->v[i].items[k].monitor));
 	if (set->n_problems) {
 		snprintf(err, errlen, "%s%s", set->problems[0],
 			 set->n_problems > 1 ? " (and more problems: fix this one first)" : "");

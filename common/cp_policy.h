@@ -94,9 +94,8 @@ struct cp_policies *cp_policies__parse(const char *text, enum cp_source src, cha
 /* Accepts NULL.  Returns NULL. */
 struct cp_policies *cp_policies__free(struct cp_policies *p);
 /*
- * A local configuration's policies are all valid and monitorable: 0, or
- * -EINVAL with the first problem (and how many there are) in err.  HTTP
- * monitors are refused here: ember does not monitor them yet.
+ * A local configuration's policies are all valid: 0, or -EINVAL with the
+ * first problem (and whether there are more) in err.
  */
 int cp_policies__check_local(const char *text, char *err, size_t errlen);
 

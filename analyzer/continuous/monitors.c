@@ -28,6 +28,16 @@ struct mproc {
 	double cpu, threads;
 	struct cp_window win_cpu, win_threads;
 	uint64_t last_start_ms[CP_TARGET_MAX];
+	struct hwin *hw;		/* the HTTP items' windows */
+	unsigned nhw;
+	bool capturing;
+};
+
+/* One HTTP item's window on one process: per URI of its URIList, else one. */
+struct hwin {
+	uint16_t policy, item;
+	int16_t uri;			/* index in the item's URIList; -1: its URIRegex, or every exchange */
+	struct cp_agg_window w;
 };
 
 struct monitors {
@@ -41,6 +51,8 @@ struct monitors {
 	struct cp_policies local, oap;	/* as last given (v owned) */
 	uint32_t *oap_pids[CP_MAX_POLICIES];	/* the OAP policies' processes, sorted (owned) */
 	unsigned oap_npids[CP_MAX_POLICIES];
+	regex_t item_rx[CP_MAX_POLICIES][CP_TARGET_MAX * CP_MON_MAX];	/* HTTP items' URIRegex */
+	bool item_rx_ok[CP_MAX_POLICIES][CP_TARGET_MAX * CP_MON_MAX];
 	bool rematch;
 	struct mproc *p;		/* sorted by pid */
 	unsigned n;
@@ -54,7 +66,8 @@ struct monitors {
 
 static const char *const stat_names[MS_MAX] = {
 	[MS_POLICIES] = "continuous_policies",
-	[MS_UNSUPPORTED_ITEMS] = "continuous_items_not_monitored",
+	[MS_HTTP_EXCHANGES] = "continuous_http_exchanges",
+	[MS_CAPTURE_FAILURES] = "continuous_capture_failures",
 	[MS_PROCESSES] = "continuous_processes_monitored",
 	[MS_PROCESSES_OVER] = "continuous_processes_over_limit",
 	[MS_SCANS] = "continuous_scans",
@@ -69,11 +82,26 @@ static const char *const stat_names[MS_MAX] = {
 
 const char *monitors__stat_name(enum monitors_stat s) { return (unsigned)s < MS_MAX ? stat_names[s] : "?"; }
 
+static void free_hw(struct mproc *p)
+{
+	for (unsigned i = 0; i < p->nhw; i++)
+		cp_agg_window__fini(&p->hw[i].w);
+	free(p->hw);
+	p->hw = NULL;
+	p->nhw = 0;
+}
+
 static void free_set(struct monitors *m)
 {
 	for (unsigned i = 0; i < m->n_rx; i++)
 		regfree(&m->rx[i]);
 	m->n_rx = 0;
+	for (unsigned i = 0; i < CP_MAX_POLICIES; i++)
+		for (unsigned k = 0; k < CP_TARGET_MAX * CP_MON_MAX; k++)
+			if (m->item_rx_ok[i][k]) {
+				regfree(&m->item_rx[i][k]);
+				m->item_rx_ok[i][k] = false;
+			}
 	free(m->set.v);
 	memset(&m->set, 0, sizeof(m->set));
 }
@@ -99,6 +127,9 @@ static void drop_proc(struct monitors *m, unsigned i)
 
 	if (p->fd >= 0)
 		close(p->fd);
+	if (p->capturing && m->o.capture)
+		(void)m->o.capture(m->o.ctx, p->pid, false);
+	free_hw(p);
 	cp_window__fini(&p->win_cpu);
 	cp_window__fini(&p->win_threads);
 	memmove(p, p + 1, (m->n - i - 1) * sizeof(*p));
@@ -188,13 +219,13 @@ static int compose(struct monitors *m)
 			m->set.v[n++] = m->oap.v[i];
 	m->set.n = n;
 	m->st[MS_POLICIES] = n;
-	m->st[MS_UNSUPPORTED_ITEMS] = 0;
 	for (unsigned i = 0; i < n; i++)
 		for (unsigned k = 0; k < m->set.v[i].n_items; k++) {
 			const struct cp_item *it = &m->set.v[i].items[k];
 
-			if (cp_monitor__is_http(it->monitor))
-				m->st[MS_UNSUPPORTED_ITEMS]++;
+			/* the parser checked it (regex_guard, regcomp); one that still fails matches nothing */
+			if (it->uri_regex[0] && !regcomp(&m->item_rx[i][k], it->uri_regex, REG_EXTENDED | REG_NOSUB))
+				m->item_rx_ok[i][k] = true;
 			if (it->monitor == CP_MON_SYSTEM_LOAD && it->period > load_len)
 				load_len = it->period;
 		}
@@ -356,8 +387,44 @@ static uint32_t window_len(const struct monitors *m, uint64_t pmask, enum cp_mon
 	return len;
 }
 
+/* The process's HTTP windows, one per (policy, HTTP item[, listed URI]) of its policies. */
+static int size_http(struct monitors *m, struct mproc *p)
+{
+	unsigned n = 0;
+
+	free_hw(p);
+	for (unsigned j = 0; j < m->set.n; j++)
+		for (unsigned k = 0; (p->pmask >> j & 1) && k < m->set.v[j].n_items; k++)
+			if (cp_monitor__is_http(m->set.v[j].items[k].monitor))
+				n += m->set.v[j].items[k].n_uris ? m->set.v[j].items[k].n_uris : 1;
+	if (!n)
+		return 0;
+	p->hw = calloc(n, sizeof(*p->hw));
+	if (!p->hw)
+		return -ENOMEM;
+	for (unsigned j = 0; j < m->set.n; j++)
+		for (unsigned k = 0; (p->pmask >> j & 1) && k < m->set.v[j].n_items; k++) {
+			const struct cp_item *it = &m->set.v[j].items[k];
+
+			if (!cp_monitor__is_http(it->monitor))
+				continue;
+			for (int u = it->n_uris ? 0 : -1; u < (int)it->n_uris; u++) {
+				struct hwin *h = &p->hw[p->nhw++];
+
+				h->policy = (uint16_t)j;
+				h->item = (uint16_t)k;
+				h->uri = (int16_t)u;
+				if (cp_agg_window__resize(&h->w, it->period))
+					return -ENOMEM;
+			}
+		}
+	return 0;
+}
+
 static int size_windows(struct monitors *m, struct mproc *p)
 {
+	if (size_http(m, p))
+		return -ENOMEM;
 	uint32_t c = window_len(m, p->pmask, CP_MON_PROCESS_CPU), t = window_len(m, p->pmask, CP_MON_PROCESS_THREAD_COUNT);
 	int r = 0;
 
@@ -550,6 +617,73 @@ static const struct cp_window *window_of(const struct monitors *m, const struct 
 	}
 }
 
+/* An HTTP item's windows on p (one per listed URI): each that holds is a cause, with its URI or regex. */
+static void check_http(struct monitors *m, const struct mproc *p, unsigned policy, unsigned item, struct mon_trigger *t)
+{
+	const struct cp_policy *pol = &m->set.v[policy];
+	const struct cp_item *it = &pol->items[item];
+	enum cp_agg_value v = it->monitor == CP_MON_HTTP_ERROR_RATE ? CP_AGG_ERROR_RATE : CP_AGG_AVG_MS;
+
+	for (unsigned h = 0; h < p->nhw; h++) {
+		const struct hwin *hw = &p->hw[h];
+		double cur = 0;
+		uint32_t n;
+		struct mon_cause *c;
+
+		if (hw->policy != policy || hw->item != item)
+			continue;
+		n = cp_agg_window__count(&hw->w, v, m->last_sec, it->period, it->threshold, &cur);
+		if (n < it->count || t->n_causes >= MON_MAX_CAUSES)
+			continue;
+		c = &t->causes[t->n_causes++];
+		*c = (struct mon_cause){ .monitor = it->monitor, .threshold = it->threshold, .current = cur,
+					 .period = it->period, .count = it->count, .matched = n,
+					 .oap = policy >= m->n_local };
+		snprintf(c->uri, sizeof(c->uri), "%s", hw->uri >= 0 ? it->uris[hw->uri] : it->uri_regex);
+		c->uri_is_regex = hw->uri < 0 && it->uri_regex[0];
+		snprintf(c->policy, CP_NAME_MAX, "%s", pol->name);
+		snprintf(c->service, CP_NAME_MAX, "%s", pol->service);
+	}
+}
+
+void monitors__exchange(struct monitors *m, uint32_t pid, const char *uri, bool error, double latency_ms,
+			uint64_t now_ms)
+{
+	bool found;
+	unsigned i = find(m, pid, &found);
+	struct mproc *p;
+
+	if (!found || !m->p[i].nhw)
+		return;
+	p = &m->p[i];
+	m->st[MS_HTTP_EXCHANGES]++;
+	for (unsigned h = 0; h < p->nhw; h++) {
+		struct hwin *hw = &p->hw[h];
+		const struct cp_item *it = &m->set.v[hw->policy].items[hw->item];
+
+		if (hw->uri >= 0 ? !uri || strcmp(uri, it->uris[hw->uri]) :
+		    it->uri_regex[0] ? !uri || !m->item_rx_ok[hw->policy][hw->item] ||
+					       regexec(&m->item_rx[hw->policy][hw->item], uri, 0, NULL, 0) :
+				       false)
+			continue;
+		cp_agg_window__add(&hw->w, (int64_t)(now_ms / 1000), error, latency_ms);
+	}
+}
+
+/* A process under an HTTP item needs its exchanges: ask for the capture (again: it may have ended). */
+static void ensure_capture(struct monitors *m, struct mproc *p)
+{
+	bool want = p->nhw > 0;
+
+	if (!m->o.capture || (!want && !p->capturing))
+		return;
+	if (m->o.capture(m->o.ctx, p->pid, want)) {
+		m->st[MS_CAPTURE_FAILURES]++;
+		return;
+	}
+	p->capturing = want;
+}
+
 static void check_target(struct monitors *m, struct mproc *p, enum cp_target target, uint64_t now_ms)
 {
 	struct mon_trigger t = { .pid = p->pid, .target = target };
@@ -563,7 +697,13 @@ static void check_target(struct monitors *m, struct mproc *p, enum cp_target tar
 			double cur = 0;
 			uint32_t n;
 
-			if (it->target != target || !w || !w->len)
+			if (it->target != target)
+				continue;
+			if (cp_monitor__is_http(it->monitor)) {
+				check_http(m, p, i, k, &t);
+				continue;
+			}
+			if (!w || !w->len)
 				continue;
 			n = cp_window__count(w, m->last_sec, it->period, it->threshold, &cur);
 			if (n < it->count || t.n_causes >= MON_MAX_CAUSES)
@@ -648,11 +788,16 @@ done:
 static void check(struct monitors *m, uint64_t now_ms)
 {
 	m->st[MS_CHECKS]++;
-	if (m->last_sec == INT64_MIN)
+	if (m->last_sec == INT64_MIN) {
+		for (unsigned i = 0; i < m->n; i++)
+			ensure_capture(m, &m->p[i]);
 		return;
-	for (unsigned i = 0; i < m->n; i++)
+	}
+	for (unsigned i = 0; i < m->n; i++) {
+		ensure_capture(m, &m->p[i]);
 		for (unsigned t = 0; t < CP_TARGET_MAX; t++)
 			check_target(m, &m->p[i], (enum cp_target)t, now_ms);
+	}
 	report_values(m);
 }
 

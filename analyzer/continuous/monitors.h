@@ -24,8 +24,13 @@
  * started within the silence duration, the items that hold become the causes
  * of one trigger.  Dimension: the process, for every target type (Rover
  * groups NETWORK by service instance, which local policies do not have).
- * HTTP monitors need the network path's capture and are not monitored yet:
- * items using them are counted (MS_UNSUPPORTED_ITEMS) and never fire.
+ * HTTP_ERROR_RATE and HTTP_AVG_RESPONSE_TIME: a process under such an item
+ * gets a network capture (opts.capture: the network path's own, whose
+ * server-side exchanges come back through monitors__exchange), and each
+ * item a window of per-second aggregates (count, errors, summed time), one
+ * per URI of its URIList, one for the URIs its URIRegex matches, or one for
+ * every exchange.  Every protocol the network path parses counts: its own
+ * error rule, its own latency; URI filters need a URI (HTTP/1, HTTP/2).
  *
  * Bounded: at most max_processes monitored (more are counted, not grown),
  * windows of at most CP_PERIOD_MAX slots.  /proc is untrusted input: every
@@ -45,7 +50,8 @@ struct mon_cause {
 	enum cp_monitor monitor;
 	double threshold, current;	/* current: the latest slot value that satisfied the threshold */
 	uint32_t period, count, matched;	/* matched of the last period slots; count needed */
-	char uri[CP_URI_MAX];		/* HTTP items */
+	char uri[CP_URI_MAX];		/* HTTP items: the listed URI or the regex ("" for every URI) */
+	bool uri_is_regex;
 	char policy[CP_NAME_MAX];
 	bool oap;			/* of an OAP policy: the OAP names the task */
 	char service[CP_NAME_MAX];	/* the OAP policy's service */
@@ -76,6 +82,9 @@ struct monitors_opts {
 	int (*start)(void *ctx, const struct mon_trigger *t);
 	/* Whether a task of that target type runs on pid now. */
 	bool (*running)(void *ctx, uint32_t pid, enum cp_target target);
+	/* Starts (on) or ends the network capture whose exchanges monitors__exchange gets, for a
+	 * process under an HTTP item; asked again at every check while wanted (idempotent).  0 or -errno. */
+	int (*capture)(void *ctx, uint32_t pid, bool on);
 	/* Optional, after each check: the latest value of each monitor a process is under, once per
 	 * (process, monitor, target using it, OAP service) (Rover's rover_con_p_* meters). */
 	void (*values)(void *ctx, const struct mon_value *v, unsigned n);
@@ -84,7 +93,8 @@ struct monitors_opts {
 
 enum monitors_stat {
 	MS_POLICIES,		/* policies in force */
-	MS_UNSUPPORTED_ITEMS,	/* items of monitors not implemented yet (HTTP) */
+	MS_HTTP_EXCHANGES,	/* server-side exchanges of monitored processes given to HTTP items' windows */
+	MS_CAPTURE_FAILURES,	/* network captures for HTTP items that could not start (retried each check) */
 	MS_PROCESSES,		/* processes monitored now */
 	MS_PROCESSES_OVER,	/* matching processes not monitored: max_processes reached (each rescan) */
 	MS_SCANS,
@@ -120,6 +130,13 @@ int monitors__set_oap_policies(struct monitors *m, const struct cp_policies *set
 			       unsigned n_svc);
 /* Scans, fetches and checks when each is due (monotonic ms). */
 void monitors__tick(struct monitors *m, uint64_t now_ms);
+/*
+ * A server-side exchange of a monitored process (any protocol the network
+ * path parses; uri NULL when it has none), completed now (monotonic ms):
+ * into the windows of its HTTP items whose URI filter it passes.
+ */
+void monitors__exchange(struct monitors *m, uint32_t pid, const char *uri, bool error, double latency_ms,
+			uint64_t now_ms);
 /* When the next tick has work (monotonic ms); UINT64_MAX without policies. */
 uint64_t monitors__next_due(const struct monitors *m);
 void monitors__stats(const struct monitors *m, uint64_t ret[MS_MAX]);

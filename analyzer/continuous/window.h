@@ -8,6 +8,7 @@
 #ifndef EMBER_ANALYZER_CONTINUOUS_WINDOW_H
 #define EMBER_ANALYZER_CONTINUOUS_WINDOW_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct cp_slot {
@@ -34,5 +35,30 @@ uint32_t cp_window__count(const struct cp_window *w, int64_t now_sec, uint32_t p
 			  double *last);
 /* The value of the latest second in the window; 0 when empty (then *sec = INT64_MIN). */
 double cp_window__latest(const struct cp_window *w, int64_t *sec);
+
+/*
+ * The HTTP monitors' window: per second, the exchanges that completed in it
+ * (count, errors, summed response time), from which the error rate (errors
+ * / count x 100) and the average response time (ms) of each second follow.
+ */
+struct cp_agg_slot {
+	int64_t sec;	/* INT64_MIN = empty */
+	uint32_t count, errors;
+	double sum_ms;
+};
+
+struct cp_agg_window {
+	uint32_t len;
+	struct cp_agg_slot *slots;
+};
+
+enum cp_agg_value { CP_AGG_ERROR_RATE, CP_AGG_AVG_MS };
+
+int cp_agg_window__resize(struct cp_agg_window *w, uint32_t len);
+void cp_agg_window__fini(struct cp_agg_window *w);
+void cp_agg_window__add(struct cp_agg_window *w, int64_t sec, bool error, double ms);
+/* As cp_window__count, on each second's value; seconds without exchanges count as not satisfying. */
+uint32_t cp_agg_window__count(const struct cp_agg_window *w, enum cp_agg_value v, int64_t now_sec, uint32_t period,
+			      double threshold, double *last);
 
 #endif

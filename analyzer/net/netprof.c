@@ -85,6 +85,7 @@ struct ntask {
 	uint64_t total_exchanges, total_conns;
 	struct sampler *sampler;     /* HTTP sampling rules, NULL when the task has none */
 	struct l7_config cfg_tcp, cfg_udp; /* the parsers' limits, bodies kept for its sampling rules */
+	bool monitor;                /* a monitor's capture: exchanges go to opts.exchange only */
 };
 
 /* What netprof keeps per connection (net_conn.user). */
@@ -363,6 +364,7 @@ int netprof__open(struct netprof *np, const struct task_def *def)
 	t->cfg_udp = np->cfg_udp;
 	t->cfg_tcp.max_body_len = sampler__body_limit(t->sampler);
 	t->used = true;
+	t->monitor = task_def__is_monitor(def);
 	t->def = def;
 	snprintf(t->id, sizeof(t->id), "%s", def->id);
 	t->report_ms = def->report_interval_ms ? def->report_interval_ms : np->o.default_report_ms;
@@ -634,6 +636,10 @@ static void on_exchange(void *ctx, const struct l7_record *r)
 	np->st[NPS_EXCHANGES]++;
 	cs->exchanges++;
 	cs->task->total_exchanges++;
+	if (np->o.exchange && side_of(cs) == SIDE_SERVER)
+		np->o.exchange(np->o.ctx, cs->nc->tgid, r);
+	if (cs->task->monitor)
+		return;
 	f = flow_of(np, cs->task, cs);
 	if (f)
 		flow_exchange(f, r);
@@ -828,8 +834,10 @@ static void report(struct netprof *np, struct ntask *t, bool last)
 	b.connections_not_listed = t->cl_not_listed;
 	b.last = last;
 	b.n_sampled = sampler__take(t->sampler, &b.sampled, &b.sampled_not_kept);
-	publisher__network(np->o.pub, t->def, &b);
-	np->st[NPS_BATCHES]++;
+	if (!t->monitor) {
+		publisher__network(np->o.pub, t->def, &b);
+		np->st[NPS_BATCHES]++;
+	}
 	task_reset_report(t);
 	t->win_start_ns = now_unix;
 }

@@ -20,6 +20,9 @@
  * after connection_idle_timeout without a call, and everything skipped is
  * counted (netprof__stats).
  *
+ * A monitor's capture (task_def__is_monitor) only feeds opts.exchange: no
+ * report, no exchange list, no batch.
+ *
  * Records are untrusted input: lengths and enums are checked, a record that
  * does not add up is counted and skipped.  Not thread-safe.
  */
@@ -41,6 +44,9 @@ struct netprof_opts {
 	size_t max_exchanges;           /* listed per task and report */
 	uint64_t default_report_ms;     /* for tasks that do not say */
 	struct l7_config l7;            /* per-connection parser limits; transport set per connection */
+	/* Optional: every server-side exchange of every task (the continuous-profiling HTTP monitors). */
+	void (*exchange)(void *ctx, uint32_t pid, const struct l7_record *r);
+	void *ctx;
 };
 
 enum netprof_stat {

@@ -139,8 +139,10 @@ static void test_invalid_policies(void **state)
 	cp_policies__free(p);
 	assert_int_equal(cp_policies__check_local("[]", err, sizeof(err)), 0);
 	assert_int_equal(cp_policies__check_local("[{MatchCmd: x, Profiling: {NETWORK: {HTTP_ERROR_RATE: "
-						  "{Threshold: 1, Period: 2, Count: 1}}}}]", err, sizeof(err)), -EINVAL);
-	assert_non_null(strstr(err, "not implemented yet"));
+						  "{Threshold: 1, Period: 2, Count: 1}}}}]", err, sizeof(err)), 0);
+	assert_int_equal(cp_policies__check_local("[{MatchCmd: x, Profiling: {NETWORK: {HTTP_ERROR_RATE: "
+						  "{Threshold: 1, Period: 2, Count: 3}}}}]", err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "Count '3'"));
 }
 
 /* ---- window ------------------------------------------------------------------------------ */
@@ -402,6 +404,77 @@ static void test_threads_load_running(void **state)
 	gone(5001);
 }
 
+static int captures_on, captures_off;
+static int on_capture(void *ctx, uint32_t pid, bool on)
+{
+	(void)ctx;
+	(void)pid;
+	*(on ? &captures_on : &captures_off) += 1;
+	return 0;
+}
+
+/* HTTP items: a capture is asked for; per-URI windows; error rate and average time per second. */
+static void test_http_items(void **state)
+{
+	struct cb c = { 0 };
+	struct monitors_opts o = { .proc_root = root, .nshards = 1, .fetch_interval_ms = 1000, .check_interval_ms = 5000,
+				   .silence_ms = 60000, .start = on_start, .running = on_running, .capture = on_capture,
+				   .ctx = &c };
+	struct monitors *m = monitors__new(&o);
+	struct cp_policies *p = cp_policies__parse(
+		"[{Name: web, MatchCmd: web, Profiling: {"
+		"ON_CPU: {HTTP_ERROR_RATE: {Threshold: 50, Period: 5, Count: 3, URIList: [/fail, /ok]}},"
+		"OFF_CPU: {HTTP_AVG_RESPONSE_TIME: {Threshold: 100, Period: 5, Count: 3, URIRegex: '^/slow'}},"
+		"NETWORK: {HTTP_ERROR_RATE: {Threshold: 50, Period: 5, Count: 3}}}}]",
+		CP_SOURCE_LOCAL, err, sizeof(err));
+	uint64_t now = 9000000, st[MS_MAX];
+
+	assert_non_null(p);
+	assert_int_equal(p->n_problems, 0);
+	assert_int_equal(monitors__set_policies(m, p), 0);
+	cp_policies__free(p);
+	proc(6000, "web", 0, 1, 1, "web");
+	for (int s = 0; s < 12; s++, now += 1000) {
+		monitors__tick(m, now);
+		/* each second: /fail fails, /ok does not, /slow/x takes 150 ms, /fast 10 ms */
+		for (int k = 0; k < 3; k++) {
+			monitors__exchange(m, 6000, "/fail", true, 1, now);
+			monitors__exchange(m, 6000, "/ok", false, 1, now);
+			monitors__exchange(m, 6000, "/slow/x", false, 150, now);
+			monitors__exchange(m, 6000, "/fast", false, 10, now);
+			monitors__exchange(m, 6000, NULL, false, 1, now); /* a protocol without URIs */
+		}
+	}
+	assert_true(captures_on > 0);
+	monitors__stats(m, st);
+	assert_int_equal(st[MS_HTTP_EXCHANGES], 12 * 15);
+	unsigned on = 0, off = 0, net = 0;
+	for (unsigned i = 0; i < c.n; i++) {
+		const struct mon_cause *x = &c.t[i].causes[0];
+
+		if (c.t[i].target == CP_TARGET_ON_CPU) {
+			on++;
+			/* only /fail holds: 100% errors */
+			assert_int_equal(c.t[i].n_causes, 1);
+			assert_string_equal(x->uri, "/fail");
+			assert_true(x->current == 100);
+		} else if (c.t[i].target == CP_TARGET_OFF_CPU) {
+			off++;
+			assert_string_equal(x->uri, "^/slow");
+			assert_true(x->uri_is_regex);
+			assert_true(x->current == 150);
+		} else {
+			net++; /* every exchange: 3 errors of 15 per second = 20%: never */
+		}
+	}
+	assert_int_equal(on, 1);
+	assert_int_equal(off, 1);
+	assert_int_equal(net, 0);
+	monitors__free(m);
+	assert_true(captures_off > 0);
+	gone(6000);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -412,6 +485,7 @@ int main(void)
 		cmocka_unit_test(test_window),
 		cmocka_unit_test(test_cpu_trigger_and_silence),
 		cmocka_unit_test(test_threads_load_running),
+		cmocka_unit_test(test_http_items),
 	};
 	return cmocka_run_group_tests(tests, setup_root, teardown_root);
 }
