@@ -317,6 +317,7 @@ static int cb_trigger(void *ctx, const struct mon_trigger *t)
 		d->count = c->count;
 		d->matched = c->matched;
 		snprintf(d->uri, sizeof(d->uri), "%s", c->uri);
+		d->uri_is_regex = c->uri_is_regex;
 		snprintf(d->policy, sizeof(d->policy), "%s", c->policy);
 		snprintf(d->comm, sizeof(d->comm), "%s", t->comm);
 	}
@@ -339,6 +340,7 @@ static int cb_trigger(void *ctx, const struct mon_trigger *t)
 			d->count = c->count;
 			d->matched = c->matched;
 			snprintf(d->uri, sizeof(d->uri), "%s", c->uri);
+			d->uri_is_regex = c->uri_is_regex;
 			snprintf(d->policy, sizeof(d->policy), "%s", c->policy);
 			snprintf(d->comm, sizeof(d->comm), "%s", t->comm);
 		}

@@ -202,6 +202,7 @@ void task_def__to_pb(const struct task_def *t, struct task_pb *pb)
 		m->count = c->count;
 		m->matched = c->matched;
 		m->uri = (char *)c->uri;
+		m->uri_is_regex = c->uri_is_regex;
 		m->policy = (char *)c->policy;
 		m->comm = (char *)c->comm;
 		pb->cp[i] = m;
@@ -291,6 +292,7 @@ int task_def__from_proto(const Ember__Task *p, struct task_def *ret, char *err, 
 		c->count = m->count;
 		c->matched = m->matched;
 		snprintf(c->uri, sizeof(c->uri), "%s", m->uri ? m->uri : "");
+		c->uri_is_regex = m->uri_is_regex;
 		snprintf(c->policy, sizeof(c->policy), "%s", m->policy ? m->policy : "");
 		snprintf(c->comm, sizeof(c->comm), "%s", m->comm ? m->comm : "");
 		ret->ncauses++;

@@ -36,6 +36,7 @@ struct task_cause {
 	double threshold, current;
 	uint32_t pid, period_s, count, matched;
 	char uri[200];
+	bool uri_is_regex;
 	char policy[72];
 	char comm[16];
 };

@@ -296,6 +296,9 @@ void sw_on_trigger(void *st, const Ember__TriggerRequest *tr, uint32_t analyzer)
 	Skywalking__V3__ContinuousProfilingReport r = SKYWALKING__V3__CONTINUOUS_PROFILING_REPORT__INIT;
 	Skywalking__V3__ContinuousProfilingCause causes[8], *cp[8];
 	Skywalking__V3__ContinuousProfilingSingleValueCause sv[8];
+	Skywalking__V3__ContinuousProfilingURICause uc[8];
+	char *uris[8];
+	unsigned n_uris = 0;
 	Skywalking__V3__ContinuousOnCPUProfilingTask on = SKYWALKING__V3__CONTINUOUS_ON_CPUPROFILING_TASK__INIT;
 	Skywalking__V3__ContinuousOffCPUProfilingTask off = SKYWALKING__V3__CONTINUOUS_OFF_CPUPROFILING_TASK__INIT;
 	Skywalking__V3__ContinuousNetworkProfilingTask net = SKYWALKING__V3__CONTINUOUS_NETWORK_PROFILING_TASK__INIT;
@@ -334,17 +337,36 @@ void sw_on_trigger(void *st, const Ember__TriggerRequest *tr, uint32_t analyzer)
 		struct sw_cause *d = &g->causes[n];
 
 		skywalking__v3__continuous_profiling_cause__init(&causes[n]);
-		skywalking__v3__continuous_profiling_single_value_cause__init(&sv[n]);
 		causes[n].type = monitor_type(c->monitor);
-		causes[n].cause_case = SKYWALKING__V3__CONTINUOUS_PROFILING_CAUSE__CAUSE_SINGLE_VALUE;
-		sv[n].threshold = c->threshold;
-		sv[n].current = c->current;
-		causes[n].singlevalue = &sv[n];
+		if (causes[n].type >= SKYWALKING__V3__CONTINUOUS_PROFILING_TRIGGERED_MONITOR_TYPE__HTTPErrorRate) {
+			/* HTTP: the item's URI (path) or regex; path "" for an item without a URI filter */
+			skywalking__v3__continuous_profiling_uricause__init(&uc[n]);
+			if (c->uri_is_regex) {
+				uc[n].uri_case = SKYWALKING__V3__CONTINUOUS_PROFILING_URICAUSE__URI_REGEX;
+				uc[n].regex = c->uri ? c->uri : "";
+			} else {
+				uc[n].uri_case = SKYWALKING__V3__CONTINUOUS_PROFILING_URICAUSE__URI_PATH;
+				uc[n].path = c->uri ? c->uri : "";
+			}
+			uc[n].threshold = c->threshold;
+			uc[n].current = c->current;
+			causes[n].cause_case = SKYWALKING__V3__CONTINUOUS_PROFILING_CAUSE__CAUSE_URI;
+			causes[n].uri = &uc[n];
+			if (n_uris < 8)
+				uris[n_uris++] = c->uri ? c->uri : "";
+		} else {
+			skywalking__v3__continuous_profiling_single_value_cause__init(&sv[n]);
+			sv[n].threshold = c->threshold;
+			sv[n].current = c->current;
+			causes[n].cause_case = SKYWALKING__V3__CONTINUOUS_PROFILING_CAUSE__CAUSE_SINGLE_VALUE;
+			causes[n].singlevalue = &sv[n];
+		}
 		cp[n] = &causes[n];
 		snprintf(d->monitor, sizeof(d->monitor), "%s", c->monitor ? c->monitor : "");
 		snprintf(d->policy, sizeof(d->policy), "%s", c->policy ? c->policy : "");
 		snprintf(d->comm, sizeof(d->comm), "%s", c->comm ? c->comm : "");
 		snprintf(d->uri, sizeof(d->uri), "%s", c->uri ? c->uri : "");
+		d->uri_is_regex = c->uri_is_regex;
 		d->threshold = c->threshold;
 		d->current = c->current;
 		d->pid = c->pid;
@@ -365,6 +387,19 @@ void sw_on_trigger(void *st, const Ember__TriggerRequest *tr, uint32_t analyzer)
 		r.offcpu = &off;
 	} else if (t->kind == EMBER__TASK_KIND__NETWORK) {
 		r.target_task_case = SKYWALKING__V3__CONTINUOUS_PROFILING_REPORT__TARGET_TASK_NETWORK;
+		/* the URI causes' URIs as sampling regexes; one without a URI means every URI: [""] */
+		for (unsigned i = 0; i < n_uris; i++)
+			if (!uris[i][0]) {
+				uris[0] = "";
+				n_uris = 1;
+			}
+		net.n_samplinguriregexes = n_uris;
+		net.samplinguriregexes = uris;
+		for (unsigned i = 0; i < n_uris; i++)
+			snprintf(g->uris[i], sizeof(g->uris[i]), "%s", uris[i]);
+		g->n_uris = n_uris ? n_uris : 1; /* no URI cause: every URI */
+		if (!n_uris)
+			g->uris[0][0] = 0;
 		r.network = &net;
 	} else {
 		r.target_task_case = SKYWALKING__V3__CONTINUOUS_PROFILING_REPORT__TARGET_TASK_ON_CPU;
@@ -427,6 +462,19 @@ void sw_report_task_done(struct sw_backend *b, const struct grpc_result *res)
 		    g->kind == EMBER__TASK_KIND__NETWORK ? SW_TARGET_NETWORK : SW_TARGET_ON_CPU;
 	k->update_ms = k->start_ms = now;
 	k->end_ms = now + (int64_t)g->duration_ms;
+	if (k->target == SW_TARGET_NETWORK && (k->samplings = calloc(g->n_uris, sizeof(*k->samplings)))) {
+		/* Rover's triggered network task: slow (>= 0 ms), 4xx and 5xx, whole messages (64 KiB here) */
+		for (unsigned i = 0; i < g->n_uris; i++) {
+			struct sw_sampling *r = &k->samplings[i];
+
+			snprintf(r->uri_regex, sizeof(r->uri_regex), "%s", g->uris[i]);
+			r->has_min_duration = true;
+			r->when_4xx = r->when_5xx = true;
+			r->complete_request = r->complete_response = true;
+			r->max_request_size = r->max_response_size = 64 * 1024;
+		}
+		k->n_samplings = g->n_uris;
+	}
 	k->causes = malloc(g->n_causes * sizeof(*k->causes));
 	if (k->causes) {
 		memcpy(k->causes, g->causes, g->n_causes * sizeof(*k->causes));

@@ -70,6 +70,7 @@ struct sw_cause {
 	char monitor[32], uri[200], policy[72], comm[16];
 	double threshold, current;
 	uint32_t pid, period_s, count, matched;
+	bool uri_is_regex;
 };
 
 /* A service's policy as the OAP sent it: its ServiceWithPolicyJSON entry. */
@@ -88,6 +89,8 @@ struct sw_pending_trigger {
 	char process_id[SW_MAX_ID];
 	struct sw_cause causes[8];
 	unsigned n_causes;
+	char uris[8][SW_MAX_URI_REGEX];	/* NETWORK: the sampling regexes reported */
+	unsigned n_uris;
 };
 /*
  * One analyzer's part of an OAP task.  ON_CPU and OFF_CPU tasks name one

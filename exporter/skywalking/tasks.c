@@ -392,6 +392,7 @@ static void submit_task(struct sw_backend *b, struct sw_task *k, uint64_t mono, 
 		causes[i].count = c->count;
 		causes[i].matched = c->matched;
 		causes[i].uri = (char *)c->uri;
+		causes[i].uri_is_regex = c->uri_is_regex;
 		causes[i].policy = (char *)c->policy;
 		causes[i].comm = (char *)c->comm;
 		causep[i] = &causes[i];
