@@ -379,6 +379,7 @@ static void cb_values(void *ctx, const struct mon_value *v, unsigned n)
 			vals[i].target = (char *)cp_target__name(v[i].target);
 			vals[i].value = v[i].value;
 			vals[i].service = (char *)v[i].service;
+			vals[i].uri = (char *)(v[i].uri ? v[i].uri : "");
 			ptrs[i] = &vals[i];
 		}
 		b.timestamp_ms = timeutil__unix_ms();

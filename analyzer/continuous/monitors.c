@@ -60,6 +60,7 @@ struct monitors {
 	double load;
 	bool uses_load;
 	int64_t last_sec;		/* the latest second a fetch filled */
+	int64_t values_sec;		/* the HTTP slots up to this second were reported */
 	uint64_t next_fetch, next_check;
 	uint64_t st[MS_MAX];
 };
@@ -160,7 +161,7 @@ struct monitors *monitors__new(const struct monitors_opts *o)
 		errno = ENOMEM;
 		return NULL;
 	}
-	m->last_sec = INT64_MIN;
+	m->last_sec = m->values_sec = INT64_MIN;
 	return m;
 }
 
@@ -734,6 +735,42 @@ static void check_target(struct monitors *m, struct mproc *p, enum cp_target tar
 	}
 }
 
+/* An HTTP item's values: each 1-s slot of its windows with exchanges since the previous check. */
+static bool http_values(struct monitors *m, const struct mproc *p, unsigned policy, unsigned item,
+			struct mon_value **v, unsigned *n, unsigned *cap)
+{
+	const struct cp_policy *pol = &m->set.v[policy];
+	const struct cp_item *it = &pol->items[item];
+
+	for (unsigned h = 0; h < p->nhw; h++) {
+		const struct hwin *hw = &p->hw[h];
+
+		if (hw->policy != policy || hw->item != item)
+			continue;
+		for (uint32_t i = 0; i < hw->w.len; i++) {
+			const struct cp_agg_slot *s = &hw->w.slots[i];
+
+			if (s->sec == INT64_MIN || !s->count || s->sec <= m->values_sec || s->sec > m->last_sec)
+				continue;
+			if (*n == *cap) {
+				struct mon_value *nv = realloc(*v, 2 * *cap * sizeof(**v));
+
+				if (!nv)
+					return false;
+				*v = nv;
+				*cap *= 2;
+			}
+			(*v)[(*n)++] = (struct mon_value){
+				.pid = p->pid, .monitor = it->monitor, .target = it->target, .service = pol->service,
+				.uri = hw->uri >= 0 ? it->uris[hw->uri] : it->uri_regex[0] ? it->uri_regex : "global",
+				.value = it->monitor == CP_MON_HTTP_ERROR_RATE ? 100.0 * s->errors / s->count :
+										s->sum_ms / s->count,
+			};
+		}
+	}
+	return true;
+}
+
 /* The values of this check, once per (process, monitor, target, service). */
 static void report_values(struct monitors *m)
 {
@@ -754,6 +791,11 @@ static void report_values(struct monitors *m)
 						       .service = pol->service };
 				bool dup = false;
 
+				if (cp_monitor__is_http(it->monitor)) {
+					if (!http_values(m, p, j, k, &v, &n, &cap))
+						goto done;
+					continue;
+				}
 				if (it->monitor == CP_MON_PROCESS_CPU && p->has_cpu)
 					x.value = p->cpu;
 				else if (it->monitor == CP_MON_PROCESS_THREAD_COUNT)
@@ -783,6 +825,7 @@ done:
 	if (n)
 		m->o.values(m->o.ctx, v, n);
 	free(v);
+	m->values_sec = m->last_sec;
 }
 
 static void check(struct monitors *m, uint64_t now_ms)

@@ -71,6 +71,7 @@ struct mon_value {
 	enum cp_target target;
 	double value;
 	const char *service;	/* the OAP policy's service, "" for local policies */
+	const char *uri;	/* HTTP monitors: the listed URI, the regex or "global"; NULL for the others */
 };
 
 struct monitors_opts {
@@ -86,7 +87,8 @@ struct monitors_opts {
 	 * process under an HTTP item; asked again at every check while wanted (idempotent).  0 or -errno. */
 	int (*capture)(void *ctx, uint32_t pid, bool on);
 	/* Optional, after each check: the latest value of each monitor a process is under, once per
-	 * (process, monitor, target using it, OAP service) (Rover's rover_con_p_* meters). */
+	 * (process, monitor, target using it, OAP service), and for HTTP monitors the value of each
+	 * 1-s slot with exchanges since the previous check (Rover's rover_con_p_* meters). */
 	void (*values)(void *ctx, const struct mon_value *v, unsigned n);
 	void *ctx;
 };

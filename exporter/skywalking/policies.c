@@ -500,6 +500,10 @@ static const char *meter_suffix(const char *monitor)
 		return "process_thread_count";
 	if (!strcmp(monitor, "SYSTEM_LOAD"))
 		return "system_load";
+	if (!strcmp(monitor, "HTTP_ERROR_RATE"))
+		return "http_error_rate";
+	if (!strcmp(monitor, "HTTP_AVG_RESPONSE_TIME"))
+		return "http_avg_response_time";
 	return NULL;
 }
 
@@ -541,10 +545,10 @@ void sw_on_monitors(void *st, const Ember__MonitorBatch *mb, uint32_t analyzer)
 		d = calloc(cap, sizeof(*d));
 		dp = calloc(cap, sizeof(*dp));
 		sv = calloc(cap, sizeof(*sv));
-		lb = calloc(2 * cap, sizeof(*lb));
+		lb = calloc(3 * cap, sizeof(*lb));
 		names = calloc(cap, sizeof(*names));
 		if (d && dp && sv && lb && names) {
-			Skywalking__V3__Label **lp = calloc(2 * cap, sizeof(*lp));
+			Skywalking__V3__Label **lp = calloc(3 * cap, sizeof(*lp));
 
 			for (size_t i = lead; lp && i < mb->n_values; i++) {
 				const Ember__MonitorValue *v = mb->values[i];
@@ -554,19 +558,28 @@ void sw_on_monitors(void *st, const Ember__MonitorBatch *mb, uint32_t analyzer)
 					continue;
 				skywalking__v3__meter_data__init(&d[n]);
 				skywalking__v3__meter_single_value__init(&sv[n]);
-				skywalking__v3__label__init(&lb[2 * n]);
-				skywalking__v3__label__init(&lb[2 * n + 1]);
+				bool http = v->uri && v->uri[0];
+				Skywalking__V3__Label *l = &lb[3 * n];
+
+				skywalking__v3__label__init(&l[0]);
+				skywalking__v3__label__init(&l[1]);
+				skywalking__v3__label__init(&l[2]);
 				snprintf(names[n], sizeof(names[n]), "%s_%s", prefix, meter_suffix(v->monitor));
 				sv[n].name = names[n];
 				sv[n].value = v->value;
-				lb[2 * n].name = "process_name";
-				lb[2 * n].value = procs[i]->e.process;
-				lb[2 * n + 1].name = "layer";
-				lb[2 * n + 1].value = procs[i]->e.layer;
-				lp[2 * n] = &lb[2 * n];
-				lp[2 * n + 1] = &lb[2 * n + 1];
-				sv[n].n_labels = 2;
-				sv[n].labels = &lp[2 * n];
+				/* Rover's label order: uri first for the HTTP meters */
+				if (http) {
+					l[0].name = "uri";
+					l[0].value = v->uri;
+				}
+				l[http].name = "process_name";
+				l[http].value = procs[i]->e.process;
+				l[http + 1].name = "layer";
+				l[http + 1].value = procs[i]->e.layer;
+				for (unsigned q = 0; q < 2u + http; q++)
+					lp[3 * n + q] = &l[q];
+				sv[n].n_labels = 2 + http;
+				sv[n].labels = &lp[3 * n];
 				d[n].metric_case = SKYWALKING__V3__METER_DATA__METRIC_SINGLE_VALUE;
 				d[n].singlevalue = &sv[n];
 				d[n].service = procs[i]->e.service;
