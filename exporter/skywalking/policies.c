@@ -290,6 +290,36 @@ static Skywalking__V3__ContinuousProfilingTriggeredMonitorType monitor_type(cons
 	return SKYWALKING__V3__CONTINUOUS_PROFILING_TRIGGERED_MONITOR_TYPE__ProcessCPU;
 }
 
+/*
+ * A NETWORK trigger's dimension is the service instance: one task for all its
+ * processes, silenced for silence_duration from its start, whichever of its
+ * processes held first (each analyzer silences per process).  True when
+ * silenced; otherwise the silence starts now.
+ */
+static bool net_silenced(struct sw_backend *b, const struct pf_process *p)
+{
+	int64_t now = (int64_t)timeutil__unix_ms();
+	int64_t silence = (int64_t)(b->cfg->profiling.continuous.trigger.silence_duration_ns / 1000000);
+	char key[sizeof(b->net_silence[0].key)];
+	unsigned i, oldest = 0;
+
+	snprintf(key, sizeof(key), "%s/%s", p->e.service, p->e.instance);
+	for (i = 0; i < b->n_net_silence; i++) {
+		if (!strcmp(b->net_silence[i].key, key)) {
+			if (now - b->net_silence[i].start_ms < silence)
+				return true;
+			b->net_silence[i].start_ms = now;
+			return false;
+		}
+		if (b->net_silence[i].start_ms < b->net_silence[oldest].start_ms)
+			oldest = i;
+	}
+	i = b->n_net_silence < SW_MAX_POLICIES ? b->n_net_silence++ : oldest;
+	snprintf(b->net_silence[i].key, sizeof(b->net_silence[i].key), "%s", key);
+	b->net_silence[i].start_ms = now;
+	return false;
+}
+
 void sw_on_trigger(void *st, const Ember__TriggerRequest *tr, uint32_t analyzer)
 {
 	struct sw_backend *b = st;
@@ -319,6 +349,10 @@ void sw_on_trigger(void *st, const Ember__TriggerRequest *tr, uint32_t analyzer)
 		log_warn("continuous profiling: pid %u held a policy but is not a process reported to the OAP; dropped",
 			 t->pids[0]);
 		return;
+	}
+	if (t->kind == EMBER__TASK_KIND__NETWORK && net_silenced(b, p)) {
+		b->c[SC_TRIGGERS_SILENCED]++;
+		return; /* another process of the instance started its network task */
 	}
 	for (unsigned i = 0; i < SW_MAX_TRIGGERS && !g; i++)
 		if (!b->triggers[i].busy)
@@ -445,6 +479,27 @@ void sw_report_task_done(struct sw_backend *b, const struct grpc_result *res)
 			 g->pid, res->status);
 		goto done;
 	}
+	if (g->kind == EMBER__TASK_KIND__NETWORK) {
+		struct pf_process *p = process_finder__by_pid(b->pf, g->pid);
+		struct sw_sampling rules[8];
+
+		if (!p || p->status != PF_REPORTED) {
+			b->c[SC_TRIGGERS_DROPPED]++;
+			goto done;
+		}
+		/* Rover's triggered network task: slow (>= 0 ms), 4xx and 5xx, whole messages (64 KiB here) */
+		memset(rules, 0, sizeof(rules));
+		for (unsigned i = 0; i < g->n_uris && i < 8; i++) {
+			snprintf(rules[i].uri_regex, sizeof(rules[i].uri_regex), "%s", g->uris[i]);
+			rules[i].has_min_duration = true;
+			rules[i].when_4xx = rules[i].when_5xx = true;
+			rules[i].complete_request = rules[i].complete_response = true;
+			rules[i].max_request_size = rules[i].max_response_size = 64 * 1024;
+		}
+		sw_network_trigger_task(b, task_id, p, now, (int64_t)g->duration_ms, rules, g->n_uris, g->causes,
+					g->n_causes);
+		goto done;
+	}
 	k = sw_new_task(b);
 	if (!k) {
 		b->c[SC_TASKS_FAILED]++;
@@ -462,19 +517,6 @@ void sw_report_task_done(struct sw_backend *b, const struct grpc_result *res)
 		    g->kind == EMBER__TASK_KIND__NETWORK ? SW_TARGET_NETWORK : SW_TARGET_ON_CPU;
 	k->update_ms = k->start_ms = now;
 	k->end_ms = now + (int64_t)g->duration_ms;
-	if (k->target == SW_TARGET_NETWORK && (k->samplings = calloc(g->n_uris, sizeof(*k->samplings)))) {
-		/* Rover's triggered network task: slow (>= 0 ms), 4xx and 5xx, whole messages (64 KiB here) */
-		for (unsigned i = 0; i < g->n_uris; i++) {
-			struct sw_sampling *r = &k->samplings[i];
-
-			snprintf(r->uri_regex, sizeof(r->uri_regex), "%s", g->uris[i]);
-			r->has_min_duration = true;
-			r->when_4xx = r->when_5xx = true;
-			r->complete_request = r->complete_response = true;
-			r->max_request_size = r->max_response_size = 64 * 1024;
-		}
-		k->n_samplings = g->n_uris;
-	}
 	k->causes = malloc(g->n_causes * sizeof(*k->causes));
 	if (k->causes) {
 		memcpy(k->causes, g->causes, g->n_causes * sizeof(*k->causes));

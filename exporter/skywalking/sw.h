@@ -128,7 +128,7 @@ enum sc {
 	SC_NET_FLOWS, SC_NET_FLOWS_UNKNOWN, SC_NET_METERS, SC_NET_LEFT_OUT, SC_NET_PIDS_LEFT_OUT,
 	SC_TASKS_BAD_SAMPLINGS, SC_NET_SAMPLED, SC_NET_SAMPLED_UNKNOWN, SC_NET_SAMPLED_BAD, SC_NET_SAMPLED_NOT_KEPT,
 	SC_NET_SPAN_EVENTS, SC_NET_CONTENT_CUT, SC_POLICIES_RECEIVED, SC_POLICIES_INVALID, SC_TRIGGERS_REPORTED,
-	SC_TRIGGERS_DROPPED, SC_CON_METERS, SC_MAX
+	SC_TRIGGERS_DROPPED, SC_CON_METERS, SC_TRIGGERS_SILENCED, SC_MAX
 };
 extern const char *const sw_counter_names[SC_MAX];
 
@@ -167,6 +167,9 @@ struct sw_backend {
 	bool policy_busy, pushed_once;
 	uint64_t pushed_hash, policy_queries;
 	struct sw_pending_trigger triggers[SW_MAX_TRIGGERS];
+	/* NETWORK triggers' silence per service instance (Rover's dimension) */
+	struct { char key[2 * SW_NAME_MAX + 2]; int64_t start_ms; } net_silence[SW_MAX_POLICIES];
+	unsigned n_net_silence;
 
 	int conn;			/* -1 unknown, 0 down, 1 up */
 	char last_err[200];
@@ -198,6 +201,10 @@ struct sw_task *sw_task_by_ember_id(struct sw_backend *b, const char *id);
 void sw_task_event(struct sw_backend *b, const Ember__TaskEvent *ev);
 /* A NETWORK task whose parts are done while the OAP's window is open: its next run. */
 void sw_task_restart(struct sw_backend *b, const char *oap_task, int64_t now);
+/* A triggered NETWORK task under the OAP's task id: every reported process of p's instance. */
+void sw_network_trigger_task(struct sw_backend *b, const char *task_id, struct pf_process *p, int64_t now,
+			     int64_t duration_ms, const struct sw_sampling *rules, unsigned n_rules,
+			     const struct sw_cause *causes, unsigned n_causes);
 /* A free task slot (zeroed by the caller), NULL when every one is taken by a live task. */
 struct sw_task *sw_new_task(struct sw_backend *b);
 /* policies.c */

@@ -212,6 +212,35 @@ static void network_task(struct sw_backend *b, const struct sw_task_cmd *t, stru
 		 t->start_time_ms > now ? " (scheduled)" : "");
 }
 
+void sw_network_trigger_task(struct sw_backend *b, const char *task_id, struct pf_process *p, int64_t now,
+			     int64_t duration_ms, const struct sw_sampling *rules, unsigned n_rules,
+			     const struct sw_cause *causes, unsigned n_causes)
+{
+	struct sw_task_cmd t = { .n_process_ids = 1, .start_time_ms = now, .update_time_ms = now,
+				 .duration_s = duration_ms / 1000, .target = SW_TARGET_NETWORK };
+	struct pf_process *procs[1] = { p };
+	uint32_t pids[SW_MAX_PROCESS_IDS];
+	unsigned n;
+
+	snprintf(t.task_id, sizeof(t.task_id), "%s", task_id);
+	snprintf(t.process_ids[0], sizeof(t.process_ids[0]), "%s", p->oap_id);
+	/* Rover's dimension: every process of the instance, in one task */
+	n = network_pids(b, &t, procs, pids);
+	network_parts(b, &t, pids, n, p->oap_id, rules, n_rules);
+	for (unsigned i = 0; i < b->n_tasks; i++) {
+		struct sw_task *k = &b->tasks[i];
+
+		if (k->state != T_SCHEDULED || strcmp(k->oap_task, task_id) || k->causes || !n_causes)
+			continue;
+		if ((k->causes = malloc(n_causes * sizeof(*causes)))) {
+			memcpy(k->causes, causes, n_causes * sizeof(*causes));
+			k->n_causes = n_causes;
+		}
+	}
+	log_info("continuous profiling: OAP task %s: network profiling of %u process(es) of %s/%s for %llds", task_id, n,
+		 p->e.service, p->e.instance, (long long)(duration_ms / 1000));
+}
+
 /* The command's ExtensionConfigJSON (decode_task checked that there is one). */
 static const char *ext_json_of(const Skywalking__V3__Command *cmd)
 {

@@ -81,5 +81,7 @@ if not m or any([k for k, _ in l] != ["uri", "process_name", "layer"] or dict(l)
     print("FAIL: the HTTP meters are not Rover's"); bad = 1
 sys.exit(bad)
 PY
+grep -q "continuous profiling: OAP task cp-[0-9a-f]*: network profiling of 1 process(es) of ember-cp-web/" "$TMP/agent.log" \
+  || { grep "continuous profiling" "$TMP/agent.log"; fail "the triggered network task is not the instance's"; }
 ok "an OAP HTTP error-rate policy: reportProfilingTask with the URI cause, a network task sampling it, Rover's HTTP meters"
 kill -TERM "$AGENT_PID"; wait "$AGENT_PID" || fail "agent exited with an error"
