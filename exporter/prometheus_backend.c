@@ -1,8 +1,9 @@
 /*
  * The `prometheus` backend: an HTTP endpoint (libmicrohttpd) serving every
  * meter the exporter receives in the text exposition format (exporter/
- * prom_text.h) at GET /metrics, and the flows of NETWORK tasks added up into
- * cumulative series (exporter/net_prom.h).
+ * prom_text.h) at GET /metrics, the flows of NETWORK tasks added up into
+ * cumulative series (exporter/net_prom.h), and the continuous-profiling
+ * monitors' latest values (gauges named like Rover's rover_con_p_* meters).
  *
  * Two threads meet here: the exporter's ZeroMQ loop calls on_meters(),
  * libmicrohttpd's single internal polling thread answers scrapes.  One mutex
@@ -51,6 +52,7 @@ struct prom_backend {
 	struct prom_buf buf;		/* HTTP thread only */
 	struct MHD_Daemon *mhd;
 	uint64_t max_age_ms;
+	char con_prefix[64];		/* profiling.continuous.meter_prefix */
 	/* under lock */
 	uint64_t scrapes, not_found, bad_method, http_errors;
 };
@@ -189,6 +191,7 @@ static void *prom_init(const struct ember_config *cfg, char *err, size_t errlen)
 	}
 	pthread_mutex_init(&pb->lock, NULL);
 	pb->max_age_ms = flush_ms * PROM_AGE_FLUSHES > PROM_MIN_AGE_MS ? flush_ms * PROM_AGE_FLUSHES : PROM_MIN_AGE_MS;
+	snprintf(pb->con_prefix, sizeof(pb->con_prefix), "%s", cfg->profiling.continuous.meter_prefix);
 	pb->table = prom_table__new(PROM_DEFAULT_MAX_SERIES);
 	pb->net = net_prom__new(NET_PROM_DEFAULT_MAX_SERIES);
 	if (!pb->table || !pb->net) {
@@ -272,6 +275,55 @@ static void prom_on_network(void *st, const Ember__NetworkBatch *b)
 	pthread_mutex_unlock(&pb->lock);
 }
 
+/* The continuous-profiling monitors' values, with what each means in ember (where Rover differs). */
+static const struct { const char *monitor, *suffix, *help; } monitor_meters[] = {
+	{ "PROCESS_CPU", "process_cpu",
+	  "CPU time of the process over the last fetch interval, percent of one core (Rover: lifetime average, CPU "
+	  "time since start / age)" },
+	{ "PROCESS_THREAD_COUNT", "process_thread_count", "Threads of the process" },
+	{ "SYSTEM_LOAD", "system_load", "1-minute load average" },
+	{ "HTTP_ERROR_RATE", "http_error_rate",
+	  "Percent of the process's server-side exchanges in a 1-s slot that were errors (every protocol ember "
+	  "parses, each by its own rule; HTTP: 5xx)" },
+	{ "HTTP_AVG_RESPONSE_TIME", "http_avg_response_time",
+	  "Mean response time (ms) of the process's server-side exchanges in a 1-s slot (every protocol ember parses)" },
+};
+
+static void prom_on_monitors(void *st, const Ember__MonitorBatch *b, uint32_t analyzer)
+{
+	struct prom_backend *pb = st;
+	uint64_t now = mono_ms();
+
+	(void)analyzer;
+	if (!b)
+		return;
+	pthread_mutex_lock(&pb->lock);
+	for (size_t i = 0; i < b->n_values; i++) {
+		const Ember__MonitorValue *v = b->values[i];
+		struct prom_label labels[4];
+		char name[128], pid[16];
+		unsigned k, n = 0;
+
+		for (k = 0; v && v->monitor && k < sizeof(monitor_meters) / sizeof(monitor_meters[0]); k++)
+			if (!strcmp(v->monitor, monitor_meters[k].monitor))
+				break;
+		if (!v || k == sizeof(monitor_meters) / sizeof(monitor_meters[0]))
+			continue;
+		snprintf(name, sizeof(name), "%s_%s", pb->con_prefix, monitor_meters[k].suffix);
+		snprintf(pid, sizeof(pid), "%u", v->pid);
+		labels[n++] = (struct prom_label){ "pid", pid };
+		labels[n++] = (struct prom_label){ "target", v->target ? v->target : "" };
+		if (v->service && v->service[0])
+			labels[n++] = (struct prom_label){ "service", v->service };
+		if (v->uri && v->uri[0])
+			labels[n++] = (struct prom_label){ "uri", v->uri };
+		(void)prom_table__update(pb->table, &(struct prom_meter){ .name = name, .help = monitor_meters[k].help,
+									  .value = v->value, .n_labels = n,
+									  .labels = labels }, now);
+	}
+	pthread_mutex_unlock(&pb->lock);
+}
+
 static void prom_tick(void *st, uint64_t now_ms, int final)
 {
 	struct prom_backend *pb = st;
@@ -342,6 +394,7 @@ const struct exporter_backend_ops prometheus_backend_ops = {
 	.init = prom_init,
 	.on_meters = prom_on_meters,
 	.on_network = prom_on_network,
+	.on_monitors = prom_on_monitors,
 	.tick = prom_tick,
 	.counters = prom_counters,
 	.free = prom_free,

@@ -13,6 +13,8 @@ THR=$(awk -v l="$LOAD0" 'BEGIN { printf "%.2f", l + 0.5 }')
 AGENT_POLICIES="[{Name: threads, MatchCmd: '$TAG threads', Profiling: {OFF_CPU: {PROCESS_THREAD_COUNT: {Threshold: 30, Period: 3, Count: 2}}}},
  {Name: load, MatchCmd: '$TAG load', Profiling: {ON_CPU: {SYSTEM_LOAD: {Threshold: '$THR', Period: 3, Count: 2}}}}]"
 AGENT_CONTINUOUS="check_interval: 1s, trigger: {execute_duration: 3s, silence_duration: 10m}"
+PROM_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+AGENT_BACKENDS="file, prometheus" AGENT_EXPORTER_YAML="  prometheus: { address: 127.0.0.1, port: $PROM_PORT }"
 start_agent
 SPAWN='import sys, threading, time
 time.sleep(2)
@@ -49,5 +51,13 @@ ok = (t['kind'] == 'offcpu' and ct['monitor'] == 'PROCESS_THREAD_COUNT' and ct['
       and l['kind'] == 'oncpu' and cl['monitor'] == 'SYSTEM_LOAD' and cl['current'] >= thr and cl['threshold'] == thr)
 sys.exit(0 if ok else 1)
 PY
+# The monitors' values on /metrics, with what each means.
+curl -s "http://127.0.0.1:$PROM_PORT/metrics" > "$TMP/metrics.txt" || fail "no /metrics"
+grep -E "^rover_con_p_(process_thread_count|system_load)" "$TMP/metrics.txt" | head -4
+grep -qE "^rover_con_p_process_thread_count\{pid=\"$T\",target=\"OFF_CPU\"\} 41$" "$TMP/metrics.txt" \
+  || fail "/metrics lacks the thread count of pid $T"
+grep -qE "^rover_con_p_system_load\{pid=\"$L\",target=\"ON_CPU\"\} [0-9.]+$" "$TMP/metrics.txt" || fail "/metrics lacks the load"
+grep -q "^# HELP rover_con_p_process_cpu\|^# HELP rover_con_p_process_thread_count Threads of the process" "$TMP/metrics.txt" \
+  || fail "/metrics has no description of the monitors"
 ok "thread count and system load policies started the right tasks for the right processes"
 stop_agent || fail "agent exited with an error"
