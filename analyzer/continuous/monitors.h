@@ -7,9 +7,10 @@
  * it lists /proc, matches new processes' command lines against the local
  * policies' MatchCmd, and their pids against the processes the exporter
  * found for each OAP policy's service (kernel threads and ember's own
- * processes are never monitored), and forgets processes that are gone.  Every fetch interval it
- * reads each monitored process's /proc/<pid>/stat (through a descriptor kept
- * open: one pread per process) and, when a policy needs it, /proc/loadavg:
+ * processes are never monitored), and forgets processes that are gone.
+ * Every fetch interval it reads each monitored process's /proc/<pid>/stat
+ * (through a descriptor kept open: one pread per process) and, when a policy
+ * needs it, /proc/loadavg:
  *
  *   PROCESS_CPU           the process's CPU time over the last interval as a
  *                         percentage of one core (Rover: the lifetime average,
@@ -22,8 +23,9 @@
  * the monitor's items).  Every check interval, for each process and target
  * type: unless a task of that type runs on the process or the last one
  * started within the silence duration, the items that hold become the causes
- * of one trigger.  Dimension: the process, for every target type (Rover
- * groups NETWORK by service instance, which local policies do not have).
+ * of one trigger.  Dimension: the process, for every target type (the
+ * exporter groups an OAP policy's NETWORK triggers by service instance, as
+ * Rover does; local policies have no instance).
  * HTTP_ERROR_RATE and HTTP_AVG_RESPONSE_TIME: a process under such an item
  * gets a network capture (opts.capture: the network path's own, whose
  * server-side exchanges come back through monitors__exchange), and each
