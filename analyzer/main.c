@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 #include <zmq.h>
 
@@ -608,6 +609,19 @@ int main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	{
+		/* The monitors keep /proc descriptors open (up to half the limit): raise the soft limit to the hard. */
+		struct rlimit rl;
+
+		if (!getrlimit(RLIMIT_NOFILE, &rl)) {
+			rlim_t want = rl.rlim_max > 65536 ? 65536 : rl.rlim_max;
+
+			if (want > rl.rlim_cur) {
+				rl.rlim_cur = want;
+				(void)setrlimit(RLIMIT_NOFILE, &rl);
+			}
+		}
+	}
 	if (setup())
 		goto cleanup;
 	runner__restore(A.runner);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "analyzer/continuous/window.h"
@@ -63,6 +64,9 @@ struct monitors {
 	int64_t values_sec;		/* the HTTP slots up to this second were reported */
 	uint64_t next_fetch, next_check;
 	uint64_t st[MS_MAX];
+	/* Descriptors kept open on /proc/<pid>/stat: at most half of what the process may open, so
+	 * the analyzer's own files and sockets never run short; the others are opened at each read. */
+	unsigned open_fds, max_fds;
 };
 
 static const char *const stat_names[MS_MAX] = {
@@ -126,8 +130,10 @@ static void drop_proc(struct monitors *m, unsigned i)
 {
 	struct mproc *p = &m->p[i];
 
-	if (p->fd >= 0)
+	if (p->fd >= 0) {
 		close(p->fd);
+		m->open_fds--;
+	}
 	if (p->capturing && m->o.capture)
 		(void)m->o.capture(m->o.ctx, p->pid, false);
 	free_hw(p);
@@ -162,6 +168,12 @@ struct monitors *monitors__new(const struct monitors_opts *o)
 		return NULL;
 	}
 	m->last_sec = m->values_sec = INT64_MIN;
+	{
+		struct rlimit rl;
+		rlim_t half = !getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur != RLIM_INFINITY ? rl.rlim_cur / 2 : 512;
+
+		m->max_fds = half > 64 ? (unsigned)(half > 65536 ? 65536 : half) - 64 : 0;
+	}
 	return m;
 }
 
@@ -530,7 +542,8 @@ static void scan(struct monitors *m)
 			p->start_ticks = ps.start_ticks;
 			memcpy(p->comm, ps.comm, sizeof(p->comm));
 			snprintf(path, sizeof(path), "%s/%u/stat", m->proc_root, pid);
-			p->fd = open(path, O_RDONLY | O_CLOEXEC); /* -1 (EMFILE...): opened at each read */
+			p->fd = m->open_fds < m->max_fds ? open(path, O_RDONLY | O_CLOEXEC) : -1; /* -1: opened at each read */
+			m->open_fds += p->fd >= 0;
 			p->seen = !size_windows(m, p);
 		}
 	}

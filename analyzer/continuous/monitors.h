@@ -9,7 +9,8 @@
  * found for each OAP policy's service (kernel threads and ember's own
  * processes are never monitored), and forgets processes that are gone.
  * Every fetch interval it reads each monitored process's /proc/<pid>/stat
- * (through a descriptor kept open: one pread per process) and, when a policy
+ * (through a descriptor kept open: one pread per process; at most half of
+ * RLIMIT_NOFILE are kept, the rest opened at each read) and, when a policy
  * needs it, /proc/loadavg:
  *
  *   PROCESS_CPU           the process's CPU time over the last interval as a

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -475,6 +476,50 @@ static void test_http_items(void **state)
 	gone(6000);
 }
 
+static unsigned open_fds(void)
+{
+	char cmd[64];
+	FILE *f;
+	unsigned n = 0;
+
+	snprintf(cmd, sizeof(cmd), "ls /proc/%d/fd | wc -l", (int)getpid());
+	f = popen(cmd, "r");
+	assert_non_null(f);
+	assert_int_equal(fscanf(f, "%u", &n), 1);
+	pclose(f);
+	return n;
+}
+
+/* Descriptors kept open stay under half of RLIMIT_NOFILE; the processes beyond are monitored all the same. */
+static void test_fd_bound(void **state)
+{
+	struct rlimit old, low;
+	struct cb c = { 0 };
+	struct monitors *m;
+	uint64_t st[MS_MAX];
+	unsigned before;
+
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+	low = old;
+	low.rlim_cur = 200; /* half is 100, less a reserve of 64: 36 kept */
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+	for (unsigned pid = 7000; pid < 7050; pid++)
+		proc(pid, "many", 0, 1, 1, "many");
+	before = open_fds();
+	m = new_mon(&c, "[{MatchCmd: many, Profiling: {ON_CPU: {PROCESS_THREAD_COUNT: {Threshold: 5, Period: 2, Count: 1}}}}]");
+	monitors__tick(m, 1000);
+	monitors__tick(m, 2000);
+	monitors__stats(m, st);
+	assert_int_equal(st[MS_PROCESSES], 50);
+	assert_int_equal(st[MS_READ_ERRORS], 0);
+	assert_true(open_fds() <= before + 36);
+	assert_true(open_fds() >= before + 30);
+	monitors__free(m);
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+	for (unsigned pid = 7000; pid < 7050; pid++)
+		gone(pid);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -486,6 +531,7 @@ int main(void)
 		cmocka_unit_test(test_cpu_trigger_and_silence),
 		cmocka_unit_test(test_threads_load_running),
 		cmocka_unit_test(test_http_items),
+		cmocka_unit_test(test_fd_bound),
 	};
 	return cmocka_run_group_tests(tests, setup_root, teardown_root);
 }
