@@ -279,6 +279,21 @@ static void cb_exchange(void *ctx, uint32_t pid, const struct l7_record *r)
 	monitors__exchange(A.mon, pid, uri, r->is_error, (double)l7_record__latency_ns(r) / 1e6, timeutil__mono_ms());
 }
 
+static void task_cause_of(struct task_cause *d, const struct mon_cause *c, const struct mon_trigger *t)
+{
+	snprintf(d->monitor, sizeof(d->monitor), "%s", cp_monitor__name(c->monitor));
+	d->threshold = c->threshold;
+	d->current = c->current;
+	d->pid = t->pid;
+	d->period_s = c->period;
+	d->count = c->count;
+	d->matched = c->matched;
+	snprintf(d->uri, sizeof(d->uri), "%s", c->uri);
+	d->uri_is_regex = c->uri_is_regex;
+	snprintf(d->policy, sizeof(d->policy), "%s", c->policy);
+	snprintf(d->comm, sizeof(d->comm), "%s", t->comm);
+}
+
 static int cb_trigger(void *ctx, const struct mon_trigger *t)
 {
 	static const char *const tag[CP_TARGET_MAX] = { "oncpu", "offcpu", "network" };
@@ -306,45 +321,15 @@ static int cb_trigger(void *ctx, const struct mon_trigger *t)
 		s->complete_request = s->complete_response = true;
 		s->max_request_size = s->max_response_size = 64 * 1024;
 	}
-	for (unsigned i = 0; i < t->n_causes && def.ncauses < TASK_MAX_CAUSES; i++) {
-		const struct mon_cause *c = &t->causes[i];
-		struct task_cause *d = &def.causes[def.ncauses++];
-
-		snprintf(d->monitor, sizeof(d->monitor), "%s", cp_monitor__name(c->monitor));
-		d->threshold = c->threshold;
-		d->current = c->current;
-		d->pid = t->pid;
-		d->period_s = c->period;
-		d->count = c->count;
-		d->matched = c->matched;
-		snprintf(d->uri, sizeof(d->uri), "%s", c->uri);
-		d->uri_is_regex = c->uri_is_regex;
-		snprintf(d->policy, sizeof(d->policy), "%s", c->policy);
-		snprintf(d->comm, sizeof(d->comm), "%s", t->comm);
-	}
+	for (unsigned i = 0; i < t->n_causes && def.ncauses < TASK_MAX_CAUSES; i++)
+		task_cause_of(&def.causes[def.ncauses++], &t->causes[i], t);
 	if (t->causes[0].oap) {
 		/* The OAP names the task (reportProfilingTask): the exporter asks, then submits it here. */
 		def.id[0] = 0;
 		def.ncauses = 0;
-		for (unsigned i = 0; i < t->n_causes && def.ncauses < TASK_MAX_CAUSES; i++) {
-			const struct mon_cause *c = &t->causes[i];
-			struct task_cause *d;
-
-			if (!c->oap || strcmp(c->service, t->causes[0].service))
-				continue;
-			d = &def.causes[def.ncauses++];
-			snprintf(d->monitor, sizeof(d->monitor), "%s", cp_monitor__name(c->monitor));
-			d->threshold = c->threshold;
-			d->current = c->current;
-			d->pid = t->pid;
-			d->period_s = c->period;
-			d->count = c->count;
-			d->matched = c->matched;
-			snprintf(d->uri, sizeof(d->uri), "%s", c->uri);
-			d->uri_is_regex = c->uri_is_regex;
-			snprintf(d->policy, sizeof(d->policy), "%s", c->policy);
-			snprintf(d->comm, sizeof(d->comm), "%s", t->comm);
-		}
+		for (unsigned i = 0; i < t->n_causes && def.ncauses < TASK_MAX_CAUSES; i++)
+			if (t->causes[i].oap && !strcmp(t->causes[i].service, t->causes[0].service))
+				task_cause_of(&def.causes[def.ncauses++], &t->causes[i], t);
 		publisher__trigger(A.pub, &def, t->causes[0].service);
 		log_info("continuous profiling: OAP policy of service '%s' held for %s (pid %u): %s %.4g >= %.4g in %u of "
 			 "the last %u s; asking the OAP for the %s task", t->causes[0].service, t->comm, t->pid,

@@ -2,44 +2,59 @@
 #include "analyzer/continuous/window.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 
-static uint32_t slot_of(const struct cp_window *w, int64_t sec)
+/* Both windows are rings of slots that start with their second (int64_t sec, INT64_MIN = empty). */
+_Static_assert(offsetof(struct cp_slot, sec) == 0 && offsetof(struct cp_agg_slot, sec) == 0, "slots start with sec");
+
+static uint32_t ring_index(int64_t sec, uint32_t len)
 {
-	int64_t m = sec % (int64_t)w->len;
+	int64_t m = sec % (int64_t)len;
 
-	return (uint32_t)(m < 0 ? m + w->len : m);
+	return (uint32_t)(m < 0 ? m + len : m);
 }
 
-int cp_window__resize(struct cp_window *w, uint32_t len)
+static int64_t *sec_at(void *slots, size_t size, uint32_t i)
 {
-	struct cp_slot *s;
+	return (int64_t *)((char *)slots + (size_t)i * size);
+}
+
+/* A ring of len slots of size bytes, keeping each old slot at its second's place (later seconds win). */
+static int ring_resize(void **slots, uint32_t *cur, uint32_t len, size_t size)
+{
+	void *s;
 
 	if (!len)
 		return -EINVAL;
-	if (len == w->len)
+	if (len == *cur)
 		return 0;
-	s = malloc(len * sizeof(*s));
+	s = calloc(len, size);
 	if (!s)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < len; i++)
-		s[i].sec = INT64_MIN;
-	/* Keep each slot at its second's place in the new ring; later seconds win. */
-	for (uint32_t i = 0; i < w->len; i++) {
-		const struct cp_slot *o = &w->slots[i];
-		int64_t m;
+		*sec_at(s, size, i) = INT64_MIN;
+	for (uint32_t i = 0; i < *cur; i++) {
+		int64_t *o = sec_at(*slots, size, i), *d;
 
-		if (o->sec == INT64_MIN)
+		if (*o == INT64_MIN)
 			continue;
-		m = o->sec % (int64_t)len;
-		m = m < 0 ? m + len : m;
-		if (s[m].sec == INT64_MIN || s[m].sec < o->sec)
-			s[m] = *o;
+		d = sec_at(s, size, ring_index(*o, len));
+		if (*d == INT64_MIN || *d < *o)
+			memcpy(d, o, size);
 	}
-	free(w->slots);
-	w->slots = s;
-	w->len = len;
+	free(*slots);
+	*slots = s;
+	*cur = len;
 	return 0;
+}
+
+static uint32_t slot_of(const struct cp_window *w, int64_t sec) { return ring_index(sec, w->len); }
+
+int cp_window__resize(struct cp_window *w, uint32_t len)
+{
+	return ring_resize((void **)&w->slots, &w->len, len, sizeof(*w->slots));
 }
 
 void cp_window__fini(struct cp_window *w)
@@ -98,41 +113,11 @@ double cp_window__latest(const struct cp_window *w, int64_t *sec)
 	return best ? best->value : 0;
 }
 
-static uint32_t agg_slot_of(const struct cp_agg_window *w, int64_t sec)
-{
-	int64_t m = sec % (int64_t)w->len;
-
-	return (uint32_t)(m < 0 ? m + w->len : m);
-}
+static uint32_t agg_slot_of(const struct cp_agg_window *w, int64_t sec) { return ring_index(sec, w->len); }
 
 int cp_agg_window__resize(struct cp_agg_window *w, uint32_t len)
 {
-	struct cp_agg_slot *s;
-
-	if (!len)
-		return -EINVAL;
-	if (len == w->len)
-		return 0;
-	s = malloc(len * sizeof(*s));
-	if (!s)
-		return -ENOMEM;
-	for (uint32_t i = 0; i < len; i++)
-		s[i] = (struct cp_agg_slot){ .sec = INT64_MIN };
-	for (uint32_t i = 0; i < w->len; i++) {
-		const struct cp_agg_slot *o = &w->slots[i];
-		int64_t m;
-
-		if (o->sec == INT64_MIN)
-			continue;
-		m = o->sec % (int64_t)len;
-		m = m < 0 ? m + len : m;
-		if (s[m].sec == INT64_MIN || s[m].sec < o->sec)
-			s[m] = *o;
-	}
-	free(w->slots);
-	w->slots = s;
-	w->len = len;
-	return 0;
+	return ring_resize((void **)&w->slots, &w->len, len, sizeof(*w->slots));
 }
 
 void cp_agg_window__fini(struct cp_agg_window *w)
