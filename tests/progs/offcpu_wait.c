@@ -14,11 +14,18 @@
  *   blocked_ns sleeper N
  *   calls wait_on_pipe N
  *   calls sleeper N
+ *   switches waiter|main VOLUNTARY INVOLUNTARY
+ * The last lines are each thread's context switches over its measured life
+ * (getrusage RUSAGE_THREAD): a blocking call is one voluntary switch, and on
+ * a loaded machine a call may also be preempted inside the kernel, which the
+ * profiler rightly counts as a second switch of the same stack.
  */
+#define _GNU_SOURCE /* RUSAGE_THREAD */
 #include <pthread.h>
 #include <stdio.h>
 #include <sys/syscall.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -27,6 +34,7 @@
 static int pfd[2];
 static volatile int stop;
 static unsigned long long pipe_ns, sleep_ns, pipe_calls, sleep_calls;
+static struct rusage waiter_ru;
 
 __attribute__((noinline)) long raw_syscall3(long nr, long a, long b, long c)
 {
@@ -58,9 +66,15 @@ __attribute__((noinline)) void wait_on_pipe(void)
 
 __attribute__((noinline)) void *waiter(void *arg)
 {
+	struct rusage r0;
+
 	(void)arg;
+	getrusage(RUSAGE_THREAD, &r0);
 	while (!stop)
 		wait_on_pipe();
+	getrusage(RUSAGE_THREAD, &waiter_ru);
+	waiter_ru.ru_nvcsw -= r0.ru_nvcsw;
+	waiter_ru.ru_nivcsw -= r0.ru_nivcsw;
 	return NULL;
 }
 
@@ -90,20 +104,25 @@ int main(int argc, char **argv)
 	double secs = argc > 1 ? atof(argv[1]) : 10;
 	unsigned long long end;
 	pthread_t w, r;
+	struct rusage m0, m1;
 
 	if (pipe(pfd))
 		return 1;
 	start_gate__wait();
+	getrusage(RUSAGE_THREAD, &m0);
 	pthread_create(&w, NULL, waiter, NULL);
 	pthread_create(&r, NULL, writer, NULL);
 	end = now_ns() + (unsigned long long)(secs * 1e9);
 	while (now_ns() < end)
 		sleeper();
+	getrusage(RUSAGE_THREAD, &m1);
 	stop = 1;
 	(void)!write(pfd[1], "x", 1);
 	pthread_join(w, NULL);
 	pthread_join(r, NULL);
 	printf("blocked_ns wait_on_pipe %llu\nblocked_ns sleeper %llu\n", pipe_ns, sleep_ns);
 	printf("calls wait_on_pipe %llu\ncalls sleeper %llu\n", pipe_calls, sleep_calls);
+	printf("switches waiter %ld %ld\n", waiter_ru.ru_nvcsw, waiter_ru.ru_nivcsw);
+	printf("switches main %ld %ld\n", m1.ru_nvcsw - m0.ru_nvcsw, m1.ru_nivcsw - m0.ru_nivcsw);
 	return 0;
 }
