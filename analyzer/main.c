@@ -237,7 +237,7 @@ static bool cb_running(void *ctx, uint32_t pid, enum cp_target t)
 	return d && !task_def__is_monitor(d); /* a monitor's capture gives way */
 }
 
-/* The HTTP monitors' capture of pid: any NETWORK task on it feeds them; else one of their own. */
+/* The L7 monitors' capture of pid: any NETWORK task on it feeds them; else one of their own. */
 static int cb_capture(void *ctx, uint32_t pid, bool on)
 {
 	struct task_def *d = task_mgr__find_pid(A.tm, pid, EMBER_TASK_NETWORK);
@@ -248,7 +248,7 @@ static int cb_capture(void *ctx, uint32_t pid, bool on)
 	(void)ctx;
 	if (!on) {
 		if (d && task_def__is_monitor(d))
-			runner__end(A.runner, d, "no HTTP monitor left on the process");
+			runner__end(A.runner, d, "no L7 monitor left on the process");
 		return 0;
 	}
 	if (d)
@@ -258,11 +258,11 @@ static int cb_capture(void *ctx, uint32_t pid, bool on)
 	def.npids = 1;
 	def.pids[0] = pid;
 	def.start_unix_ms = timeutil__unix_ms();
-	def.duration_ms = 7ull * 24 * 3600 * 1000; /* until no HTTP item wants it (asked again each check) */
+	def.duration_ms = 7ull * 24 * 3600 * 1000; /* until no L7 item wants it (asked again each check) */
 	snprintf(def.origin, sizeof(def.origin), "monitor");
 	r = runner__start(A.runner, &def, err, sizeof(err));
 	if (r)
-		log_warn("continuous profiling: cannot capture the exchanges of pid %u for its HTTP monitors: %s", pid, err);
+		log_warn("continuous profiling: cannot capture the exchanges of pid %u for its L7 monitors: %s", pid, err);
 	return r;
 }
 
@@ -276,7 +276,7 @@ static void cb_exchange(void *ctx, uint32_t pid, const struct l7_record *r)
 	for (unsigned i = 0; i < r->nfields; i++)
 		if (!strcmp(r->fields[i].key, "uri") || !strcmp(r->fields[i].key, "path")) /* HTTP/1, HTTP/2 */
 			uri = r->fields[i].val;
-	monitors__exchange(A.mon, pid, uri, r->is_error, (double)l7_record__latency_ns(r) / 1e6, timeutil__mono_ms());
+	monitors__exchange(A.mon, pid, r->protocol, uri, r->is_error, (double)l7_record__latency_ns(r) / 1e6, timeutil__mono_ms());
 }
 
 static void task_cause_of(struct task_cause *d, const struct mon_cause *c, const struct mon_trigger *t)

@@ -13,15 +13,41 @@
 #include "common/regex_guard.h"
 
 static const char *const target_names[CP_TARGET_MAX] = { "ON_CPU", "OFF_CPU", "NETWORK" };
-static const char *const monitor_names[CP_MON_MAX] = {
-	"PROCESS_CPU", "PROCESS_THREAD_COUNT", "SYSTEM_LOAD", "HTTP_ERROR_RATE", "HTTP_AVG_RESPONSE_TIME",
+static const struct {
+	const char *name, *meter, *unit, *protocol;
+} monitors[CP_MON_MAX] = {
+#define L7(M, m, P) [CP_MON_##M##_ERROR_RATE] = { #M "_ERROR_RATE", m "_error_rate", "%", P }, \
+		    [CP_MON_##M##_AVG_RESPONSE_TIME] = { #M "_AVG_RESPONSE_TIME", m "_avg_response_time", "ms", P }
+	[CP_MON_PROCESS_CPU] = { "PROCESS_CPU", "process_cpu", "%", NULL },
+	[CP_MON_PROCESS_THREAD_COUNT] = { "PROCESS_THREAD_COUNT", "process_thread_count", "threads", NULL },
+	[CP_MON_SYSTEM_LOAD] = { "SYSTEM_LOAD", "system_load", "", NULL },
+	L7(HTTP, "http", "http1"), L7(HTTP2, "http2", "http2"), L7(MYSQL, "mysql", "mysql"), L7(PGSQL, "pgsql", "pgsql"),
+	L7(REDIS, "redis", "redis"), L7(MONGO, "mongo", "mongo"), L7(KAFKA, "kafka", "kafka"), L7(DNS, "dns", "dns"),
+	L7(CQL, "cql", "cql"),
+#undef L7
 };
-static const char *const monitor_units[CP_MON_MAX] = { "%", "threads", "", "%", "ms" };
 
 const char *cp_target__name(enum cp_target t) { return (unsigned)t < CP_TARGET_MAX ? target_names[t] : "?"; }
-const char *cp_monitor__name(enum cp_monitor m) { return (unsigned)m < CP_MON_MAX ? monitor_names[m] : "?"; }
-const char *cp_monitor__unit(enum cp_monitor m) { return (unsigned)m < CP_MON_MAX ? monitor_units[m] : ""; }
-bool cp_monitor__is_http(enum cp_monitor m) { return m == CP_MON_HTTP_ERROR_RATE || m == CP_MON_HTTP_AVG_RESPONSE_TIME; }
+const char *cp_monitor__name(enum cp_monitor m) { return (unsigned)m < CP_MON_MAX ? monitors[m].name : "?"; }
+const char *cp_monitor__meter(enum cp_monitor m) { return (unsigned)m < CP_MON_MAX ? monitors[m].meter : "?"; }
+const char *cp_monitor__unit(enum cp_monitor m) { return (unsigned)m < CP_MON_MAX ? monitors[m].unit : ""; }
+const char *cp_monitor__protocol(enum cp_monitor m) { return (unsigned)m < CP_MON_MAX ? monitors[m].protocol : NULL; }
+bool cp_monitor__is_l7(enum cp_monitor m) { return m >= CP_MON_HTTP_ERROR_RATE && m < CP_MON_MAX; }
+bool cp_monitor__is_error_rate(enum cp_monitor m) { return cp_monitor__is_l7(m) && (m - CP_MON_HTTP_ERROR_RATE) % 2 == 0; }
+bool cp_monitor__has_uri(enum cp_monitor m)
+{
+	return m == CP_MON_HTTP_ERROR_RATE || m == CP_MON_HTTP_AVG_RESPONSE_TIME || m == CP_MON_HTTP2_ERROR_RATE ||
+	       m == CP_MON_HTTP2_AVG_RESPONSE_TIME;
+}
+
+/* The monitors a source may name: the OAP knows Rover's. */
+static int lookup_monitor(const char *s, enum cp_source src)
+{
+	for (unsigned i = 0; s && i < (src == CP_SOURCE_OAP ? CP_MON_ROVER_MAX : CP_MON_MAX); i++)
+		if (!strcmp(s, monitors[i].name))
+			return (int)i;
+	return -1;
+}
 
 struct parse {
 	yaml_document_t *doc;
@@ -152,7 +178,7 @@ static int parse_item(struct parse *p, struct cp_item *it, yaml_node_t *n, const
 		return -EINVAL;
 	}
 	snprintf(it->threshold_text, sizeof(it->threshold_text), "%s", thr);
-	if (it->monitor == CP_MON_HTTP_ERROR_RATE && it->threshold > 100) {
+	if (cp_monitor__is_error_rate(it->monitor) && it->threshold > 100) {
 		problem(p->set, "%s: Threshold %s is over 100 (a percentage)", where, thr);
 		return -EINVAL;
 	}
@@ -166,8 +192,8 @@ static int parse_item(struct parse *p, struct cp_item *it, yaml_node_t *n, const
 			it->period);
 		return -EINVAL;
 	}
-	if ((it->n_uris || it->uri_regex[0]) && !cp_monitor__is_http(it->monitor)) {
-		problem(p->set, "%s: URIList and URIRegex apply to HTTP monitors only", where);
+	if ((it->n_uris || it->uri_regex[0]) && !cp_monitor__has_uri(it->monitor)) {
+		problem(p->set, "%s: URIList and URIRegex apply to HTTP and HTTP2 monitors only", where);
 		return -EINVAL;
 	}
 	if (it->n_uris && it->uri_regex[0]) {
@@ -202,12 +228,14 @@ static void parse_profiling(struct parse *p, struct cp_policy *pol, yaml_node_t 
 		for (yaml_node_pair_t *m = tv->data.mapping.pairs.start; m < tv->data.mapping.pairs.top; m++) {
 			const char *mk = scalar(yaml_document_get_node(p->doc, m->key));
 			yaml_node_t *mv = yaml_document_get_node(p->doc, m->value);
-			int mon = lookup_name(mk, monitor_names, CP_MON_MAX);
+			int mon = lookup_monitor(mk, p->src);
 			struct cp_item it = { .target = (enum cp_target)target };
 
 			if (mon < 0) {
 				problem(p->set, "policy '%s' %s: unknown monitor '%.40s' (PROCESS_CPU, PROCESS_THREAD_COUNT, "
-					"SYSTEM_LOAD, HTTP_ERROR_RATE, HTTP_AVG_RESPONSE_TIME)", pol->name, tk, mk ? mk : "");
+					"SYSTEM_LOAD, HTTP_ERROR_RATE, HTTP_AVG_RESPONSE_TIME%s)", pol->name, tk, mk ? mk : "",
+					p->src == CP_SOURCE_LOCAL ? "; <P>_ERROR_RATE, <P>_AVG_RESPONSE_TIME for P in HTTP2, "
+								    "MYSQL, PGSQL, REDIS, MONGO, KAFKA, DNS, CQL" : "");
 				continue;
 			}
 			it.monitor = (enum cp_monitor)mon;
@@ -219,7 +247,11 @@ static void parse_profiling(struct parse *p, struct cp_policy *pol, yaml_node_t 
 					problem(p->set, "%s: given twice", where);
 					mon = -1;
 				}
-			if (mon >= 0 && pol->n_items < CP_TARGET_MAX * CP_MON_MAX)
+			if (mon >= 0 && pol->n_items == CP_MAX_ITEMS) {
+				problem(p->set, "%s: a policy holds at most %d items", where, CP_MAX_ITEMS);
+				mon = -1;
+			}
+			if (mon >= 0)
 				pol->items[pol->n_items++] = it;
 		}
 	}

@@ -11,7 +11,11 @@
  *                                        Profiling: {TARGET: {MONITOR: item}}
  *
  * TARGET: ON_CPU, OFF_CPU, NETWORK.  MONITOR: PROCESS_CPU, PROCESS_THREAD_COUNT,
- * SYSTEM_LOAD, HTTP_ERROR_RATE, HTTP_AVG_RESPONSE_TIME.  item: {Threshold:
+ * SYSTEM_LOAD, HTTP_ERROR_RATE, HTTP_AVG_RESPONSE_TIME (Rover's, HTTP/1.x),
+ * and ember's own for the other protocols the network path parses, named
+ * the same way: <P>_ERROR_RATE and <P>_AVG_RESPONSE_TIME with P one of HTTP2,
+ * MYSQL, PGSQL, REDIS, MONGO, KAFKA, DNS, CQL (local policies only: the OAP
+ * knows Rover's five).  item: {Threshold:
  * number (a string in the OAP's JSON), Period: seconds, Count: slots,
  * URIList: [uri], URIRegex: regex}.
  *
@@ -35,18 +39,32 @@
 
 /* Order = enum ember_task_kind is not the point: these are Rover's names. */
 enum cp_target { CP_TARGET_ON_CPU = 0, CP_TARGET_OFF_CPU, CP_TARGET_NETWORK, CP_TARGET_MAX };
-/* Order = ContinuousProfilingTriggeredMonitorType (spec section 2.4). */
+/*
+ * The first five in the order of ContinuousProfilingTriggeredMonitorType
+ * (spec section 2.4); then ember's, an error rate and an average response
+ * time per protocol (cp_monitor__protocol).
+ */
 enum cp_monitor {
 	CP_MON_PROCESS_CPU = 0,
 	CP_MON_PROCESS_THREAD_COUNT = 1,
 	CP_MON_SYSTEM_LOAD = 2,
 	CP_MON_HTTP_ERROR_RATE = 3,
 	CP_MON_HTTP_AVG_RESPONSE_TIME = 4,
+	CP_MON_ROVER_MAX,
+	CP_MON_HTTP2_ERROR_RATE = CP_MON_ROVER_MAX, CP_MON_HTTP2_AVG_RESPONSE_TIME,
+	CP_MON_MYSQL_ERROR_RATE, CP_MON_MYSQL_AVG_RESPONSE_TIME,
+	CP_MON_PGSQL_ERROR_RATE, CP_MON_PGSQL_AVG_RESPONSE_TIME,
+	CP_MON_REDIS_ERROR_RATE, CP_MON_REDIS_AVG_RESPONSE_TIME,
+	CP_MON_MONGO_ERROR_RATE, CP_MON_MONGO_AVG_RESPONSE_TIME,
+	CP_MON_KAFKA_ERROR_RATE, CP_MON_KAFKA_AVG_RESPONSE_TIME,
+	CP_MON_DNS_ERROR_RATE, CP_MON_DNS_AVG_RESPONSE_TIME,
+	CP_MON_CQL_ERROR_RATE, CP_MON_CQL_AVG_RESPONSE_TIME,
 	CP_MON_MAX
 };
 
 #define CP_PERIOD_MAX    3600	/* seconds: one hour of 1-s slots per window */
 #define CP_MAX_URIS      8
+#define CP_MAX_ITEMS     24	/* per policy: Rover's targets x monitors are 15 */
 #define CP_URI_MAX       200
 #define CP_NAME_MAX      72
 #define CP_MATCH_MAX     512
@@ -72,7 +90,7 @@ struct cp_policy {
 	char match_cmd[CP_MATCH_MAX];	/* local: the processes' command-line regex */
 	bool removed;			/* OAP: UUID "" and no Profiling */
 	unsigned n_items;
-	struct cp_item items[CP_TARGET_MAX * CP_MON_MAX];
+	struct cp_item items[CP_MAX_ITEMS];
 };
 
 enum cp_source { CP_SOURCE_LOCAL = 0, CP_SOURCE_OAP = 1 };
@@ -101,8 +119,16 @@ int cp_policies__check_local(const char *text, char *err, size_t errlen);
 
 const char *cp_target__name(enum cp_target t);	/* "ON_CPU", ... */
 const char *cp_monitor__name(enum cp_monitor m);	/* "PROCESS_CPU", ... */
+/* Its meter's name after rover_con_p_: the name in lower case ("http_error_rate"). */
+const char *cp_monitor__meter(enum cp_monitor m);
 /* The unit of a monitor's values ("%", "threads", "", "ms"). */
 const char *cp_monitor__unit(enum cp_monitor m);
-bool cp_monitor__is_http(enum cp_monitor m);
+/* A monitor of network exchanges (an error rate or an average response time). */
+bool cp_monitor__is_l7(enum cp_monitor m);
+bool cp_monitor__is_error_rate(enum cp_monitor m);
+/* Whether its items may filter by URI (HTTP/1.x and HTTP/2: the path). */
+bool cp_monitor__has_uri(enum cp_monitor m);
+/* The network path's parser whose exchanges an L7 monitor counts ("http1", "redis", ...); NULL for others. */
+const char *cp_monitor__protocol(enum cp_monitor m);
 
 #endif

@@ -282,11 +282,22 @@ static const struct { const char *monitor, *suffix, *help; } monitor_meters[] = 
 	  "time since start / age)" },
 	{ "PROCESS_THREAD_COUNT", "process_thread_count", "Threads of the process" },
 	{ "SYSTEM_LOAD", "system_load", "1-minute load average" },
-	{ "HTTP_ERROR_RATE", "http_error_rate",
-	  "Percent of the process's server-side exchanges in a 1-s slot that were errors (every protocol ember "
-	  "parses, each by its own rule; HTTP: 5xx)" },
-	{ "HTTP_AVG_RESPONSE_TIME", "http_avg_response_time",
-	  "Mean response time (ms) of the process's server-side exchanges in a 1-s slot (every protocol ember parses)" },
+#define L7(M, m, PROTO, RULE)                                                                                     \
+	{ #M "_ERROR_RATE", m "_error_rate",                                                                      \
+	  "Percent of the process's server-side " PROTO " exchanges in a 1-s slot that were errors (" RULE ")" },    \
+	{ #M "_AVG_RESPONSE_TIME", m "_avg_response_time",                                                        \
+	  "Mean response time (ms) of the process's server-side " PROTO " exchanges in a 1-s slot, from the "        \
+	  "request's last byte to the response's" }
+	L7(HTTP, "http", "HTTP/1.x", "status 5xx"),
+	L7(HTTP2, "http2", "HTTP/2", "status 5xx or a gRPC status other than 0"),
+	L7(MYSQL, "mysql", "MySQL", "an ERR packet"),
+	L7(PGSQL, "pgsql", "PostgreSQL", "an ErrorResponse"),
+	L7(REDIS, "redis", "Redis", "an error reply"),
+	L7(MONGO, "mongo", "MongoDB", "ok 0 or a query failure"),
+	L7(KAFKA, "kafka", "Kafka", "an error code other than 0"),
+	L7(DNS, "dns", "DNS", "an rcode other than NOERROR"),
+	L7(CQL, "cql", "CQL", "an ERROR message"),
+#undef L7
 };
 
 static void prom_on_monitors(void *st, const Ember__MonitorBatch *b, uint32_t analyzer)

@@ -29,14 +29,15 @@ struct mproc {
 	double cpu, threads;
 	struct cp_window win_cpu, win_threads;
 	uint64_t last_start_ms[CP_TARGET_MAX];
-	struct hwin *hw;		/* the HTTP items' windows */
+	struct hwin *hw;		/* the L7 items' windows */
 	unsigned nhw;
 	bool capturing;
 };
 
-/* One HTTP item's window on one process: per URI of its URIList, else one. */
+/* One L7 item's window on one process: per URI of its URIList, else one. */
 struct hwin {
 	uint16_t policy, item;
+	const char *protocol;		/* the parser whose exchanges count (static) */
 	int16_t uri;			/* index in the item's URIList; -1: its URIRegex, or every exchange */
 	struct cp_agg_window w;
 };
@@ -52,8 +53,8 @@ struct monitors {
 	struct cp_policies local, oap;	/* as last given (v owned) */
 	uint32_t *oap_pids[CP_MAX_POLICIES];	/* the OAP policies' processes, sorted (owned) */
 	unsigned oap_npids[CP_MAX_POLICIES];
-	regex_t item_rx[CP_MAX_POLICIES][CP_TARGET_MAX * CP_MON_MAX];	/* HTTP items' URIRegex */
-	bool item_rx_ok[CP_MAX_POLICIES][CP_TARGET_MAX * CP_MON_MAX];
+	regex_t item_rx[CP_MAX_POLICIES][CP_MAX_ITEMS];	/* L7 items' URIRegex */
+	bool item_rx_ok[CP_MAX_POLICIES][CP_MAX_ITEMS];
 	bool rematch;
 	struct mproc *p;		/* sorted by pid */
 	unsigned n;
@@ -61,7 +62,7 @@ struct monitors {
 	double load;
 	bool uses_load;
 	int64_t last_sec;		/* the latest second a fetch filled */
-	int64_t values_sec;		/* the HTTP slots up to this second were reported */
+	int64_t values_sec;		/* the L7 slots up to this second were reported */
 	uint64_t next_fetch, next_check;
 	uint64_t st[MS_MAX];
 	/* Descriptors kept open on /proc/<pid>/stat: at most half of what the process may open, so
@@ -71,7 +72,7 @@ struct monitors {
 
 static const char *const stat_names[MS_MAX] = {
 	[MS_POLICIES] = "continuous_policies",
-	[MS_HTTP_EXCHANGES] = "continuous_http_exchanges",
+	[MS_EXCHANGES] = "continuous_exchanges",
 	[MS_CAPTURE_FAILURES] = "continuous_capture_failures",
 	[MS_PROCESSES] = "continuous_processes_monitored",
 	[MS_PROCESSES_OVER] = "continuous_processes_over_limit",
@@ -102,7 +103,7 @@ static void free_set(struct monitors *m)
 		regfree(&m->rx[i]);
 	m->n_rx = 0;
 	for (unsigned i = 0; i < CP_MAX_POLICIES; i++)
-		for (unsigned k = 0; k < CP_TARGET_MAX * CP_MON_MAX; k++)
+		for (unsigned k = 0; k < CP_MAX_ITEMS; k++)
 			if (m->item_rx_ok[i][k]) {
 				regfree(&m->item_rx[i][k]);
 				m->item_rx_ok[i][k] = false;
@@ -400,7 +401,7 @@ static uint32_t window_len(const struct monitors *m, uint64_t pmask, enum cp_mon
 	return len;
 }
 
-/* The process's HTTP windows, one per (policy, HTTP item[, listed URI]) of its policies. */
+/* The process's L7 windows, one per (policy, L7 item[, listed URI]) of its policies. */
 static int size_http(struct monitors *m, struct mproc *p)
 {
 	unsigned n = 0;
@@ -408,7 +409,7 @@ static int size_http(struct monitors *m, struct mproc *p)
 	free_hw(p);
 	for (unsigned j = 0; j < m->set.n; j++)
 		for (unsigned k = 0; (p->pmask >> j & 1) && k < m->set.v[j].n_items; k++)
-			if (cp_monitor__is_http(m->set.v[j].items[k].monitor))
+			if (cp_monitor__is_l7(m->set.v[j].items[k].monitor))
 				n += m->set.v[j].items[k].n_uris ? m->set.v[j].items[k].n_uris : 1;
 	if (!n)
 		return 0;
@@ -419,13 +420,14 @@ static int size_http(struct monitors *m, struct mproc *p)
 		for (unsigned k = 0; (p->pmask >> j & 1) && k < m->set.v[j].n_items; k++) {
 			const struct cp_item *it = &m->set.v[j].items[k];
 
-			if (!cp_monitor__is_http(it->monitor))
+			if (!cp_monitor__is_l7(it->monitor))
 				continue;
 			for (int u = it->n_uris ? 0 : -1; u < (int)it->n_uris; u++) {
 				struct hwin *h = &p->hw[p->nhw++];
 
 				h->policy = (uint16_t)j;
 				h->item = (uint16_t)k;
+				h->protocol = cp_monitor__protocol(it->monitor);
 				h->uri = (int16_t)u;
 				if (cp_agg_window__resize(&h->w, it->period))
 					return -ENOMEM;
@@ -631,12 +633,12 @@ static const struct cp_window *window_of(const struct monitors *m, const struct 
 	}
 }
 
-/* An HTTP item's windows on p (one per listed URI): each that holds is a cause, with its URI or regex. */
+/* An L7 item's windows on p (one per listed URI): each that holds is a cause, with its URI or regex. */
 static void check_http(struct monitors *m, const struct mproc *p, unsigned policy, unsigned item, struct mon_trigger *t)
 {
 	const struct cp_policy *pol = &m->set.v[policy];
 	const struct cp_item *it = &pol->items[item];
-	enum cp_agg_value v = it->monitor == CP_MON_HTTP_ERROR_RATE ? CP_AGG_ERROR_RATE : CP_AGG_AVG_MS;
+	enum cp_agg_value v = cp_monitor__is_error_rate(it->monitor) ? CP_AGG_ERROR_RATE : CP_AGG_AVG_MS;
 
 	for (unsigned h = 0; h < p->nhw; h++) {
 		const struct hwin *hw = &p->hw[h];
@@ -660,21 +662,23 @@ static void check_http(struct monitors *m, const struct mproc *p, unsigned polic
 	}
 }
 
-void monitors__exchange(struct monitors *m, uint32_t pid, const char *uri, bool error, double latency_ms,
-			uint64_t now_ms)
+void monitors__exchange(struct monitors *m, uint32_t pid, const char *protocol, const char *uri, bool error,
+			double latency_ms, uint64_t now_ms)
 {
 	bool found;
 	unsigned i = find(m, pid, &found);
 	struct mproc *p;
 
-	if (!found || !m->p[i].nhw)
+	if (!found || !m->p[i].nhw || !protocol)
 		return;
 	p = &m->p[i];
-	m->st[MS_HTTP_EXCHANGES]++;
+	m->st[MS_EXCHANGES]++;
 	for (unsigned h = 0; h < p->nhw; h++) {
 		struct hwin *hw = &p->hw[h];
 		const struct cp_item *it = &m->set.v[hw->policy].items[hw->item];
 
+		if (strcmp(hw->protocol, protocol))
+			continue;
 		if (hw->uri >= 0 ? !uri || strcmp(uri, it->uris[hw->uri]) :
 		    it->uri_regex[0] ? !uri || !m->item_rx_ok[hw->policy][hw->item] ||
 					       regexec(&m->item_rx[hw->policy][hw->item], uri, 0, NULL, 0) :
@@ -684,7 +688,7 @@ void monitors__exchange(struct monitors *m, uint32_t pid, const char *uri, bool 
 	}
 }
 
-/* A process under an HTTP item needs its exchanges: ask for the capture (again: it may have ended). */
+/* A process under an L7 item needs its exchanges: ask for the capture (again: it may have ended). */
 static void ensure_capture(struct monitors *m, struct mproc *p)
 {
 	bool want = p->nhw > 0;
@@ -713,7 +717,7 @@ static void check_target(struct monitors *m, struct mproc *p, enum cp_target tar
 
 			if (it->target != target)
 				continue;
-			if (cp_monitor__is_http(it->monitor)) {
+			if (cp_monitor__is_l7(it->monitor)) {
 				check_http(m, p, i, k, &t);
 				continue;
 			}
@@ -748,7 +752,7 @@ static void check_target(struct monitors *m, struct mproc *p, enum cp_target tar
 	}
 }
 
-/* An HTTP item's values: each 1-s slot of its windows with exchanges since the previous check. */
+/* An L7 item's values: each 1-s slot of its windows with exchanges since the previous check. */
 static bool http_values(struct monitors *m, const struct mproc *p, unsigned policy, unsigned item,
 			struct mon_value **v, unsigned *n, unsigned *cap)
 {
@@ -776,7 +780,7 @@ static bool http_values(struct monitors *m, const struct mproc *p, unsigned poli
 			(*v)[(*n)++] = (struct mon_value){
 				.pid = p->pid, .monitor = it->monitor, .target = it->target, .service = pol->service,
 				.uri = hw->uri >= 0 ? it->uris[hw->uri] : it->uri_regex[0] ? it->uri_regex : "global",
-				.value = it->monitor == CP_MON_HTTP_ERROR_RATE ? 100.0 * s->errors / s->count :
+				.value = cp_monitor__is_error_rate(it->monitor) ? 100.0 * s->errors / s->count :
 										s->sum_ms / s->count,
 			};
 		}
@@ -804,7 +808,7 @@ static void report_values(struct monitors *m)
 						       .service = pol->service };
 				bool dup = false;
 
-				if (cp_monitor__is_http(it->monitor)) {
+				if (cp_monitor__is_l7(it->monitor)) {
 					if (!http_values(m, p, j, k, &v, &n, &cap))
 						goto done;
 					continue;

@@ -27,13 +27,15 @@
  * of one trigger.  Dimension: the process, for every target type (the
  * exporter groups an OAP policy's NETWORK triggers by service instance, as
  * Rover does; local policies have no instance).
- * HTTP_ERROR_RATE and HTTP_AVG_RESPONSE_TIME: a process under such an item
- * gets a network capture (opts.capture: the network path's own, whose
+ * The L7 monitors, HTTP_ERROR_RATE and HTTP_AVG_RESPONSE_TIME (HTTP/1.x, as
+ * Rover) and ember's <P>_ERROR_RATE and <P>_AVG_RESPONSE_TIME for the other
+ * protocols the network path parses (cp_policy.h): a process under such an
+ * item gets a network capture (opts.capture: the network path's own, whose
  * server-side exchanges come back through monitors__exchange), and each
- * item a window of per-second aggregates (count, errors, summed time), one
- * per URI of its URIList, one for the URIs its URIRegex matches, or one for
- * every exchange.  Every protocol the network path parses counts: its own
- * error rule, its own latency; URI filters need a URI (HTTP/1, HTTP/2).
+ * item a window of per-second aggregates (count, errors, summed time) of
+ * its protocol's exchanges, one per URI of its URIList, one for the URIs its
+ * URIRegex matches, or one for every exchange.  Errors and latency follow
+ * each protocol's own rule (l7.h); URI filters need a URI (HTTP, HTTP2).
  *
  * Bounded: at most max_processes monitored (more are counted, not grown),
  * windows of at most CP_PERIOD_MAX slots.  /proc is untrusted input: every
@@ -47,13 +49,13 @@
 
 #include "common/cp_policy.h"
 
-#define MON_MAX_CAUSES (CP_MON_MAX * 4)
+#define MON_MAX_CAUSES 32	/* of one trigger: the items that hold for one process and target */
 
 struct mon_cause {
 	enum cp_monitor monitor;
 	double threshold, current;	/* current: the latest slot value that satisfied the threshold */
 	uint32_t period, count, matched;	/* matched of the last period slots; count needed */
-	char uri[CP_URI_MAX];		/* HTTP items: the listed URI or the regex ("" for every URI) */
+	char uri[CP_URI_MAX];		/* L7 items: the listed URI or the regex ("" for every URI) */
 	bool uri_is_regex;
 	char policy[CP_NAME_MAX];
 	bool oap;			/* of an OAP policy: the OAP names the task */
@@ -74,7 +76,7 @@ struct mon_value {
 	enum cp_target target;
 	double value;
 	const char *service;	/* the OAP policy's service, "" for local policies */
-	const char *uri;	/* HTTP monitors: the listed URI, the regex or "global"; NULL for the others */
+	const char *uri;	/* L7 monitors: the listed URI, the regex or "global"; NULL for the others */
 };
 
 struct monitors_opts {
@@ -87,10 +89,10 @@ struct monitors_opts {
 	/* Whether a task of that target type runs on pid now. */
 	bool (*running)(void *ctx, uint32_t pid, enum cp_target target);
 	/* Starts (on) or ends the network capture whose exchanges monitors__exchange gets, for a
-	 * process under an HTTP item; asked again at every check while wanted (idempotent).  0 or -errno. */
+	 * process under an L7 item; asked again at every check while wanted (idempotent).  0 or -errno. */
 	int (*capture)(void *ctx, uint32_t pid, bool on);
 	/* Optional, after each check: the latest value of each monitor a process is under, once per
-	 * (process, monitor, target using it, OAP service), and for HTTP monitors the value of each
+	 * (process, monitor, target using it, OAP service), and for L7 monitors the value of each
 	 * 1-s slot with exchanges since the previous check (Rover's rover_con_p_* meters). */
 	void (*values)(void *ctx, const struct mon_value *v, unsigned n);
 	void *ctx;
@@ -98,8 +100,8 @@ struct monitors_opts {
 
 enum monitors_stat {
 	MS_POLICIES,		/* policies in force */
-	MS_HTTP_EXCHANGES,	/* server-side exchanges of monitored processes given to HTTP items' windows */
-	MS_CAPTURE_FAILURES,	/* network captures for HTTP items that could not start (retried each check) */
+	MS_EXCHANGES,		/* server-side exchanges of processes under L7 items */
+	MS_CAPTURE_FAILURES,	/* network captures for L7 items that could not start (retried each check) */
 	MS_PROCESSES,		/* processes monitored now */
 	MS_PROCESSES_OVER,	/* matching processes not monitored: max_processes reached (each rescan) */
 	MS_SCANS,
@@ -136,12 +138,13 @@ int monitors__set_oap_policies(struct monitors *m, const struct cp_policies *set
 /* Scans, fetches and checks when each is due (monotonic ms). */
 void monitors__tick(struct monitors *m, uint64_t now_ms);
 /*
- * A server-side exchange of a monitored process (any protocol the network
- * path parses; uri NULL when it has none), completed now (monotonic ms):
- * into the windows of its HTTP items whose URI filter it passes.
+ * A server-side exchange of a monitored process, completed now (monotonic
+ * ms): protocol is the parser's name (l7_record.protocol), uri NULL when it
+ * has none.  Into the windows of its L7 items of that protocol whose URI
+ * filter it passes.
  */
-void monitors__exchange(struct monitors *m, uint32_t pid, const char *uri, bool error, double latency_ms,
-			uint64_t now_ms);
+void monitors__exchange(struct monitors *m, uint32_t pid, const char *protocol, const char *uri, bool error,
+			double latency_ms, uint64_t now_ms);
 /* When the next tick has work (monotonic ms); UINT64_MAX without policies. */
 uint64_t monitors__next_due(const struct monitors *m);
 void monitors__stats(const struct monitors *m, uint64_t ret[MS_MAX]);

@@ -44,7 +44,7 @@ struct netprof_opts {
 	size_t max_exchanges;           /* listed per task and report */
 	uint64_t default_report_ms;     /* for tasks that do not say */
 	struct l7_config l7;            /* per-connection parser limits; transport set per connection */
-	/* Optional: every server-side exchange of every task (the continuous-profiling HTTP monitors). */
+	/* Optional: every server-side exchange of every task (the continuous-profiling L7 monitors). */
 	void (*exchange)(void *ctx, uint32_t pid, const struct l7_record *r);
 	void *ctx;
 };

@@ -19,7 +19,7 @@ static void check(const struct cp_policies *p)
 	for (unsigned i = 0; i < p->n; i++) {
 		const struct cp_policy *pol = &p->v[i];
 
-		if (pol->n_items > CP_TARGET_MAX * CP_MON_MAX || strlen(pol->name) >= sizeof(pol->name))
+		if (pol->n_items > CP_MAX_ITEMS || strlen(pol->name) >= sizeof(pol->name))
 			abort();
 		if (!pol->removed && !pol->n_items)
 			abort();

@@ -44,9 +44,9 @@ PY
 [ -z "$(ls -d "$AGENT_OUT"/monitor-* 2>/dev/null)" ] || fail "the monitors' own capture wrote output"
 grep -q "a network task takes over" "$TMP/agent.log" || fail "the triggered network task did not take over the monitors' capture"
 # The network task (3 s) is over: the monitors capture again.
-a=$(stat ember_continuous_http_exchanges)
+a=$(stat ember_continuous_exchanges)
 drive 3
-b=$(stat ember_continuous_http_exchanges)
+b=$(stat ember_continuous_exchanges)
 echo "monitored exchanges: $a, then $b"
 [ "$b" -gt "$a" ] || fail "the monitors stopped seeing exchanges after the network task ended"
 ok "HTTP error rate and response time items fired for the URIs they name, and only those"

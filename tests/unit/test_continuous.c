@@ -71,6 +71,14 @@ static void test_oap_policy_json(void **state)
 	assert_int_equal(p->v[0].items[0].monitor, CP_MON_PROCESS_THREAD_COUNT);
 	assert_true(p->v[1].removed);
 	cp_policies__free(p);
+	/* The OAP knows Rover's monitors only: ember's own protocols are a problem from it. */
+	p = cp_policies__parse("[{\"ServiceName\":\"s\",\"UUID\":\"u\",\"Profiling\":{\"NETWORK\":{\"REDIS_ERROR_RATE\":"
+			       "{\"Threshold\":\"5\",\"Period\":10,\"Count\":2}}}}]", CP_SOURCE_OAP, err, sizeof(err));
+	assert_non_null(p);
+	assert_int_equal(p->n_problems, 2);
+	assert_non_null(strstr(p->problems[0], "unknown monitor 'REDIS_ERROR_RATE'"));
+	assert_non_null(strstr(p->problems[1], "no valid item"));
+	cp_policies__free(p);
 }
 
 /* One invalid item per line, each described; the valid item of the same policy stays. */
@@ -86,7 +94,10 @@ static void test_invalid_items(void **state)
 		{ "PROCESS_CPU: {Threshold: 1, Period: 3601, Count: 1}", "Period '3601'" },
 		{ "PROCESS_CPU: {Threshold: 1, Period: 5, Count: 0}", "Count '0'" },
 		{ "PROCESS_CPU: {Threshold: 1, Period: 5, Count: 6}", "Count '6' is not a number from 1 to Period (5)" },
-		{ "PROCESS_CPU: {Threshold: 1, Period: 5, Count: 2, URIList: [/a]}", "HTTP monitors only" },
+		{ "PROCESS_CPU: {Threshold: 1, Period: 5, Count: 2, URIList: [/a]}", "HTTP and HTTP2 monitors only" },
+		{ "REDIS_ERROR_RATE: {Threshold: 1, Period: 5, Count: 2, URIList: [/a]}", "HTTP and HTTP2 monitors only" },
+		{ "MYSQL_ERROR_RATE: {Threshold: 100.5, Period: 5, Count: 2}", "over 100" },
+		{ "REDIS_ERROR_RATIO: {Threshold: 1, Period: 5, Count: 2}", "for P in HTTP2, MYSQL" },
 		{ "HTTP_ERROR_RATE: {Threshold: 101, Period: 5, Count: 2}", "over 100" },
 		{ "HTTP_ERROR_RATE: {Threshold: 1, Period: 5, Count: 2, URIRegex: '('}", "URIRegex" },
 		{ "HTTP_ERROR_RATE: {Threshold: 1, Period: 5, Count: 2, URIRegex: x, URIList: [/a]}", "exclusive" },
@@ -414,7 +425,10 @@ static int on_capture(void *ctx, uint32_t pid, bool on)
 	return 0;
 }
 
-/* HTTP items: a capture is asked for; per-URI windows; error rate and average time per second. */
+/*
+ * L7 items: a capture is asked for; per-URI windows; error rate and average
+ * time per second; each item counts its own protocol's exchanges only.
+ */
 static void test_http_items(void **state)
 {
 	struct cb c = { 0 };
@@ -426,7 +440,8 @@ static void test_http_items(void **state)
 		"[{Name: web, MatchCmd: web, Profiling: {"
 		"ON_CPU: {HTTP_ERROR_RATE: {Threshold: 50, Period: 5, Count: 3, URIList: [/fail, /ok]}},"
 		"OFF_CPU: {HTTP_AVG_RESPONSE_TIME: {Threshold: 100, Period: 5, Count: 3, URIRegex: '^/slow'}},"
-		"NETWORK: {HTTP_ERROR_RATE: {Threshold: 50, Period: 5, Count: 3}}}}]",
+		"NETWORK: {HTTP_ERROR_RATE: {Threshold: 50, Period: 5, Count: 3},"
+		"          REDIS_ERROR_RATE: {Threshold: 50, Period: 5, Count: 3}}}}]",
 		CP_SOURCE_LOCAL, err, sizeof(err));
 	uint64_t now = 9000000, st[MS_MAX];
 
@@ -437,18 +452,23 @@ static void test_http_items(void **state)
 	proc(6000, "web", 0, 1, 1, "web");
 	for (int s = 0; s < 12; s++, now += 1000) {
 		monitors__tick(m, now);
-		/* each second: /fail fails, /ok does not, /slow/x takes 150 ms, /fast 10 ms */
+		/*
+		 * Each second, over HTTP/1: /fail fails, /ok does not, /slow/x takes
+		 * 150 ms, /fast 10 ms.  Over HTTP/2, /ok fails: not HTTP_ERROR_RATE's
+		 * protocol.  Redis: 2 errors of 3.
+		 */
 		for (int k = 0; k < 3; k++) {
-			monitors__exchange(m, 6000, "/fail", true, 1, now);
-			monitors__exchange(m, 6000, "/ok", false, 1, now);
-			monitors__exchange(m, 6000, "/slow/x", false, 150, now);
-			monitors__exchange(m, 6000, "/fast", false, 10, now);
-			monitors__exchange(m, 6000, NULL, false, 1, now); /* a protocol without URIs */
+			monitors__exchange(m, 6000, "http1", "/fail", true, 1, now);
+			monitors__exchange(m, 6000, "http1", "/ok", false, 1, now);
+			monitors__exchange(m, 6000, "http1", "/slow/x", false, 150, now);
+			monitors__exchange(m, 6000, "http1", "/fast", false, 10, now);
+			monitors__exchange(m, 6000, "http2", "/ok", true, 1, now);
+			monitors__exchange(m, 6000, "redis", NULL, k < 2, 1, now);
 		}
 	}
 	assert_true(captures_on > 0);
 	monitors__stats(m, st);
-	assert_int_equal(st[MS_HTTP_EXCHANGES], 12 * 15);
+	assert_int_equal(st[MS_EXCHANGES], 12 * 18);
 	unsigned on = 0, off = 0, net = 0;
 	for (unsigned i = 0; i < c.n; i++) {
 		const struct mon_cause *x = &c.t[i].causes[0];
@@ -465,12 +485,17 @@ static void test_http_items(void **state)
 			assert_true(x->uri_is_regex);
 			assert_true(x->current == 150);
 		} else {
-			net++; /* every exchange: 3 errors of 15 per second = 20%: never */
+			/* HTTP/1 as a whole: 3 errors of 12 per second = 25%, never; Redis: 67% */
+			net++;
+			assert_int_equal(c.t[i].n_causes, 1);
+			assert_int_equal(x->monitor, CP_MON_REDIS_ERROR_RATE);
+			assert_string_equal(x->uri, "");
+			assert_true(x->current > 66 && x->current < 67);
 		}
 	}
 	assert_int_equal(on, 1);
 	assert_int_equal(off, 1);
-	assert_int_equal(net, 0);
+	assert_int_equal(net, 1);
 	monitors__free(m);
 	assert_true(captures_off > 0);
 	gone(6000);
