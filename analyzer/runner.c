@@ -228,7 +228,9 @@ int runner__start(struct task_runner *r, struct task_def *def, char *err, size_t
 		task_mgr__remove(r->o.tm, def->id);
 		return e;
 	}
-	e = ctl_client__attach(r->o.cc, t->num_id, t->kind, t->pids, t->npids, t->period_ns, t->min_block_ns, &ans);
+	/* A monitor's capture needs heads only: first lines and statuses, not bodies. */
+	e = ctl_client__attach(r->o.cc, t->num_id, t->kind, t->pids, t->npids, t->period_ns, t->min_block_ns,
+			       task_def__is_monitor(t) ? CTL_ATTACH_F_PREFIX : 0, &ans);
 	if (e) {
 		uint64_t s, k;
 

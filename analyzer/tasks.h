@@ -78,9 +78,10 @@ uint64_t task_mgr__next_deadline(struct task_mgr *tm);
 int task_def__valid_id(const char *id);
 /*
  * A continuous-profiling monitor's capture (origin "monitor"): a NETWORK task
- * whose exchanges feed the HTTP monitors only.  It publishes nothing, is not
- * resumed after a restart, and gives way to any other NETWORK task on its
- * process (whose exchanges feed the monitors as well).
+ * whose exchanges feed the L7 monitors only.  It captures the first
+ * NET_PREFIX_PAYLOAD bytes of each call (CTL_ATTACH_F_PREFIX), publishes
+ * nothing, is not resumed after a restart, and gives way to any other
+ * NETWORK task on its process (whose exchanges feed the monitors as well).
  */
 bool task_def__is_monitor(const struct task_def *t);
 /* Accepts NULL.  Returns NULL. */

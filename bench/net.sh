@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Network profiling overhead: nginx (one worker) serving a 3 KB file to wrk on
-# loopback, alone, under `ember profile --type network` (L7 parsing on), and
-# under a bpftrace syscall tracer printing each call's data (the peer), in one
-# run, alternating.  Prints the throughput and p99 ratios, the agent's CPU,
+# loopback, alone, under `ember profile --type network` (L7 parsing on), under
+# a continuous-profiling HTTP monitor (an agent whose policy watches the
+# worker's HTTP error rate: its capture copies heads only, 1 KiB per call),
+# and under a bpftrace syscall tracer printing each call's data (the peer), in
+# one run, alternating.  Prints the throughput and p99 ratios, the agent's CPU,
 # the events per second and every drop (counted by ember; unaccounted =
 # calls seen minus events delivered minus drops counted).
 # Then the BPF cost per syscall from the kernel's own accounting: for the
@@ -59,6 +61,25 @@ run_ember() {
   wait $P
   echo "ember $r $(( (t1 - t0) / 1000000 )) $(echo "$c1 - $c0" | bc) $((e1 - e0)) $((calls1 - calls0)) $((d1 - d0)) $(delta "$T/e0" "$T/e1" "$NETP")" >> "$T/res"
 }
+# A second agent whose policy puts an HTTP item on the worker (threshold 100%:
+# it never fires), for the time of one wrk run.
+cat > "$T/mon.yaml" <<YAML
+ember: { run_dir: $T/monrun, output_dir: $T/monout, log_level: warn }
+exporter: { backends: [file] }
+profiling: { continuous: { check_interval: 1s,
+  policies: [{MatchCmd: '^nginx: worker', Profiling: {NETWORK: {HTTP_ERROR_RATE: {Threshold: 100, Period: 5, Count: 5}}}}] } }
+YAML
+mstat() { "$B/ember" stats --config "$T/mon.yaml" 2>/dev/null | awk -v k="$1" '$2 == k {print $3; exit}'; }
+run_monitor() {
+  "$B/ember" run --config "$T/mon.yaml" > "$T/mon.log" 2>&1 & local M=$!
+  for _ in $(seq 200); do [ "$(mstat tasks_active)" = 1 ] && break; sleep 0.1; done
+  [ "$(mstat tasks_active)" = 1 ] || { echo "net: the monitors' capture did not start" >&2; cat "$T/mon.log" >&2; kill $M; return 1; }
+  local calls0 c1; calls0=$(mstat bpf_net_socket_calls); snap "$T/m0"
+  local r; r=$(run_wrk)
+  snap "$T/m1"; c1=$(mstat bpf_net_socket_calls)
+  echo "monitor $r $((c1 - calls0)) $(mstat ember_continuous_exchanges) $(delta "$T/m0" "$T/m1" "$NETP")" >> "$T/res"
+  kill $M; wait $M 2>/dev/null
+}
 run_bpftrace() {
   # The peer: every socket-like call of the worker, with its size and the first 64 bytes of its data.
   bpftrace -B full -e "
@@ -77,7 +98,7 @@ tracepoint:syscalls:sys_enter_writev, tracepoint:syscalls:sys_enter_sendfile64 /
 }
 run_wrk > /dev/null   # warm-up
 for i in $(seq "$ROUNDS"); do
-  run_alone; run_ember; [ $have_bt = 1 ] && run_bpftrace
+  run_alone; run_ember; run_monitor; [ $have_bt = 1 ] && run_bpftrace
 done
 # The whole host's cost while a task runs elsewhere: an idle process is the target.
 sleep 600 & IDLE=$!
@@ -129,10 +150,20 @@ print(f"net_events_per_s_ember: {st.median(evs)/1e3:.0f}k (runs {', '.join(f'{x/
 print(f"net_drops_ember: {drops} counted of {calls} calls; unaccounted: {calls - events - drops}")
 bruns = sum(int(r[8]) for r in ember); bns = sum(int(r[9]) for r in ember)
 other = next((x for x in rows if x[0] == 'other_rw'), None)
-if calls and other and int(other[1]):
-    per_other_run = int(other[2]) / int(other[1])
+per_other_run = int(other[2]) / int(other[1]) if other and int(other[1]) else None
+if calls and per_other_run is not None:
     print(f"net_bpf_ns_per_target_call_ember: {(bns - (bruns - 2 * calls) * per_other_run) / calls:.0f} ns "
           f"(enter + exit with the data copied; the load's {bruns - 2 * calls} other runs at {per_other_run:.0f} ns taken out)")
+mon = [r for r in rows if r[0] == 'monitor']
+if mon:
+    mr = [float(r[1]) for r in mon]; mp = [ms(r[2]) for r in mon]
+    print(f"net_throughput_ratio_monitor: {st.median(mr)/base_r:.2f}x (runs {', '.join(f'{x/base_r:.2f}' for x in mr)}; "
+          f"a continuous-profiling HTTP item's capture, heads only)")
+    print(f"net_p99_ratio_monitor: {st.median(mp)/base_p:.2f}x (runs {', '.join(f'{x/base_p:.2f}' for x in mp)})")
+    mcalls = sum(int(r[3]) for r in mon); mruns = sum(int(r[5]) for r in mon); mns = sum(int(r[6]) for r in mon)
+    if mcalls and per_other_run is not None:
+        print(f"net_bpf_ns_per_target_call_monitor: {(mns - (mruns - 2 * mcalls) * per_other_run) / mcalls:.0f} ns "
+              f"(enter + exit, the first 1 KiB copied; {sum(int(r[4]) for r in mon)} exchanges given to the monitors)")
 if bt:
     br = [float(r[1]) for r in bt]; bp = [ms(r[2]) for r in bt]
     lines = sum(int(r[3]) for r in bt)

@@ -95,6 +95,8 @@ struct call {
 	__s32 fd;
 	__u16 nr;
 	__u16 op;
+	__u32 cap;      /* bytes of data to copy: NET_MAX_PAYLOAD, or NET_PREFIX_PAYLOAD (net_target) */
+	__u32 pad;
 };
 
 struct {
@@ -258,11 +260,13 @@ static __always_inline int enter(struct pt_regs *regs, long nr, const bool btf)
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32;
 	__u16 op = op_of(nr);
+	struct net_target *t;
 	struct call c = {};
 
-	if (!op || !bpf_map_lookup_elem(&net_targets, &tgid))
+	if (!op || !(t = bpf_map_lookup_elem(&net_targets, &tgid)))
 		return 0;
 	c.ts = bpf_ktime_get_ns();
+	c.cap = t->tasks > t->prefix_tasks ? NET_MAX_PAYLOAD : NET_PREFIX_PAYLOAD;
 	c.nr = (__u16)nr;
 	c.op = op;
 	c.fd = (__s32)sys_arg(regs, 1, btf);
@@ -391,13 +395,15 @@ static __always_inline void peer_from_arg(struct net_event *e, __u64 uaddr)
 	}
 }
 
-/* Copies up to NET_MAX_PAYLOAD - off bytes of user memory to s->data + off; returns what it copied. */
-static __always_inline __u32 copy_in(struct scratch *s, __u32 off, __u64 src, __u64 n)
+/* Copies up to cap - off bytes of user memory to s->data + off (cap <= NET_MAX_PAYLOAD); returns what it copied. */
+static __always_inline __u32 copy_in(struct scratch *s, __u32 off, __u64 src, __u64 n, __u32 cap)
 {
-	if (off >= NET_MAX_PAYLOAD || !src)
+	if (cap > NET_MAX_PAYLOAD)
+		cap = NET_MAX_PAYLOAD;
+	if (off >= cap || !src)
 		return 0;
-	if (n > NET_MAX_PAYLOAD - off)
-		n = NET_MAX_PAYLOAD - off;
+	if (n > cap - off)
+		n = cap - off;
 	/* Masks the verifier can follow (the compiler would drop plain checks): off < 4 KiB, n < 8 KiB. */
 	barrier_var(n);
 	n &= 2 * NET_MAX_PAYLOAD - 1;
@@ -411,20 +417,20 @@ static __always_inline __u32 copy_in(struct scratch *s, __u32 off, __u64 src, __
 }
 
 /* The data of an iovec array, up to `total` bytes and NET_MAX_IOV entries. */
-static __always_inline __u32 copy_iov(struct scratch *s, __u64 iov, __u64 cnt, __u64 total)
+static __always_inline __u32 copy_iov(struct scratch *s, __u64 iov, __u64 cnt, __u64 total, __u32 cap)
 {
 	__u32 off = 0;
 
 	for (int i = 0; i < NET_MAX_IOV; i++) {
 		struct iovec v;
 
-		if (i >= cnt || off >= total || off >= NET_MAX_PAYLOAD)
+		if (i >= cnt || off >= total || off >= cap || off >= NET_MAX_PAYLOAD)
 			break;
 		if (bpf_probe_read_user(&v, sizeof(v), (void *)(iov + i * sizeof(v))))
 			break;
 		if (v.iov_len > total - off)
 			v.iov_len = total - off;
-		off += copy_in(s, off, (__u64)v.iov_base, v.iov_len);
+		off += copy_in(s, off, (__u64)v.iov_base, v.iov_len, cap);
 	}
 	return off;
 }
@@ -544,7 +550,7 @@ static __always_inline void mmsg(struct scratch *s, const struct call *c, long n
 		if (m.msg_hdr.msg_name)
 			peer_from_arg(&s->e, (__u64)m.msg_hdr.msg_name);
 		if (m.msg_hdr.msg_iovlen && !bpf_probe_read_user(&v, sizeof(v), m.msg_hdr.msg_iov))
-			got = copy_in(s, 0, (__u64)v.iov_base, v.iov_len < m.msg_len ? v.iov_len : m.msg_len);
+			got = copy_in(s, 0, (__u64)v.iov_base, v.iov_len < m.msg_len ? v.iov_len : m.msg_len, c->cap);
 		emit(s, got);
 	}
 }
@@ -660,7 +666,7 @@ static __always_inline int leave(struct pt_regs *regs, long ret, const bool btf)
 			return 0;
 		case NR_readv:
 		case NR_writev:
-			got = copy_iov(s, c.buf, c.len, (__u64)ret);
+			got = copy_iov(s, c.buf, c.len, (__u64)ret, c.cap);
 			break;
 		case NR_sendmsg:
 		case NR_recvmsg: {
@@ -670,7 +676,7 @@ static __always_inline int leave(struct pt_regs *regs, long ret, const bool btf)
 				break;
 			if (m.msg_name)
 				peer_from_arg(&s->e, (__u64)m.msg_name);
-			got = copy_iov(s, (__u64)m.msg_iov, m.msg_iovlen, (__u64)ret);
+			got = copy_iov(s, (__u64)m.msg_iov, m.msg_iovlen, (__u64)ret, c.cap);
 			break;
 		}
 		case NR_sendfile:
@@ -678,7 +684,7 @@ static __always_inline int leave(struct pt_regs *regs, long ret, const bool btf)
 		default:
 			if (c.addr)
 				peer_from_arg(&s->e, c.addr);
-			got = copy_in(s, 0, c.buf, (__u64)ret);
+			got = copy_in(s, 0, c.buf, (__u64)ret, c.cap);
 		}
 	}
 	emit(s, got);
@@ -750,6 +756,7 @@ static __always_inline void on_fork(__u32 ptgid, __u32 ctgid)
 	if (!t)
 		return;
 	v.tasks = t->tasks;
+	v.prefix_tasks = t->prefix_tasks;
 	v.root = t->root ? t->root : ptgid;
 	if (bpf_map_update_elem(&net_targets, &ctgid, &v, BPF_NOEXIST)) {
 		count(NET_CNT_FORKS_FULL);

@@ -18,6 +18,12 @@
  * bytes, which the parsers skip (inside a body) or resynchronise after.
  */
 #define NET_MAX_PAYLOAD 4096
+/*
+ * The same for a process only prefix captures want (the continuous-profiling
+ * monitors: they need a request's first line and a response's status, not
+ * bodies): requests and response heads fit; less to copy and to parse.
+ */
+#define NET_PREFIX_PAYLOAD 1024
 /* iovecs of one readv/writev/sendmsg/recvmsg looked at; messages of one sendmmsg/recvmmsg */
 #define NET_MAX_IOV 8
 #define NET_MAX_MMSG 8
@@ -90,6 +96,8 @@ struct net_lost {
 struct net_target {
 	__u32 tasks;          /* network tasks that want the process */
 	__u32 root;           /* 0 for a process a task named; else the one it was forked from */
+	__u32 prefix_tasks;   /* ... of them, those that want NET_PREFIX_PAYLOAD bytes of data only */
+	__u32 pad;
 };
 
 /* Every place the program gives up counts here (per-CPU array "net_counters"). Append only. */
@@ -98,7 +106,7 @@ enum net_counter {
 	NET_CNT_EVENTS,           /* events written to the ring buffer */
 	NET_CNT_RINGBUF_FULL,     /* events lost: ring buffer full */
 	NET_CNT_INFLIGHT_FULL,    /* calls not traced: too many in flight */
-	NET_CNT_TRUNCATED,        /* events whose data was cut to NET_MAX_PAYLOAD */
+	NET_CNT_TRUNCATED,        /* events whose data was cut to NET_MAX_PAYLOAD (NET_PREFIX_PAYLOAD) */
 	NET_CNT_COPY_FAILED,      /* data that could not be read from the process */
 	NET_CNT_NOT_SOCKET,       /* target calls on fds that are no sockets (files, pipes) */
 	NET_CNT_SOCKS_FULL,       /* sockets not followed for retransmits and drops */
@@ -112,6 +120,6 @@ enum net_counter {
 #define NET_ASSERT_SIZE(t, n) _Static_assert(sizeof(t) == (n), #t " changed size: bump EMBER_ABI_VERSION")
 NET_ASSERT_SIZE(struct net_event, 144);
 NET_ASSERT_SIZE(struct net_lost, 24);
-NET_ASSERT_SIZE(struct net_target, 8);
+NET_ASSERT_SIZE(struct net_target, 16);
 
 #endif

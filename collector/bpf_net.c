@@ -166,7 +166,7 @@ static void unfollow_children(struct bpf_net *n, int fd, uint32_t root)
 	free(gone);
 }
 
-int bpf_net__target(struct bpf_net *n, uint32_t tgid, int on)
+int bpf_net__target(struct bpf_net *n, uint32_t tgid, int on, bool prefix)
 {
 	int fd = bpf_map__fd(n->skel->maps.net_targets);
 	struct net_target t = { 0 };
@@ -174,9 +174,12 @@ int bpf_net__target(struct bpf_net *n, uint32_t tgid, int on)
 	(void)bpf_map_lookup_elem(fd, &tgid, &t);
 	if (on) {
 		t.tasks++;
+		t.prefix_tasks += prefix;
 		t.root = 0;     /* named by a task: the collector's to remove, not its parent's */
 	} else if (t.tasks) {
 		t.tasks--;
+		if (prefix && t.prefix_tasks)
+			t.prefix_tasks--;
 	}
 	if (t.tasks)
 		return bpf_map_update_elem(fd, &tgid, &t, BPF_ANY) ? -errno : 0;

@@ -27,8 +27,13 @@ struct bpf_net *bpf_net__load(const struct bpf_net_opts *o);
 /* Attaches (refcounted).  Returns the attach point (CTL_AP_TP_BTF or CTL_AP_RAW_TP) or -errno. */
 int bpf_net__attach(struct bpf_net *n);
 void bpf_net__detach(struct bpf_net *n);
-/* Adds / removes one network task's interest in tgid.  0 or -errno. */
-int bpf_net__target(struct bpf_net *n, uint32_t tgid, int on);
+/*
+ * Adds / removes one network task's interest in tgid (the same prefix on
+ * both): a prefix task wants NET_PREFIX_PAYLOAD bytes of each call's data;
+ * the process's calls carry NET_MAX_PAYLOAD while any other task wants it.
+ * 0 or -errno.
+ */
+int bpf_net__target(struct bpf_net *n, uint32_t tgid, int on, bool prefix);
 
 /*
  * An fd that is readable when the ring buffer is a quarter full (epoll fd of

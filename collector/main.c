@@ -67,6 +67,7 @@ struct task {
 	uint32_t kind;
 	uint32_t shard;
 	uint32_t npids;
+	uint32_t flags;       /* CTL_ATTACH_F_* */
 	uint32_t pids[CTL_MAX_PIDS];
 	int used;
 	/* Detached tasks keep their pids open to the fd broker for a while: the
@@ -332,7 +333,7 @@ static void task_remove(struct task *t)
 		return;
 	if (t->kind == EMBER_TASK_NETWORK) {
 		for (uint32_t i = 0; i < t->npids; i++)
-			(void)bpf_net__target(C.net, t->pids[i], 0);
+			(void)bpf_net__target(C.net, t->pids[i], 0, t->flags & CTL_ATTACH_F_PREFIX);
 		bpf_net__detach(C.net);
 	}
 	for (uint32_t i = 0; t->kind != EMBER_TASK_NETWORK && i < t->npids; i++)
@@ -362,7 +363,7 @@ static int task_attach(struct conn *c, const struct ctl_attach *a, struct ctl_at
 	int err;
 
 	if (t) { /* a restarted analyzer re-attaching its task: idempotent */
-		if (t->shard != c->shard || t->kind != a->kind)
+		if (t->shard != c->shard || t->kind != a->kind || t->flags != a->flags)
 			return -EEXIST;
 		ans->npids_ok = t->npids;
 		ans->attach_point = t->attach_point;
@@ -376,6 +377,8 @@ static int task_attach(struct conn *c, const struct ctl_attach *a, struct ctl_at
 		return -ERANGE;
 	if (a->min_block_ns > CTL_MIN_BLOCK_MAX_NS)
 		return -ERANGE;
+	if (a->flags & ~CTL_ATTACH_F_ALL || (a->flags && a->kind != EMBER_TASK_NETWORK))
+		return -EINVAL;
 	uint64_t now = timeutil__now_ns(CLOCK_MONOTONIC);
 	for (unsigned i = 0; i < MAX_TASKS && !t; i++)
 		if (task_slot_free(&C.tasks[i], now))
@@ -386,6 +389,7 @@ static int task_attach(struct conn *c, const struct ctl_attach *a, struct ctl_at
 	t->detached_at = 0;
 	t->id = a->task_id;
 	t->kind = a->kind;
+	t->flags = a->flags;
 	t->shard = c->shard;
 	for (uint32_t i = 0; i < a->npids; i++) {
 		uint32_t pid = a->pids[i];
@@ -421,7 +425,7 @@ static int task_attach(struct conn *c, const struct ctl_attach *a, struct ctl_at
 		return err;
 	ans->attach_point = t->attach_point;
 	for (uint32_t i = 0; i < t->npids; i++) {
-		err = t->kind == EMBER_TASK_NETWORK ? bpf_net__target(C.net, t->pids[i], 1)
+		err = t->kind == EMBER_TASK_NETWORK ? bpf_net__target(C.net, t->pids[i], 1, t->flags & CTL_ATTACH_F_PREFIX)
 						     : bpf_stacks__target(C.bpf, t->pids[i], t->kind, 1, a->min_block_ns);
 		if (err) {
 			t->npids = i;

@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 #define CTL_MAGIC 0x454d4252u /* "EMBR" */
-#define CTL_VERSION 1
+#define CTL_VERSION 2
 #define CTL_MAX_FRAME 8192
 #define CTL_MAX_PIDS 1024
 #define CTL_MAX_FDS 3
@@ -67,8 +67,13 @@ struct ctl_attach {
 	uint32_t npids;       /* 1..CTL_MAX_PIDS */
 	uint64_t period_ns;   /* on-CPU sampling period, CTL_PERIOD_MIN_NS..CTL_PERIOD_MAX_NS */
 	uint64_t min_block_ns;/* off-CPU: blocks shorter than this are counted, not profiled */
+	uint32_t flags;       /* CTL_ATTACH_F_* */
+	uint32_t pad;
 	uint32_t pids[];      /* npids entries */
 };
+/* Network: the first NET_PREFIX_PAYLOAD bytes of each call's data only (heads, for monitors). */
+#define CTL_ATTACH_F_PREFIX 1u
+#define CTL_ATTACH_F_ALL CTL_ATTACH_F_PREFIX
 enum ctl_attach_point { CTL_AP_NONE = 0, CTL_AP_PERF_CPU_CLOCK = 1, CTL_AP_TP_BTF = 2,
 	CTL_AP_RAW_TP = 3, CTL_AP_TRACEPOINT = 4, CTL_AP_PERF_PAGE_FAULTS = 5 };
 struct ctl_attach_ans { int32_t err; uint32_t attach_point; uint32_t npids_ok; uint32_t pad; };

@@ -43,11 +43,22 @@ sys.exit(0 if ok else 1)
 PY
 [ -z "$(ls -d "$AGENT_OUT"/monitor-* 2>/dev/null)" ] || fail "the monitors' own capture wrote output"
 grep -q "a network task takes over" "$TMP/agent.log" || fail "the triggered network task did not take over the monitors' capture"
-# The network task (3 s) is over: the monitors capture again.
-a=$(stat ember_continuous_exchanges)
+# The network task (3 s) is over: the monitors capture again, heads only
+# (the first 1 KiB of each call, CTL_ATTACH_F_PREFIX): each /small.txt
+# response (one write) leaves its bytes past 1 KiB to the parser as a gap,
+# where the network task copied them (4 KiB); /fail's fits.
+a=$(stat ember_continuous_exchanges); ga=$(stat ember_net_parser_gap_bytes)
 drive 3
-b=$(stat ember_continuous_exchanges)
-echo "monitored exchanges: $a, then $b"
+b=$(stat ember_continuous_exchanges); gb=$(stat ember_net_parser_gap_bytes)
+small=$(awk '$6 == "\"GET" && $7 == "/small.txt" {n=$3} END {print n+0}' "$TMP/nginx/logs/access.log")
+echo "monitored exchanges: $a, then $b; gap bytes: $ga, then $gb; a /small.txt response: $small bytes"
 [ "$b" -gt "$a" ] || fail "the monitors stopped seeing exchanges after the network task ended"
+python3 - "$((b - a))" "$((gb - ga))" "$small" <<'PY' || fail "the monitors' capture does not stop at the head"
+import sys
+ex, gap, small = map(int, sys.argv[1:])
+want = ex / 2 * (small - 1024)   # half the exchanges are /small.txt
+print("gap bytes per exchange pair: %.0f, expected %d" % (gap / (ex / 2), small - 1024))
+sys.exit(0 if small > 2048 and 0.8 * want <= gap <= 1.2 * want else 1)
+PY
 ok "HTTP error rate and response time items fired for the URIs they name, and only those"
 stop_agent || fail "agent exited with an error"

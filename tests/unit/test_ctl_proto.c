@@ -173,8 +173,8 @@ static void test_layout(void **state)
 	assert_int_equal(sizeof(struct ctl_hdr), 16);
 	assert_int_equal(sizeof(struct ctl_hello), 8);
 	assert_int_equal(sizeof(struct ctl_hello_ans), 16);
-	assert_int_equal(sizeof(struct ctl_attach), 32);
-	assert_int_equal(offsetof(struct ctl_attach, pids), 32);
+	assert_int_equal(sizeof(struct ctl_attach), 40);
+	assert_int_equal(offsetof(struct ctl_attach, pids), 40);
 	assert_int_equal(sizeof(struct ctl_attach_ans), 16);
 	assert_int_equal(sizeof(struct ctl_detach), 8);
 	assert_int_equal(sizeof(struct ctl_err_ans), 8);
