@@ -277,6 +277,7 @@ static void sw_tick(void *st, uint64_t now_ms, int final)
 
 	(void)now_ms;
 	handle_results(b, mono);
+	sw_triggers_tick(b, mono);
 	if (!final && mono >= b->next_heartbeat) {
 		struct pf_stats ps;
 		bool all;

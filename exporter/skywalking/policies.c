@@ -320,82 +320,36 @@ static bool net_silenced(struct sw_backend *b, const struct pf_process *p)
 	return false;
 }
 
-void sw_on_trigger(void *st, const Ember__TriggerRequest *tr, uint32_t analyzer)
+/*
+ * Rover's main process of a NETWORK trigger: the one labelled
+ * mesh-application, else k8s-service, else the first that held.
+ */
+static int main_rank(const struct pf_process *p)
 {
-	struct sw_backend *b = st;
-	Skywalking__V3__ContinuousProfilingReport r = SKYWALKING__V3__CONTINUOUS_PROFILING_REPORT__INIT;
-	Skywalking__V3__ContinuousProfilingCause causes[8], *cp[8];
-	Skywalking__V3__ContinuousProfilingSingleValueCause sv[8];
-	Skywalking__V3__ContinuousProfilingURICause uc[8];
-	char *uris[8];
-	unsigned n_uris = 0;
-	Skywalking__V3__ContinuousOnCPUProfilingTask on = SKYWALKING__V3__CONTINUOUS_ON_CPUPROFILING_TASK__INIT;
-	Skywalking__V3__ContinuousOffCPUProfilingTask off = SKYWALKING__V3__CONTINUOUS_OFF_CPUPROFILING_TASK__INIT;
-	Skywalking__V3__ContinuousNetworkProfilingTask net = SKYWALKING__V3__CONTINUOUS_NETWORK_PROFILING_TASK__INIT;
-	const Ember__Task *t = tr ? tr->task : NULL;
-	struct pf_process *p;
-	struct sw_pending_trigger *g = NULL;
-	struct grpc_msg *m;
-	unsigned n = 0;
+	int r = 0;
 
-	(void)analyzer;
-	if (!t || !t->n_pids) {
-		b->c[SC_TRIGGERS_DROPPED]++;
-		return;
-	}
-	p = process_finder__by_pid(b->pf, t->pids[0]);
-	if (!p || p->status != PF_REPORTED || !p->oap_id[0]) {
-		b->c[SC_TRIGGERS_DROPPED]++;
-		log_warn("continuous profiling: pid %u held a policy but is not a process reported to the OAP; dropped",
-			 t->pids[0]);
-		return;
-	}
-	if (t->kind == EMBER__TASK_KIND__NETWORK && net_silenced(b, p)) {
-		b->c[SC_TRIGGERS_SILENCED]++;
-		return; /* another process of the instance started its network task */
-	}
-	for (unsigned i = 0; i < SW_MAX_TRIGGERS && !g; i++)
-		if (!b->triggers[i].busy)
-			g = &b->triggers[i];
-	if (!g) {
-		b->c[SC_TRIGGERS_DROPPED]++;
-		return;
-	}
+	for (unsigned i = 0; i < p->e.n_labels; i++)
+		if (!strcmp(p->e.labels[i], "mesh-application"))
+			r = 2;
+		else if (!strcmp(p->e.labels[i], "k8s-service") && r < 1)
+			r = 1;
+	return r;
+}
+
+/* The trigger's task and causes into g (the process p reported). */
+static void trigger_fill(struct sw_pending_trigger *g, const Ember__Task *t, const struct pf_process *p)
+{
 	memset(g, 0, sizeof(*g));
 	g->pid = t->pids[0];
 	g->kind = t->kind;
 	g->duration_ms = t->duration_ms;
+	g->rank = main_rank(p);
 	snprintf(g->process_id, sizeof(g->process_id), "%s", p->oap_id);
-	for (size_t i = 0; i < t->n_causes && n < 8; i++, n++) {
+	snprintf(g->instance_key, sizeof(g->instance_key), "%s/%s", p->e.service, p->e.instance);
+	for (size_t i = 0; i < t->n_causes && g->n_causes < 8; i++) {
 		const Ember__TriggerCause *c = t->causes[i];
-		struct sw_cause *d = &g->causes[n];
+		struct sw_cause *d = &g->causes[g->n_causes++];
 
-		skywalking__v3__continuous_profiling_cause__init(&causes[n]);
-		causes[n].type = monitor_type(c->monitor);
-		if (causes[n].type >= SKYWALKING__V3__CONTINUOUS_PROFILING_TRIGGERED_MONITOR_TYPE__HTTPErrorRate) {
-			/* HTTP: the item's URI (path) or regex; path "" for an item without a URI filter */
-			skywalking__v3__continuous_profiling_uricause__init(&uc[n]);
-			if (c->uri_is_regex) {
-				uc[n].uri_case = SKYWALKING__V3__CONTINUOUS_PROFILING_URICAUSE__URI_REGEX;
-				uc[n].regex = c->uri ? c->uri : "";
-			} else {
-				uc[n].uri_case = SKYWALKING__V3__CONTINUOUS_PROFILING_URICAUSE__URI_PATH;
-				uc[n].path = c->uri ? c->uri : "";
-			}
-			uc[n].threshold = c->threshold;
-			uc[n].current = c->current;
-			causes[n].cause_case = SKYWALKING__V3__CONTINUOUS_PROFILING_CAUSE__CAUSE_URI;
-			causes[n].uri = &uc[n];
-			if (n_uris < 8)
-				uris[n_uris++] = c->uri ? c->uri : "";
-		} else {
-			skywalking__v3__continuous_profiling_single_value_cause__init(&sv[n]);
-			sv[n].threshold = c->threshold;
-			sv[n].current = c->current;
-			causes[n].cause_case = SKYWALKING__V3__CONTINUOUS_PROFILING_CAUSE__CAUSE_SINGLE_VALUE;
-			causes[n].singlevalue = &sv[n];
-		}
-		cp[n] = &causes[n];
 		snprintf(d->monitor, sizeof(d->monitor), "%s", c->monitor ? c->monitor : "");
 		snprintf(d->policy, sizeof(d->policy), "%s", c->policy ? c->policy : "");
 		snprintf(d->comm, sizeof(d->comm), "%s", c->comm ? c->comm : "");
@@ -408,18 +362,68 @@ void sw_on_trigger(void *st, const Ember__TriggerRequest *tr, uint32_t analyzer)
 		d->count = c->count;
 		d->matched = c->matched;
 	}
-	g->n_causes = n;
+}
+
+/* reportProfilingTask for g: its process's names, its causes, the target. */
+static void trigger_report(struct sw_backend *b, struct sw_pending_trigger *g)
+{
+	Skywalking__V3__ContinuousProfilingReport r = SKYWALKING__V3__CONTINUOUS_PROFILING_REPORT__INIT;
+	Skywalking__V3__ContinuousProfilingCause causes[8], *cp[8];
+	Skywalking__V3__ContinuousProfilingSingleValueCause sv[8];
+	Skywalking__V3__ContinuousProfilingURICause uc[8];
+	char *uris[8];
+	unsigned n_uris = 0;
+	Skywalking__V3__ContinuousOnCPUProfilingTask on = SKYWALKING__V3__CONTINUOUS_ON_CPUPROFILING_TASK__INIT;
+	Skywalking__V3__ContinuousOffCPUProfilingTask off = SKYWALKING__V3__CONTINUOUS_OFF_CPUPROFILING_TASK__INIT;
+	Skywalking__V3__ContinuousNetworkProfilingTask net = SKYWALKING__V3__CONTINUOUS_NETWORK_PROFILING_TASK__INIT;
+	struct pf_process *p = process_finder__by_pid(b->pf, g->pid);
+	struct grpc_msg *m;
+
+	g->gathering = false;
+	if (!p || p->status != PF_REPORTED || strcmp(p->oap_id, g->process_id)) {
+		b->c[SC_TRIGGERS_DROPPED]++; /* gone while the instance's triggers were gathered */
+		return;
+	}
+	for (unsigned n = 0; n < g->n_causes; n++) {
+		struct sw_cause *c = &g->causes[n];
+
+		skywalking__v3__continuous_profiling_cause__init(&causes[n]);
+		causes[n].type = monitor_type(c->monitor);
+		if (causes[n].type >= SKYWALKING__V3__CONTINUOUS_PROFILING_TRIGGERED_MONITOR_TYPE__HTTPErrorRate) {
+			/* HTTP: the item's URI (path) or regex; path "" for an item without a URI filter */
+			skywalking__v3__continuous_profiling_uricause__init(&uc[n]);
+			if (c->uri_is_regex) {
+				uc[n].uri_case = SKYWALKING__V3__CONTINUOUS_PROFILING_URICAUSE__URI_REGEX;
+				uc[n].regex = c->uri;
+			} else {
+				uc[n].uri_case = SKYWALKING__V3__CONTINUOUS_PROFILING_URICAUSE__URI_PATH;
+				uc[n].path = c->uri;
+			}
+			uc[n].threshold = c->threshold;
+			uc[n].current = c->current;
+			causes[n].cause_case = SKYWALKING__V3__CONTINUOUS_PROFILING_CAUSE__CAUSE_URI;
+			causes[n].uri = &uc[n];
+			uris[n_uris++] = c->uri;
+		} else {
+			skywalking__v3__continuous_profiling_single_value_cause__init(&sv[n]);
+			sv[n].threshold = c->threshold;
+			sv[n].current = c->current;
+			causes[n].cause_case = SKYWALKING__V3__CONTINUOUS_PROFILING_CAUSE__CAUSE_SINGLE_VALUE;
+			causes[n].singlevalue = &sv[n];
+		}
+		cp[n] = &causes[n];
+	}
 	r.layer = p->e.layer;
 	r.servicename = p->e.service;
 	r.instancename = p->e.instance;
 	r.processname = p->e.process;
-	r.n_causes = n;
+	r.n_causes = g->n_causes;
 	r.causes = cp;
-	r.duration = (int32_t)(t->duration_ms / 1000);
-	if (t->kind == EMBER__TASK_KIND__OFF_CPU) {
+	r.duration = (int32_t)(g->duration_ms / 1000);
+	if (g->kind == EMBER__TASK_KIND__OFF_CPU) {
 		r.target_task_case = SKYWALKING__V3__CONTINUOUS_PROFILING_REPORT__TARGET_TASK_OFF_CPU;
 		r.offcpu = &off;
-	} else if (t->kind == EMBER__TASK_KIND__NETWORK) {
+	} else if (g->kind == EMBER__TASK_KIND__NETWORK) {
 		r.target_task_case = SKYWALKING__V3__CONTINUOUS_PROFILING_REPORT__TARGET_TASK_NETWORK;
 		/* the URI causes' URIs as sampling regexes; one without a URI means every URI: [""] */
 		for (unsigned i = 0; i < n_uris; i++)
@@ -447,6 +451,77 @@ void sw_on_trigger(void *st, const Ember__TriggerRequest *tr, uint32_t analyzer)
 	}
 	g->busy = true;
 	b->c[SC_TRIGGERS_REPORTED]++;
+}
+
+void sw_on_trigger(void *st, const Ember__TriggerRequest *tr, uint32_t analyzer)
+{
+	struct sw_backend *b = st;
+	const Ember__Task *t = tr ? tr->task : NULL;
+	struct pf_process *p;
+	struct sw_pending_trigger *g = NULL;
+
+	(void)analyzer;
+	if (!t || !t->n_pids) {
+		b->c[SC_TRIGGERS_DROPPED]++;
+		return;
+	}
+	p = process_finder__by_pid(b->pf, t->pids[0]);
+	if (!p || p->status != PF_REPORTED || !p->oap_id[0]) {
+		b->c[SC_TRIGGERS_DROPPED]++;
+		log_warn("continuous profiling: pid %u held a policy but is not a process reported to the OAP; dropped",
+			 t->pids[0]);
+		return;
+	}
+	if (t->kind == EMBER__TASK_KIND__NETWORK) {
+		char key[sizeof(g->instance_key)];
+
+		/* Another process of the instance held within the gathering: the main process reports. */
+		snprintf(key, sizeof(key), "%s/%s", p->e.service, p->e.instance);
+		for (unsigned i = 0; i < SW_MAX_TRIGGERS; i++)
+			if (b->triggers[i].gathering && !strcmp(b->triggers[i].instance_key, key)) {
+				g = &b->triggers[i];
+				b->c[SC_TRIGGERS_SILENCED]++;
+				if (main_rank(p) > g->rank) {
+					int64_t until = g->gather_until_ms;
+
+					trigger_fill(g, t, p);
+					g->gathering = true;
+					g->gather_until_ms = until;
+				}
+				return;
+			}
+		if (net_silenced(b, p)) {
+			b->c[SC_TRIGGERS_SILENCED]++;
+			return; /* another process of the instance started its network task */
+		}
+	}
+	for (unsigned i = 0; i < SW_MAX_TRIGGERS && !g; i++)
+		if (!b->triggers[i].busy && !b->triggers[i].gathering)
+			g = &b->triggers[i];
+	if (!g) {
+		b->c[SC_TRIGGERS_DROPPED]++;
+		return;
+	}
+	trigger_fill(g, t, p);
+	if (t->kind != EMBER__TASK_KIND__NETWORK) {
+		trigger_report(b, g);
+		return;
+	}
+	/*
+	 * Rover judges all processes of an instance in one check; here each
+	 * analyzer checks its own, so the instance's other triggers are waited
+	 * for a moment to pick the main process among them.
+	 */
+	g->gathering = true;
+	g->gather_until_ms = (int64_t)timeutil__mono_ms() + SW_TRIGGER_GATHER_MS;
+}
+
+/* The gathered NETWORK triggers whose moment has passed go to the OAP. */
+void sw_triggers_tick(struct sw_backend *b, uint64_t mono)
+{
+	for (unsigned i = 0; i < SW_MAX_TRIGGERS; i++)
+		if (b->triggers[i].gathering && (int64_t)mono >= b->triggers[i].gather_until_ms)
+			trigger_report(b, &b->triggers[i]);
 }
 
 void sw_report_task_done(struct sw_backend *b, const struct grpc_result *res)

@@ -82,7 +82,11 @@ struct sw_policy {
 
 /* A reportProfilingTask in flight: the task to start under the id the OAP answers. */
 struct sw_pending_trigger {
-	bool busy;
+	bool busy;			/* reportProfilingTask in flight */
+	bool gathering;			/* NETWORK: the instance's other triggers awaited until gather_until_ms */
+	int64_t gather_until_ms;	/* monotonic */
+	int rank;			/* 2 mesh-application, 1 k8s-service, 0 other (Rover's main process) */
+	char instance_key[2 * PF_NAME_MAX + 2];	/* service/instance */
 	uint32_t pid;
 	Ember__TaskKind kind;
 	uint64_t duration_ms;
@@ -212,6 +216,9 @@ void sw_query_policies(struct sw_backend *b);
 void sw_policies_done(struct sw_backend *b, const struct grpc_result *res);
 void sw_push_policies(struct sw_backend *b, bool force);
 void sw_on_trigger(void *st, const Ember__TriggerRequest *tr, uint32_t analyzer);
+/* How long a NETWORK trigger waits for the other processes of its instance (analyzers check apart). */
+#define SW_TRIGGER_GATHER_MS 1500
+void sw_triggers_tick(struct sw_backend *b, uint64_t mono);
 void sw_report_task_done(struct sw_backend *b, const struct grpc_result *res);
 void sw_on_monitors(void *st, const Ember__MonitorBatch *mb, uint32_t analyzer);
 /* network.c */
