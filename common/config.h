@@ -81,6 +81,14 @@ struct ember_config {
 		struct {
 			int64_t max_nodes;
 		} flamegraph;
+		struct {
+			char *server;
+			char *app_name;
+			uint64_t push_period_ns;
+			uint64_t timeout_ns;
+			int64_t max_profiles;
+			int64_t max_nodes;
+		} pyroscope;
 	} exporter;
 	struct {
 		int level;			/* enum config_rover_log_level */

@@ -6,11 +6,13 @@
 extern const struct exporter_backend_ops file_backend_ops;
 extern const struct exporter_backend_ops prometheus_backend_ops;
 extern const struct exporter_backend_ops skywalking_backend_ops;
+extern const struct exporter_backend_ops pyroscope_backend_ops;
 
 static const struct exporter_backend_ops *const backends[] = {
 	&file_backend_ops,
 	&prometheus_backend_ops,
 	&skywalking_backend_ops,
+	&pyroscope_backend_ops,
 	NULL,
 };
 

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Pyroscope output: on-CPU, off-CPU and memory profiles of real programs go
+# to a receiver implementing Pyroscope's documented ingest API
+# (tests/pyroscope_receiver.py checks every parameter and the folded body),
+# one push per process and type per push period.  What Pyroscope receives
+# adds up exactly to what the file backend wrote for the same tasks (samples,
+# microseconds blocked, faults), under <app>.cpu|off_cpu|mem{pid,process,
+# hostname} with the right units and rates.  A server that is down: the
+# pushes fail, are counted, and the agent carries on.
+. "$(dirname "$0")/lib.sh"
+need_bpf
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+REC=$TMP/pyro.jsonl; : > "$REC"
+python3 "$ROOT/tests/pyroscope_receiver.py" --port "$PORT" --record "$REC" >"$TMP/pyro.log" 2>&1 & CLEANUP_PIDS+=("$!")
+for _ in $(seq 100); do grep -q listening "$TMP/pyro.log" && break; sleep 0.1; done
+AGENT_BACKENDS="file, pyroscope"
+AGENT_EXPORTER_YAML="  pyroscope: { server: 127.0.0.1:$PORT, app_name: shop, push_period: 2s }"
+start_agent
+"$PROGS/oncpu_chain" 60 & C=$!; CLEANUP_PIDS+=("$C")
+EMBER_TEST_GO=$TMP/go "$PROGS/offcpu_wait" 4 > "$TMP/w.out" & O=$!; CLEANUP_PIDS+=("$O")
+# two pushes at least for the on-CPU task (5 s, pushes every 2 s)
+"$EMBER" profile --config "$TMP/ember.yaml" --pid "$C" --type oncpu --period 1ms --duration 5s --out "$TMP/cpu" \
+  >/dev/null 2>"$TMP/cpu.err" & P=$!
+profile_gated --config "$TMP/ember.yaml" --pid "$O" --type offcpu --duration 30s --out "$TMP/off"
+wait "$P" || { cat "$TMP/cpu.err"; fail "the on-CPU profile failed"; }
+EMBER_TEST_GO=$TMP/go "$PROGS/mem_touch" 5000 > "$TMP/m.out" & M=$!; CLEANUP_PIDS+=("$M")
+profile_gated --config "$TMP/ember.yaml" --pid "$M" --type mem --duration 30s --out "$TMP/mem"
+# the last windows reach the receiver within a push period or two
+check() {
+  python3 - "$REC" "$C" "$O" "$M" "$(folded_total "$TMP/cpu/oncpu.folded")" "$(folded_total "$TMP/off/offcpu.folded")" \
+    "$(folded_total "$TMP/mem/mem.folded")" "$(hostname)" "$1" <<'PY'
+import json, re, sys
+rec, c, o, m, want_cpu, want_off, want_mem, host, final = sys.argv[1:]
+rows = [json.loads(l) for l in open(rec) if l.strip()]
+bad = [r for r in rows if not r["ok"]]
+sums, counts = {}, {}
+problems = ["rejected: %s" % r["reason"] for r in bad]
+for r in rows:
+    if not r["ok"]:
+        continue
+    key = (r["app"], r["labels"].get("pid"))
+    sums[key] = sums.get(key, 0) + sum(r["stacks"].values())
+    counts[key] = counts.get(key, 0) + 1
+    exp = {"shop.cpu": ("samples", 1000, "oncpu_chain"), "shop.off_cpu": ("samples", 1000000, "offcpu_wait"),
+           "shop.mem": ("objects", None, "mem_touch")}.get(r["app"])
+    if not exp:
+        problems.append("unexpected app %s" % r["app"]); continue
+    if r["units"] != exp[0] or (exp[1] and r["sampleRate"] != exp[1]) or r["aggregationType"] != "sum" \
+       or r["spyName"] != "ebpfspy" or r["labels"].get("process") != exp[2] \
+       or r["labels"].get("hostname") != re.sub(r"[^A-Za-z0-9_.-]", "_", host) \
+       or not r["content_type"].startswith("text/plain") or r["until"] - r["from"] > 6:
+        problems.append("wrong metadata: %s" % json.dumps({k: v for k, v in r.items() if k != "stacks"}))
+    if r["app"] == "shop.cpu" and not any(re.search(r"^oncpu_chain;(.*;)?outer;middle;leaf(;|$)", s) for s in r["stacks"]):
+        problems.append("an on-CPU push without the known chain")
+got = (sums.get(("shop.cpu", c), 0), sums.get(("shop.off_cpu", o), 0), sums.get(("shop.mem", m), 0))
+want = (int(want_cpu), int(want_off), int(want_mem))
+print("pushes: %s; totals cpu/off_cpu/mem: pyroscope %s, files %s" % (counts, got, want))
+if final == "1":
+    for p in problems[:5]: print("FAIL:", p)
+    if counts.get(("shop.cpu", c), 0) < 2: print("FAIL: the 5 s on-CPU task went up in fewer than 2 pushes")
+sys.exit(0 if got == want and not problems and counts.get(("shop.cpu", c), 0) >= 2 else 1)
+PY
+}
+for _ in $(seq 20); do check 0 >/dev/null && break; sleep 0.5; done
+check 1 || fail "what Pyroscope received is not what the tasks profiled"
+ok "Pyroscope received every sample, blocked microsecond and fault the files hold, with the documented parameters"
+# The server goes away: pushes fail, are counted, nothing stops.
+kill "${CLEANUP_PIDS[0]}"
+"$EMBER" profile --config "$TMP/ember.yaml" --pid "$C" --type oncpu --duration 3s --out "$TMP/cpu2" >/dev/null 2>&1 \
+  || fail "profiling failed while Pyroscope was down"
+pstat() { "$EMBER" stats --config "$TMP/ember.yaml" 2>/dev/null | awk -v k="$1" '$1 == "exporter" && $2 == k {print $3}'; }
+for _ in $(seq 20); do [ "$(pstat ember_pyroscope_pushes_failed)" -ge 1 ] 2>/dev/null && break; sleep 0.5; done
+echo "pushes ok $(pstat ember_pyroscope_pushes_ok), failed $(pstat ember_pyroscope_pushes_failed)"
+[ "$(pstat ember_pyroscope_pushes_failed)" -ge 1 ] || fail "a push to a server that is down was not counted as failed"
+grep -q "pyroscope: a push to .* failed" "$TMP/agent.log" || fail "the failure was not logged"
+ok "pushes to a server that is down are counted and logged"
+stop_agent || fail "agent exited with an error"
