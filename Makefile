@@ -21,10 +21,10 @@ ALL_CFLAGS = $(CFLAGS) $(WARN) -std=gnu11 -D_GNU_SOURCE -fno-omit-frame-pointer 
 # What each program links, and nothing more (ldd build/ember-collector).
 LIBS_COLLECTOR := -lbpf -lelf -lz -luring -lcap
 LIBS_ANALYZER  := -lbpf -lelf -lz -lzmq -lprotobuf-c -lyaml -lcap -liberty -lpthread -lm
-LIBS_EXPORTER  := -lelf -lzmq -lprotobuf-c -lyaml -ljson-c -lmicrohttpd -lcurl -lpthread -lm -ldl
+LIBS_EXPORTER  := -lelf -lzmq -lprotobuf-c -lyaml -ljson-c -lmicrohttpd -lcurl -lrdkafka -lpthread -lm -ldl
 LIBS_CLI       := -lbpf -lelf -lz -lzmq -lprotobuf-c -lyaml -lcap -lpcap -ljson-c -lpthread -lm
 # tests, benchmarks and fuzzers: everything
-LDLIBS   := -lbpf -lelf -lz -luring -lzmq -lprotobuf-c -lyaml -lcap -lpcap -ljson-c -lmicrohttpd -lcurl -lpthread -lm -liberty -ldl
+LDLIBS   := -lbpf -lelf -lz -luring -lzmq -lprotobuf-c -lyaml -lcap -lpcap -ljson-c -lmicrohttpd -lcurl -lrdkafka -lpthread -lm -liberty -ldl
 # jemalloc replaces malloc without being referenced by name: keep it past
 # --as-needed (Debian's default), or the analyzer and exporter run on glibc's.
 JEMALLOC := -Wl,--no-as-needed -ljemalloc -Wl,--as-needed
@@ -127,9 +127,11 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(LIB)
 
 # Test workloads: frame pointers in every function (gcc 12 drops them from leaf
 # functions at -O1 even with -mno-omit-leaf-frame-pointer), no inlining.
+# PROG_LIBS_<name>: what a workload links beyond libc.
+PROG_LIBS_kafka_mock := -lrdkafka
 $(BUILD)/progs/%: tests/progs/%.c tests/progs/start_gate.h
 	@mkdir -p $(@D)
-	$(CC) -O0 -g -fno-omit-frame-pointer -fno-inline -fno-optimize-sibling-calls -Wall -Werror -pthread $< -o $@
+	$(CC) -O0 -g -fno-omit-frame-pointer -fno-inline -fno-optimize-sibling-calls -Wall -Werror -pthread $< -o $@ $(PROG_LIBS_$*)
 
 $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(LIB)
 	@mkdir -p $(@D)

@@ -91,6 +91,8 @@ static const char *const w_rover_log[] = { "panic", "fatal", "error", "warn", "i
 static const char *const w_backends[] = { "file", "prometheus", "skywalking", "kafka", "pyroscope", NULL };
 static const char *const w_formats[] = { "folded", "svg", "json", NULL };
 static const char *const w_scan_mode[] = { "AGENT_SENSOR", "REGEX", NULL };
+/* librdkafka's compression.codec values. */
+static const char *const w_kafka_codecs[] = { "none", "gzip", "snappy", "lz4", "zstd", NULL };
 
 /* The shipped policy: on-CPU profile of any process over 80% of a core in 10 of the last 30 s. */
 #define DEFAULT_POLICIES \
@@ -156,6 +158,31 @@ static const struct cfg_entry entries[] = {
 	E_INT("exporter.pyroscope.max_nodes", exporter.pyroscope.max_nodes, "65536", 1024, 1 << 24,
 	      "EMBER_EXPORTER_PYROSCOPE_MAX_NODES", 0,
 	      "Nodes per process profile between pushes; stacks beyond it are merged into [truncated] and counted."),
+	E_STR("exporter.kafka.broker", exporter.kafka.broker, "localhost:9092", "EMBER_EXPORTER_KAFKA_BROKER", F_NONEMPTY,
+	      "Kafka bootstrap servers, host:port[,host:port...] (gala-gopher's kafka_broker)."),
+	E_STR("exporter.kafka.metric_topic", exporter.kafka.metric_topic, "gala_gopher", "EMBER_EXPORTER_KAFKA_METRIC_TOPIC",
+	      F_NONEMPTY, "Topic of the metric records (gala-gopher's metric.kafka_topic)."),
+	E_STR("exporter.kafka.event_topic", exporter.kafka.event_topic, "gala_gopher_event",
+	      "EMBER_EXPORTER_KAFKA_EVENT_TOPIC", F_NONEMPTY, "Topic of the events (gala-gopher's event.kafka_topic)."),
+	E_STR("exporter.kafka.meta_topic", exporter.kafka.meta_topic, "gala_gopher_metadata",
+	      "EMBER_EXPORTER_KAFKA_META_TOPIC", F_NONEMPTY, "Topic of the metadata (gala-gopher's meta.kafka_topic)."),
+	E_INT("exporter.kafka.batch_num_messages", exporter.kafka.batch_num_messages, "10000", 1, 1000000,
+	      "EMBER_EXPORTER_KAFKA_BATCH_NUM_MESSAGES", 0, "Messages per batch sent to a broker."),
+	E_ENUM("exporter.kafka.compression_codec", exporter.kafka.compression_codec, "none", w_kafka_codecs,
+	       "EMBER_EXPORTER_KAFKA_COMPRESSION_CODEC", 0, "Compression of the batches."),
+	E_INT("exporter.kafka.queue_buffering_max_messages", exporter.kafka.queue_buffering_max_messages, "100000", 1,
+	      10000000, "EMBER_EXPORTER_KAFKA_QUEUE_BUFFERING_MAX_MESSAGES", 0,
+	      "Messages held while the brokers are slow or away; beyond it new ones are dropped and counted."),
+	E_INT("exporter.kafka.queue_buffering_max_kbytes", exporter.kafka.queue_buffering_max_kbytes, "1048576", 1,
+	      2097151, "EMBER_EXPORTER_KAFKA_QUEUE_BUFFERING_MAX_KBYTES", 0,
+	      "KiB held while the brokers are slow or away; beyond it new messages are dropped and counted."),
+	E_DUR("exporter.kafka.queue_buffering_max_ms", exporter.kafka.queue_buffering_max_ns, "5ms", 0, 900 * NS_S,
+	      "EMBER_EXPORTER_KAFKA_QUEUE_BUFFERING_MAX_MS", 0, "How long messages wait to fill a batch."),
+	E_DUR("exporter.kafka.message_timeout", exporter.kafka.message_timeout_ns, "5m", NS_S, NS_H,
+	      "EMBER_EXPORTER_KAFKA_MESSAGE_TIMEOUT", 0,
+	      "How long a message is retried while the brokers are away; then it is dropped and counted."),
+	E_DUR("exporter.kafka.meta_period", exporter.kafka.meta_period_ns, "5m", NS_S, 24 * NS_H,
+	      "EMBER_EXPORTER_KAFKA_META_PERIOD", 0, "How often the tables' metadata is sent again (and at start)."),
 
 	E_ENUM("logger.level", logger.level, "info", w_rover_log, "ROVER_LOGGER_LEVEL", F_COMPAT,
 	       "Rover's log level (ember uses ember.log_level)."),

@@ -89,6 +89,17 @@ struct ember_config {
 			int64_t max_profiles;
 			int64_t max_nodes;
 		} pyroscope;
+		struct {
+			char *broker;
+			char *metric_topic, *event_topic, *meta_topic;
+			int64_t batch_num_messages;
+			int compression_codec;		/* w_kafka_codecs */
+			int64_t queue_buffering_max_messages;
+			int64_t queue_buffering_max_kbytes;
+			uint64_t queue_buffering_max_ns;
+			uint64_t message_timeout_ns;
+			uint64_t meta_period_ns;
+		} kafka;
 	} exporter;
 	struct {
 		int level;			/* enum config_rover_log_level */

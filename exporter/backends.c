@@ -7,12 +7,14 @@ extern const struct exporter_backend_ops file_backend_ops;
 extern const struct exporter_backend_ops prometheus_backend_ops;
 extern const struct exporter_backend_ops skywalking_backend_ops;
 extern const struct exporter_backend_ops pyroscope_backend_ops;
+extern const struct exporter_backend_ops kafka_backend_ops;
 
 static const struct exporter_backend_ops *const backends[] = {
 	&file_backend_ops,
 	&prometheus_backend_ops,
 	&skywalking_backend_ops,
 	&pyroscope_backend_ops,
+	&kafka_backend_ops,
 	NULL,
 };
 

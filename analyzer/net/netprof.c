@@ -48,6 +48,8 @@ struct flow {
 	uint8_t side;
 	bool side_guessed;
 	char peer[64];
+	char local[64];         /* its first connection's local endpoint (a client's port 0) */
+	bool udp;               /* its first connection's transport */
 	bool peer_local;
 	uint32_t peer_pid;
 	const char *protocol;   /* a parser's name (static) or "" */
@@ -472,6 +474,14 @@ static struct flow *flow_of(struct netprof *np, struct ntask *t, struct cstate *
 		f->side = side;
 		f->side_guessed = cs->side_guessed;
 		snprintf(f->peer, sizeof(f->peer), "%s", peer);
+		{
+			struct net_endpoint l = cs->nc->local;
+
+			if (side != SIDE_SERVER)
+				l.port = 0;
+			net_endpoint__str(&l, f->local, sizeof(f->local));
+		}
+		f->udp = cs->nc->udp;
 		f->peer_local = cs->peer_local;
 		f->peer_pid = cs->peer_pid;
 		f->protocol = proto;
@@ -739,6 +749,8 @@ static Ember__NetFlow *flow_msg(struct ntask *t, struct flow *f)
 	m->side = (char *)side_name(f->side);
 	m->side_guessed = f->side_guessed;
 	m->peer_address = f->peer;
+	m->local_address = f->local;
+	m->transport = f->udp ? "udp" : "tcp";
 	m->peer_local = f->peer_local;
 	m->peer_pid = f->peer_pid;
 	m->protocol = (char *)f->protocol;

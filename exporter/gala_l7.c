@@ -1,0 +1,108 @@
+/* gala-gopher's L7 tables from a network flow: see gala_l7.h. */
+#include "exporter/gala_l7.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char *const l7_keys[] = { "tgid", "client_ip", "server_ip", "server_port", "l4_role", "l7_role",
+				       "protocol", NULL };
+static const char *const l7_labels[] = { "ssl", NULL };
+static const char *const link_metrics[] = { "bytes_sent", "bytes_recv", "segs_sent", "segs_recv", NULL };
+static const char *const rpc_metrics[] = { "throughput_req", "throughput_resp", "req_count", "resp_count",
+					   "latency_avg", "latency_sum", "err_ratio", "err_count", NULL };
+
+const struct gala_table gala_l7_tables[GALA_L7_TABLES] = {
+	[GALA_L7_LINK] = { "l7_link", "l7", l7_keys, l7_labels, link_metrics },
+	[GALA_L7_RPC] = { "l7_rpc", "l7", l7_keys, l7_labels, rpc_metrics },
+};
+
+const char *gala_l7__protocol(const char *parser)
+{
+	if (!parser || !*parser)
+		return "unknown";
+	if (!strcmp(parser, "http1"))
+		return "http";
+	return parser; /* http2 mysql pgsql redis kafka mongo dns cql: gala-gopher's spelling already */
+}
+
+/* "ip:port" / "[v6]:port" into ip and port; the whole text as ip when it has no port. */
+static void split_addr(const char *a, char *ip, size_t iplen, char *port, size_t portlen)
+{
+	const char *colon = a ? strrchr(a, ':') : NULL;
+
+	if (!a)
+		a = "";
+	if (!colon || (a[0] != '[' && strchr(a, ':') != colon)) {
+		snprintf(ip, iplen, "%s", a);
+		snprintf(port, portlen, "0");
+		return;
+	}
+	if (a[0] == '[' && colon > a + 1 && colon[-1] == ']')
+		snprintf(ip, iplen, "%.*s", (int)(colon - a - 2), a + 1);
+	else
+		snprintf(ip, iplen, "%.*s", (int)(colon - a), a);
+	snprintf(port, portlen, "%s", colon + 1);
+}
+
+static void keys_of(struct gala_record *r, const Ember__NetFlow *f)
+{
+	bool server = f->side && !strcmp(f->side, "server");
+	bool udp = f->transport && !strcmp(f->transport, "udp");
+	char lip[GALA_VALUE_MAX], lport[16], pip[GALA_VALUE_MAX], pport[16];
+
+	split_addr(f->local_address, lip, sizeof(lip), lport, sizeof(lport));
+	split_addr(f->peer_address, pip, sizeof(pip), pport, sizeof(pport));
+	r->nk = 0;
+#define KEY(n, ...) do { r->keys[r->nk].name = n; snprintf(r->keys[r->nk++].value, GALA_VALUE_MAX, __VA_ARGS__); } while (0)
+	KEY("tgid", "%u", f->pid);
+	KEY("client_ip", "%s", server ? pip : lip);
+	KEY("server_ip", "%s", server ? lip : pip);
+	KEY("server_port", "%s", server ? lport : pport);
+	KEY("l4_role", "%s", udp ? "udp" : server ? "tcp_server" : "tcp_client");
+	KEY("l7_role", "%s", server ? "server" : "client");
+	KEY("protocol", "%s", gala_l7__protocol(f->protocol));
+#undef KEY
+	r->nl = 1;
+	r->labels[0].name = "ssl";
+	snprintf(r->labels[0].value, GALA_VALUE_MAX, "%d", f->ssl ? 1 : 0);
+}
+
+unsigned gala_l7__records(const Ember__NetFlow *f, uint64_t interval_ms, struct gala_record ret[GALA_L7_TABLES])
+{
+	uint64_t wb = f->write ? f->write->bytes : 0, rb = f->read ? f->read->bytes : 0;
+	uint64_t wc = f->write ? f->write->count : 0, rc = f->read ? f->read->count : 0;
+	double secs = interval_ms ? (double)interval_ms / 1000.0 : 1.0;
+	unsigned n = 0;
+
+	if (wb || rb || wc || rc) {
+		struct gala_record *r = &ret[n++];
+
+		memset(r, 0, sizeof(*r));
+		r->t = &gala_l7_tables[GALA_L7_LINK];
+		keys_of(r, f);
+		r->metrics[r->nm].name = "bytes_sent", r->metrics[r->nm++].value = (double)wb;
+		r->metrics[r->nm].name = "bytes_recv", r->metrics[r->nm++].value = (double)rb;
+		r->metrics[r->nm].name = "segs_sent", r->metrics[r->nm++].value = (double)wc;
+		r->metrics[r->nm].name = "segs_recv", r->metrics[r->nm++].value = (double)rc;
+	}
+	if (f->requests && f->protocol && *f->protocol) {
+		struct gala_record *r = &ret[n++];
+		uint64_t resp = f->requests > f->unanswered ? f->requests - f->unanswered : 0;
+
+		memset(r, 0, sizeof(*r));
+		r->t = &gala_l7_tables[GALA_L7_RPC];
+		keys_of(r, f);
+		r->metrics[r->nm].name = "throughput_req", r->metrics[r->nm++].value = (double)f->requests / secs;
+		r->metrics[r->nm].name = "throughput_resp", r->metrics[r->nm++].value = (double)resp / secs;
+		r->metrics[r->nm].name = "req_count", r->metrics[r->nm++].value = (double)f->requests;
+		r->metrics[r->nm].name = "resp_count", r->metrics[r->nm++].value = (double)resp;
+		r->metrics[r->nm].name = "latency_avg",
+		r->metrics[r->nm++].value = resp ? (double)f->latency_sum_ns / (double)resp : 0;
+		r->metrics[r->nm].name = "latency_sum", r->metrics[r->nm++].value = (double)f->latency_sum_ns;
+		r->metrics[r->nm].name = "err_ratio",
+		r->metrics[r->nm++].value = 100.0 * (double)f->errors / (double)f->requests;
+		r->metrics[r->nm].name = "err_count", r->metrics[r->nm++].value = (double)f->errors;
+	}
+	return n;
+}

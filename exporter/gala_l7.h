@@ -1,0 +1,64 @@
+/*
+ * gala-gopher's L7 tables, from a network flow: what gala-gopher's l7probe
+ * reports as entity "l7", tables l7_link (bytes and segments) and l7_rpc
+ * (requests, responses, throughput, latency, errors), keyed by tgid,
+ * client_ip, server_ip, server_port, l4_role, l7_role and protocol, with
+ * label ssl (the manual's "l7" table).  The Kafka backend sends them as
+ * gala-gopher's entity records, and their metadata; gala-gopher's metric
+ * names are gala_gopher_<entity>_<metric> (gala_gopher_l7_req_count).
+ *
+ * From a NetFlow of one report interval (ember's units, gala-gopher's
+ * meaning):
+ *   bytes_sent, bytes_recv    bytes written / read by the process
+ *   segs_sent, segs_recv      write / read calls (gala-gopher counts TCP
+ *                             segments; ember sees socket calls)
+ *   req_count, resp_count     L7 requests completed in the interval, and
+ *                             those answered
+ *   throughput_req/_resp      the same per second of the interval
+ *   latency_sum, latency_avg  ns, request end to response, over answered ones
+ *   err_count, err_ratio      errors by the protocol's rule; % of requests
+ * l4_role: tcp_client, tcp_server or udp; l7_role: client or server; the
+ * server's address: the peer's for a client, the flow's local (listening)
+ * address for a server; protocol: gala-gopher's names (http for HTTP/1).
+ *
+ * Plain structs, no I/O, no allocation.
+ */
+#ifndef EMBER_EXPORTER_GALA_L7_H
+#define EMBER_EXPORTER_GALA_L7_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto/ember.pb-c.h"
+
+#define GALA_MAX_KEYS    8
+#define GALA_MAX_LABELS  2
+#define GALA_MAX_METRICS 10
+#define GALA_VALUE_MAX   72
+
+struct gala_table {
+	const char *table, *entity;
+	const char *const *keys, *const *labels, *const *metrics;	/* NULL-terminated */
+};
+
+struct gala_record {
+	const struct gala_table *t;
+	unsigned nk, nl, nm;
+	struct { const char *name; char value[GALA_VALUE_MAX]; } keys[GALA_MAX_KEYS], labels[GALA_MAX_LABELS];
+	struct { const char *name; double value; } metrics[GALA_MAX_METRICS];
+};
+
+enum { GALA_L7_LINK, GALA_L7_RPC, GALA_L7_TABLES };
+extern const struct gala_table gala_l7_tables[GALA_L7_TABLES];
+
+/*
+ * The flow's records into ret: l7_link when it moved bytes, l7_rpc when it
+ * carried L7 requests (a flow no parser claimed has none).  interval_ms > 0
+ * (the report interval, for the throughputs).  Returns how many (0..2).
+ */
+unsigned gala_l7__records(const Ember__NetFlow *f, uint64_t interval_ms, struct gala_record ret[GALA_L7_TABLES]);
+
+/* gala-gopher's name of an ember parser's protocol ("http1" -> "http"). */
+const char *gala_l7__protocol(const char *parser);
+
+#endif
