@@ -190,22 +190,8 @@ void task_def__to_pb(const struct task_def *t, struct task_pb *pb)
 	pb->task.n_samplings = t->nsamplings;
 	pb->task.samplings = pb->sp;
 	for (uint32_t i = 0; i < t->ncauses && i < TASK_MAX_CAUSES; i++) {
-		const struct task_cause *c = &t->causes[i];
-		Ember__TriggerCause *m = &pb->c[i];
-
-		ember__trigger_cause__init(m);
-		m->monitor = (char *)c->monitor;
-		m->threshold = c->threshold;
-		m->current = c->current;
-		m->pid = c->pid;
-		m->period_s = c->period_s;
-		m->count = c->count;
-		m->matched = c->matched;
-		m->uri = (char *)c->uri;
-		m->uri_is_regex = c->uri_is_regex;
-		m->policy = (char *)c->policy;
-		m->comm = (char *)c->comm;
-		pb->cp[i] = m;
+		task_cause__to_pb(&pb->c[i], &t->causes[i]);
+		pb->cp[i] = &pb->c[i];
 	}
 	pb->task.n_causes = t->ncauses;
 	pb->task.causes = pb->cp;
@@ -281,20 +267,7 @@ int task_def__from_proto(const Ember__Task *p, struct task_def *ret, char *err, 
 	if (samplings_from_proto(p, ret, err, errlen))
 		return -EINVAL;
 	for (size_t i = 0; i < p->n_causes && i < TASK_MAX_CAUSES; i++) {
-		const Ember__TriggerCause *m = p->causes[i];
-		struct task_cause *c = &ret->causes[i];
-
-		snprintf(c->monitor, sizeof(c->monitor), "%s", m->monitor ? m->monitor : "");
-		c->threshold = m->threshold;
-		c->current = m->current;
-		c->pid = m->pid;
-		c->period_s = m->period_s;
-		c->count = m->count;
-		c->matched = m->matched;
-		snprintf(c->uri, sizeof(c->uri), "%s", m->uri ? m->uri : "");
-		c->uri_is_regex = m->uri_is_regex;
-		snprintf(c->policy, sizeof(c->policy), "%s", m->policy ? m->policy : "");
-		snprintf(c->comm, sizeof(c->comm), "%s", m->comm ? m->comm : "");
+		task_cause__from_pb(&ret->causes[i], p->causes[i]);
 		ret->ncauses++;
 	}
 	snprintf(ret->origin, sizeof(ret->origin), "%s", p->origin ? p->origin : "");

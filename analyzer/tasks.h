@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "common/ctl_proto.h"
+#include "common/task_cause.h"
 #include "proto/ember.pb-c.h"
 
 #define TASK_ID_LEN 64
@@ -31,15 +32,6 @@ struct task_sampling {
 #define TASK_MAX_CAUSES 8
 
 /* Why a continuous-profiling trigger started the task (proto TriggerCause). */
-struct task_cause {
-	char monitor[32];
-	double threshold, current;
-	uint32_t pid, period_s, count, matched;
-	char uri[200];
-	bool uri_is_regex;
-	char policy[72];
-	char comm[16];
-};
 
 struct task_def {
 	char id[TASK_ID_LEN];     /* printable, [A-Za-z0-9._:-] */

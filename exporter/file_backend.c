@@ -21,13 +21,14 @@
 
 #include "common/fileutil.h"
 #include "common/profile_files.h"
+#include "common/task_cause.h"
 #include "exporter/backend.h"
 #include "exporter/flamegraph.h"
+#include "exporter/stack_sample.h"
 #include "exporter/net_report.h"
 
 #define MAX_FILE_TASKS 64
 /* Frames kept per side (kernel, user) of a stack; deeper stacks are cut and counted. */
-#define MAX_SIDE_FRAMES 128
 
 struct ftask {
 	char id[64];
@@ -42,11 +43,7 @@ struct ftask {
 	int dirty;
 	/* A continuous-profiling trigger's causes: task.json lists them, the SVG title says the first. */
 	unsigned ncauses;
-	struct fcause {
-		char monitor[32], uri[200], policy[72], comm[16];
-		double threshold, current;
-		uint32_t pid, period_s, count, matched;
-	} causes[8];
+	struct task_cause causes[8];
 };
 
 struct file_backend {
@@ -158,19 +155,7 @@ static struct ftask *task_get(struct file_backend *fb, const Ember__Task *t, int
 	free_slot->start_ms = t->start_unix_ms;
 	free_slot->duration_ms = t->duration_ms;
 	for (size_t i = 0; i < t->n_causes && free_slot->ncauses < 8; i++) {
-		const Ember__TriggerCause *m = t->causes[i];
-		struct fcause *c = &free_slot->causes[free_slot->ncauses++];
-
-		snprintf(c->monitor, sizeof(c->monitor), "%s", m->monitor ? m->monitor : "");
-		snprintf(c->uri, sizeof(c->uri), "%s", m->uri ? m->uri : "");
-		snprintf(c->policy, sizeof(c->policy), "%s", m->policy ? m->policy : "");
-		snprintf(c->comm, sizeof(c->comm), "%s", m->comm ? m->comm : "");
-		c->threshold = m->threshold;
-		c->current = m->current;
-		c->pid = m->pid;
-		c->period_s = m->period_s;
-		c->count = m->count;
-		c->matched = m->matched;
+		task_cause__from_pb(&free_slot->causes[free_slot->ncauses++], t->causes[i]);
 	}
 	free_slot->used = true;
 	resume(fb, free_slot);
@@ -203,36 +188,20 @@ static void file_on_profile(void *st, const Ember__ProfileBatch *b)
 {
 	struct file_backend *fb = st;
 	struct ftask *t = task_get(fb, b->task, 1);
-	const char *frames[2 * MAX_SIDE_FRAMES + 1];
-	char *kbuf[MAX_SIDE_FRAMES];
+	struct stack_frames f;
 
 	if (!t || !t->fg)
 		return;
 	t->windows++;
 	for (size_t i = 0; i < b->n_samples; i++) {
 		const Ember__StackSample *s = b->samples[i];
-		size_t n = 0, nk = s->n_kernel_frames, nu = s->n_user_frames;
 
-		if (nk > MAX_SIDE_FRAMES || nu > MAX_SIDE_FRAMES) {
-			fb->frames_truncated++;
-			nk = nk > MAX_SIDE_FRAMES ? MAX_SIDE_FRAMES : nk;
-			nu = nu > MAX_SIDE_FRAMES ? MAX_SIDE_FRAMES : nu;
-		}
-		/* Root first: process, user frames outermost first, then kernel frames. */
-		frames[n++] = s->process_name && *s->process_name ? s->process_name : "[unknown]";
-		for (size_t j = nu; j-- > 0;)
-			frames[n++] = s->user_frames[j];
-		for (size_t j = nk; j-- > 0;) {
-			/* "_[k]" marks kernel frames, the folded-stack convention renderers colour by. */
-			if (asprintf(&kbuf[j], "%s_[k]", s->kernel_frames[j]) < 0)
-				kbuf[j] = NULL;
-			frames[n++] = kbuf[j] ? kbuf[j] : "[unknown]_[k]";
-		}
-		(void)flamegraph__add(t->fg, frames, n, s->count);
+		stack_sample__frames(s, &f);
+		fb->frames_truncated += f.truncated;
+		(void)flamegraph__add(t->fg, f.v, f.n, s->count);
 		if (t->fg_time)
-			(void)flamegraph__add(t->fg_time, frames, n, s->weight / 1000);
-		for (size_t j = 0; j < nk; j++)
-			free(kbuf[j]);
+			(void)flamegraph__add(t->fg_time, f.v, f.n, s->weight / 1000);
+		stack_sample__release(&f);
 		t->samples += s->count;
 		t->stacks++;
 	}
@@ -257,7 +226,7 @@ static void put_trigger(FILE *out, const struct ftask *t)
 	if (!t->ncauses || !(a = json_object_new_array()))
 		return;
 	for (unsigned i = 0; i < t->ncauses; i++) {
-		const struct fcause *c = &t->causes[i];
+		const struct task_cause *c = &t->causes[i];
 		struct json_object *o = json_object_new_object();
 
 		if (!o)
@@ -357,7 +326,7 @@ static void write_task(struct file_backend *fb, struct ftask *t, const char *fin
 	snprintf(title, sizeof(title), "%s flame graph", t->kind == EMBER__TASK_KIND__ON_CPU ? "On-CPU" :
 			 t->kind == EMBER__TASK_KIND__OFF_CPU ? "Off-CPU" : "Memory (page fault)");
 	if (t->ncauses) { /* the reason a policy started it, in the title: the graph says why it exists */
-		const struct fcause *c = &t->causes[0];
+		const struct task_cause *c = &t->causes[0];
 		size_t n = strlen(title);
 
 		snprintf(title + n, sizeof(title) - n, " of %s (pid %u), started by policy '%s': %s %.4g >= %.4g in %u of %u s%s%s",

@@ -15,8 +15,8 @@
  * Off-CPU time goes as microsecond "samples" at a rate of 1 MHz: Pyroscope
  * accepts only its own units (samples, objects, bytes, goroutines,
  * lock_*), and shows samples / sampleRate as seconds, which is then the
- * blocked time.  Stacks are root first: the process, user frames, kernel
- * frames marked "_[k]" (as the file backend writes them).
+ * blocked time.  Stacks are named as in every flame graph of ember
+ * (exporter/stack_sample.h).
  *
  * Bounded: at most max_profiles (process, type) profiles between pushes of
  * at most max_nodes nodes each (more stacks go under [truncated]), at most
@@ -36,9 +36,9 @@
 #include "common/timeutil.h"
 #include "exporter/backend.h"
 #include "exporter/flamegraph.h"
+#include "exporter/stack_sample.h"
 
 #define MAX_INFLIGHT 64
-#define MAX_SIDE_FRAMES 256
 #define LABEL_MAX 64
 
 enum ptype { PT_CPU, PT_OFF_CPU, PT_MEM, PT_MAX };
@@ -181,8 +181,7 @@ static struct profile *profile_of(struct pyroscope_backend *pb, uint32_t pid, en
 static void pyro_on_profile(void *st, const Ember__ProfileBatch *b)
 {
 	struct pyroscope_backend *pb = st;
-	const char *frames[2 * MAX_SIDE_FRAMES + 1];
-	char *kbuf[MAX_SIDE_FRAMES];
+	struct stack_frames fr;
 	enum ptype type;
 
 	if (!b || !b->task)
@@ -196,7 +195,6 @@ static void pyro_on_profile(void *st, const Ember__ProfileBatch *b)
 	for (size_t i = 0; i < b->n_samples; i++) {
 		const Ember__StackSample *s = b->samples[i];
 		struct profile *p = profile_of(pb, s->pid, type);
-		size_t n = 0, nk = s->n_kernel_frames, nu = s->n_user_frames;
 		uint64_t w = type == PT_OFF_CPU ? s->weight / 1000 : s->count;
 
 		if (!p) {
@@ -209,22 +207,10 @@ static void pyro_on_profile(void *st, const Ember__ProfileBatch *b)
 		p->sample_rate = type == PT_CPU && b->task->period_ns ? 1000000000ull / b->task->period_ns
 				 : type == PT_OFF_CPU			 ? 1000000
 									 : 100;
-		if (nk > MAX_SIDE_FRAMES || nu > MAX_SIDE_FRAMES) {
-			pb->c[PC_FRAMES_TRUNCATED]++;
-			nk = nk > MAX_SIDE_FRAMES ? MAX_SIDE_FRAMES : nk;
-			nu = nu > MAX_SIDE_FRAMES ? MAX_SIDE_FRAMES : nu;
-		}
-		frames[n++] = s->process_name && *s->process_name ? s->process_name : "[unknown]";
-		for (size_t j = nu; j-- > 0;)
-			frames[n++] = s->user_frames[j];
-		for (size_t j = nk; j-- > 0;) {
-			if (asprintf(&kbuf[j], "%s_[k]", s->kernel_frames[j]) < 0)
-				kbuf[j] = NULL;
-			frames[n++] = kbuf[j] ? kbuf[j] : "[unknown]_[k]";
-		}
-		(void)flamegraph__add(p->fg, frames, n, w);
-		for (size_t j = 0; j < nk; j++)
-			free(kbuf[j]);
+		stack_sample__frames(s, &fr);
+		pb->c[PC_FRAMES_TRUNCATED] += fr.truncated;
+		(void)flamegraph__add(p->fg, fr.v, fr.n, w);
+		stack_sample__release(&fr);
 	}
 }
 

@@ -346,22 +346,8 @@ static void trigger_fill(struct sw_pending_trigger *g, const Ember__Task *t, con
 	g->rank = main_rank(p);
 	snprintf(g->process_id, sizeof(g->process_id), "%s", p->oap_id);
 	snprintf(g->instance_key, sizeof(g->instance_key), "%s/%s", p->e.service, p->e.instance);
-	for (size_t i = 0; i < t->n_causes && g->n_causes < 8; i++) {
-		const Ember__TriggerCause *c = t->causes[i];
-		struct sw_cause *d = &g->causes[g->n_causes++];
-
-		snprintf(d->monitor, sizeof(d->monitor), "%s", c->monitor ? c->monitor : "");
-		snprintf(d->policy, sizeof(d->policy), "%s", c->policy ? c->policy : "");
-		snprintf(d->comm, sizeof(d->comm), "%s", c->comm ? c->comm : "");
-		snprintf(d->uri, sizeof(d->uri), "%s", c->uri ? c->uri : "");
-		d->uri_is_regex = c->uri_is_regex;
-		d->threshold = c->threshold;
-		d->current = c->current;
-		d->pid = c->pid;
-		d->period_s = c->period_s;
-		d->count = c->count;
-		d->matched = c->matched;
-	}
+	for (size_t i = 0; i < t->n_causes && g->n_causes < 8; i++)
+		task_cause__from_pb(&g->causes[g->n_causes++], t->causes[i]);
 }
 
 /* reportProfilingTask for g: its process's names, its causes, the target. */
@@ -385,7 +371,7 @@ static void trigger_report(struct sw_backend *b, struct sw_pending_trigger *g)
 		return;
 	}
 	for (unsigned n = 0; n < g->n_causes; n++) {
-		struct sw_cause *c = &g->causes[n];
+		struct task_cause *c = &g->causes[n];
 
 		skywalking__v3__continuous_profiling_cause__init(&causes[n]);
 		causes[n].type = monitor_type(c->monitor);

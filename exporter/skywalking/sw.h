@@ -17,6 +17,7 @@
 
 #include "common/config.h"
 #include "common/process_finder.h"
+#include "common/task_cause.h"
 #include "exporter/backend.h"
 #include "exporter/net_meters.h"
 #include "exporter/skywalking/codec.h"
@@ -66,12 +67,6 @@ struct item {
 enum task_state { T_SCHEDULED, T_SUBMITTING, T_RUNNING, T_DONE, T_FAILED };
 
 /* Why a continuous-profiling policy started a task (Ember TriggerCause). */
-struct sw_cause {
-	char monitor[32], uri[200], policy[72], comm[16];
-	double threshold, current;
-	uint32_t pid, period_s, count, matched;
-	bool uri_is_regex;
-};
 
 /* A service's policy as the OAP sent it: its ServiceWithPolicyJSON entry. */
 struct sw_policy {
@@ -91,7 +86,7 @@ struct sw_pending_trigger {
 	Ember__TaskKind kind;
 	uint64_t duration_ms;
 	char process_id[SW_MAX_ID];
-	struct sw_cause causes[8];
+	struct task_cause causes[8];
 	unsigned n_causes;
 	char uris[8][SW_MAX_URI_REGEX];	/* NETWORK: the sampling regexes reported */
 	unsigned n_uris;
@@ -119,7 +114,7 @@ struct sw_task {
 	void *sock;		/* REQ socket of a submission in progress */
 	uint64_t sock_deadline, next_try;
 	unsigned tries;
-	struct sw_cause *causes;	/* a continuous-profiling trigger's (owned); NULL: an OAP task */
+	struct task_cause *causes;	/* a continuous-profiling trigger's (owned); NULL: an OAP task */
 	unsigned n_causes;
 };
 
@@ -208,7 +203,7 @@ void sw_task_restart(struct sw_backend *b, const char *oap_task, int64_t now);
 /* A triggered NETWORK task under the OAP's task id: every reported process of p's instance. */
 void sw_network_trigger_task(struct sw_backend *b, const char *task_id, struct pf_process *p, int64_t now,
 			     int64_t duration_ms, const struct sw_sampling *rules, unsigned n_rules,
-			     const struct sw_cause *causes, unsigned n_causes);
+			     const struct task_cause *causes, unsigned n_causes);
 /* A free task slot (zeroed by the caller), NULL when every one is taken by a live task. */
 struct sw_task *sw_new_task(struct sw_backend *b);
 /* policies.c */

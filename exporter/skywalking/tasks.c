@@ -214,7 +214,7 @@ static void network_task(struct sw_backend *b, const struct sw_task_cmd *t, stru
 
 void sw_network_trigger_task(struct sw_backend *b, const char *task_id, struct pf_process *p, int64_t now,
 			     int64_t duration_ms, const struct sw_sampling *rules, unsigned n_rules,
-			     const struct sw_cause *causes, unsigned n_causes)
+			     const struct task_cause *causes, unsigned n_causes)
 {
 	struct sw_task_cmd t = { .n_process_ids = 1, .start_time_ms = now, .update_time_ms = now,
 				 .duration_s = duration_ms / 1000, .target = SW_TARGET_NETWORK };
@@ -410,20 +410,7 @@ static void submit_task(struct sw_backend *b, struct sw_task *k, uint64_t mono, 
 	t.duration_ms = (uint64_t)(k->end_ms - now > 1000 ? k->end_ms - now : 1000);
 	t.origin = k->n_causes ? "trigger" : "oap";
 	for (unsigned i = 0; i < k->n_causes && i < 8; i++) {
-		const struct sw_cause *c = &k->causes[i];
-
-		ember__trigger_cause__init(&causes[i]);
-		causes[i].monitor = (char *)c->monitor;
-		causes[i].threshold = c->threshold;
-		causes[i].current = c->current;
-		causes[i].pid = c->pid;
-		causes[i].period_s = c->period_s;
-		causes[i].count = c->count;
-		causes[i].matched = c->matched;
-		causes[i].uri = (char *)c->uri;
-		causes[i].uri_is_regex = c->uri_is_regex;
-		causes[i].policy = (char *)c->policy;
-		causes[i].comm = (char *)c->comm;
+		task_cause__to_pb(&causes[i], &k->causes[i]);
 		causep[i] = &causes[i];
 		t.n_causes = i + 1;
 	}

@@ -87,6 +87,42 @@ profile_gated() {
   grep -q '^ember: profiling' "$TMP/p.err" || { cat "$TMP/p.err"; fail "ember profile never reported the task attached"; }
 }
 
+# An agent reporting to the OAP receiver (tests/oap_receiver.py) on port $1,
+# discovering processes by the REGEX rules in $2 (YAML list items), running
+# no local policy, the OAP's triggered tasks for $3 (execute_duration; the
+# silence is 10 min).  Writes $TMP/ember.yaml, sets AGENT_PID, AGENT_RUN,
+# AGENT_OUT ($TMP/run, $TMP/out).  ember.analyzers: $OAP_ANALYZERS (1).
+start_oap_cp_agent() {
+  AGENT_RUN=$TMP/run AGENT_OUT=$TMP/out
+  cat > "$TMP/ember.yaml" <<YAML
+ember: { run_dir: $AGENT_RUN, output_dir: $AGENT_OUT, analyzers: ${OAP_ANALYZERS:-1} }
+exporter: { backends: [file, skywalking] }
+core: { backend: { addr: "127.0.0.1:$1", check_period: 1 } }
+process_discovery:
+  heartbeat_period: 1s
+  scanner:
+    mode: REGEX
+    regex:
+$2
+profiling:
+  check_interval: 1s
+  flush_interval: 1s
+  continuous:
+    policies: []
+    check_interval: 1s
+    trigger: { execute_duration: $3, silence_duration: 10m }
+YAML
+  "$EMBER" run --config "$TMP/ember.yaml" >"$TMP/agent.log" 2>&1 &
+  AGENT_PID=$!; CLEANUP_PIDS+=("$AGENT_PID")
+}
+
+# The OAP receiver's record file $1 holds a call of rpc $2.
+oap_called() { /usr/bin/python3 - "$1" "$2" <<'PY'
+import json, sys
+sys.exit(0 if any(json.loads(l)["rpc"] == sys.argv[2] for l in open(sys.argv[1]) if l.strip()) else 1)
+PY
+}
+
 # pid of the child of the agent running a given executable name
 child_pid() { pgrep -P "$AGENT_PID" -x "$1" | head -1; }
 

@@ -22,37 +22,12 @@ $PY "$ROOT/tests/oap_receiver.py" --port "$PORT" --record "$REC" --policies "$PO
 CLEANUP_PIDS+=("$!")
 for _ in $(seq 100); do grep -q "listening on" "$TMP/receiver.log" && break; sleep 0.1; done
 "$PROGS/burn_later" 4 60 "$TAG" > "$TMP/burn.out" & B=$!; CLEANUP_PIDS+=("$B")
-AGENT_RUN=$TMP/run
-cat > "$TMP/ember.yaml" <<YAML
-ember: { run_dir: $AGENT_RUN, output_dir: $TMP/out }
-exporter: { backends: [file, skywalking] }
-core: { backend: { addr: "127.0.0.1:$PORT", check_period: 1 } }
-process_discovery:
-  heartbeat_period: 1s
-  scanner:
-    mode: REGEX
-    regex:
-      - match_cmd: "burn_later .* $TAG"
+start_oap_cp_agent "$PORT" "      - match_cmd: \"burn_later .* $TAG\"
         layer: OS_LINUX
         service_name: ember-cp-burn
-        instance_name: "{{.Rover.HostName}}"
-        process_name: "{{.Process.ExeName}}"
-profiling:
-  check_interval: 1s
-  flush_interval: 1s
-  continuous:
-    policies: []
-    check_interval: 1s
-    trigger: { execute_duration: 4s, silence_duration: 10m }
-YAML
-"$EMBER" run --config "$TMP/ember.yaml" >"$TMP/agent.log" 2>&1 &
-AGENT_PID=$!; CLEANUP_PIDS+=("$AGENT_PID")
-rec_has() { $PY - "$REC" "$1" <<'PY'
-import json, sys
-sys.exit(0 if any(json.loads(l)["rpc"] == sys.argv[2] for l in open(sys.argv[1]) if l.strip()) else 1)
-PY
-}
-for _ in $(seq 40); do rec_has collectProfilingData && break; sleep 1; done
+        instance_name: \"{{.Rover.HostName}}\"
+        process_name: \"{{.Process.ExeName}}\"" 4s
+for _ in $(seq 40); do oap_called "$REC" collectProfilingData && break; sleep 1; done
 sleep 3   # the 4 s task ends and its last data goes up
 $PY - "$REC" "$B" "$(awk '$1 == "burn_start_unix_ms" {print $2}' "$TMP/burn.out")" <<'PY' || { tail -20 "$TMP/agent.log"; fail "the OAP did not see the continuous-profiling exchange Rover makes"; }
 import json, sys

@@ -21,38 +21,13 @@ CLEANUP_PIDS+=("$!")
 for _ in $(seq 100); do grep -q "listening on" "$TMP/receiver.log" && break; sleep 0.1; done
 start_nginx
 U=http://127.0.0.1:$NGINX_PORT
-AGENT_RUN=$TMP/run AGENT_OUT=$TMP/out
-cat > "$TMP/ember.yaml" <<YAML
-ember: { run_dir: $AGENT_RUN, output_dir: $AGENT_OUT }
-exporter: { backends: [file, skywalking] }
-core: { backend: { addr: "127.0.0.1:$PORT", check_period: 1 } }
-process_discovery:
-  heartbeat_period: 1s
-  scanner:
-    mode: REGEX
-    regex:
-      - match_cmd: "nginx: worker process"
+start_oap_cp_agent "$PORT" "      - match_cmd: \"nginx: worker process\"
         layer: OS_LINUX
         service_name: ember-cp-web
-        instance_name: "{{.Rover.HostName}}"
-        process_name: nginx-worker
-profiling:
-  check_interval: 1s
-  flush_interval: 1s
-  continuous:
-    policies: []
-    check_interval: 1s
-    trigger: { execute_duration: 3s, silence_duration: 10m }
-YAML
-"$EMBER" run --config "$TMP/ember.yaml" >"$TMP/agent.log" 2>&1 &
-AGENT_PID=$!; CLEANUP_PIDS+=("$AGENT_PID")
-reported() { $PY - "$REC" "$1" <<'PY'
-import json, sys
-sys.exit(0 if any(json.loads(l)["rpc"] == sys.argv[2] for l in open(sys.argv[1]) if l.strip()) else 1)
-PY
-}
+        instance_name: \"{{.Rover.HostName}}\"
+        process_name: nginx-worker" 3s
 end=$((SECONDS + 30))
-while [ $SECONDS -lt $end ] && ! reported reportProfilingTask; do
+while [ $SECONDS -lt $end ] && ! oap_called "$REC" reportProfilingTask; do
   for _ in 1 2 3 4 5; do curl -s -o /dev/null "$U/fail"; curl -s -o /dev/null "$U/small.txt"; done
   sleep 0.2
 done

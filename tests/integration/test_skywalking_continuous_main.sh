@@ -23,42 +23,18 @@ for _ in $(seq 100); do grep -q "listening on" "$TMP/receiver.log" && break; sle
 bash -c "exec -a ember-plain-$TAG sleep 600" & A=$!; CLEANUP_PIDS+=("$A")
 bash -c "exec -a ember-svc-$TAG sleep 600" & S=$!; CLEANUP_PIDS+=("$S")
 [ "$A" -lt "$S" ] || skip "pids wrapped around between the two processes"
-cat > "$TMP/ember.yaml" <<YAML
-ember: { run_dir: $TMP/run, output_dir: $TMP/out, analyzers: 1 }
-exporter: { backends: [file, skywalking] }
-core: { backend: { addr: "127.0.0.1:$PORT", check_period: 1 } }
-process_discovery:
-  heartbeat_period: 1s
-  scanner:
-    mode: REGEX
-    regex:
-      - match_cmd: "^ember-plain-$TAG"
+start_oap_cp_agent "$PORT" "      - match_cmd: \"^ember-plain-$TAG\"
         layer: OS_LINUX
         service_name: ember-cp-main
         instance_name: one
         process_name: plain
-      - match_cmd: "^ember-svc-$TAG"
+      - match_cmd: \"^ember-svc-$TAG\"
         layer: OS_LINUX
         service_name: ember-cp-main
         instance_name: one
         process_name: svc
-        labels: [k8s-service]
-profiling:
-  check_interval: 1s
-  flush_interval: 1s
-  continuous:
-    policies: []
-    check_interval: 1s
-    trigger: { execute_duration: 3s, silence_duration: 10m }
-YAML
-"$EMBER" run --config "$TMP/ember.yaml" >"$TMP/agent.log" 2>&1 &
-AGENT_PID=$!; CLEANUP_PIDS+=("$AGENT_PID")
-reported() { $PY - "$REC" <<'PY'
-import json, sys
-sys.exit(0 if any(json.loads(l)["rpc"] == "reportProfilingTask" for l in open(sys.argv[1]) if l.strip()) else 1)
-PY
-}
-for _ in $(seq 40); do reported && break; sleep 0.5; done
+        labels: [k8s-service]" 3s
+for _ in $(seq 40); do oap_called "$REC" reportProfilingTask && break; sleep 0.5; done
 sleep 3 # a second report, if any, would come within the gathering
 grep "OAP policy of service 'ember-cp-main' held" "$TMP/agent.log" | head -3
 [ "$(grep -c "OAP policy of service 'ember-cp-main' held for .* (pid \($A\|$S\))" "$TMP/agent.log")" -ge 2 ] \
