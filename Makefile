@@ -20,7 +20,7 @@ CFLAGS   ?= -O2 -g
 ALL_CFLAGS = $(CFLAGS) $(WARN) -std=gnu11 -D_GNU_SOURCE -fno-omit-frame-pointer -I. -I$(BUILD)/gen $(SAN_CFLAGS)
 # What each program links, and nothing more (ldd build/ember-collector).
 LIBS_COLLECTOR := -lbpf -lelf -lz -luring -lcap
-LIBS_ANALYZER  := -lbpf -lelf -lz -lzmq -lprotobuf-c -lyaml -lcap -liberty -lpthread -lm
+LIBS_ANALYZER  := -lbpf -lelf -lz -lzmq -lprotobuf-c -lyaml -lcap -liberty -ljson-c -lmicrohttpd -lpthread -lm
 LIBS_EXPORTER  := -lelf -lzmq -lprotobuf-c -lyaml -ljson-c -lmicrohttpd -lcurl -lrdkafka -lpthread -lm -ldl
 LIBS_CLI       := -lbpf -lelf -lz -lzmq -lprotobuf-c -lyaml -lcap -lpcap -ljson-c -lpthread -lm
 # tests, benchmarks and fuzzers: everything
@@ -34,7 +34,7 @@ ifeq ($(SAN),1)
   JEMALLOC :=
 endif
 
-LIB_DIRS  := common symbolizer analyzer analyzer/l7 analyzer/net analyzer/continuous exporter exporter/skywalking collector cli
+LIB_DIRS  := common symbolizer analyzer analyzer/l7 analyzer/net analyzer/continuous analyzer/rest exporter exporter/skywalking collector cli
 LIB_SRCS  := $(filter-out %/main.c,$(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c)))
 PROTOS    := $(wildcard proto/*.proto)
 PROTO_C   := $(patsubst proto/%.proto,$(BUILD)/gen/proto/%.pb-c.c,$(PROTOS))
@@ -104,7 +104,7 @@ $(BUILD)/lib/lib%.a:
 	ar rcs $@ $^
 $(LIB_COMMON): $(call objs_of,common)
 $(LIB_SYMBOLIZER): $(call objs_of,symbolizer)
-$(LIB_ANALYZER): $(call objs_of,analyzer analyzer/l7 analyzer/net analyzer/continuous)
+$(LIB_ANALYZER): $(call objs_of,analyzer analyzer/l7 analyzer/net analyzer/continuous analyzer/rest)
 $(LIB_EXPORTER): $(call objs_of,exporter exporter/skywalking)
 $(LIB_COLLECTOR): $(call objs_of,collector)
 $(LIB_CLI): $(call objs_of,cli)

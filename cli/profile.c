@@ -32,6 +32,7 @@
 #include "common/log.h"
 #include "common/profile_files.h"
 #include "common/shard.h"
+#include "common/task_submit.h"
 #include "common/timeutil.h"
 
 #define SUBMIT_WAIT_MS 20000   /* a private agent's start-up included */
@@ -216,76 +217,29 @@ static int agent_died(struct agent *ag, const char *what)
 	return 0;
 }
 
-/* One shard's part of the task, retried while the (private) agent comes up. */
-static int submit_one(void *zctx, struct agent *ag, unsigned shard, Ember__Task *t, uint64_t deadline)
-{
-	Ember__Request req = EMBER__REQUEST__INIT;
-	Ember__Reply *rep = NULL;
-	char ep[600];
-	int r;
+static bool agent_gone(void *ctx) { return agent_died(ctx, "failed to start (see messages above)"); }
 
-	req.body_case = EMBER__REQUEST__BODY_SUBMIT;
-	req.submit = t;
-	bus__analyzer_endpoint(ag->ai.run_dir, shard, ep, sizeof(ep));
-	for (;;) {
-		if (agent_died(ag, "failed to start (see messages above)"))
-			return -ECHILD;
-		if (access(ep + strlen("ipc://"), F_OK) == 0) {
-			r = bus__call(zctx, ep, &req, &rep, 5000);
-			if (r != -ETIMEDOUT && r != -ECONNREFUSED)
-				break;
-		}
-		if (timeutil__mono_ms() > deadline) {
-			fprintf(stderr, "ember profile: the agent's analyzer (%s) does not answer\n", ep);
-			return -ETIMEDOUT;
-		}
-		usleep(50000);
-	}
-	if (r) {
-		fprintf(stderr, "ember profile: cannot submit the task to analyzer %u: %s\n", shard, strerror(-r));
-		return r;
-	}
-	r = rep->err;
-	if (r)
-		fprintf(stderr, "ember profile: %s\n", rep->error && *rep->error ? rep->error : strerror(-r));
-	ember__reply__free_unpacked(rep, NULL);
-	return r;
-}
-
-/* Every shard that owns some of the pids gets its part, under one id. */
+/* Every shard that owns some of the pids gets its part, under one id (retried while the agent comes up). */
 static int submit_all(void *zctx, struct agent *ag, const struct profile_req *q, const char *task_id)
 {
-	unsigned n = ag->ai.analyzers ? ag->ai.analyzers : 1, shards = 0;
-	uint64_t deadline = timeutil__mono_ms() + SUBMIT_WAIT_MS;
-	uint32_t mine[CTL_MAX_PIDS];
-	int r;
+	struct task_submit_opts o = { .run_dir = ag->ai.run_dir, .analyzers = ag->ai.analyzers, .call_timeout_ms = 5000,
+				      .retry_until_ms = timeutil__mono_ms() + SUBMIT_WAIT_MS, .give_up = agent_gone,
+				      .ctx = ag };
+	Ember__Task t = EMBER__TASK__INIT;
+	char err[512];
+	int shards;
 
-	for (unsigned s = 0; s < n; s++)
-		for (uint32_t i = 0; i < q->npids; i++)
-			if (shard__of(q->pids[i], n) == s) {
-				shards++;
-				break;
-			}
-	for (unsigned s = 0; s < n; s++) {
-		Ember__Task t = EMBER__TASK__INIT;
-		uint32_t k = 0;
-
-		for (uint32_t i = 0; i < q->npids; i++)
-			if (shard__of(q->pids[i], n) == s)
-				mine[k++] = q->pids[i];
-		if (!k)
-			continue;
-		t.id = (char *)task_id;
-		t.kind = q->kind;
-		t.n_pids = k;
-		t.pids = mine;
-		t.duration_ms = q->duration_ns / 1000000;
-		t.period_ns = q->period_ns;
-		t.min_block_ns = q->min_block_ns;
-		t.origin = "cli";
-		t.shards = shards;
-		if ((r = submit_one(zctx, ag, s, &t, deadline)))
-			return r;
+	t.id = (char *)task_id;
+	t.kind = q->kind;
+	t.n_pids = q->npids;
+	t.pids = (uint32_t *)q->pids;
+	t.duration_ms = q->duration_ns / 1000000;
+	t.period_ns = q->period_ns;
+	t.min_block_ns = q->min_block_ns;
+	t.origin = "cli";
+	if ((shards = task_submit__all(zctx, &o, &t, err, sizeof(err))) < 0) {
+		fprintf(stderr, "ember profile: %s\n", err);
+		return shards;
 	}
 	fprintf(stderr, "ember: profiling %u process(es) for %.1fs (task %s, %u analyzer%s)...\n", q->npids,
 		q->duration_ns / 1e9, task_id, shards, shards == 1 ? "" : "s");

@@ -1,0 +1,93 @@
+/*
+ * The REST control API's documents (gala-gopher's manual, "REST Dynamic
+ * Configuration Interface"): the body of a PUT /<feature>, decoded and
+ * validated into a feature's whole new configuration, and the GET answer.
+ *
+ *   body   json=<document>, form-encoded (curl --data-urlencode json=...)
+ *          or as written (curl -d json='{...}'); nothing else
+ *   document {"cmd": {"probe": [sub-item...], "bin": s, "check_cmd": s},
+ *             "snoopers": {"proc_id": [n], "proc_name": [{"comm", "cmdline",
+ *                          "debugging_dir"}], "container_id": [s], "pod_id": [s]},
+ *             "params": {name: value}, "state": "running" | "stopped"}
+ *
+ * Stateless, as the manual says: a PUT is the feature's whole new
+ * configuration; what it leaves out takes its default (no probe, no
+ * snooper, default params, stopped).  "bin" and "check_cmd" are accepted
+ * and never used (nothing a caller sends is run); each is noted.
+ *
+ * Every problem is an error naming the key and what is allowed: an unknown
+ * key, a wrong type, a sub-item or parameter the feature does not have, a
+ * value out of its range, a directory that is not a safe absolute path.
+ * The input is untrusted (any local client): bounded sizes and counts,
+ * json-c's depth limit.  No I/O, no logging.
+ */
+#ifndef EMBER_ANALYZER_REST_REST_DOC_H
+#define EMBER_ANALYZER_REST_REST_DOC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define REST_MAX_PIDS     256
+#define REST_MAX_NAMES    32
+#define REST_MAX_IDS      32
+#define REST_NAME_MAX     256	/* comm, cmdline, debugging_dir */
+#define REST_ID_MAX       128	/* container and pod ids */
+#define REST_PATH_MAX     256
+#define REST_NOTE_MAX     160
+
+enum rest_feature { REST_FLAMEGRAPH = 0, REST_FEATURE_MAX };
+/* flamegraph's sub-items */
+enum rest_probe { REST_PROBE_ONCPU = 0, REST_PROBE_OFFCPU, REST_PROBE_MEM, REST_PROBE_MAX };
+
+struct rest_proc_name {
+	char comm[REST_NAME_MAX];	/* exact match on /proc/<pid>/comm ("" = any) */
+	char cmdline[REST_NAME_MAX];	/* substring of the command line ("" = any) */
+	char debugging_dir[REST_NAME_MAX];	/* accepted, not used */
+};
+
+struct rest_doc {
+	enum rest_feature feature;
+	bool probes[REST_PROBE_MAX];
+	uint32_t pids[REST_MAX_PIDS];
+	unsigned npids;
+	struct rest_proc_name names[REST_MAX_NAMES];
+	unsigned nnames;
+	char containers[REST_MAX_IDS][REST_ID_MAX];
+	unsigned ncontainers;
+	char pods[REST_MAX_IDS][REST_ID_MAX];
+	unsigned npods;
+	bool running;
+	/* flamegraph's params (the manual's table) */
+	uint32_t perf_sample_period_ms;	/* 10 [10, 1000] */
+	uint32_t svg_period_s;		/* 180 [30, 600] */
+	uint32_t report_period_s;	/* 60 [5, 600] */
+	bool multi_instance;		/* 0 [0, 1] */
+	bool native_stack;		/* 0 [0, 1], accepted: ember's stacks are native */
+	char svg_dir[REST_PATH_MAX];	/* "/var/log/gala-gopher/stacktrace" */
+	char flame_dir[REST_PATH_MAX];	/* "/var/log/gala-gopher/flamegraph" */
+	char pyroscope_server[REST_PATH_MAX];	/* "" */
+	/* what was accepted but has no effect (bin, check_cmd...), for the answer */
+	char notes[REST_NOTE_MAX];
+};
+
+/* The feature named by a URL path ("/flamegraph"); -1 when ember has none by that name. */
+int rest_doc__feature(const char *path);
+const char *rest_feature__name(enum rest_feature f);
+/* "flamegraph": what a 404 lists. */
+const char *rest_doc__supported(void);
+/* Whether path names a feature of gala-gopher's manual that ember does not provide. */
+bool rest_doc__known_unsupported(const char *path);
+
+/* The defaults of feature f (a PUT of "{}"). */
+void rest_doc__defaults(struct rest_doc *d, enum rest_feature f);
+/*
+ * Decodes a PUT body (len bytes, not NUL-terminated) for feature f into d.
+ * 0, or -EINVAL with the reason in err (d is then undefined: the caller
+ * keeps its configuration, all or nothing).
+ */
+int rest_doc__parse(const char *body, size_t len, enum rest_feature f, struct rest_doc *d, char *err, size_t errlen);
+/* The GET answer: d as a document (malloc'd JSON text), NULL on ENOMEM. */
+char *rest_doc__render(const struct rest_doc *d);
+
+#endif
