@@ -20,11 +20,11 @@ CFLAGS   ?= -O2 -g
 ALL_CFLAGS = $(CFLAGS) $(WARN) -std=gnu11 -D_GNU_SOURCE -fno-omit-frame-pointer -I. -I$(BUILD)/gen $(SAN_CFLAGS)
 # What each program links, and nothing more (ldd build/ember-collector).
 LIBS_COLLECTOR := -lbpf -lelf -lz -luring -lcap
-LIBS_ANALYZER  := -lbpf -lelf -lz -lzmq -lprotobuf-c -lyaml -lcap -liberty -ljson-c -lmicrohttpd -lpthread -lm
+LIBS_ANALYZER  := -lbpf -lelf -lz -lzmq -lprotobuf-c -lyaml -lcap -liberty -ljson-c -lmicrohttpd -lgnutls -lpthread -lm
 LIBS_EXPORTER  := -lelf -lzmq -lprotobuf-c -lyaml -ljson-c -lmicrohttpd -lcurl -lrdkafka -lpthread -lm -ldl
 LIBS_CLI       := -lbpf -lelf -lz -lzmq -lprotobuf-c -lyaml -lcap -lpcap -ljson-c -lpthread -lm
 # tests, benchmarks and fuzzers: everything
-LDLIBS   := -lbpf -lelf -lz -luring -lzmq -lprotobuf-c -lyaml -lcap -lpcap -ljson-c -lmicrohttpd -lcurl -lrdkafka -lpthread -lm -liberty -ldl
+LDLIBS   := -lbpf -lelf -lz -luring -lzmq -lprotobuf-c -lyaml -lcap -lpcap -ljson-c -lmicrohttpd -lgnutls -lcurl -lrdkafka -lpthread -lm -liberty -ldl
 # jemalloc replaces malloc without being referenced by name: keep it past
 # --as-needed (Debian's default), or the analyzer and exporter run on glibc's.
 JEMALLOC := -Wl,--no-as-needed -ljemalloc -Wl,--as-needed

@@ -17,6 +17,7 @@
 #include <zmq.h>
 
 #include "analyzer/continuous/monitors.h"
+#include "analyzer/rest/rest_api.h"
 #include "analyzer/net/netprof.h"
 #include "analyzer/profile.h"
 #include "analyzer/publisher.h"
@@ -52,6 +53,7 @@ static struct {
 	struct task_runner *runner;
 	struct request_server *req;
 	struct monitors *mon;        /* continuous profiling */
+	struct rest_api *rest;       /* the REST control API (the first analyzer, when enabled) */
 	uint64_t oap_policy_problems;
 	uint64_t triggered;          /* ids of triggered tasks */
 	uint64_t records, bad_records, ring_window_drops;
@@ -129,6 +131,21 @@ static void collect_meters(struct bus_meter_set *ms, int with_collector)
 		for (unsigned i = 0; i < MS_MAX; i++)
 			bus__meter_set_add(ms, monitors__stat_name(i), mv[i], i != MS_POLICIES && i != MS_PROCESSES, ts);
 		bus__meter_set_add(ms, "continuous_oap_policy_problems", A.oap_policy_problems, 1, ts);
+	}
+	if (A.rest) {
+		struct rest_api_stats r;
+
+		rest_api__stats(A.rest, &r);
+		bus__meter_set_add(ms, "rest_requests", r.requests, 1, ts);
+		bus__meter_set_add(ms, "rest_puts_applied", r.puts_applied, 1, ts);
+		bus__meter_set_add(ms, "rest_puts_refused", r.puts_refused, 1, ts);
+		bus__meter_set_add(ms, "rest_gets", r.gets, 1, ts);
+		bus__meter_set_add(ms, "rest_not_found", r.not_found, 1, ts);
+		bus__meter_set_add(ms, "rest_not_allowed", r.not_allowed, 1, ts);
+		bus__meter_set_add(ms, "rest_unauthorized", r.unauthorized, 1, ts);
+		bus__meter_set_add(ms, "rest_too_large", r.too_large, 1, ts);
+		bus__meter_set_add(ms, "rest_tasks_started", r.tasks_started, 1, ts);
+		bus__meter_set_add(ms, "rest_task_failures", r.task_failures, 1, ts);
 	}
 	publisher__stats(A.pub, &pub);
 	bus__meter_set_add(ms, "zmq_hwm_drops", pub.hwm_drops, 1, ts);
@@ -610,8 +627,26 @@ int main(int argc, char **argv)
 	if (setup())
 		goto cleanup;
 	runner__restore(A.runner);
+	if (A.shard == 0 && A.cfg->ember.rest_api.enabled) {
+		const struct ember_config *c = A.cfg;
+		char err[512];
+
+		A.rest = rest_api__start(&(struct rest_api_opts){
+			.address = c->ember.rest_api.address, .port = (uint16_t)c->ember.rest_api.port,
+			.max_body = (size_t)c->ember.rest_api.max_body, .ssl_auth = c->ember.rest_api.ssl_auth,
+			.private_key = c->ember.rest_api.private_key, .cert_file = c->ember.rest_api.cert_file,
+			.ca_file = c->ember.rest_api.ca_file, .run_dir = c->ember.run_dir, .analyzers = A.nshards,
+			.max_pids = (unsigned)c->ember.max_task_pids, .self_uid = (uint32_t)geteuid(),
+		}, err, sizeof(err));
+		if (A.rest)
+			log_info("REST control API on %s://%s:%lld (features: %s)", c->ember.rest_api.ssl_auth ? "https" : "http",
+				 c->ember.rest_api.address, (long long)c->ember.rest_api.port, "flamegraph");
+		else
+			log_error("the REST control API did not start: %s", err);
+	}
 	log_info("ready: shard %u of %u, uid %u", A.shard, A.nshards, (unsigned)geteuid());
 	rc = run();
+	A.rest = rest_api__stop(A.rest); /* before the tasks finish: it submits through this analyzer too */
 	if (rc >= 0) {
 		log_info("stopping: finishing %u task(s)", task_mgr__count(A.tm));
 		runner__finish_all(A.runner, "agent stopping");
@@ -620,6 +655,7 @@ int main(int argc, char **argv)
 		rc = 1;
 	}
 cleanup:
+	A.rest = rest_api__stop(A.rest);
 	A.mon = monitors__free(A.mon);
 	A.req = requests__free(A.req);
 	A.runner = runner__free(A.runner);

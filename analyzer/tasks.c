@@ -1,5 +1,7 @@
 #include "analyzer/tasks.h"
 
+#include "common/fileutil.h"
+
 #include <errno.h>
 #include <regex.h>
 #include <stdio.h>
@@ -194,6 +196,15 @@ void task_def__to_pb(const struct task_def *t, struct task_pb *pb)
 		pb->cp[i] = &pb->c[i];
 	}
 	pb->task.n_causes = t->ncauses;
+	if (t->flame.set) {
+		ember__flame_output__init(&pb->flame);
+		pb->flame.svg_dir = (char *)t->flame.svg_dir;
+		pb->flame.flame_dir = (char *)t->flame.flame_dir;
+		pb->flame.per_process = t->flame.per_process;
+		pb->flame.period_start_unix_ms = t->flame.period_start_unix_ms;
+		pb->flame.part = t->flame.part;
+		pb->task.flame = &pb->flame;
+	}
 	pb->task.causes = pb->cp;
 }
 
@@ -271,6 +282,21 @@ int task_def__from_proto(const Ember__Task *p, struct task_def *ret, char *err, 
 		ret->ncauses++;
 	}
 	snprintf(ret->origin, sizeof(ret->origin), "%s", p->origin ? p->origin : "");
+	if (p->flame) {
+		char why[96];
+
+		if (fileutil__safe_dir(p->flame->svg_dir, why, sizeof(why)) ||
+		    fileutil__safe_dir(p->flame->flame_dir, why, sizeof(why))) {
+			snprintf(err, errlen, "flame output directory %s", why);
+			return -EINVAL;
+		}
+		ret->flame.set = true;
+		snprintf(ret->flame.svg_dir, sizeof(ret->flame.svg_dir), "%s", p->flame->svg_dir);
+		snprintf(ret->flame.flame_dir, sizeof(ret->flame.flame_dir), "%s", p->flame->flame_dir);
+		ret->flame.per_process = p->flame->per_process;
+		ret->flame.period_start_unix_ms = p->flame->period_start_unix_ms;
+		ret->flame.part = p->flame->part;
+	}
 	return 0;
 }
 

@@ -51,6 +51,13 @@ struct task_def {
 	uint32_t attach_point;
 	uint32_t ncauses;            /* origin "trigger" */
 	struct task_cause causes[TASK_MAX_CAUSES];
+	struct task_flame {          /* origin "rest": its flame graph files (proto FlameOutput) */
+		bool set;
+		char svg_dir[256], flame_dir[256];
+		bool per_process;
+		uint64_t period_start_unix_ms;
+		uint32_t part;
+	} flame;
 };
 
 struct task_mgr;
@@ -92,6 +99,7 @@ struct task_pb {
 	Ember__NetSampling *sp[TASK_MAX_SAMPLINGS];
 	Ember__TriggerCause c[TASK_MAX_CAUSES];
 	Ember__TriggerCause *cp[TASK_MAX_CAUSES];
+	Ember__FlameOutput flame;
 };
 void task_def__to_pb(const struct task_def *t, struct task_pb *pb);
 /*

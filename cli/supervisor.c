@@ -283,6 +283,15 @@ static int prepare(struct sup *s)
 		log_error("cannot set ownership of %s / %s: %m", cfg->ember.run_dir, cfg->ember.output_dir);
 		return -errno;
 	}
+	/* The REST flamegraph feature's default directories (gala-gopher's), for its unprivileged writers. */
+	if (cfg->ember.rest_api.enabled) {
+		static const char *const dirs[] = { "/var/log/gala-gopher", "/var/log/gala-gopher/stacktrace",
+						    "/var/log/gala-gopher/flamegraph" };
+
+		for (unsigned i = 0; i < 3; i++)
+			if (mkdir_p(dirs[i], 0755) || chown(dirs[i], s->uid, s->gid))
+				log_warn("cannot prepare %s for the REST API's flame graphs: %m", dirs[i]);
+	}
 	snprintf(s->effective, sizeof(s->effective), "%s/effective.yaml", cfg->ember.run_dir);
 	f = fopen(s->effective, "we");
 	if (!f || config__dump(cfg, f) || fclose(f)) {

@@ -121,10 +121,26 @@ static const struct cfg_entry entries[] = {
 	      "EMBER_MAX_STACK_ENTRIES", 0, "Entries of the BPF stack trace map."),
 	E_INT("ember.max_task_pids", ember.max_task_pids, "1024", 1, 1 << 20, "EMBER_MAX_TASK_PIDS", 0,
 	      "Processes that profiling tasks may target at once (BPF filter map size)."),
+	E_BOOL("ember.rest_api.enabled", ember.rest_api.enabled, "false", "EMBER_REST_API_ENABLED", 0,
+	       "Serve gala-gopher's REST control API (PUT/GET /flamegraph ...) from the first analyzer: any client "
+	       "that reaches it may profile any process, so it is off unless asked for, and ssl_auth is for "
+	       "anything but localhost."),
 	E_STR("ember.rest_api.address", ember.rest_api.address, "127.0.0.1", "EMBER_REST_API_ADDRESS",
 	      F_NONEMPTY, "Listen address of the gala-gopher compatible REST control API."),
 	E_INT("ember.rest_api.port", ember.rest_api.port, "9999", 1, 65535, "EMBER_REST_API_PORT", 0,
 	      "Listen port of the REST control API (gala-gopher's rest_api_server.port)."),
+	E_SIZE("ember.rest_api.max_body", ember.rest_api.max_body, "8KiB", 256, 64 * KIB, "EMBER_REST_API_MAX_BODY", 0,
+	       "Largest request body; larger ones are refused (413).  gala-gopher takes 2048 characters of "
+	       "document; form encoding (--data-urlencode) can triple them."),
+	E_BOOL("ember.rest_api.ssl_auth", ember.rest_api.ssl_auth, "false", "EMBER_REST_API_SSL_AUTH", 0,
+	       "HTTPS with private_key and cert_file, and only clients whose certificate ca_file signed "
+	       "(gala-gopher's rest_api_server.ssl_auth)."),
+	E_STR("ember.rest_api.private_key", ember.rest_api.private_key, "", "EMBER_REST_API_PRIVATE_KEY", 0,
+	      "PEM private key of the HTTPS server (ssl_auth)."),
+	E_STR("ember.rest_api.cert_file", ember.rest_api.cert_file, "", "EMBER_REST_API_CERT_FILE", 0,
+	      "PEM certificate of the HTTPS server (ssl_auth)."),
+	E_STR("ember.rest_api.ca_file", ember.rest_api.ca_file, "", "EMBER_REST_API_CA_FILE", 0,
+	      "PEM CA certificate that client certificates must be signed by (ssl_auth)."),
 
 	E_STRV("exporter.backends", exporter.backends, "file,prometheus", w_backends,
 	       "EMBER_EXPORTER_BACKENDS", 0, "Backends the exporter sends to."),

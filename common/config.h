@@ -63,8 +63,12 @@ struct ember_config {
 		int64_t max_stack_entries;
 		int64_t max_task_pids;
 		struct {
+			bool enabled;
 			char *address;
 			int64_t port;
+			uint64_t max_body;
+			bool ssl_auth;
+			char *private_key, *cert_file, *ca_file;
 		} rest_api;
 	} ember;
 	struct {

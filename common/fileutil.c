@@ -90,3 +90,54 @@ int fileutil__write_atomic(const char *dir, const char *name, fileutil_writer_fn
 		return -errno;
 	return fileutil__write_atomic_at(d, name, fn, ctx);
 }
+
+int fileutil__safe_dir(const char *p, char *why, size_t whylen)
+{
+	static const char *const under[] = { "/proc", "/sys", "/dev" };
+	const char *reason = NULL;
+
+	if (!p || p[0] != '/' || !p[1])
+		reason = "is not an absolute directory path";
+	else if (strlen(p) > 255)
+		reason = "is longer than 255 characters";
+	for (const char *c = p; !reason && *c; c++)
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '.' ||
+		      *c == '_' || *c == '-' || *c == '/'))
+			reason = "holds a character other than letters, digits and . _ - /";
+	for (const char *c = p; !reason && (c = strchr(c, '/')); c++)
+		if (!strncmp(c, "/./", 3) || !strcmp(c, "/.") || !strncmp(c, "/../", 4) || !strcmp(c, "/..") ||
+		    !strncmp(c, "//", 2))
+			reason = "has an empty, '.' or '..' component";
+	for (unsigned i = 0; !reason && i < 3; i++) {
+		size_t l = strlen(under[i]);
+
+		if (!strncmp(p, under[i], l) && (!p[l] || p[l] == '/'))
+			reason = "is under /proc, /sys or /dev";
+	}
+	if (!reason)
+		return 0;
+	if (why)
+		snprintf(why, whylen, "%s", reason);
+	return -EINVAL;
+}
+
+int fileutil__mkdirs(const char *path)
+{
+	char p[4096];
+	size_t n = strlen(path);
+
+	if (!n || n >= sizeof(p))
+		return -ENAMETOOLONG;
+	memcpy(p, path, n + 1);
+	for (char *c = p + 1; *c; c++) {
+		if (*c != '/')
+			continue;
+		*c = 0;
+		if (mkdir(p, 0755) && errno != EEXIST)
+			return -errno;
+		*c = '/';
+	}
+	if (mkdir(p, 0755) && errno != EEXIST)
+		return -errno;
+	return 0;
+}

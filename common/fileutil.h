@@ -25,4 +25,13 @@ int fileutil__write_atomic_at(int dirfd, const char *name, fileutil_writer_fn fn
 /* Same, with the directory given by path (opened O_DIRECTORY|O_CLOEXEC). */
 int fileutil__write_atomic(const char *dir, const char *name, fileutil_writer_fn fn, void *ctx);
 
+/*
+ * A directory a caller outside ember may name: absolute, at most 255 bytes
+ * of [A-Za-z0-9._/-], no empty, "." or ".." component, not "/" and not
+ * under /proc, /sys or /dev.  0, or -EINVAL with why in why (may be NULL).
+ */
+int fileutil__safe_dir(const char *path, char *why, size_t whylen);
+/* mkdir -p path (mode 0755 for what it creates, no symlink followed at the last step).  0 or -errno. */
+int fileutil__mkdirs(const char *path);
+
 #endif

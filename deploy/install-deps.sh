@@ -11,6 +11,7 @@ PKGS="$PKGS prometheus python3-zmq curl"  # promtool + a real scraper, a ZeroMQ 
 PKGS="$PKGS bpftrace"  # make bench: the peer tracer measured beside ember in the same run
 PKGS="$PKGS libgrpc-dev python3-grpcio python3-grpc-tools python3-protobuf"  # SkyWalking backend: gRPC core C API; the test OAP receiver
 PKGS="$PKGS libcurl4-openssl-dev librdkafka-dev"  # Pyroscope output (HTTP ingest), Kafka output (and its mock cluster for tests)
+PKGS="$PKGS libgnutls28-dev"  # REST API with ssl_auth: client certificates checked through libmicrohttpd's GnuTLS session
 PKGS="$PKGS rustc openssl util-linux"  # symbolizer: Rust demangling fixture; TLS test certificates; setpriv
 PKGS="$PKGS libiberty-dev golang-go libdebuginfod-dev"  # symbolizer: C++/Rust demangling, stripped Go test binaries, optional debuginfod
 # Network profiling tests: real servers and clients, each started by the tests on their own ports

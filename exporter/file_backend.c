@@ -44,6 +44,13 @@ struct ftask {
 	/* A continuous-profiling trigger's causes: task.json lists them, the SVG title says the first. */
 	unsigned ncauses;
 	struct task_cause causes[8];
+	/* A REST flamegraph task's files (gala-gopher's names, Task.flame): written there, once, at its end. */
+	struct {
+		bool set, per_process;
+		char svg_dir[256], flame_dir[256];
+		uint64_t period_start_ms;
+		uint32_t part, pid;
+	} flame;
 };
 
 struct file_backend {
@@ -154,6 +161,15 @@ static struct ftask *task_get(struct file_backend *fb, const Ember__Task *t, int
 	free_slot->kind = t->kind;
 	free_slot->start_ms = t->start_unix_ms;
 	free_slot->duration_ms = t->duration_ms;
+	if (t->flame && !fileutil__safe_dir(t->flame->svg_dir, NULL, 0) && !fileutil__safe_dir(t->flame->flame_dir, NULL, 0)) {
+		free_slot->flame.set = true;
+		free_slot->flame.per_process = t->flame->per_process;
+		snprintf(free_slot->flame.svg_dir, sizeof(free_slot->flame.svg_dir), "%s", t->flame->svg_dir);
+		snprintf(free_slot->flame.flame_dir, sizeof(free_slot->flame.flame_dir), "%s", t->flame->flame_dir);
+		free_slot->flame.period_start_ms = t->flame->period_start_unix_ms;
+		free_slot->flame.part = t->flame->part;
+		free_slot->flame.pid = t->n_pids ? t->pids[0] : 0;
+	}
 	for (size_t i = 0; i < t->n_causes && free_slot->ncauses < 8; i++) {
 		task_cause__from_pb(&free_slot->causes[free_slot->ncauses++], t->causes[i]);
 	}
@@ -196,7 +212,7 @@ static void file_on_profile(void *st, const Ember__ProfileBatch *b)
 	for (size_t i = 0; i < b->n_samples; i++) {
 		const Ember__StackSample *s = b->samples[i];
 
-		stack_sample__frames(s, &f);
+		stack_sample__frames(s, t->flame.set, &f);
 		fb->frames_truncated += f.truncated;
 		(void)flamegraph__add(t->fg, f.v, f.n, s->count);
 		if (t->fg_time)
@@ -310,9 +326,52 @@ static int write_net_txt_cb(FILE *out, void *ctx)
 	return net_report__write_text(t->net, t->id, out);
 }
 
+/*
+ * A REST flamegraph task's files, at its end: <svg_dir>/<type>/<start>_<type>[_<pid>|_<part>].svg
+ * and the folded stacks in <flame_dir>/<type>/<same>.txt (proto FlameOutput).
+ */
+static void write_flame_files(struct file_backend *fb, struct ftask *t)
+{
+	const char *type = t->kind == EMBER__TASK_KIND__ON_CPU ? "oncpu" : t->kind == EMBER__TASK_KIND__OFF_CPU ? "offcpu"
+														     : "mem";
+	const struct flamegraph *g = t->fg_time ? t->fg_time : t->fg;
+	char base[96], suffix[24] = "", name[160], sdir[300], fdir[300], title[200], sub[160];
+	time_t start = (time_t)(t->flame.period_start_ms / 1000);
+	struct tm tm;
+	struct svg_ctx sc = { g, title, sub, t->fg_time ? "µs" : t->kind == EMBER__TASK_KIND__MEM ? "faults" : "samples" };
+
+	localtime_r(&start, &tm);
+	strftime(base, sizeof(base), "%Y%m%d%H%M%S", &tm);
+	if (t->flame.per_process)
+		snprintf(suffix, sizeof(suffix), "_%u", t->flame.pid);
+	else if (t->flame.part)
+		snprintf(suffix, sizeof(suffix), "_%u", t->flame.part);
+	snprintf(sdir, sizeof(sdir), "%s/%s", t->flame.svg_dir, type);
+	snprintf(fdir, sizeof(fdir), "%s/%s", t->flame.flame_dir, type);
+	if (fileutil__mkdirs(sdir) || fileutil__mkdirs(fdir)) {
+		fb->write_errors++;
+		return;
+	}
+	snprintf(title, sizeof(title), "%s flame graph", t->kind == EMBER__TASK_KIND__ON_CPU ? "On-CPU" :
+			 t->kind == EMBER__TASK_KIND__OFF_CPU ? "Off-CPU" : "Memory (page fault)");
+	snprintf(sub, sizeof(sub), "ember task %s: %llu samples, %llu stacks", t->id, (unsigned long long)t->samples,
+		 (unsigned long long)t->stacks);
+	snprintf(name, sizeof(name), "%s_%s%s.svg", base, type, suffix);
+	write_one(fb, sdir, name, write_svg_cb, &sc);
+	snprintf(name, sizeof(name), "%s_%s%s.txt", base, type, suffix);
+	write_one(fb, fdir, name, write_folded_cb, (void *)g);
+	t->dirty = 0;
+}
+
 static void write_task(struct file_backend *fb, struct ftask *t, const char *final_state)
 {
 	char dir[1024], title[512], sub[160];
+
+	if (t->flame.set) {
+		if (final_state)
+			write_flame_files(fb, t);
+		return;
+	}
 
 	snprintf(dir, sizeof(dir), "%s/%s", fb->dir, t->id);
 	if (mkdir(dir, 0755) && errno != EEXIST) {

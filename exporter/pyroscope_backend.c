@@ -207,7 +207,7 @@ static void pyro_on_profile(void *st, const Ember__ProfileBatch *b)
 		p->sample_rate = type == PT_CPU && b->task->period_ns ? 1000000000ull / b->task->period_ns
 				 : type == PT_OFF_CPU			 ? 1000000
 									 : 100;
-		stack_sample__frames(s, &fr);
+		stack_sample__frames(s, false, &fr);
 		pb->c[PC_FRAMES_TRUNCATED] += fr.truncated;
 		(void)flamegraph__add(p->fg, fr.v, fr.n, w);
 		stack_sample__release(&fr);

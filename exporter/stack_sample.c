@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-void stack_sample__frames(const Ember__StackSample *s, struct stack_frames *f)
+void stack_sample__frames(const Ember__StackSample *s, bool pid_root, struct stack_frames *f)
 {
 	size_t nk = s->n_kernel_frames, nu = s->n_user_frames;
 
@@ -13,6 +13,10 @@ void stack_sample__frames(const Ember__StackSample *s, struct stack_frames *f)
 	nk = nk > STACK_SAMPLE_MAX_SIDE ? STACK_SAMPLE_MAX_SIDE : nk;
 	nu = nu > STACK_SAMPLE_MAX_SIDE ? STACK_SAMPLE_MAX_SIDE : nu;
 	f->v[f->n++] = s->process_name && *s->process_name ? s->process_name : "[unknown]";
+	if (pid_root) {
+		snprintf(f->root, sizeof(f->root), "[%u]%s", s->pid, f->v[0]);
+		f->v[0] = f->root;
+	}
 	for (size_t j = nu; j-- > 0;)
 		f->v[f->n++] = s->user_frames[j];
 	f->nk = nk;

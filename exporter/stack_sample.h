@@ -2,7 +2,8 @@
  * A profile's stack as ember's flame graphs name it, root first: the
  * process, its user frames outermost first, then its kernel frames marked
  * "_[k]" (the folded-stack convention renderers colour by).  Every backend
- * that draws or ships stacks names them this way.
+ * that draws or ships stacks names them this way.  The process is its name,
+ * or with pid_root "[<pid>]<name>" (gala-gopher's stackprobe convention).
  */
 #ifndef EMBER_EXPORTER_STACK_SAMPLE_H
 #define EMBER_EXPORTER_STACK_SAMPLE_H
@@ -21,10 +22,11 @@ struct stack_frames {
 	bool truncated;			/* a side had more than STACK_SAMPLE_MAX_SIDE frames */
 	char *kbuf[STACK_SAMPLE_MAX_SIDE];	/* the kernel names, allocated */
 	size_t nk;
+	char root[64];
 };
 
 /* s's frames into f (released by stack_sample__release). */
-void stack_sample__frames(const Ember__StackSample *s, struct stack_frames *f);
+void stack_sample__frames(const Ember__StackSample *s, bool pid_root, struct stack_frames *f);
 void stack_sample__release(struct stack_frames *f);
 
 #endif

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/fileutil.h"
+
 static const char *const feature_names[REST_FEATURE_MAX] = { "flamegraph" };
 static const char *const probe_names[REST_PROBE_MAX] = { "oncpu", "offcpu", "mem" };
 /* The manual's other features: answered "not supported by ember", never 404. */
@@ -103,33 +105,15 @@ static int get_int(json_object *v, const char *where, int64_t lo, int64_t hi, in
 	return 0;
 }
 
-/*
- * A directory a caller may name: absolute, of [A-Za-z0-9._/-], no "."
- * or ".." component, not the root and not under /proc, /sys or /dev.
- */
+/* A directory a caller may name (common/fileutil.h: fileutil__safe_dir). */
 static int get_dir(json_object *v, const char *where, char *dst, char *err, size_t errlen)
 {
-	char p[REST_PATH_MAX];
+	char p[REST_PATH_MAX], why[96];
 
 	if (get_str(v, where, p, sizeof(p), err, errlen))
 		return -EINVAL;
-	if (p[0] != '/' || !p[1])
-		return bad(err, errlen, "%s '%s' is not an absolute directory path", where, p);
-	for (const char *c = p; *c; c++)
-		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
-		      *c == '.' || *c == '_' || *c == '-' || *c == '/'))
-			return bad(err, errlen, "%s '%s': only letters, digits and . _ - / are allowed", where, p);
-	for (const char *c = p; (c = strchr(c, '/')); c++)
-		if (!strncmp(c, "/./", 3) || !strcmp(c, "/.") || !strncmp(c, "/../", 4) || !strcmp(c, "/..") ||
-		    !strncmp(c, "//", 2))
-			return bad(err, errlen, "%s '%s' has an empty, '.' or '..' component", where, p);
-	for (unsigned i = 0; i < 3; i++) {
-		static const char *const under[] = { "/proc", "/sys", "/dev" };
-		size_t l = strlen(under[i]);
-
-		if (!strncmp(p, under[i], l) && (!p[l] || p[l] == '/'))
-			return bad(err, errlen, "%s '%s' is under %s", where, p, under[i]);
-	}
+	if (fileutil__safe_dir(p, why, sizeof(why)))
+		return bad(err, errlen, "%s '%s' %s", where, p, why);
 	snprintf(dst, REST_PATH_MAX, "%s", p);
 	return 0;
 }
@@ -479,7 +463,8 @@ char *rest_doc__render(const struct rest_doc *d)
 	json_object_object_add(o, "params", par);
 	par = NULL;
 	json_object_object_add(o, "state", json_object_new_string(d->running ? "running" : "stopped"));
-	ret = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED));
+	ret = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+							      JSON_C_TO_STRING_NOSLASHESCAPE));
 cleanup:
 	json_object_put(o);
 	json_object_put(cmd);

@@ -1,0 +1,52 @@
+/*
+ * gala-gopher's REST control API (the manual's "REST Dynamic Configuration
+ * Interface"), served by the first analyzer on a thread of its own
+ * (libmicrohttpd, driven by that thread; the collector never sees it):
+ *
+ *   PUT /<feature>   body json=<document> (rest_doc.h): the feature's whole
+ *                    new configuration, applied all or nothing.
+ *                    200 "New config takes effect" (plus what was ignored);
+ *                    400 with the reason; 413 over max_body
+ *   GET /<feature>   200, the configuration as a document
+ *   other methods    405; a path that is no feature: 404 listing ember's;
+ *                    a feature of gala-gopher that ember does not provide:
+ *                    501 saying so and listing ember's
+ *
+ * With ssl_auth: HTTPS with the configured key and certificate, and a
+ * request is served only when its client presented a certificate that
+ * ca_file signed (403 otherwise).  Features run through the analyzers like
+ * any client's tasks (common/task_submit.h): the REST thread only submits.
+ */
+#ifndef EMBER_ANALYZER_REST_REST_API_H
+#define EMBER_ANALYZER_REST_REST_API_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct rest_api_opts {
+	const char *address;
+	uint16_t port;
+	size_t max_body;
+	bool ssl_auth;
+	const char *private_key, *cert_file, *ca_file;	/* PEM files (ssl_auth) */
+	const char *run_dir;		/* the agent's */
+	unsigned analyzers;
+	unsigned max_pids;
+	uint32_t self_uid;		/* processes of this user are never selected (0: none) */
+};
+
+struct rest_api_stats {
+	uint64_t requests, puts_applied, puts_refused, gets, not_found, not_allowed, unauthorized, too_large;
+	uint64_t tasks_started, task_failures;
+};
+
+struct rest_api;
+
+/* Listens and starts the thread.  NULL + errno, with why in err (an address in use, a key unreadable...). */
+struct rest_api *rest_api__start(const struct rest_api_opts *o, char *err, size_t errlen);
+/* Stops the thread (the tasks it started end by themselves).  Accepts NULL; returns NULL. */
+struct rest_api *rest_api__stop(struct rest_api *r);
+void rest_api__stats(struct rest_api *r, struct rest_api_stats *ret);
+
+#endif
