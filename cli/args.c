@@ -60,6 +60,11 @@ struct ember_config *cli__load_config(const char *cmd, const struct cfg_args *a)
 			goto bad;
 		}
 	}
+	if (cfg->ember.rest_api.enabled && cfg->ember.rest_api.ssl_auth &&
+	    (!*cfg->ember.rest_api.private_key || !*cfg->ember.rest_api.cert_file || !*cfg->ember.rest_api.ca_file)) {
+		snprintf(err, sizeof(err), "ember.rest_api.ssl_auth needs ember.rest_api.private_key, cert_file and ca_file");
+		goto bad;
+	}
 	return cfg;
 bad:
 	fprintf(stderr, "ember %s: %s\n", cmd, err);

@@ -24,6 +24,7 @@ printf 'profiling:\n  flush_interval: soon\n' > "$TMP/bad-val.yaml"
 expect_err 2 "soon.*profiling.flush_interval" "$EMBER" run --config "$TMP/bad-val.yaml" --dump-config
 expect_err 2 "ROVER_PROFILING_FLUSH_INTERVAL" env ROVER_PROFILING_FLUSH_INTERVAL=never "$EMBER" run --dump-config
 expect_err 2 "no.such.key" "$EMBER" run --set no.such.key=1 --dump-config
+expect_err 2 "ember.rest_api.ssl_auth needs ember.rest_api.private_key, cert_file and ca_file" "$EMBER" run --set ember.rest_api.enabled=true --set ember.rest_api.ssl_auth=true --dump-config
 "$EMBER" --help | grep -q "profile" || fail "--help does not list commands"
 "$EMBER" profile --help | grep -q -- "--duration" || fail "profile --help does not describe --duration"
 "$EMBER" run --help-config | grep -q "profiling.task.on_cpu.dump_period" || fail "--help-config misses a key"

@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# gala-gopher's REST control API, with the manual's curl commands verbatim
+# (its port replaced by a free one): the scope example is taken and read
+# back; the runtime-parameters example is refused (its sample_period is a
+# parameter of io and tcp, not of flamegraph) and changes nothing; the
+# start/stop and stackprobe examples are
+# taken.  Then the flamegraph feature at work: oncpu for a process named by
+# comm and one named by pid, one SVG per process per svg_period (30 s) in
+# svg_dir with its folded stacks in flame_dir, rooted at [pid]comm; a
+# process started after the PUT is profiled in the same period.  Bad bodies
+# each get a 4xx with a message and change nothing; stopping cancels.
+. "$(dirname "$0")/lib.sh"
+need_bpf
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+EMBER_USER=$("$EMBER" run --dump-config 2>/dev/null | awk '/^  user:/ {print $2; exit}'); EMBER_USER=${EMBER_USER:-ember}
+SVG=$TMP/svg FLAME=$TMP/flame
+mkdir -p "$SVG" "$FLAME"; chown "$EMBER_USER" "$SVG" "$FLAME"; chmod 755 "$TMP"
+AGENT_PROFILING_YAML=""
+start_agent --set ember.rest_api.enabled=true --set ember.rest_api.port="$PORT"
+for _ in $(seq 50); do grep -q "REST control API on" "$TMP/agent.log" && break; sleep 0.1; done
+grep -q "REST control API on http://127.0.0.1:$PORT" "$TMP/agent.log" || { cat "$TMP/agent.log"; fail "the REST API did not start"; }
+U=http://localhost:$PORT
+code() { cut -d' ' -f1 <<<"$1"; }
+req() { # curl args... -> "CODE BODY"
+  local out; out=$(curl -s -w '\n%{http_code}' "$@"); echo "$(tail -1 <<<"$out") $(head -n -1 <<<"$out" | tr '\n' ' ')"
+}
+expect() { # label want-code want-text "CODE BODY"
+  echo "$1: $4"
+  [ "$(code "$4")" = "$2" ] || fail "$1: HTTP $(code "$4"), expected $2"
+  grep -qF -- "$3" <<<"$4" || fail "$1: the answer does not say '$3'"
+}
+get() { curl -s "$U/flamegraph"; }
+
+# --- the manual's commands, verbatim -------------------------------------------------------
+r=$(req -X PUT http://localhost:$PORT/flamegraph --data-urlencode json='
+{
+    "cmd": {
+        "bin": "/opt/gala-gopher/extend_probes/stackprobe",
+        "check_cmd": "",
+        "probe": [
+            "oncpu",
+            "offcpu"
+        ]
+    },
+    "snoopers": {
+        "proc_id": [
+            101,
+            102
+        ],
+        "proc_name": [
+            {
+                "comm": "app1",
+                "cmdline": "",
+                "debugging_dir": ""
+            },
+            {
+                "comm": "app2",
+                "cmdline": "",
+                "debugging_dir": ""
+            }
+        ],
+        "pod_id": [
+            "pod1",
+            "pod2"
+        ],
+        "container_id": [
+            "container1",
+            "container2"
+        ]
+    }
+}')
+expect "the manual's scope example" 200 "New config takes effect" "$r"
+get > "$TMP/get1.json"
+python3 - "$TMP/get1.json" <<'PY' || fail "GET does not return what was PUT"
+import json, sys
+d = json.load(open(sys.argv[1]))
+print("GET:", json.dumps(d))
+s = d["snoopers"]
+sys.exit(0 if d["cmd"]["probe"] == ["oncpu", "offcpu"] and s["proc_id"] == [101, 102]
+         and [n["comm"] for n in s["proc_name"]] == ["app1", "app2"] and s["pod_id"] == ["pod1", "pod2"]
+         and s["container_id"] == ["container1", "container2"] and d["state"] == "stopped" else 1)
+PY
+r=$(req -X PUT http://localhost:$PORT/flamegraph --data-urlencode json='
+{
+    "params": {
+        "report_period": 180,
+        "sample_period": 180,
+        "metrics_type": [
+            "raw",
+            "telemetry"
+        ]
+    }
+}')
+expect "the manual's runtime-parameters example" 400 "params.sample_period applies to io and tcp, not to flamegraph" "$r"
+[ "$(get)" = "$(cat "$TMP/get1.json")" ] || fail "a refused PUT changed the configuration"
+r=$(req -X PUT http://localhost:$PORT/flamegraph -d json='{ "cmd": {"probe": ["oncpu"] }, "snoopers": {"proc_name": [{ "comm": "cadvisor"}] }, "state": "running"}')
+expect "the manual's basic stackprobe command" 200 "New config takes effect" "$r"
+r=$(req -X PUT http://localhost:$PORT/flamegraph -d json='{ "cmd": {  "check_cmd": "",  "probe": ["oncpu", "offcpu", "mem"] }, "snoopers": {  "proc_name": [{   "comm": "cadvisor",   "cmdline": "",   "debugging_dir": ""  }, {   "comm": "java",   "cmdline": "",   "debugging_dir": ""  }] }, "params": {  "perf_sample_period": 100,  "svg_period": 300,  "svg_dir": "/var/log/gala-gopher/stacktrace",  "flame_dir": "/var/log/gala-gopher/flamegraph",  "pyroscope_server": "localhost:4040",  "multi_instance": 1,  "native_stack": 0 }, "state": "running"}')
+expect "the manual's advanced stackprobe command" 200 "New config takes effect" "$r"
+r=$(req -X PUT http://localhost:$PORT/flamegraph --data-urlencode json='
+{
+    "state": "stopped"
+}')
+expect "the manual's stop command" 200 "New config takes effect" "$r"
+get | grep -q '"state": "stopped"' || fail "the state is not stopped"
+ok "the manual's commands: taken, read back, and its example of another feature's parameter refused"
+
+# --- refusals change nothing -----------------------------------------------------------------
+before=$(get)
+expect "bad JSON" 400 "not JSON" "$(req -X PUT "$U/flamegraph" -d 'json={"cmd": {"probe": ["oncpu"]}')"
+expect "an unknown key" 400 "unknown key 'cmdd'" "$(req -X PUT "$U/flamegraph" -d 'json={"cmdd": {}}')"
+expect "out of range" 400 "params.perf_sample_period: 5 is out of range [10, 1000]" \
+  "$(req -X PUT "$U/flamegraph" -d 'json={"params": {"perf_sample_period": 5}}')"
+expect "an unsafe directory" 400 "params.svg_dir '/tmp/../etc' has an empty, '.' or '..' component" \
+  "$(req -X PUT "$U/flamegraph" -d 'json={"params": {"svg_dir": "/tmp/../etc"}}')"
+expect "a sub-item of another feature" 400 "cmd.probe: 'tcp_rtt' is not a sub-item of flamegraph" \
+  "$(req -X PUT "$U/flamegraph" -d 'json={"cmd": {"probe": ["tcp_rtt"]}}')"
+head -c 10000 /dev/zero | tr '\0' ' ' > "$TMP/big"
+expect "an oversized body" 413 "larger than 8192 bytes" "$(req -X PUT "$U/flamegraph" --data-binary @"$TMP/big")"
+expect "not json=" 400 "not json=<document>" "$(req -X PUT "$U/flamegraph" -d 'config={}')"
+expect "another method" 405 "use GET or PUT" "$(req -X DELETE "$U/flamegraph")"
+expect "a feature ember does not provide" 501 "l7 is not supported by ember; supported: flamegraph" "$(req "$U/l7")"
+expect "no such feature" 404 "no such feature" "$(req "$U/nonsense")"
+[ "$(get)" = "$before" ] || fail "a refused PUT changed the configuration"
+ok "bad bodies get a 4xx with the reason and change nothing"
+
+# --- the flamegraph feature at work ------------------------------------------------------------
+"$PROGS/oncpu_chain" 120 & C1=$!; CLEANUP_PIDS+=("$C1")
+"$PROGS/cpu_work" 100000 > /dev/null & W=$!; CLEANUP_PIDS+=("$W")
+sleep 0.3
+r=$(req -X PUT "$U/flamegraph" --data-urlencode json="{\"cmd\": {\"probe\": [\"oncpu\"]},
+  \"snoopers\": {\"proc_id\": [$W], \"proc_name\": [{\"comm\": \"oncpu_chain\"}]},
+  \"params\": {\"svg_period\": 30, \"perf_sample_period\": 10, \"multi_instance\": 1, \"svg_dir\": \"$SVG\", \"flame_dir\": \"$FLAME\"},
+  \"state\": \"running\"}")
+expect "the flamegraph PUT" 200 "New config takes effect" "$r"
+sleep 4
+"$PROGS/oncpu_chain" 120 & C2=$!; CLEANUP_PIDS+=("$C2")   # started after the PUT, within the period
+for _ in $(seq 90); do [ "$(ls "$SVG"/oncpu/*.svg 2>/dev/null | wc -l)" -ge 3 ] && break; sleep 1; done
+ls -la "$SVG/oncpu" "$FLAME/oncpu" || true
+for p in "$C1" "$C2" "$W"; do
+  s=$(ls "$SVG"/oncpu/*_oncpu_"$p".svg 2>/dev/null | head -1)
+  [ -n "$s" ] && grep -q "<svg" "$s" || fail "no SVG for pid $p in $SVG/oncpu"
+  t=${s/#$SVG/$FLAME}; t=${t%.svg}.txt
+  [ -s "$t" ] || fail "no folded stacks $t"
+  [ "$(awk -F';' '{print $1}' "$t" | sort -u)" = "[$p]$(cat /proc/$p/comm)" ] || fail "stacks of $t are not rooted at [$p]comm"
+done
+f=$(ls "$FLAME"/oncpu/*_oncpu_"$C1".txt | head -1)
+chain=$(folded_sum "$f" "^\\[$C1\\]oncpu_chain;(.*;)?outer;middle;leaf(;|\$)"); total=$(folded_total "$f")
+echo "pid $C1: $chain of $total samples in outer;middle;leaf"
+[ "$total" -gt 0 ] && [ $((100 * chain / total)) -ge 80 ] || fail "the known chain is not in the flame graph"
+[[ "$(basename "$f")" =~ ^[0-9]{14}_oncpu_${C1}\.txt$ ]] || fail "$(basename "$f") is not <YYYYMMDDHHMMSS>_oncpu_<pid>.txt"
+ok "one flame graph per process and period in svg_dir, the one started later included"
+expect "stop" 200 "New config takes effect" "$(req -X PUT "$U/flamegraph" -d 'json={"state": "stopped"}')"
+for _ in $(seq 20); do
+  n=$("$EMBER" stats --config "$TMP/ember.yaml" 2>/dev/null | awk '$1 == "analyzer0" && $2 == "ember_tasks_running" {print $3}')
+  [ "$n" = 0 ] && break; sleep 0.5
+done
+[ "$n" = 0 ] || fail "$n tasks still run after the stop"
+ok "stopping the feature cancels its tasks"
+stop_agent || fail "agent exited with an error"
