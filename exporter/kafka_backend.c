@@ -6,7 +6,7 @@
  *       table: {"timestamp", "machine_id", "hostname", "entity_name",
  *       "table_name", <keys>, <labels>, <metrics>}, values as strings as
  *       gala-gopher writes them.  Tables: l7_link and l7_rpc of entity "l7"
- *       (exporter/gala_l7.h) from every network flow of each report
+ *       (exporter/gala_tables.h) from every network flow of each report
  *       interval, and continuous_monitor from the continuous-profiling
  *       monitors' values (keys tgid, target, uri; label service; one metric
  *       named after the monitor's meter: process_cpu, http_error_rate, ...).
@@ -40,7 +40,7 @@
 #include "common/log.h"
 #include "common/timeutil.h"
 #include "exporter/backend.h"
-#include "exporter/gala_l7.h"
+#include "exporter/gala_tables.h"
 
 enum kc {
 	KC_SENT, KC_DELIVERED, KC_FAILED, KC_QUEUE_FULL, KC_PRODUCE_ERRORS, KC_BYTES, KC_METRICS, KC_EVENTS, KC_META,
@@ -300,7 +300,7 @@ static void kafka_on_network(void *st, const Ember__NetworkBatch *b)
 	if (b->window_end_unix_ns <= b->window_start_unix_ns)
 		interval = 0;
 	for (size_t i = 0; i < b->n_flows; i++) {
-		unsigned n = gala_l7__records(b->flows[i], interval, r);
+		unsigned n = gala_tables__l7(b->flows[i], interval, r);
 
 		for (unsigned k = 0; k < n; k++)
 			send_record(kb, ts, &r[k]);
@@ -442,7 +442,7 @@ static void kafka_tick(void *st, uint64_t now_ms, int final)
 	if (!final && mono >= kb->next_meta) {
 		kb->next_meta = mono + kb->cfg->exporter.kafka.meta_period_ns / 1000000;
 		for (unsigned i = 0; i < GALA_L7_TABLES; i++)
-			send_meta(kb, now_ms, &gala_l7_tables[i]);
+			send_meta(kb, now_ms, &gala_tables[i]);
 		send_meta(kb, now_ms, &mon_table);
 	}
 	rd_kafka_poll(kb->rk, 0);

@@ -1,5 +1,5 @@
-/* gala-gopher's L7 tables from a network flow: see gala_l7.h. */
-#include "exporter/gala_l7.h"
+/* gala-gopher's tables from a network flow: see gala_tables.h. */
+#include "exporter/gala_tables.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -12,12 +12,22 @@ static const char *const link_metrics[] = { "bytes_sent", "bytes_recv", "segs_se
 static const char *const rpc_metrics[] = { "throughput_req", "throughput_resp", "req_count", "resp_count",
 					   "latency_avg", "latency_sum", "err_ratio", "err_count", NULL };
 
-const struct gala_table gala_l7_tables[GALA_L7_TABLES] = {
+static const char *const tcp_keys[] = { "tgid", "role", "client_ip", "server_ip", "client_port", "server_port",
+					"protocol", NULL };
+static const char *const no_labels[] = { NULL };
+static const char *const txrx_metrics[] = { "rx_bytes", "tx_bytes", "segs_in", "segs_out", NULL };
+static const char *const rtt_metrics[] = { "srtt", NULL };
+static const char *const abn_metrics[] = { "retran_packets", "sk_drops", NULL };
+
+const struct gala_table gala_tables[GALA_TABLES] = {
 	[GALA_L7_LINK] = { "l7_link", "l7", l7_keys, l7_labels, link_metrics },
 	[GALA_L7_RPC] = { "l7_rpc", "l7", l7_keys, l7_labels, rpc_metrics },
+	[GALA_TCP_TX_RX] = { "tcp_tx_rx", "tcp_link", tcp_keys, no_labels, txrx_metrics },
+	[GALA_TCP_RTT] = { "tcp_rtt", "tcp_link", tcp_keys, no_labels, rtt_metrics },
+	[GALA_TCP_ABN] = { "tcp_abn", "tcp_link", tcp_keys, no_labels, abn_metrics },
 };
 
-const char *gala_l7__protocol(const char *parser)
+const char *gala_tables__protocol(const char *parser)
 {
 	if (!parser || !*parser)
 		return "unknown";
@@ -61,14 +71,14 @@ static void keys_of(struct gala_record *r, const Ember__NetFlow *f)
 	KEY("server_port", "%s", server ? lport : pport);
 	KEY("l4_role", "%s", udp ? "udp" : server ? "tcp_server" : "tcp_client");
 	KEY("l7_role", "%s", server ? "server" : "client");
-	KEY("protocol", "%s", gala_l7__protocol(f->protocol));
+	KEY("protocol", "%s", gala_tables__protocol(f->protocol));
 #undef KEY
 	r->nl = 1;
 	r->labels[0].name = "ssl";
 	snprintf(r->labels[0].value, GALA_VALUE_MAX, "%d", f->ssl ? 1 : 0);
 }
 
-unsigned gala_l7__records(const Ember__NetFlow *f, uint64_t interval_ms, struct gala_record ret[GALA_L7_TABLES])
+unsigned gala_tables__l7(const Ember__NetFlow *f, uint64_t interval_ms, struct gala_record ret[GALA_L7_TABLES])
 {
 	uint64_t wb = f->write ? f->write->bytes : 0, rb = f->read ? f->read->bytes : 0;
 	uint64_t wc = f->write ? f->write->count : 0, rc = f->read ? f->read->count : 0;
@@ -79,7 +89,7 @@ unsigned gala_l7__records(const Ember__NetFlow *f, uint64_t interval_ms, struct 
 		struct gala_record *r = &ret[n++];
 
 		memset(r, 0, sizeof(*r));
-		r->t = &gala_l7_tables[GALA_L7_LINK];
+		r->t = &gala_tables[GALA_L7_LINK];
 		keys_of(r, f);
 		r->metrics[r->nm].name = "bytes_sent", r->metrics[r->nm++].value = (double)wb;
 		r->metrics[r->nm].name = "bytes_recv", r->metrics[r->nm++].value = (double)rb;
@@ -91,7 +101,7 @@ unsigned gala_l7__records(const Ember__NetFlow *f, uint64_t interval_ms, struct 
 		uint64_t resp = f->requests > f->unanswered ? f->requests - f->unanswered : 0;
 
 		memset(r, 0, sizeof(*r));
-		r->t = &gala_l7_tables[GALA_L7_RPC];
+		r->t = &gala_tables[GALA_L7_RPC];
 		keys_of(r, f);
 		r->metrics[r->nm].name = "throughput_req", r->metrics[r->nm++].value = (double)f->requests / secs;
 		r->metrics[r->nm].name = "throughput_resp", r->metrics[r->nm++].value = (double)resp / secs;
@@ -103,6 +113,64 @@ unsigned gala_l7__records(const Ember__NetFlow *f, uint64_t interval_ms, struct 
 		r->metrics[r->nm].name = "err_ratio",
 		r->metrics[r->nm++].value = 100.0 * (double)f->errors / (double)f->requests;
 		r->metrics[r->nm].name = "err_count", r->metrics[r->nm++].value = (double)f->errors;
+	}
+	return n;
+}
+
+static void tcp_keys_of(struct gala_record *r, const Ember__NetFlow *f)
+{
+	bool server = f->side && !strcmp(f->side, "server");
+	char lip[GALA_VALUE_MAX], lport[16], pip[GALA_VALUE_MAX], pport[16];
+
+	split_addr(f->local_address, lip, sizeof(lip), lport, sizeof(lport));
+	split_addr(f->peer_address, pip, sizeof(pip), pport, sizeof(pport));
+	r->nk = 0;
+#define KEY(n, ...) do { r->keys[r->nk].name = n; snprintf(r->keys[r->nk++].value, GALA_VALUE_MAX, __VA_ARGS__); } while (0)
+	KEY("tgid", "%u", f->pid);
+	KEY("role", "%d", server ? 0 : 1);
+	KEY("client_ip", "%s", server ? pip : lip);
+	KEY("server_ip", "%s", server ? lip : pip);
+	KEY("client_port", "%s", server ? pport : lport);
+	KEY("server_port", "%s", server ? lport : pport);
+	KEY("protocol", "%d", strchr(pip, ':') ? 10 : 2);
+#undef KEY
+}
+
+unsigned gala_tables__tcp(const Ember__NetFlow *f, struct gala_record ret[GALA_TCP_TABLES])
+{
+	uint64_t wb = f->write ? f->write->bytes : 0, rb = f->read ? f->read->bytes : 0;
+	uint64_t wc = f->write ? f->write->count : 0, rc = f->read ? f->read->count : 0;
+	uint64_t rtt_n = f->write_rtt ? f->write_rtt->count : 0;
+	unsigned n = 0;
+	struct gala_record *r;
+
+	if (f->transport && !strcmp(f->transport, "udp"))
+		return 0;
+	if (wb || rb || wc || rc) {
+		r = &ret[n++];
+		memset(r, 0, sizeof(*r));
+		r->t = &gala_tables[GALA_TCP_TX_RX];
+		tcp_keys_of(r, f);
+		r->metrics[r->nm].name = "rx_bytes", r->metrics[r->nm++].value = (double)rb;
+		r->metrics[r->nm].name = "tx_bytes", r->metrics[r->nm++].value = (double)wb;
+		r->metrics[r->nm].name = "segs_in", r->metrics[r->nm++].value = (double)rc;
+		r->metrics[r->nm].name = "segs_out", r->metrics[r->nm++].value = (double)wc;
+	}
+	if (rtt_n) {
+		r = &ret[n++];
+		memset(r, 0, sizeof(*r));
+		r->t = &gala_tables[GALA_TCP_RTT];
+		tcp_keys_of(r, f);
+		/* write_rtt.time_ns holds the sum of the RTTs in us (proto NetCalls) */
+		r->metrics[r->nm].name = "srtt", r->metrics[r->nm++].value = (double)f->write_rtt->time_ns / (double)rtt_n;
+	}
+	if (f->retransmits || f->drops) {
+		r = &ret[n++];
+		memset(r, 0, sizeof(*r));
+		r->t = &gala_tables[GALA_TCP_ABN];
+		tcp_keys_of(r, f);
+		r->metrics[r->nm].name = "retran_packets", r->metrics[r->nm++].value = (double)f->retransmits;
+		r->metrics[r->nm].name = "sk_drops", r->metrics[r->nm++].value = (double)f->drops;
 	}
 	return n;
 }
