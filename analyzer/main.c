@@ -146,6 +146,7 @@ static void collect_meters(struct bus_meter_set *ms, int with_collector)
 		bus__meter_set_add(ms, "rest_too_large", r.too_large, 1, ts);
 		bus__meter_set_add(ms, "rest_tasks_started", r.tasks_started, 1, ts);
 		bus__meter_set_add(ms, "rest_task_failures", r.task_failures, 1, ts);
+		bus__meter_set_add(ms, "rest_net_processes_followed", r.net_followed, 0, ts);
 	}
 	publisher__stats(A.pub, &pub);
 	bus__meter_set_add(ms, "zmq_hwm_drops", pub.hwm_drops, 1, ts);
@@ -640,7 +641,7 @@ int main(int argc, char **argv)
 		}, err, sizeof(err));
 		if (A.rest)
 			log_info("REST control API on %s://%s:%lld (features: %s)", c->ember.rest_api.ssl_auth ? "https" : "http",
-				 c->ember.rest_api.address, (long long)c->ember.rest_api.port, "flamegraph");
+				 c->ember.rest_api.address, (long long)c->ember.rest_api.port, "flamegraph, l7, tcp");
 		else
 			log_error("the REST control API did not start: %s", err);
 	}

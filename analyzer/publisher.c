@@ -94,10 +94,10 @@ void publisher__task_event(struct publisher *p, const struct task_def *t, Ember_
 void publisher__network(struct publisher *p, const struct task_def *t, Ember__NetworkBatch *b)
 {
 	Ember__Envelope env = EMBER__ENVELOPE__INIT;
-	Ember__Task task;
+	struct task_pb task; /* whole: a REST task's gala-gopher tables ride with its batches */
 
-	task_def__to_proto(t, &task);
-	b->task = &task;
+	task_def__to_pb(t, &task);
+	b->task = &task.task;
 	env.body_case = EMBER__ENVELOPE__BODY_NETWORK;
 	env.network = b;
 	send_env(p, &env);

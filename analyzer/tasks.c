@@ -205,6 +205,20 @@ void task_def__to_pb(const struct task_def *t, struct task_pb *pb)
 		pb->flame.part = t->flame.part;
 		pb->task.flame = &pb->flame;
 	}
+	if (t->gala) {
+		ember__gala_tables__init(&pb->gala);
+		pb->gala.l7_link = t->gala & 1;
+		pb->gala.l7_rpc = t->gala >> 1 & 1;
+		pb->gala.tcp_tx_rx = t->gala >> 2 & 1;
+		pb->gala.tcp_rtt = t->gala >> 3 & 1;
+		pb->gala.tcp_abn = t->gala >> 4 & 1;
+		snprintf(pb->gala_protos_buf, sizeof(pb->gala_protos_buf), "%s", t->gala_l7_protocols);
+		for (char *save = NULL, *tok = strtok_r(pb->gala_protos_buf, ",", &save); tok && pb->gala.n_l7_protocols < 16;
+		     tok = strtok_r(NULL, ",", &save))
+			pb->gala_protos[pb->gala.n_l7_protocols++] = tok;
+		pb->gala.l7_protocols = pb->gala_protos;
+		pb->task.gala = &pb->gala;
+	}
 	pb->task.causes = pb->cp;
 }
 
@@ -296,6 +310,22 @@ int task_def__from_proto(const Ember__Task *p, struct task_def *ret, char *err, 
 		ret->flame.per_process = p->flame->per_process;
 		ret->flame.period_start_unix_ms = p->flame->period_start_unix_ms;
 		ret->flame.part = p->flame->part;
+	}
+	if (p->gala) {
+		size_t n = 0;
+
+		ret->gala = (uint32_t)p->gala->l7_link | (uint32_t)p->gala->l7_rpc << 1 | (uint32_t)p->gala->tcp_tx_rx << 2 |
+			    (uint32_t)p->gala->tcp_rtt << 3 | (uint32_t)p->gala->tcp_abn << 4;
+		for (size_t i = 0; i < p->gala->n_l7_protocols && i < 16; i++) {
+			const char *s = p->gala->l7_protocols[i];
+
+			if (!s || !*s || strchr(s, ',') || n + strlen(s) + 2 > sizeof(ret->gala_l7_protocols)) {
+				snprintf(err, errlen, "gala l7_protocols: '%.20s' is not a protocol name", s ? s : "");
+				return -EINVAL;
+			}
+			n += (size_t)snprintf(ret->gala_l7_protocols + n, sizeof(ret->gala_l7_protocols) - n, "%s%s",
+					      n ? "," : "", s);
+		}
 	}
 	return 0;
 }

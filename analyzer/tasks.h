@@ -58,6 +58,8 @@ struct task_def {
 		uint64_t period_start_unix_ms;
 		uint32_t part;
 	} flame;
+	uint32_t gala;               /* origin "rest", network: bit i = gala-gopher table i (proto GalaTables) */
+	char gala_l7_protocols[128]; /* ... l7 tables for these protocols only: names, comma-separated */
 };
 
 struct task_mgr;
@@ -100,6 +102,9 @@ struct task_pb {
 	Ember__TriggerCause c[TASK_MAX_CAUSES];
 	Ember__TriggerCause *cp[TASK_MAX_CAUSES];
 	Ember__FlameOutput flame;
+	Ember__GalaTables gala;
+	char *gala_protos[16];
+	char gala_protos_buf[128];
 };
 void task_def__to_pb(const struct task_def *t, struct task_pb *pb);
 /*

@@ -174,3 +174,18 @@ unsigned gala_tables__tcp(const Ember__NetFlow *f, struct gala_record ret[GALA_T
 	}
 	return n;
 }
+
+void gala_tables__machine_id(char *buf, size_t len)
+{
+	FILE *f = fopen("/etc/machine-id", "re");
+	size_t n = 0;
+
+	buf[0] = 0;
+	if (!f)
+		return;
+	if (fgets(buf, (int)len, f))
+		while (buf[n] && ((buf[n] >= '0' && buf[n] <= '9') || (buf[n] >= 'a' && buf[n] <= 'f')))
+			n++;
+	buf[n] = 0;
+	fclose(f);
+}

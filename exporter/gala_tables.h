@@ -33,7 +33,7 @@
  * server's client_port is 0 (and a client's own port too).  rcv_rtt and the
  * other tables (windows, rate, sockbuf, delay) are not measured.
  *
- * Plain structs, no I/O, no allocation.
+ * Plain structs, no allocation; no I/O but gala_tables__machine_id's.
  */
 #ifndef EMBER_EXPORTER_GALA_TABLES_H
 #define EMBER_EXPORTER_GALA_TABLES_H
@@ -78,6 +78,9 @@ unsigned gala_tables__l7(const Ember__NetFlow *f, uint64_t interval_ms, struct g
  * dropped (UDP flows have none).  Returns how many (0..3).
  */
 unsigned gala_tables__tcp(const Ember__NetFlow *f, struct gala_record ret[GALA_TCP_TABLES]);
+
+/* This host's /etc/machine-id (gala-gopher's machine_id key), "" when unreadable (one small read). */
+void gala_tables__machine_id(char *buf, size_t len);
 
 /* gala-gopher's name of an ember parser's protocol ("http1" -> "http"). */
 const char *gala_tables__protocol(const char *parser);

@@ -109,22 +109,6 @@ static void on_log(const rd_kafka_t *rk, int level, const char *fac, const char 
 	log_debug("kafka: %s: %s (level %d)", fac, buf, level);
 }
 
-/* This host's /etc/machine-id (gala-gopher's machine_id); "" when unreadable. */
-static void read_machine_id(char *buf, size_t len)
-{
-	FILE *f = fopen("/etc/machine-id", "r");
-	size_t n = 0;
-
-	buf[0] = 0;
-	if (!f)
-		return;
-	if (fgets(buf, (int)len, f))
-		while (buf[n] && ((buf[n] >= '0' && buf[n] <= '9') || (buf[n] >= 'a' && buf[n] <= 'f')))
-			n++;
-	buf[n] = 0;
-	fclose(f);
-}
-
 static int conf_set(rd_kafka_conf_t *conf, const char *k, const char *v, char *err, size_t errlen)
 {
 	char e[256];
@@ -175,7 +159,7 @@ static void *kafka_init(const struct ember_config *cfg, char *err, size_t errlen
 		goto fail;
 	}
 	conf = NULL; /* the producer owns it */
-	read_machine_id(kb->machine_id, sizeof(kb->machine_id));
+	gala_tables__machine_id(kb->machine_id, sizeof(kb->machine_id));
 	if (gethostname(kb->hostname, sizeof(kb->hostname) - 1))
 		snprintf(kb->hostname, sizeof(kb->hostname), "unknown");
 	log_info("kafka: brokers %s; topics %s (metrics), %s (events), %s (metadata)", c->exporter.kafka.broker,

@@ -409,6 +409,8 @@ static struct json_object *flow_json(const Ember__NetFlow *f, const Ember__Netwo
 	put_str(o, "side", f->side);
 	put_bool(o, "side_guessed", f->side_guessed);
 	put_str(o, "peer_address", f->peer_address);
+	put_str(o, "local_address", f->local_address);
+	put_str(o, "transport", f->transport);
 	put_bool(o, "peer_local", f->peer_local);
 	put_u64(o, "peer_pid", f->peer_pid);
 	put_str(o, "protocol", f->protocol);

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "exporter/backend.h"
+#include "exporter/gala_tables.h"
 #include "exporter/net_prom.h"
 #include "exporter/prom_text.h"
 
@@ -53,6 +54,7 @@ struct prom_backend {
 	struct MHD_Daemon *mhd;
 	uint64_t max_age_ms;
 	char con_prefix[64];		/* profiling.continuous.meter_prefix */
+	char machine_id[64], hostname[256];	/* gala-gopher's common labels */
 	/* under lock */
 	uint64_t scrapes, not_found, bad_method, http_errors;
 };
@@ -192,6 +194,9 @@ static void *prom_init(const struct ember_config *cfg, char *err, size_t errlen)
 	pthread_mutex_init(&pb->lock, NULL);
 	pb->max_age_ms = flush_ms * PROM_AGE_FLUSHES > PROM_MIN_AGE_MS ? flush_ms * PROM_AGE_FLUSHES : PROM_MIN_AGE_MS;
 	snprintf(pb->con_prefix, sizeof(pb->con_prefix), "%s", cfg->profiling.continuous.meter_prefix);
+	gala_tables__machine_id(pb->machine_id, sizeof(pb->machine_id));
+	if (gethostname(pb->hostname, sizeof(pb->hostname) - 1))
+		snprintf(pb->hostname, sizeof(pb->hostname), "unknown");
 	pb->table = prom_table__new(PROM_DEFAULT_MAX_SERIES);
 	pb->net = net_prom__new(NET_PROM_DEFAULT_MAX_SERIES);
 	if (!pb->table || !pb->net) {
@@ -265,13 +270,96 @@ static void prom_on_meters(void *st, const Ember__MeterBatch *b, uint32_t analyz
 	pthread_mutex_unlock(&pb->lock);
 }
 
+/* The descriptions of gala-gopher's tables' metrics, as ember measures them (exporter/gala_tables.h). */
+static const char *gala_help(const char *metric)
+{
+	static const struct { const char *m, *h; } help[] = {
+		{ "bytes_sent", "Bytes the process sent on the L7 session in the report period" },
+		{ "bytes_recv", "Bytes the process received on the L7 session in the report period" },
+		{ "segs_sent", "Write calls of the L7 session in the report period (gala-gopher: TCP segments)" },
+		{ "segs_recv", "Read calls of the L7 session in the report period (gala-gopher: TCP segments)" },
+		{ "throughput_req", "Requests per second of the L7 session over the report period" },
+		{ "throughput_resp", "Responses per second of the L7 session over the report period" },
+		{ "req_count", "Requests of the L7 session completed in the report period" },
+		{ "resp_count", "Requests of the L7 session answered in the report period" },
+		{ "latency_avg", "Mean latency (ns, request end to response) of the L7 session in the report period" },
+		{ "latency_sum", "Summed latency (ns) of the L7 session in the report period" },
+		{ "err_ratio", "Percent of the L7 session's requests that were errors in the report period" },
+		{ "err_count", "Errors of the L7 session (by its protocol's rule) in the report period" },
+		{ "rx_bytes", "Bytes the process received on the link in the report period" },
+		{ "tx_bytes", "Bytes the process sent on the link in the report period" },
+		{ "segs_in", "Read calls on the link in the report period (gala-gopher: segments received)" },
+		{ "segs_out", "Write calls on the link in the report period (gala-gopher: segments sent)" },
+		{ "srtt", "Mean smoothed RTT (us) the link's writes saw in the report period" },
+		{ "retran_packets", "Retransmitted segments of the link in the report period" },
+		{ "sk_drops", "Packets of the link the kernel dropped in the report period" },
+	};
+
+	for (unsigned i = 0; i < sizeof(help) / sizeof(help[0]); i++)
+		if (!strcmp(help[i].m, metric))
+			return help[i].h;
+	return NULL;
+}
+
+static void gala_record_gauges(struct prom_backend *pb, const struct gala_record *r, uint64_t now)
+{
+	struct prom_label labels[GALA_MAX_KEYS + GALA_MAX_LABELS + 2];
+	char name[128];
+	size_t n = 0;
+
+	for (unsigned i = 0; i < r->nk; i++)
+		labels[n++] = (struct prom_label){ r->keys[i].name, r->keys[i].value };
+	for (unsigned i = 0; i < r->nl; i++)
+		labels[n++] = (struct prom_label){ r->labels[i].name, r->labels[i].value };
+	labels[n++] = (struct prom_label){ "machine_id", pb->machine_id };
+	labels[n++] = (struct prom_label){ "hostname", pb->hostname };
+	for (unsigned i = 0; i < r->nm; i++) {
+		snprintf(name, sizeof(name), "gala_gopher_%s_%s", r->t->entity, r->metrics[i].name);
+		(void)prom_table__update(pb->table, &(struct prom_meter){ .name = name, .help = gala_help(r->metrics[i].name),
+									  .value = r->metrics[i].value, .labels = labels,
+									  .n_labels = n }, now);
+	}
+}
+
+/* A REST task's flows as gala-gopher's tables (Task.gala): gauges of the report period, per table asked for. */
+static void gala_gauges(struct prom_backend *pb, const Ember__NetworkBatch *b, uint64_t now)
+{
+	const Ember__GalaTables *g = b->task->gala;
+	uint64_t interval = b->window_end_unix_ns > b->window_start_unix_ns
+				    ? (b->window_end_unix_ns - b->window_start_unix_ns) / 1000000 : 0;
+
+	for (size_t i = 0; i < b->n_flows; i++) {
+		const Ember__NetFlow *f = b->flows[i];
+		struct gala_record r[GALA_TABLES];
+		unsigned n;
+		bool proto_ok = !g->n_l7_protocols;
+
+		for (size_t p = 0; p < g->n_l7_protocols && !proto_ok; p++)
+			proto_ok = !strcmp(g->l7_protocols[p], gala_tables__protocol(f->protocol));
+		n = proto_ok && (g->l7_link || g->l7_rpc) ? gala_tables__l7(f, interval, r) : 0;
+		for (unsigned k = 0; k < n; k++)
+			if ((r[k].t == &gala_tables[GALA_L7_LINK] && g->l7_link) ||
+			    (r[k].t == &gala_tables[GALA_L7_RPC] && g->l7_rpc))
+				gala_record_gauges(pb, &r[k], now);
+		n = g->tcp_tx_rx || g->tcp_rtt || g->tcp_abn ? gala_tables__tcp(f, r) : 0;
+		for (unsigned k = 0; k < n; k++)
+			if ((r[k].t == &gala_tables[GALA_TCP_TX_RX] && g->tcp_tx_rx) ||
+			    (r[k].t == &gala_tables[GALA_TCP_RTT] && g->tcp_rtt) ||
+			    (r[k].t == &gala_tables[GALA_TCP_ABN] && g->tcp_abn))
+				gala_record_gauges(pb, &r[k], now);
+	}
+}
+
 static void prom_on_network(void *st, const Ember__NetworkBatch *b)
 {
 	struct prom_backend *pb = st;
 	uint64_t now = mono_ms();
 
 	pthread_mutex_lock(&pb->lock);
-	net_prom__add_batch(pb->net, b, pb->table, now);
+	if (b->task && b->task->gala)
+		gala_gauges(pb, b, now);
+	else
+		net_prom__add_batch(pb->net, b, pb->table, now);
 	pthread_mutex_unlock(&pb->lock);
 }
 

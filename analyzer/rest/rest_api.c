@@ -15,6 +15,7 @@
 
 #include "analyzer/rest/rest_doc.h"
 #include "analyzer/rest/rest_flame.h"
+#include "analyzer/rest/rest_net.h"
 #include "common/timeutil.h"
 
 #define MAX_PEM (64 * 1024)
@@ -29,6 +30,7 @@ struct rest_api {
 	pthread_mutex_t lock;		/* stats (read by the analyzer's thread) */
 	void *zctx;
 	struct rest_flame *flame;
+	struct rest_net *net;		/* l7 and tcp */
 	struct rest_doc docs[REST_FEATURE_MAX];
 	char *key_pem, *cert_pem, *ca_pem;
 	struct rest_api_stats st;
@@ -106,12 +108,15 @@ static enum MHD_Result put(struct rest_api *r, struct MHD_Connection *c, enum re
 	char err[512], msg[700];
 
 	if (rest_doc__parse(u->buf, u->len, f, &d, err, sizeof(err)) ||
-	    (d.running && rest_flame__check_dirs(&d, err, sizeof(err)))) {
+	    (f == REST_FLAMEGRAPH && d.running && rest_flame__check_dirs(&d, err, sizeof(err)))) {
 		count(r, &r->st.puts_refused);
 		return answer(c, MHD_HTTP_BAD_REQUEST, err, NULL);
 	}
 	r->docs[f] = d;
-	rest_flame__set(r->flame, &d);
+	if (f == REST_FLAMEGRAPH)
+		rest_flame__set(r->flame, &d);
+	else
+		rest_net__set(r->net, &d);
 	count(r, &r->st.puts_applied);
 	snprintf(msg, sizeof(msg), "New config takes effect%s%s", d.notes[0] ? " (" : "", d.notes[0] ? d.notes : "");
 	if (d.notes[0])
@@ -216,13 +221,17 @@ static void *run(void *arg)
 
 	while (!r->stop) {
 		struct rest_flame_stats fs;
+		struct rest_net_stats ns;
 
 		(void)MHD_run_wait(r->d, TICK_MS);
 		rest_flame__tick(r->flame, timeutil__mono_ms());
+		rest_net__tick(r->net, timeutil__mono_ms());
 		rest_flame__stats(r->flame, &fs);
+		rest_net__stats(r->net, &ns);
 		pthread_mutex_lock(&r->lock);
-		r->st.tasks_started = fs.tasks_started;
-		r->st.task_failures = fs.task_failures;
+		r->st.tasks_started = fs.tasks_started + ns.tasks_started;
+		r->st.task_failures = fs.task_failures + ns.task_failures;
+		r->st.net_followed = ns.followed;
 		pthread_mutex_unlock(&r->lock);
 	}
 	return NULL;
@@ -234,6 +243,8 @@ struct rest_api *rest_api__start(const struct rest_api_opts *o, char *err, size_
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(o->port) };
 	struct rest_flame_opts fo = { .run_dir = o->run_dir, .analyzers = o->analyzers, .max_pids = o->max_pids,
 				      .self_uid = o->self_uid };
+	struct rest_net_opts no = { .run_dir = o->run_dir, .analyzers = o->analyzers, .max_pids = o->max_pids,
+				    .self_uid = o->self_uid };
 	unsigned flags = MHD_USE_ERROR_LOG;
 
 	if (!r) {
@@ -255,7 +266,8 @@ struct rest_api *rest_api__start(const struct rest_api_opts *o, char *err, size_
 			goto fail;
 		flags |= MHD_USE_TLS;
 	}
-	if (!(r->zctx = zmq_ctx_new()) || !(r->flame = rest_flame__new(&fo, r->zctx))) {
+	if (!(r->zctx = zmq_ctx_new()) || !(r->flame = rest_flame__new(&fo, r->zctx)) ||
+	    !(r->net = rest_net__new(&no, r->zctx))) {
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
@@ -296,6 +308,7 @@ struct rest_api *rest_api__stop(struct rest_api *r)
 	if (r->d)
 		MHD_stop_daemon(r->d);
 	rest_flame__free(r->flame);
+	rest_net__free(r->net);
 	if (r->zctx)
 		zmq_ctx_term(r->zctx);
 	free(r->key_pem);

@@ -10,16 +10,37 @@
 
 #include "common/fileutil.h"
 
-static const char *const feature_names[REST_FEATURE_MAX] = { "flamegraph" };
-static const char *const probe_names[REST_PROBE_MAX] = { "oncpu", "offcpu", "mem" };
+static const char *const feature_names[REST_FEATURE_MAX] = { "flamegraph", "l7", "tcp" };
+static const char *const probe_names[REST_FEATURE_MAX][REST_PROBE_MAX + 1] = {
+	[REST_FLAMEGRAPH] = { "oncpu", "offcpu", "mem", NULL },
+	[REST_L7] = { "l7_bytes_metrics", "l7_rpc_metrics", "l7_rpc_trace", NULL },
+	[REST_TCP] = { "tcp_abnormal", "tcp_rtt", "tcp_windows", "tcp_rate", "tcp_srtt", "tcp_sockbuf", "tcp_stats",
+		       "tcp_delay", NULL },
+};
+/* The manual's sub-items whose data ember does not measure: refused, with what is measured. */
+static const char *const unmeasured[] = { "tcp_windows", "tcp_rate", "tcp_srtt", "tcp_sockbuf", "tcp_delay", NULL };
+const char *const rest_l7_protocols[] = { "http", "pgsql", "mysql", "redis", "kafka", "mongo", "dns", "http2", "cql",
+					  NULL };
 /* The manual's other features: answered "not supported by ember", never 404. */
-static const char *const other_features[] = { "l7", "tcp", "socket", "io", "proc", "jvm", "ksli", "postgre_sli",
+static const char *const other_features[] = { "socket", "io", "proc", "jvm", "ksli", "postgre_sli",
 					      "opengauss_sli", "dnsmasq", "lvs", "nginx", "haproxy", "kafka",
 					      "baseinfo", "virt", "tprofiling", "hw", "container", "sermant",
 					      "sli", "flowtracer", NULL };
 
 const char *rest_feature__name(enum rest_feature f) { return (unsigned)f < REST_FEATURE_MAX ? feature_names[f] : "?"; }
-const char *rest_doc__supported(void) { return "flamegraph"; }
+const char *rest_doc__supported(void) { return "flamegraph, l7, tcp"; }
+
+const char *rest_doc__probe_name(enum rest_feature f, unsigned i)
+{
+	return (unsigned)f < REST_FEATURE_MAX && i < REST_PROBE_MAX ? probe_names[f][i] : NULL;
+}
+
+static const char *probe_list(enum rest_feature f)
+{
+	return f == REST_FLAMEGRAPH ? "oncpu, offcpu, mem"
+	       : f == REST_L7	    ? "l7_bytes_metrics, l7_rpc_metrics, l7_rpc_trace"
+				    : "tcp_abnormal, tcp_rtt, tcp_stats";
+}
 
 int rest_doc__feature(const char *path)
 {
@@ -48,6 +69,8 @@ void rest_doc__defaults(struct rest_doc *d, enum rest_feature f)
 	d->report_period_s = 60;
 	snprintf(d->svg_dir, sizeof(d->svg_dir), "/var/log/gala-gopher/stacktrace");
 	snprintf(d->flame_dir, sizeof(d->flame_dir), "/var/log/gala-gopher/flamegraph");
+	d->l7_protocols = 1; /* http */
+	d->sample_period_ms = 5000;
 }
 
 __attribute__((format(printf, 3, 4))) static int bad(char *err, size_t errlen, const char *fmt, ...)
@@ -162,11 +185,17 @@ static int parse_cmd(json_object *o, struct rest_doc *d, char *err, size_t errle
 				const char *s = json_object_is_type(e, json_type_string) ? json_object_get_string(e) : NULL;
 				unsigned p;
 
-				for (p = 0; s && p < REST_PROBE_MAX && strcmp(s, probe_names[p]); p++)
+				for (p = 0; s && probe_names[d->feature][p] && strcmp(s, probe_names[d->feature][p]); p++)
 					;
-				if (!s || p == REST_PROBE_MAX)
-					return bad(err, errlen, "cmd.probe: '%.40s' is not a sub-item of %s (oncpu, offcpu, mem)",
-						   s ? s : "(not a string)", rest_feature__name(d->feature));
+				if (!s || !probe_names[d->feature][p])
+					return bad(err, errlen, "cmd.probe: '%.40s' is not a sub-item of %s (%s)",
+						   s ? s : "(not a string)", rest_feature__name(d->feature), probe_list(d->feature));
+				for (unsigned u = 0; unmeasured[u]; u++)
+					if (!strcmp(s, unmeasured[u]))
+						return bad(err, errlen, "cmd.probe: %s is not measured by ember (measured: %s)", s,
+							   probe_list(d->feature));
+				if (d->feature == REST_L7 && p == REST_L7_TRACE)
+					note(d, "l7_rpc_trace: the exchanges are listed in the task's network.json");
 				d->probes[p] = true;
 			}
 		} else if (!strcmp(k, "bin") || !strcmp(k, "check_cmd")) {
@@ -255,6 +284,34 @@ static int parse_snoopers(json_object *o, struct rest_doc *d, char *err, size_t 
 	return 0;
 }
 
+/* Whether feature f takes parameter k (the manual's "Supported Monitoring Scope"). */
+static bool takes(enum rest_feature f, const char *k)
+{
+	static const struct { const char *name; unsigned features; } scope[] = {
+		{ "report_period", 1u << REST_FLAMEGRAPH | 1u << REST_L7 | 1u << REST_TCP },
+		{ "perf_sample_period", 1u << REST_FLAMEGRAPH }, { "svg_period", 1u << REST_FLAMEGRAPH },
+		{ "svg_dir", 1u << REST_FLAMEGRAPH }, { "flame_dir", 1u << REST_FLAMEGRAPH },
+		{ "multi_instance", 1u << REST_FLAMEGRAPH }, { "native_stack", 1u << REST_FLAMEGRAPH },
+		{ "pyroscope_server", 1u << REST_FLAMEGRAPH }, { "l7_protocol", 1u << REST_L7 },
+		{ "support_ssl", 1u << REST_L7 }, { "cluster_ip_backend", 1u << REST_L7 | 1u << REST_TCP },
+		{ "sample_period", 1u << REST_TCP }, { "report_source_port", 1u << REST_TCP },
+		{ "metrics_type", 1u << REST_FLAMEGRAPH | 1u << REST_L7 | 1u << REST_TCP },
+	};
+
+	for (unsigned i = 0; i < sizeof(scope) / sizeof(scope[0]); i++)
+		if (!strcmp(k, scope[i].name))
+			return scope[i].features >> f & 1;
+	return false;
+}
+
+static const char *param_list(enum rest_feature f)
+{
+	return f == REST_FLAMEGRAPH ? "perf_sample_period, svg_period, svg_dir, flame_dir, multi_instance, native_stack, "
+				      "pyroscope_server, report_period, metrics_type"
+	       : f == REST_L7	    ? "l7_protocol, support_ssl, report_period, cluster_ip_backend, metrics_type"
+				    : "report_period, sample_period, report_source_port, cluster_ip_backend, metrics_type";
+}
+
 static int parse_params(json_object *o, struct rest_doc *d, char *err, size_t errlen)
 {
 	char where[80];
@@ -264,6 +321,16 @@ static int parse_params(json_object *o, struct rest_doc *d, char *err, size_t er
 		return bad(err, errlen, "params must be an object");
 	json_object_object_foreach(o, k, v) {
 		snprintf(where, sizeof(where), "params.%.60s", k);
+		if (!takes(d->feature, k)) {
+			/* a parameter of another feature: its range first, as the manual's table gives it */
+			if (!strcmp(k, "sample_period") && get_int(v, where, 100, 10000, &x, err, errlen))
+				return -EINVAL;
+			if (!strcmp(k, "sample_period"))
+				return bad(err, errlen, "%s applies to io and tcp, not to %s", where,
+					   rest_feature__name(d->feature));
+			return bad(err, errlen, "params: '%.40s' is not a parameter of %s (%s)", k,
+				   rest_feature__name(d->feature), param_list(d->feature));
+		}
 		if (!strcmp(k, "perf_sample_period")) {
 			if (get_int(v, where, 10, 1000, &x, err, errlen))
 				return -EINVAL;
@@ -276,40 +343,71 @@ static int parse_params(json_object *o, struct rest_doc *d, char *err, size_t er
 			if (get_int(v, where, 5, 600, &x, err, errlen))
 				return -EINVAL;
 			d->report_period_s = (uint32_t)x;
-		} else if (!strcmp(k, "multi_instance") || !strcmp(k, "native_stack")) {
+		} else if (!strcmp(k, "sample_period")) {
+			if (get_int(v, where, 100, 10000, &x, err, errlen))
+				return -EINVAL;
+			d->sample_period_ms = (uint32_t)x;
+			note(d, "params.sample_period has no effect: ember follows every socket call");
+		} else if (!strcmp(k, "multi_instance") || !strcmp(k, "native_stack") || !strcmp(k, "support_ssl") ||
+			   !strcmp(k, "cluster_ip_backend") || !strcmp(k, "report_source_port")) {
 			if (get_int(v, where, 0, 1, &x, err, errlen))
 				return -EINVAL;
-			*(!strcmp(k, "multi_instance") ? &d->multi_instance : &d->native_stack) = x;
+			if (!strcmp(k, "multi_instance"))
+				d->multi_instance = x;
+			else if (!strcmp(k, "native_stack"))
+				d->native_stack = x;
+			else if (!strcmp(k, "support_ssl")) {
+				d->support_ssl = x;
+				if (x)
+					note(d, "params.support_ssl: TLS plaintext is not captured yet; encrypted "
+						"connections show L4 metrics only");
+			} else if (x)
+				note(d, !strcmp(k, "cluster_ip_backend") ? "params.cluster_ip_backend has no effect"
+									  : "params.report_source_port has no effect");
 		} else if (!strcmp(k, "svg_dir") || !strcmp(k, "flame_dir")) {
 			if (get_dir(v, where, !strcmp(k, "svg_dir") ? d->svg_dir : d->flame_dir, err, errlen))
 				return -EINVAL;
 		} else if (!strcmp(k, "pyroscope_server")) {
 			if (get_server(v, where, d->pyroscope_server, err, errlen))
 				return -EINVAL;
-		} else if (!strcmp(k, "sample_period")) {
-			/* the manual's range, checked before saying it is not this feature's */
-			if (get_int(v, where, 100, 10000, &x, err, errlen))
-				return -EINVAL;
-			return bad(err, errlen, "%s applies to io and tcp, not to %s", where, rest_feature__name(d->feature));
-		} else if (!strcmp(k, "metrics_type")) {
+			if (d->pyroscope_server[0])
+				note(d, "params.pyroscope_server: profiles go to exporter.pyroscope.server when the "
+					"pyroscope backend is on");
+		} else if (!strcmp(k, "l7_protocol")) {
+			size_t n;
+
+			if (!json_object_is_type(v, json_type_array))
+				return bad(err, errlen, "%s must be a list of protocols", where);
+			d->l7_protocols = 0;
+			n = json_object_array_length(v);
+			for (size_t i = 0; i < n; i++) {
+				json_object *e = json_object_array_get_idx(v, i);
+				const char *s = json_object_is_type(e, json_type_string) ? json_object_get_string(e) : NULL;
+				unsigned p;
+
+				for (p = 0; s && rest_l7_protocols[p] && strcmp(s, rest_l7_protocols[p]); p++)
+					;
+				if (s && !strcmp(s, "rocketmq"))
+					return bad(err, errlen, "%s[%zu]: rocketmq is not parsed by ember", where, i);
+				if (!s || !rest_l7_protocols[p])
+					return bad(err, errlen, "%s[%zu] is not one of http, pgsql, mysql, redis, kafka, mongo, "
+						   "dns, http2, cql", where, i);
+				d->l7_protocols |= 1u << p;
+			}
+		} else { /* metrics_type */
 			size_t n;
 
 			if (!json_object_is_type(v, json_type_array))
 				return bad(err, errlen, "%s must be a list of raw, telemetry", where);
 			n = json_object_array_length(v);
 			for (size_t i = 0; i < n; i++) {
-				const char *s = json_object_get_string(json_object_array_get_idx(v, i));
+				json_object *e = json_object_array_get_idx(v, i);
 
-				if (!json_object_is_type(json_object_array_get_idx(v, i), json_type_string) ||
-				    (strcmp(s, "raw") && strcmp(s, "telemetry")))
+				if (!json_object_is_type(e, json_type_string) ||
+				    (strcmp(json_object_get_string(e), "raw") && strcmp(json_object_get_string(e), "telemetry")))
 					return bad(err, errlen, "%s[%zu] is not raw or telemetry", where, i);
 			}
-			note(d, "params.metrics_type is ignored (gala-gopher does not use it either)");
-		} else {
-			return bad(err, errlen,
-				   "params: '%.40s' is not a parameter of %s (perf_sample_period, svg_period, svg_dir, "
-				   "flame_dir, multi_instance, native_stack, pyroscope_server, report_period)",
-				   k, rest_feature__name(d->feature));
+			note(d, "params.metrics_type has no effect (gala-gopher does not use it either)");
 		}
 	}
 	return 0;
@@ -424,9 +522,9 @@ char *rest_doc__render(const struct rest_doc *d)
 
 	if (!o || !cmd || !probe || !sn || !ids || !names || !cons || !pods || !par)
 		goto cleanup;
-	for (unsigned i = 0; i < REST_PROBE_MAX; i++)
+	for (unsigned i = 0; i < REST_PROBE_MAX && probe_names[d->feature][i]; i++)
 		if (d->probes[i])
-			json_object_array_add(probe, json_object_new_string(probe_names[i]));
+			json_object_array_add(probe, json_object_new_string(probe_names[d->feature][i]));
 	json_object_object_add(cmd, "probe", probe);
 	probe = NULL;
 	json_object_object_add(o, "cmd", cmd);
@@ -452,14 +550,26 @@ char *rest_doc__render(const struct rest_doc *d)
 	ids = names = pods = cons = NULL;
 	json_object_object_add(o, "snoopers", sn);
 	sn = NULL;
-	json_object_object_add(par, "perf_sample_period", json_object_new_int64(d->perf_sample_period_ms));
-	json_object_object_add(par, "svg_period", json_object_new_int64(d->svg_period_s));
 	json_object_object_add(par, "report_period", json_object_new_int64(d->report_period_s));
-	json_object_object_add(par, "svg_dir", json_object_new_string(d->svg_dir));
-	json_object_object_add(par, "flame_dir", json_object_new_string(d->flame_dir));
-	json_object_object_add(par, "pyroscope_server", json_object_new_string(d->pyroscope_server));
-	json_object_object_add(par, "multi_instance", json_object_new_int64(d->multi_instance));
-	json_object_object_add(par, "native_stack", json_object_new_int64(d->native_stack));
+	if (d->feature == REST_FLAMEGRAPH) {
+		json_object_object_add(par, "perf_sample_period", json_object_new_int64(d->perf_sample_period_ms));
+		json_object_object_add(par, "svg_period", json_object_new_int64(d->svg_period_s));
+		json_object_object_add(par, "svg_dir", json_object_new_string(d->svg_dir));
+		json_object_object_add(par, "flame_dir", json_object_new_string(d->flame_dir));
+		json_object_object_add(par, "pyroscope_server", json_object_new_string(d->pyroscope_server));
+		json_object_object_add(par, "multi_instance", json_object_new_int64(d->multi_instance));
+		json_object_object_add(par, "native_stack", json_object_new_int64(d->native_stack));
+	} else if (d->feature == REST_L7) {
+		json_object *pl = json_object_new_array();
+
+		for (unsigned i = 0; pl && rest_l7_protocols[i]; i++)
+			if (d->l7_protocols >> i & 1)
+				json_object_array_add(pl, json_object_new_string(rest_l7_protocols[i]));
+		json_object_object_add(par, "l7_protocol", pl);
+		json_object_object_add(par, "support_ssl", json_object_new_int64(d->support_ssl));
+	} else {
+		json_object_object_add(par, "sample_period", json_object_new_int64(d->sample_period_ms));
+	}
 	json_object_object_add(o, "params", par);
 	par = NULL;
 	json_object_object_add(o, "state", json_object_new_string(d->running ? "running" : "stopped"));

@@ -36,9 +36,15 @@
 #define REST_PATH_MAX     256
 #define REST_NOTE_MAX     160
 
-enum rest_feature { REST_FLAMEGRAPH = 0, REST_FEATURE_MAX };
-/* flamegraph's sub-items */
-enum rest_probe { REST_PROBE_ONCPU = 0, REST_PROBE_OFFCPU, REST_PROBE_MEM, REST_PROBE_MAX };
+enum rest_feature { REST_FLAMEGRAPH = 0, REST_L7, REST_TCP, REST_FEATURE_MAX };
+/* Sub-items (cmd.probe), by feature: index into the feature's list. */
+enum rest_probe { REST_PROBE_ONCPU = 0, REST_PROBE_OFFCPU, REST_PROBE_MEM };
+enum rest_l7_probe { REST_L7_BYTES = 0, REST_L7_RPC, REST_L7_TRACE };
+enum rest_tcp_probe { REST_TCP_ABNORMAL = 0, REST_TCP_RTT, REST_TCP_WINDOWS, REST_TCP_RATE, REST_TCP_SRTT,
+		      REST_TCP_SOCKBUF, REST_TCP_STATS, REST_TCP_DELAY };
+#define REST_PROBE_MAX 8
+/* l7_protocol: gala-gopher's names; bit i = rest_l7_protocols[i] */
+extern const char *const rest_l7_protocols[];
 
 struct rest_proc_name {
 	char comm[REST_NAME_MAX];	/* exact match on /proc/<pid>/comm ("" = any) */
@@ -48,7 +54,7 @@ struct rest_proc_name {
 
 struct rest_doc {
 	enum rest_feature feature;
-	bool probes[REST_PROBE_MAX];
+	bool probes[REST_PROBE_MAX];	/* the feature's sub-items */
 	uint32_t pids[REST_MAX_PIDS];
 	unsigned npids;
 	struct rest_proc_name names[REST_MAX_NAMES];
@@ -67,6 +73,11 @@ struct rest_doc {
 	char svg_dir[REST_PATH_MAX];	/* "/var/log/gala-gopher/stacktrace" */
 	char flame_dir[REST_PATH_MAX];	/* "/var/log/gala-gopher/flamegraph" */
 	char pyroscope_server[REST_PATH_MAX];	/* "" */
+	/* l7 */
+	uint32_t l7_protocols;		/* "http" by default, as the manual says */
+	bool support_ssl;
+	/* tcp */
+	uint32_t sample_period_ms;	/* 5000 [100, 10000] */
 	/* what was accepted but has no effect (bin, check_cmd...), for the answer */
 	char notes[REST_NOTE_MAX];
 };
@@ -74,7 +85,9 @@ struct rest_doc {
 /* The feature named by a URL path ("/flamegraph"); -1 when ember has none by that name. */
 int rest_doc__feature(const char *path);
 const char *rest_feature__name(enum rest_feature f);
-/* "flamegraph": what a 404 lists. */
+/* The name of sub-item i of feature f, NULL past the last. */
+const char *rest_doc__probe_name(enum rest_feature f, unsigned i);
+/* "flamegraph, l7, tcp": what a 404 lists. */
 const char *rest_doc__supported(void);
 /* Whether path names a feature of gala-gopher's manual that ember does not provide. */
 bool rest_doc__known_unsupported(const char *path);

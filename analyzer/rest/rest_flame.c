@@ -11,16 +11,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "analyzer/rest/rest_select.h"
 #include "common/fileutil.h"
 #include "common/task_submit.h"
 #include "common/timeutil.h"
 #include "proto/ember.pb-c.h"
 
 #define MAX_TASK_IDS 512	/* tasks of the current periods, for cancelling */
+#define FLAME_TYPES 3		/* oncpu, offcpu, mem: rest_probe */
 
-static const Ember__TaskKind kinds[REST_PROBE_MAX] = { EMBER__TASK_KIND__ON_CPU, EMBER__TASK_KIND__OFF_CPU,
+static const Ember__TaskKind kinds[FLAME_TYPES] = { EMBER__TASK_KIND__ON_CPU, EMBER__TASK_KIND__OFF_CPU,
 						       EMBER__TASK_KIND__MEM };
-static const char *const type_names[REST_PROBE_MAX] = { "oncpu", "offcpu", "mem" };
+static const char *const type_names[FLAME_TYPES] = { "oncpu", "offcpu", "mem" };
 
 struct period {
 	uint64_t start_unix_ms, end_mono_ms;	/* end 0: none yet */
@@ -38,7 +40,7 @@ struct rest_flame {
 	unsigned nsel;
 	uint32_t *fresh;			/* selected, without a task in the period yet */
 	uint64_t next_scan;
-	struct period per[REST_PROBE_MAX];
+	struct period per[FLAME_TYPES];
 	char ids[MAX_TASK_IDS][64];		/* the latest started (a ring): cancelled by a new configuration */
 	unsigned nids;				/* started since the configuration, ids[nids % MAX_TASK_IDS] next */
 	struct rest_flame_stats st;
@@ -72,7 +74,7 @@ struct rest_flame *rest_flame__new(const struct rest_flame_opts *o, void *zctx)
 	f->zctx = zctx;
 	f->sel = calloc(f->o.max_pids, sizeof(*f->sel));
 	f->fresh = calloc(f->o.max_pids, sizeof(*f->fresh));
-	for (unsigned p = 0; p < REST_PROBE_MAX && f->sel; p++)
+	for (unsigned p = 0; p < FLAME_TYPES && f->sel; p++)
 		if (!(f->per[p].covered = calloc(f->o.max_pids, sizeof(uint32_t))))
 			return rest_flame__free(f);
 	if (!f->sel || !f->fresh)
@@ -95,7 +97,7 @@ static void cancel_all(struct rest_flame *f)
 		if (!task_submit__cancel(f->zctx, &so, f->ids[i], err, sizeof(err)))
 			f->st.tasks_cancelled++;
 	f->nids = 0;
-	for (unsigned p = 0; p < REST_PROBE_MAX; p++) {
+	for (unsigned p = 0; p < FLAME_TYPES; p++) {
 		f->per[p].end_mono_ms = 0;
 		f->per[p].ncovered = 0;
 		f->per[p].parts = 0;
@@ -106,7 +108,7 @@ struct rest_flame *rest_flame__free(struct rest_flame *f)
 {
 	if (!f)
 		return NULL;
-	for (unsigned p = 0; p < REST_PROBE_MAX; p++)
+	for (unsigned p = 0; p < FLAME_TYPES; p++)
 		free(f->per[p].covered);
 	free(f->sel);
 	free(f->fresh);
@@ -123,96 +125,10 @@ void rest_flame__set(struct rest_flame *f, const struct rest_doc *d)
 	f->next_scan = 0; /* at the next tick */
 }
 
-/* A small /proc file, NUL-terminated (NULs inside turned into spaces); its length or -1. */
-static ssize_t read_small(const char *root, uint32_t pid, const char *name, char *buf, size_t len)
-{
-	char path[320];
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "%s/%u/%s", root, pid, name);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	n = read(fd, buf, len - 1);
-	close(fd);
-	if (n < 0)
-		return -1;
-	buf[n] = 0;
-	for (ssize_t i = 0; i < n; i++)
-		if (!buf[i])
-			buf[i] = ' ';
-	return n;
-}
-
-static bool selected(const struct rest_flame *f, uint32_t pid)
-{
-	const struct rest_doc *d = &f->d;
-	char comm[64], cmd[4096], cg[4096];
-	bool have_cmd = false, have_cg = false;
-	struct stat sb;
-	char path[320];
-
-	snprintf(path, sizeof(path), "%s/%u", f->o.proc_root, pid);
-	if (stat(path, &sb) || (f->o.self_uid && sb.st_uid == f->o.self_uid))
-		return false;
-	for (unsigned i = 0; i < d->npids; i++)
-		if (d->pids[i] == pid)
-			return true;
-	if (d->nnames) {
-		ssize_t n = read_small(f->o.proc_root, pid, "comm", comm, sizeof(comm));
-
-		if (n > 0 && comm[n - 1] == '\n')
-			comm[n - 1] = 0;
-		for (unsigned i = 0; n > 0 && i < d->nnames; i++) {
-			if (d->names[i].comm[0] && strcmp(comm, d->names[i].comm))
-				continue;
-			if (d->names[i].cmdline[0]) {
-				if (!have_cmd && read_small(f->o.proc_root, pid, "cmdline", cmd, sizeof(cmd)) <= 0)
-					continue; /* a kernel thread: no command line */
-				have_cmd = true;
-				if (!strstr(cmd, d->names[i].cmdline))
-					continue;
-			}
-			return true;
-		}
-	}
-	if (d->ncontainers || d->npods) {
-		have_cg = read_small(f->o.proc_root, pid, "cgroup", cg, sizeof(cg)) > 0;
-		for (unsigned i = 0; have_cg && i < d->ncontainers; i++)
-			if (strstr(cg, d->containers[i]))
-				return true;
-		for (unsigned i = 0; have_cg && i < d->npods; i++)
-			if (strstr(cg, d->pods[i]))
-				return true;
-	}
-	return false;
-}
-
 static void scan(struct rest_flame *f)
 {
-	DIR *dir = opendir(f->o.proc_root);
-	struct dirent *e;
-
 	f->st.scans++;
-	f->nsel = 0;
-	f->st.over_limit = 0;
-	if (!dir)
-		return;
-	while ((e = readdir(dir))) {
-		char *end;
-		unsigned long pid = strtoul(e->d_name, &end, 10);
-
-		if (*end || !pid || pid > UINT32_MAX || !selected(f, (uint32_t)pid))
-			continue;
-		if (f->nsel == f->o.max_pids) {
-			f->st.over_limit++;
-			continue;
-		}
-		f->sel[f->nsel++] = (uint32_t)pid;
-	}
-	closedir(dir);
-	qsort(f->sel, f->nsel, sizeof(*f->sel), cmp_u32);
+	f->nsel = rest_select__scan(&f->d, f->o.proc_root, f->o.self_uid, f->sel, f->o.max_pids, &f->st.over_limit);
 	f->st.selected = f->nsel;
 }
 
@@ -265,7 +181,7 @@ void rest_flame__tick(struct rest_flame *f, uint64_t now_ms)
 
 	if (!f->have || !f->d.running)
 		return;
-	for (unsigned p = 0; p < REST_PROBE_MAX; p++)
+	for (unsigned p = 0; p < FLAME_TYPES; p++)
 		any |= f->d.probes[p];
 	if (!any)
 		return;
@@ -273,7 +189,7 @@ void rest_flame__tick(struct rest_flame *f, uint64_t now_ms)
 		scan(f);
 		f->next_scan = now_ms + f->o.scan_ms;
 	}
-	for (unsigned p = 0; p < REST_PROBE_MAX; p++) {
+	for (unsigned p = 0; p < FLAME_TYPES; p++) {
 		struct period *pe = &f->per[p];
 		unsigned nf = 0;
 		uint64_t left;

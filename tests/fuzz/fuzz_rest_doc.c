@@ -1,5 +1,5 @@
 /*
- * Arbitrary bytes as a REST API PUT body for the flamegraph feature: never a
+ * Arbitrary bytes as a REST API PUT body for each feature: never a
  * crash, a leak or a hang; a refusal comes with a message; what is accepted
  * is within the manual's bounds and its directories are safe paths; and it
  * survives a round trip: rendered (the GET answer) and put again, it decodes
@@ -27,34 +27,35 @@ static void check(const struct rest_doc *d)
 			abort();
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+static void one(const uint8_t *data, size_t size, enum rest_feature f)
 {
 	struct rest_doc d, d2;
 	char err[512] = "", *text, *body;
 	size_t n;
 
-	if (rest_doc__parse((const char *)data, size, REST_FLAMEGRAPH, &d, err, sizeof(err))) {
+	if (rest_doc__parse((const char *)data, size, f, &d, err, sizeof(err))) {
 		if (!err[0])
 			abort();
-		return 0;
+		return;
 	}
 	check(&d);
 	text = rest_doc__render(&d);
 	if (!text)
-		return 0;
+		return;
 	n = strlen(text);
 	body = malloc(n + 6);
 	if (body) {
 		memcpy(body, "json=", 5);
 		memcpy(body + 5, text, n + 1);
-		if (rest_doc__parse(body, n + 5, REST_FLAMEGRAPH, &d2, err, sizeof(err)))
+		if (rest_doc__parse(body, n + 5, f, &d2, err, sizeof(err)))
 			abort(); /* what it answers to GET must be accepted by PUT */
 		/* notes come from what was ignored; the rendering has no bin or check_cmd */
 		memset(d.notes, 0, sizeof(d.notes));
 		memset(d2.notes, 0, sizeof(d2.notes));
 		if (memcmp(&d.probes, &d2.probes, sizeof(d.probes)) || d.npids != d2.npids || d.nnames != d2.nnames ||
 		    d.running != d2.running || d.svg_period_s != d2.svg_period_s || strcmp(d.svg_dir, d2.svg_dir) ||
-		    d.multi_instance != d2.multi_instance || memcmp(d.pids, d2.pids, d.npids * sizeof(d.pids[0])))
+		    d.multi_instance != d2.multi_instance || memcmp(d.pids, d2.pids, d.npids * sizeof(d.pids[0])) ||
+		    d.l7_protocols != d2.l7_protocols || d.report_period_s != d2.report_period_s)
 			abort();
 		for (unsigned i = 0; i < d.nnames; i++)
 			if (strcmp(d.names[i].comm, d2.names[i].comm) || strcmp(d.names[i].cmdline, d2.names[i].cmdline))
@@ -62,5 +63,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		free(body);
 	}
 	free(text);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	for (unsigned f = 0; f < REST_FEATURE_MAX; f++)
+		one(data, size, (enum rest_feature)f);
 	return 0;
 }
