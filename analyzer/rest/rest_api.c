@@ -15,7 +15,9 @@
 
 #include "analyzer/rest/rest_doc.h"
 #include "analyzer/rest/rest_flame.h"
+#include "analyzer/rest/rest_base.h"
 #include "analyzer/rest/rest_net.h"
+#include "common/bus.h"
 #include "common/timeutil.h"
 
 #define MAX_PEM (64 * 1024)
@@ -31,6 +33,7 @@ struct rest_api {
 	void *zctx;
 	struct rest_flame *flame;
 	struct rest_net *net;		/* l7 and tcp */
+	struct rest_base *base;		/* baseinfo */
 	struct rest_doc docs[REST_FEATURE_MAX];
 	char *key_pem, *cert_pem, *ca_pem;
 	struct rest_api_stats st;
@@ -115,6 +118,8 @@ static enum MHD_Result put(struct rest_api *r, struct MHD_Connection *c, enum re
 	r->docs[f] = d;
 	if (f == REST_FLAMEGRAPH)
 		rest_flame__set(r->flame, &d);
+	else if (f == REST_BASEINFO)
+		rest_base__set(r->base, &d);
 	else
 		rest_net__set(r->net, &d);
 	count(r, &r->st.puts_applied);
@@ -226,6 +231,7 @@ static void *run(void *arg)
 		(void)MHD_run_wait(r->d, TICK_MS);
 		rest_flame__tick(r->flame, timeutil__mono_ms());
 		rest_net__tick(r->net, timeutil__mono_ms());
+		rest_base__tick(r->base, timeutil__mono_ms());
 		rest_flame__stats(r->flame, &fs);
 		rest_net__stats(r->net, &ns);
 		pthread_mutex_lock(&r->lock);
@@ -246,6 +252,7 @@ struct rest_api *rest_api__start(const struct rest_api_opts *o, char *err, size_
 	struct rest_net_opts no = { .run_dir = o->run_dir, .analyzers = o->analyzers, .max_pids = o->max_pids,
 				    .self_uid = o->self_uid };
 	unsigned flags = MHD_USE_ERROR_LOG;
+	char ep[600];
 
 	if (!r) {
 		snprintf(err, errlen, "out of memory");
@@ -266,8 +273,9 @@ struct rest_api *rest_api__start(const struct rest_api_opts *o, char *err, size_
 			goto fail;
 		flags |= MHD_USE_TLS;
 	}
+	bus__exporter_endpoint(o->run_dir, ep, sizeof(ep));
 	if (!(r->zctx = zmq_ctx_new()) || !(r->flame = rest_flame__new(&fo, r->zctx)) ||
-	    !(r->net = rest_net__new(&no, r->zctx))) {
+	    !(r->net = rest_net__new(&no, r->zctx)) || !(r->base = rest_base__new(r->zctx, ep, NULL, NULL))) {
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
@@ -309,6 +317,7 @@ struct rest_api *rest_api__stop(struct rest_api *r)
 		MHD_stop_daemon(r->d);
 	rest_flame__free(r->flame);
 	rest_net__free(r->net);
+	rest_base__free(r->base);
 	if (r->zctx)
 		zmq_ctx_term(r->zctx);
 	free(r->key_pem);

@@ -10,25 +10,27 @@
 
 #include "common/fileutil.h"
 
-static const char *const feature_names[REST_FEATURE_MAX] = { "flamegraph", "l7", "tcp" };
+static const char *const feature_names[REST_FEATURE_MAX] = { "flamegraph", "l7", "tcp", "baseinfo" };
 static const char *const probe_names[REST_FEATURE_MAX][REST_PROBE_MAX + 1] = {
 	[REST_FLAMEGRAPH] = { "oncpu", "offcpu", "mem", NULL },
 	[REST_L7] = { "l7_bytes_metrics", "l7_rpc_metrics", "l7_rpc_trace", NULL },
 	[REST_TCP] = { "tcp_abnormal", "tcp_rtt", "tcp_windows", "tcp_rate", "tcp_srtt", "tcp_sockbuf", "tcp_stats",
 		       "tcp_delay", NULL },
+	[REST_BASEINFO] = { "cpu", "mem", "nic", "disk", "net", "fs", "proc", "host", NULL },
 };
 /* The manual's sub-items whose data ember does not measure: refused, with what is measured. */
-static const char *const unmeasured[] = { "tcp_windows", "tcp_rate", "tcp_srtt", "tcp_sockbuf", "tcp_delay", NULL };
+static const char *const unmeasured[] = { "tcp_windows", "tcp_rate", "tcp_srtt", "tcp_sockbuf", "tcp_delay", "proc",
+					  "host", NULL };
 const char *const rest_l7_protocols[] = { "http", "pgsql", "mysql", "redis", "kafka", "mongo", "dns", "http2", "cql",
 					  NULL };
 /* The manual's other features: answered "not supported by ember", never 404. */
 static const char *const other_features[] = { "socket", "io", "proc", "jvm", "ksli", "postgre_sli",
 					      "opengauss_sli", "dnsmasq", "lvs", "nginx", "haproxy", "kafka",
-					      "baseinfo", "virt", "tprofiling", "hw", "container", "sermant",
+					      "virt", "tprofiling", "hw", "container", "sermant",
 					      "sli", "flowtracer", NULL };
 
 const char *rest_feature__name(enum rest_feature f) { return (unsigned)f < REST_FEATURE_MAX ? feature_names[f] : "?"; }
-const char *rest_doc__supported(void) { return "flamegraph, l7, tcp"; }
+const char *rest_doc__supported(void) { return "flamegraph, l7, tcp, baseinfo"; }
 
 const char *rest_doc__probe_name(enum rest_feature f, unsigned i)
 {
@@ -39,7 +41,8 @@ static const char *probe_list(enum rest_feature f)
 {
 	return f == REST_FLAMEGRAPH ? "oncpu, offcpu, mem"
 	       : f == REST_L7	    ? "l7_bytes_metrics, l7_rpc_metrics, l7_rpc_trace"
-				    : "tcp_abnormal, tcp_rtt, tcp_stats";
+	       : f == REST_TCP	    ? "tcp_abnormal, tcp_rtt, tcp_stats"
+				    : "cpu, mem, nic, disk, net, fs";
 }
 
 int rest_doc__feature(const char *path)
@@ -288,14 +291,15 @@ static int parse_snoopers(json_object *o, struct rest_doc *d, char *err, size_t 
 static bool takes(enum rest_feature f, const char *k)
 {
 	static const struct { const char *name; unsigned features; } scope[] = {
-		{ "report_period", 1u << REST_FLAMEGRAPH | 1u << REST_L7 | 1u << REST_TCP },
+		{ "report_period", 1u << REST_FLAMEGRAPH | 1u << REST_L7 | 1u << REST_TCP | 1u << REST_BASEINFO },
+		{ "dev_name", 1u << REST_BASEINFO },
 		{ "perf_sample_period", 1u << REST_FLAMEGRAPH }, { "svg_period", 1u << REST_FLAMEGRAPH },
 		{ "svg_dir", 1u << REST_FLAMEGRAPH }, { "flame_dir", 1u << REST_FLAMEGRAPH },
 		{ "multi_instance", 1u << REST_FLAMEGRAPH }, { "native_stack", 1u << REST_FLAMEGRAPH },
 		{ "pyroscope_server", 1u << REST_FLAMEGRAPH }, { "l7_protocol", 1u << REST_L7 },
 		{ "support_ssl", 1u << REST_L7 }, { "cluster_ip_backend", 1u << REST_L7 | 1u << REST_TCP },
 		{ "sample_period", 1u << REST_TCP }, { "report_source_port", 1u << REST_TCP },
-		{ "metrics_type", 1u << REST_FLAMEGRAPH | 1u << REST_L7 | 1u << REST_TCP },
+		{ "metrics_type", 1u << REST_FLAMEGRAPH | 1u << REST_L7 | 1u << REST_TCP | 1u << REST_BASEINFO },
 	};
 
 	for (unsigned i = 0; i < sizeof(scope) / sizeof(scope[0]); i++)
@@ -309,7 +313,8 @@ static const char *param_list(enum rest_feature f)
 	return f == REST_FLAMEGRAPH ? "perf_sample_period, svg_period, svg_dir, flame_dir, multi_instance, native_stack, "
 				      "pyroscope_server, report_period, metrics_type"
 	       : f == REST_L7	    ? "l7_protocol, support_ssl, report_period, cluster_ip_backend, metrics_type"
-				    : "report_period, sample_period, report_source_port, cluster_ip_backend, metrics_type";
+	       : f == REST_TCP	    ? "report_period, sample_period, report_source_port, cluster_ip_backend, metrics_type"
+				    : "report_period, dev_name, metrics_type";
 }
 
 static int parse_params(json_object *o, struct rest_doc *d, char *err, size_t errlen)
@@ -373,6 +378,13 @@ static int parse_params(json_object *o, struct rest_doc *d, char *err, size_t er
 			if (d->pyroscope_server[0])
 				note(d, "params.pyroscope_server: profiles go to exporter.pyroscope.server when the "
 					"pyroscope backend is on");
+		} else if (!strcmp(k, "dev_name")) {
+			if (get_str(v, where, d->dev_name, sizeof(d->dev_name), err, errlen))
+				return -EINVAL;
+			for (const char *c = d->dev_name; *c; c++)
+				if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+				      *c == '.' || *c == '_' || *c == '-'))
+					return bad(err, errlen, "%s '%s' is not a device name", where, d->dev_name);
 		} else if (!strcmp(k, "l7_protocol")) {
 			size_t n;
 
@@ -567,8 +579,10 @@ char *rest_doc__render(const struct rest_doc *d)
 				json_object_array_add(pl, json_object_new_string(rest_l7_protocols[i]));
 		json_object_object_add(par, "l7_protocol", pl);
 		json_object_object_add(par, "support_ssl", json_object_new_int64(d->support_ssl));
-	} else {
+	} else if (d->feature == REST_TCP) {
 		json_object_object_add(par, "sample_period", json_object_new_int64(d->sample_period_ms));
+	} else {
+		json_object_object_add(par, "dev_name", json_object_new_string(d->dev_name));
 	}
 	json_object_object_add(o, "params", par);
 	par = NULL;

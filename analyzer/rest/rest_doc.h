@@ -36,12 +36,14 @@
 #define REST_PATH_MAX     256
 #define REST_NOTE_MAX     160
 
-enum rest_feature { REST_FLAMEGRAPH = 0, REST_L7, REST_TCP, REST_FEATURE_MAX };
+enum rest_feature { REST_FLAMEGRAPH = 0, REST_L7, REST_TCP, REST_BASEINFO, REST_FEATURE_MAX };
 /* Sub-items (cmd.probe), by feature: index into the feature's list. */
 enum rest_probe { REST_PROBE_ONCPU = 0, REST_PROBE_OFFCPU, REST_PROBE_MEM };
 enum rest_l7_probe { REST_L7_BYTES = 0, REST_L7_RPC, REST_L7_TRACE };
 enum rest_tcp_probe { REST_TCP_ABNORMAL = 0, REST_TCP_RTT, REST_TCP_WINDOWS, REST_TCP_RATE, REST_TCP_SRTT,
 		      REST_TCP_SOCKBUF, REST_TCP_STATS, REST_TCP_DELAY };
+enum rest_base_probe { REST_BASE_CPU = 0, REST_BASE_MEM, REST_BASE_NIC, REST_BASE_DISK, REST_BASE_NET, REST_BASE_FS,
+		       REST_BASE_PROC, REST_BASE_HOST };
 #define REST_PROBE_MAX 8
 /* l7_protocol: gala-gopher's names; bit i = rest_l7_protocols[i] */
 extern const char *const rest_l7_protocols[];
@@ -78,6 +80,8 @@ struct rest_doc {
 	bool support_ssl;
 	/* tcp */
 	uint32_t sample_period_ms;	/* 5000 [100, 10000] */
+	/* baseinfo */
+	char dev_name[32];		/* "" = every device */
 	/* what was accepted but has no effect (bin, check_cmd...), for the answer */
 	char notes[REST_NOTE_MAX];
 };
