@@ -1,12 +1,16 @@
 #include "analyzer/profile.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bpf/ember_abi.h"
+#include "common/cgroup_id.h"
 #include "common/cleanup.h"
+#include "common/timeutil.h"
 
 /* A window's stacks are held until its end: this caps one task's memory. */
 #define MAX_SAMPLES_PER_WINDOW 65536
@@ -20,6 +24,15 @@ struct window {
 	uint64_t start_ns;
 };
 
+/* A process's container and pod (REST flame tasks' [Con]/[Pod] frames), read again after CG_TTL_MS. */
+#define CG_CACHE 64
+#define CG_TTL_MS 30000
+struct cg_entry {
+	uint32_t pid;
+	uint64_t read_ms;
+	char container[CGROUP_CONTAINER_ID_LEN + 1], pod[CGROUP_POD_ID_MAX];
+};
+
 struct profile_builder {
 	struct symbolizer *sym;
 	struct publisher *pub;
@@ -27,7 +40,30 @@ struct profile_builder {
 	unsigned max;
 	struct window *w;
 	uint64_t st[PS_MAX];
+	struct cg_entry cg[CG_CACHE];
 };
+
+static const struct cg_entry *cgroup_of(struct profile_builder *pb, uint32_t pid)
+{
+	struct cg_entry *e = &pb->cg[pid % CG_CACHE];
+	uint64_t now = timeutil__mono_ms();
+	char path[64], text[4096];
+	ssize_t n = -1;
+	int fd;
+
+	if (e->pid == pid && now - e->read_ms < CG_TTL_MS)
+		return e;
+	e->pid = pid;
+	e->read_ms = now;
+	snprintf(path, sizeof(path), "/proc/%u/cgroup", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, text, sizeof(text));
+		close(fd);
+	}
+	(void)cgroup_id__parse(text, n > 0 ? (size_t)n : 0, e->container, e->pod);
+	return e;
+}
 
 static const char *const stat_names[PS_MAX] = {
 	[PS_STACKS] = "analyzer_stacks",
@@ -100,6 +136,10 @@ static void free_sample(Ember__StackSample *s)
 	free(s->kernel_resolved);
 	free(s->user_resolved);
 	free(s->process_name);
+	if (s->container_id != protobuf_c_empty_string)
+		free(s->container_id);
+	if (s->pod_id != protobuf_c_empty_string)
+		free(s->pod_id);
 	free(s);
 }
 
@@ -268,6 +308,14 @@ void profile__stack_record(struct profile_builder *pb, const void *data, uint32_
 	if (!s) {
 		pb->st[PS_WINDOW_CAP_DROPS]++;
 		return;
+	}
+	if (t->flame.set) {
+		const struct cg_entry *e = cgroup_of(pb, h.tgid);
+
+		if (e->container[0])
+			s->container_id = strdup(e->container);
+		if (e->pod[0])
+			s->pod_id = strdup(e->pod);
 	}
 	if (h.nkern) {
 		memcpy(ips, (const char *)data + sizeof(h), h.nkern * sizeof(uint64_t));

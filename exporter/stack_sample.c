@@ -12,11 +12,20 @@ void stack_sample__frames(const Ember__StackSample *s, bool pid_root, struct sta
 	f->truncated = nk > STACK_SAMPLE_MAX_SIDE || nu > STACK_SAMPLE_MAX_SIDE;
 	nk = nk > STACK_SAMPLE_MAX_SIDE ? STACK_SAMPLE_MAX_SIDE : nk;
 	nu = nu > STACK_SAMPLE_MAX_SIDE ? STACK_SAMPLE_MAX_SIDE : nu;
-	f->v[f->n++] = s->process_name && *s->process_name ? s->process_name : "[unknown]";
-	if (pid_root) {
-		snprintf(f->root, sizeof(f->root), "[%u]%s", s->pid, f->v[0]);
-		f->v[0] = f->root;
+	if (pid_root && s->pod_id && *s->pod_id) {
+		snprintf(f->pod, sizeof(f->pod), "[Pod]%.64s", s->pod_id);
+		f->v[f->n++] = f->pod;
 	}
+	if (pid_root && s->container_id && *s->container_id) {
+		snprintf(f->con, sizeof(f->con), "[Con]%.12s", s->container_id);
+		f->v[f->n++] = f->con;
+	}
+	f->v[f->n] = s->process_name && *s->process_name ? s->process_name : "[unknown]";
+	if (pid_root) {
+		snprintf(f->root, sizeof(f->root), "[%u]%s", s->pid, f->v[f->n]);
+		f->v[f->n] = f->root;
+	}
+	f->n++;
 	for (size_t j = nu; j-- > 0;)
 		f->v[f->n++] = s->user_frames[j];
 	f->nk = nk;
