@@ -1,14 +1,19 @@
 /* The REST API's baseinfo feature: see rest_base.h. */
 #include "analyzer/rest/rest_base.h"
 
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/statvfs.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "analyzer/publisher.h"
@@ -432,6 +437,41 @@ static void fs(struct rest_base *b, uint64_t ts)
 	}
 }
 
+/* The host's identity as gala-gopher's system_os table gives it: labels on a constant 1. */
+static void host(struct rest_base *b, uint64_t ts)
+{
+	char os[128] = "unknown", ip[INET_ADDRSTRLEN] = "", path[300], cpus[16], memmb[24], ticks[16], btime[24] = "0";
+	const char *type = "pm";
+	struct ifaddrs *ifs = NULL;
+	struct utsname u;
+	char *p;
+
+	if (slurp(b, "/etc/os-release") > 0 && (p = strstr(b->buf, "PRETTY_NAME=")))
+		sscanf(p + 12, "\"%127[^\"\n]", os);
+	if (uname(&u))
+		snprintf(u.release, sizeof(u.release), "unknown");
+	snprintf(cpus, sizeof(cpus), "%ld", sysconf(_SC_NPROCESSORS_ONLN));
+	snprintf(ticks, sizeof(ticks), "%ld", sysconf(_SC_CLK_TCK));
+	snprintf(path, sizeof(path), "%s/meminfo", b->proc);
+	snprintf(memmb, sizeof(memmb), "0");
+	if (slurp(b, path) > 0 && (p = strstr(b->buf, "MemTotal:")))
+		snprintf(memmb, sizeof(memmb), "%llu", strtoull(p + 9, NULL, 10) / 1024);
+	snprintf(path, sizeof(path), "%s/stat", b->proc);
+	if (slurp(b, path) > 0 && (p = strstr(b->buf, "\nbtime ")))
+		snprintf(btime, sizeof(btime), "%llu", strtoull(p + 7, NULL, 10));
+	snprintf(path, sizeof(path), "%s/cpuinfo", b->proc);
+	if (slurp(b, path) > 0 && strstr(b->buf, " hypervisor"))
+		type = "vm";
+	if (!getifaddrs(&ifs)) {
+		for (struct ifaddrs *i = ifs; i && !ip[0]; i = i->ifa_next)
+			if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET && !(i->ifa_flags & IFF_LOOPBACK))
+				inet_ntop(AF_INET, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, ip, sizeof(ip));
+		freeifaddrs(ifs);
+	}
+	gauge(b, ts, "host", "value", 1, 9, "os_version", os, "hostname", u.nodename, "kversion", u.release, "cpu_num", cpus,
+	      "memory_MB", memmb, "ip_addr", ip, "host_type", type, "clock_ticks", ticks, "os_btime", btime);
+}
+
 void rest_base__tick(struct rest_base *b, uint64_t now_ms)
 {
 	const struct rest_doc *d = &b->d;
@@ -453,6 +493,8 @@ void rest_base__tick(struct rest_base *b, uint64_t now_ms)
 		net(b, ts);
 	if (d->probes[REST_BASE_FS])
 		fs(b, ts);
+	if (d->probes[REST_BASE_HOST])
+		host(b, ts);
 	if (b->nm)
 		publisher__meters(b->pub, b->m, b->nm);
 	b->st.meters += b->nm;

@@ -22,7 +22,10 @@
  *   fs    entity file_system, key MountOn, labels File_sys, Inodes, Blocks:
  *         IUsed, IFree, IUsePer, Used, Free, UsePer (KiB; statvfs of
  *         /proc/mounts' block-device and tmpfs mounts)
- * The manual's proc and host sub-items are refused (rest_doc).  Every file
+ *   host  entity host: value 1, labels os_version, hostname, kversion,
+ *         cpu_num, memory_MB, ip_addr, host_type (vm when the CPU flags say
+ *         hypervisor, else pm), clock_ticks, os_btime
+ * The manual's proc sub-item is refused (rest_doc).  Every file
  * is read with a bounded buffer and parsed defensively; what cannot be read
  * is counted.  Runs on the REST thread; not thread-safe.
  */

@@ -4,8 +4,9 @@
 # checked against the kernel's own files read around the scrape: MemTotal
 # exactly, CPU seconds and loopback bytes between the values before the PUT
 # and after the scrape, the root file system's used and free KiB against
-# statvfs, TCP's established connections present; disk rates from the
-# second period on.  The manual's proc and host sub-items are refused.
+# statvfs, TCP's established connections present, the host's kernel,
+# CPUs and memory; disk rates from the second period on.  The manual's proc
+# sub-item is refused.
 . "$(dirname "$0")/lib.sh"
 need_bpf
 PY=/usr/bin/python3
@@ -17,13 +18,13 @@ for _ in $(seq 50); do grep -q "REST control API on" "$TMP/agent.log" && break; 
 U=http://127.0.0.1:$PORT
 r=$(curl -s -w ' %{http_code}' -X PUT "$U/baseinfo" -d 'json={"cmd": {"probe": ["cpu", "proc"]}, "state": "running"}')
 echo "proc: $r"
-[[ "$r" == *"proc is not measured by ember (measured: cpu, mem, nic, disk, net, fs) 400" ]] || fail "proc was not refused"
+[[ "$r" == *"proc is not measured by ember (measured: cpu, mem, nic, disk, net, fs, host) 400" ]] || fail "proc was not refused"
 snap() { # label -> cpu0 user ticks, lo rx bytes
   echo "$1 $(awk '$1 == "cpu0" {print $2}' /proc/stat) $(cat /sys/class/net/lo/statistics/rx_bytes)"
 }
 snap before > "$TMP/snap"
 r=$(curl -s -w ' %{http_code}' -X PUT "$U/baseinfo" \
-  -d 'json={"cmd": {"probe": ["cpu", "mem", "nic", "disk", "net", "fs"]}, "params": {"report_period": 5}, "state": "running"}')
+  -d 'json={"cmd": {"probe": ["cpu", "mem", "nic", "disk", "net", "fs", "host"]}, "params": {"report_period": 5}, "state": "running"}')
 echo "baseinfo: $r"; [[ "$r" == "New config takes effect 200" ]] || fail "PUT /baseinfo refused"
 sleep 12
 curl -s "http://127.0.0.1:$EPORT/metrics" > "$TMP/metrics.txt" || fail "no /metrics"
@@ -53,6 +54,11 @@ st = os.statvfs("/")
 used = (st.f_blocks - st.f_bfree) * st.f_frsize / 1024
 ok &= abs(val("gala_gopher_file_system_Used", MountOn="/") - used) < 64 * 1024   # within 64 MiB of now
 ok &= 0 <= val("gala_gopher_mem_util", infos="meminfo") <= 100
+hl = [l for l, x in m.get("gala_gopher_host_value", []) if x == 1]
+ok &= len(hl) == 1 and hl[0]["kversion"] == os.uname().release and hl[0]["cpu_num"] == str(os.cpu_count()) \
+    and hl[0]["hostname"] == os.uname().nodename and hl[0]["memory_MB"] == str(memtotal // 1024) \
+    and hl[0]["host_type"] in ("vm", "pm") and hl[0]["clock_ticks"] == str(hz)
+print("host:", hl)
 disks = [d for d in os.listdir("/sys/block") if not d.startswith(("loop", "ram"))]
 if disks:
     ok &= len(m.get("gala_gopher_disk_util", [])) >= 1
