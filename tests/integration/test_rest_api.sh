@@ -3,12 +3,16 @@
 # (its port replaced by a free one): the scope example is taken and read
 # back; the runtime-parameters example is refused (its sample_period is a
 # parameter of io and tcp, not of flamegraph) and changes nothing; the
-# start/stop and stackprobe examples are
-# taken.  Then the flamegraph feature at work: oncpu for a process named by
-# comm and one named by pid, one SVG per process per svg_period (30 s) in
-# svg_dir with its folded stacks in flame_dir, rooted at [pid]comm; a
-# process started after the PUT is profiled in the same period.  Bad bodies
-# each get a 4xx with a message and change nothing; stopping cancels.
+# start/stop and stackprobe examples are taken.  Bad bodies each get a 4xx
+# with a message and change nothing.  Then the flamegraph feature at work,
+# one svg_period (30 s) for all of it: oncpu for a process named by comm,
+# one named by pid, one in a cgroup shaped as docker's selected by
+# container_id and one in a cgroup shaped as containerd's under Kubernetes
+# selected by pod_id (cgroup v2); one SVG per process in svg_dir with its
+# folded stacks in flame_dir, rooted at [pid]comm under [Pod]<uid> and
+# [Con]<id> frames for the containerised ones; a process started after the
+# PUT is profiled in the same period, one outside every snooper is not.
+# Stopping cancels.
 . "$(dirname "$0")/lib.sh"
 need_bpf
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
@@ -125,31 +129,53 @@ expect "no such feature" 404 "no such feature" "$(req "$U/nonsense")"
 ok "bad bodies get a 4xx with the reason and change nothing"
 
 # --- the flamegraph feature at work ------------------------------------------------------------
+[ -f /sys/fs/cgroup/cgroup.controllers ] || fail "no cgroup v2 hierarchy at /sys/fs/cgroup"
+CID1=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n'); CID2=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+PODID=$(python3 -c 'import uuid; print(uuid.uuid4())')
+G=/sys/fs/cgroup/ember-it-$$.slice
+CG1=$G/docker-$CID1.scope
+CG2=$G/kubepods-besteffort-pod${PODID//-/_}.slice/cri-containerd-$CID2.scope
+mkdir -p "$CG1" "$CG2" || fail "cannot create cgroups under /sys/fs/cgroup"
+cleanup_cg() { for c in "$CG1" "$CG2"; do [ -f "$c/cgroup.procs" ] && while read -r p; do kill "$p" 2>/dev/null; done < "$c/cgroup.procs"; done
+  sleep 0.3; rmdir "$CG1" "$CG2" "${CG2%/*}" "$G" 2>/dev/null || true; }
+trap 'cleanup_cg; cleanup' EXIT
+in_cgroup() { sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$1" "${@:2}" > /dev/null 2>&1 & echo $!; }
 "$PROGS/oncpu_chain" 120 & C1=$!; CLEANUP_PIDS+=("$C1")
 "$PROGS/cpu_work" 100000 > /dev/null & W=$!; CLEANUP_PIDS+=("$W")
+K1=$(in_cgroup "$CG1" "$PROGS/burn_later" 0 120 in-docker); CLEANUP_PIDS+=("$K1")
+K2=$(in_cgroup "$CG2" "$PROGS/burn_later" 0 120 in-pod); CLEANUP_PIDS+=("$K2")
+"$PROGS/burn_later" 0 120 outside > /dev/null & K3=$!; CLEANUP_PIDS+=("$K3")
 sleep 0.3
+grep -q "docker-$CID1" "/proc/$K1/cgroup" && grep -q "cri-containerd-$CID2" "/proc/$K2/cgroup" || fail "the processes are not in their cgroups"
 r=$(req -X PUT "$U/flamegraph" --data-urlencode json="{\"cmd\": {\"probe\": [\"oncpu\"]},
-  \"snoopers\": {\"proc_id\": [$W], \"proc_name\": [{\"comm\": \"oncpu_chain\"}]},
+  \"snoopers\": {\"proc_id\": [$W], \"proc_name\": [{\"comm\": \"oncpu_chain\"}], \"container_id\": [\"$CID1\"], \"pod_id\": [\"$PODID\"]},
   \"params\": {\"svg_period\": 30, \"perf_sample_period\": 10, \"multi_instance\": 1, \"svg_dir\": \"$SVG\", \"flame_dir\": \"$FLAME\"},
   \"state\": \"running\"}")
 expect "the flamegraph PUT" 200 "New config takes effect" "$r"
 sleep 4
 "$PROGS/oncpu_chain" 120 & C2=$!; CLEANUP_PIDS+=("$C2")   # started after the PUT, within the period
-for _ in $(seq 90); do [ "$(ls "$SVG"/oncpu/*.svg 2>/dev/null | wc -l)" -ge 3 ] && break; sleep 1; done
+for _ in $(seq 90); do [ "$(ls "$SVG"/oncpu/*.svg 2>/dev/null | wc -l)" -ge 5 ] && break; sleep 1; done
 ls -la "$SVG/oncpu" "$FLAME/oncpu" || true
-for p in "$C1" "$C2" "$W"; do
+for p in "$C1" "$C2" "$W" "$K1" "$K2"; do
   s=$(ls "$SVG"/oncpu/*_oncpu_"$p".svg 2>/dev/null | head -1)
   [ -n "$s" ] && grep -q "<svg" "$s" || fail "no SVG for pid $p in $SVG/oncpu"
   t=${s/#$SVG/$FLAME}; t=${t%.svg}.txt
   [ -s "$t" ] || fail "no folded stacks $t"
-  [ "$(awk -F';' '{print $1}' "$t" | sort -u)" = "[$p]$(cat /proc/$p/comm)" ] || fail "stacks of $t are not rooted at [$p]comm"
+  case $p in
+    "$K1") want="[Con]${CID1:0:12};[$p]$(cat /proc/$p/comm)"; root=$(cut -d';' -f1-2 "$t" | sort -u) ;;
+    "$K2") want="[Pod]$PODID;[Con]${CID2:0:12};[$p]$(cat /proc/$p/comm)"; root=$(cut -d';' -f1-3 "$t" | sort -u) ;;
+    *) want="[$p]$(cat /proc/$p/comm)"; root=$(cut -d';' -f1 "$t" | sort -u) ;;
+  esac
+  echo "pid $p: stacks rooted at $root"
+  [ "$root" = "$want" ] || fail "stacks of $t are not rooted at $want"
 done
+[ -z "$(ls "$SVG"/oncpu/*_oncpu_"$K3".svg 2>/dev/null)" ] || fail "a process outside every snooper was profiled"
 f=$(ls "$FLAME"/oncpu/*_oncpu_"$C1".txt | head -1)
 chain=$(folded_sum "$f" "^\\[$C1\\]oncpu_chain;(.*;)?outer;middle;leaf(;|\$)"); total=$(folded_total "$f")
 echo "pid $C1: $chain of $total samples in outer;middle;leaf"
 [ "$total" -gt 0 ] && [ $((100 * chain / total)) -ge 80 ] || fail "the known chain is not in the flame graph"
 [[ "$(basename "$f")" =~ ^[0-9]{14}_oncpu_${C1}\.txt$ ]] || fail "$(basename "$f") is not <YYYYMMDDHHMMSS>_oncpu_<pid>.txt"
-ok "one flame graph per process and period in svg_dir, the one started later included"
+ok "one flame graph per process and period in svg_dir: by pid, comm, container and pod, the one started later included"
 expect "stop" 200 "New config takes effect" "$(req -X PUT "$U/flamegraph" -d 'json={"state": "stopped"}')"
 for _ in $(seq 20); do
   n=$("$EMBER" stats --config "$TMP/ember.yaml" 2>/dev/null | awk '$1 == "analyzer0" && $2 == "ember_tasks_running" {print $3}')
