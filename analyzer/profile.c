@@ -240,15 +240,23 @@ static Ember__StackSample *sample_new(const struct ember_rec_stack *h)
 	return s;
 }
 
-/* Symbolizes n addresses into s's kernel or user frames; kernel: tracing frames first are dropped. */
+/*
+ * Symbolizes n addresses into s's kernel or user frames; kernel: tracing
+ * frames first are dropped.  Every address but the first is a return
+ * address: it is looked up at ip - 1, inside the call, since the byte after
+ * a call to a noreturn function that ends its caller is the next function.
+ */
 static void add_frames(struct profile_builder *pb, Ember__StackSample *s, uint32_t tgid, const uint64_t *ips,
 		       unsigned n, int kernel)
 {
 	struct sym_frame frames[EMBER_MAX_STACK_DEPTH];
+	uint64_t at[EMBER_MAX_STACK_DEPTH];
 	unsigned skip = 0;
 
-	if (kernel ? symbolizer__resolve_kernel(pb->sym, ips, n, frames) < 0
-		   : symbolizer__resolve_user(pb->sym, tgid, ips, n, frames) < 0)
+	for (unsigned i = 0; i < n; i++)
+		at[i] = i && ips[i] ? ips[i] - 1 : ips[i];
+	if (kernel ? symbolizer__resolve_kernel(pb->sym, at, n, frames) < 0
+		   : symbolizer__resolve_user(pb->sym, tgid, at, n, frames) < 0)
 		return;
 	while (kernel && skip < n && is_tracing_frame(&frames[skip]))
 		skip++;
