@@ -177,15 +177,28 @@ unsigned gala_tables__tcp(const Ember__NetFlow *f, struct gala_record ret[GALA_T
 
 void gala_tables__machine_id(char *buf, size_t len)
 {
-	FILE *f = fopen("/etc/machine-id", "re");
-	size_t n = 0;
+	/* systemd's, D-Bus's, else this boot's id (a bare root without either: it changes at each boot) */
+	static const char *const files[] = { "/etc/machine-id", "/var/lib/dbus/machine-id",
+					     "/proc/sys/kernel/random/boot_id" };
+	char line[128];
 
 	buf[0] = 0;
-	if (!f)
-		return;
-	if (fgets(buf, (int)len, f))
-		while (buf[n] && ((buf[n] >= '0' && buf[n] <= '9') || (buf[n] >= 'a' && buf[n] <= 'f')))
-			n++;
-	buf[n] = 0;
-	fclose(f);
+	for (unsigned i = 0; i < 3 && !buf[0]; i++) {
+		FILE *f = fopen(files[i], "re");
+		size_t n = 0;
+
+		if (!f)
+			continue;
+		if (fgets(line, sizeof(line), f))
+			for (const char *c = line; *c && n + 1 < len; c++) {
+				if ((*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'f'))
+					buf[n++] = *c;
+				else if (*c != '-')
+					break;
+			}
+		buf[n] = 0;
+		if (n < 16)
+			buf[0] = 0;
+		fclose(f);
+	}
 }

@@ -79,7 +79,10 @@ unsigned gala_tables__l7(const Ember__NetFlow *f, uint64_t interval_ms, struct g
  */
 unsigned gala_tables__tcp(const Ember__NetFlow *f, struct gala_record ret[GALA_TCP_TABLES]);
 
-/* This host's /etc/machine-id (gala-gopher's machine_id key), "" when unreadable (one small read). */
+/*
+ * This host's machine id (gala-gopher's machine_id key): /etc/machine-id,
+ * else /var/lib/dbus/machine-id, else the boot id; "" when none is readable.
+ */
 void gala_tables__machine_id(char *buf, size_t len);
 
 /* gala-gopher's name of an ember parser's protocol ("http1" -> "http"). */

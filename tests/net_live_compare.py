@@ -13,7 +13,13 @@ when the server's last write of it returned.  A response larger than the
 peer's receive window leaves the kernel's send queue only as the peer reads
 (a slow client on a loaded machine), after that write returned, so for a
 response over --queued-bytes ember's latency may be shorter than tshark's by
-any amount, never longer than it by more than the tolerance.
+any amount, never longer than it by more than the tolerance.  And ember's
+latency starts when the server's read of the request returned: a request
+that waited in the socket (the server busy or not scheduled, on a loaded
+machine) makes ember's latency shorter by that wait, which is accepted when
+the capture shows it: ember's response within the tolerance of the wire's
+and its read of the request at least the difference after the request
+reached the wire.
 
 With --latency-from-read the latency is checked in absolute time instead:
 ember's latency starts when the server's read of the request returned,
@@ -106,19 +112,34 @@ def frame_times_ns(cap):
 class SyscallTimeCheck:
     """Default latency check (see the module's docstring)."""
 
-    def __init__(self, tol_us, queued_bytes):
-        self.tol, self.queued_bytes, self.queued = tol_us, queued_bytes, 0
+    def __init__(self, tol_us, queued_bytes, times):
+        self.tol, self.queued_bytes, self.queued, self.times, self.read_late = tol_us, queued_bytes, 0, times, 0
 
     def __call__(self, orow, erow):
         why = pcap_compare.latency_within_tol(orow, erow)
-        if why and erow['_resp_bytes'] > self.queued_bytes:
-            try:
-                if int(erow['latency_us']) <= int(orow['latency_us']) + self.tol:
-                    self.queued += 1
-                    return None
-            except (TypeError, ValueError):
-                pass
-        return why
+        if not why:
+            return None
+        try:
+            olat, elat = int(orow['latency_us']), int(erow['latency_us'])
+        except (TypeError, ValueError):
+            return why
+        if elat > olat + self.tol:
+            return why  # never longer
+        if erow['_resp_bytes'] > self.queued_bytes:
+            self.queued += 1
+            return None
+        # shorter: the request waited in the socket before the server read it; the capture shows how long
+        try:
+            t_req = self.times[int(orow['frames'].split('/')[0])]
+        except (KeyError, ValueError, AttributeError):
+            return why
+        resp_diff = erow['_resp_ns'] - (t_req + olat * 1000)
+        wait = erow['_read_ns'] - t_req
+        if abs(resp_diff) <= self.tol * 1000 and wait >= (olat - elat - self.tol) * 1000:
+            self.read_late += 1
+            return None
+        return why + ' (response %+d us from the wire\'s, request read %+d us after it reached it)' % (
+            resp_diff // 1000, wait // 1000)
 
 
 class ReadTimeCheck:
@@ -171,7 +192,7 @@ def main():
     conns, exchanges = load(a.network_json)
     pids = set(int(p) for p in a.pid.split(','))
     ours, unknown = rows_of(conns, exchanges, pids, a.side, pcap_compare.PARSER_NAMES[a.proto])
-    theirs = oracle(a.pcap_dir, a.pcap, a.proto, targs, frames=a.latency_from_read)
+    theirs = oracle(a.pcap_dir, a.pcap, a.proto, targs, frames=True)
     if a.only_conns_in_capture:
         seen = set(r['conn'] for r in theirs)
         ours = [r for r in ours if r['conn'] in seen]
@@ -189,8 +210,9 @@ def main():
                     erow[c] = orow[c]
                 hidden += bool(cols)
     pcap_compare.LATENCY_TOL_US = a.latency_tol_us
-    check = ReadTimeCheck(frame_times_ns(a.pcap), a.latency_tol_us) if a.latency_from_read else None
-    queued = SyscallTimeCheck(a.latency_tol_us, a.queued_bytes)
+    times = frame_times_ns(a.pcap)
+    check = ReadTimeCheck(times, a.latency_tol_us) if a.latency_from_read else None
+    queued = SyscallTimeCheck(a.latency_tol_us, a.queued_bytes, times)
     diffs, agreed = pcap_compare.compare(a.proto, theirs, ours, check or queued)
     for d in diffs[:40]:
         print('  ' + d)
@@ -199,9 +221,10 @@ def main():
     how = ('response within %d us of the wire, request read after it reached the wire (longest wait %d us, '
            'largest response difference %d us)' % (a.latency_tol_us, check.max_wait // 1000,
                                                     check.max_resp_diff // 1000)
-           if check else 'latency within %d us%s' % (
+           if check else 'latency within %d us%s%s' % (
                a.latency_tol_us, '; %d response(s) over %d bytes ended on the wire more than that after '
-               'the last write' % (queued.queued, a.queued_bytes) if queued.queued else ''))
+               'the last write' % (queued.queued, a.queued_bytes) if queued.queued else '',
+               '; %d request(s) read late, as the capture shows' % queued.read_late if queued.read_late else ''))
     cut = sum(r['_gap'] for r in ours)
     print('%s: tshark %d exchanges, ember %d (pid %s, %s side); %d agree (columns, answered, %s)%s%s'
           % (a.proto, len(theirs), len(ours), a.pid, a.side, agreed, how,

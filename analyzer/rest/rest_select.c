@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/cgroup_id.h"
+
 static int cmp_u32(const void *a, const void *b)
 {
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
@@ -71,13 +73,22 @@ static bool selected(const struct rest_doc *d, const char *root, uint32_t self_u
 		}
 	}
 	if (d->ncontainers || d->npods) {
-		have_cg = read_small(root, pid, "cgroup", cg, sizeof(cg)) > 0;
-		for (unsigned i = 0; have_cg && i < d->ncontainers; i++)
-			if (strstr(cg, d->containers[i]))
+		char con[CGROUP_CONTAINER_ID_LEN + 1], pod[CGROUP_POD_ID_MAX];
+		ssize_t n = read_small(root, pid, "cgroup", cg, sizeof(cg));
+
+		have_cg = n > 0 && (cgroup_id__parse(cg, (size_t)n, con, pod) || pod[0]);
+		/* a container id as given or its prefix (docker's 12-digit short id); a pod uid either way of writing it */
+		for (unsigned i = 0; have_cg && con[0] && i < d->ncontainers; i++)
+			if (!strncmp(con, d->containers[i], strlen(d->containers[i])))
 				return true;
-		for (unsigned i = 0; have_cg && i < d->npods; i++)
-			if (strstr(cg, d->pods[i]))
+		for (unsigned i = 0; have_cg && pod[0] && i < d->npods; i++) {
+			size_t k = 0;
+
+			while (d->pods[i][k] && pod[k] && (d->pods[i][k] == '_' ? '-' : d->pods[i][k]) == pod[k])
+				k++;
+			if (!d->pods[i][k] && !pod[k])
 				return true;
+		}
 	}
 	return false;
 }

@@ -2,8 +2,9 @@
  * The processes a REST feature's snoopers select, as their union: the
  * listed pids that exist; processes whose /proc/<pid>/comm equals a
  * proc_name's comm and whose command line contains its cmdline (either may
- * be empty, not both); processes whose /proc/<pid>/cgroup names a listed
- * container_id or pod_id (the path of a containerised process holds both).
+ * be empty, not both); processes whose container (common/cgroup_id.h, from
+ * /proc/<pid>/cgroup) has a listed container_id, in full or as its prefix
+ * (docker's short id), or whose pod has a listed pod_id.
  * Processes of self_uid (ember's own) are never selected.  /proc is read
  * with bounded buffers; a process that exits meanwhile is skipped.
  */

@@ -18,11 +18,12 @@ mode = sys.argv[2]
 if mode == "garbage":
     s.send(b"\x00" * 40)
 elif mode == "attach-before-hello":
-    # valid ATTACH frame (magic EMBR, version 1, type 4) for 1 pid, but no HELLO first
-    payload = struct.pack("<QIIQQI", 1, 1, 1, 9000000, 0, 1)
-    s.send(struct.pack("<IHHII", 0x454d4252, 1, 4, len(payload), 1) + payload)
+    # valid ATTACH frame (magic EMBR, version 2, type 4) for 1 pid, but no HELLO first:
+    # task id, kind, npids, period, min block, flags, pad, the pid (common/ctl_proto.h)
+    payload = struct.pack("<QIIQQIII", 1, 1, 1, 9000000, 0, 0, 0, 1)
+    s.send(struct.pack("<IHHII", 0x454d4252, 2, 4, len(payload), 1) + payload)
 elif mode == "stats":
-    s.send(struct.pack("<IHHII", 0x454d4252, 1, 14, 0, 7))
+    s.send(struct.pack("<IHHII", 0x454d4252, 2, 14, 0, 7))
     hdr = s.recv(8192)
     print("answer", len(hdr))
     sys.exit(0)

@@ -129,13 +129,15 @@ expect "no such feature" 404 "no such feature" "$(req "$U/nonsense")"
 ok "bad bodies get a 4xx with the reason and change nothing"
 
 # --- the flamegraph feature at work ------------------------------------------------------------
-[ -f /sys/fs/cgroup/cgroup.controllers ] || fail "no cgroup v2 hierarchy at /sys/fs/cgroup"
+# a cgroup v2 hierarchy: /sys/fs/cgroup, or /sys/fs/cgroup/unified on a hybrid host
+CGROOT=$(awk '$3 == "cgroup2" {print $2; exit}' /proc/mounts)
+[ -n "$CGROOT" ] || fail "no cgroup v2 hierarchy mounted"
 CID1=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n'); CID2=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 PODID=$(python3 -c 'import uuid; print(uuid.uuid4())')
-G=/sys/fs/cgroup/ember-it-$$.slice
+G=$CGROOT/ember-it-$$.slice
 CG1=$G/docker-$CID1.scope
 CG2=$G/kubepods-besteffort-pod${PODID//-/_}.slice/cri-containerd-$CID2.scope
-mkdir -p "$CG1" "$CG2" || fail "cannot create cgroups under /sys/fs/cgroup"
+mkdir -p "$CG1" "$CG2" || fail "cannot create cgroups under $CGROOT"
 cleanup_cg() { for c in "$CG1" "$CG2"; do [ -f "$c/cgroup.procs" ] && while read -r p; do kill "$p" 2>/dev/null; done < "$c/cgroup.procs"; done
   sleep 0.3; rmdir "$CG1" "$CG2" "${CG2%/*}" "$G" 2>/dev/null || true; }
 trap 'cleanup_cg; cleanup' EXIT

@@ -359,7 +359,8 @@ static void test_json_lines(void **state)
 	assert_string_equal(line,
 		"{\"type\":\"flow\",\"window_start_unix_ns\":1700000000000000000,"
 		"\"window_end_unix_ns\":1700000002000000000,\"pid\":100,\"process_name\":\"app\",\"side\":\"client\","
-		"\"side_guessed\":false,\"peer_address\":\"10.0.0.2:8080\",\"peer_local\":false,\"peer_pid\":0,"
+		"\"side_guessed\":false,\"peer_address\":\"10.0.0.2:8080\",\"local_address\":\"\",\"transport\":\"\","
+		"\"peer_local\":false,\"peer_pid\":0,"
 		"\"protocol\":\"http1\",\"ssl\":false,\"connections\":0,"
 		"\"write\":{\"count\":1,\"bytes\":400,\"time_ns\":20000,\"hist\":[0,1,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,"
 		"0,0,0,0,0,0,0,0,0,0,0,0,0]},"
