@@ -15,6 +15,7 @@
 
 #include "common/privs.h"
 #include "common/cleanup.h"
+#include "common/fileutil.h"
 #include "common/log.h"
 #include "common/timeutil.h"
 
@@ -63,27 +64,6 @@ int supervisor__ensure_user(const char *name, unsigned *ret_uid, unsigned *ret_g
 		return -EINVAL; /* the whole point is not to be root */
 	*ret_uid = pw->pw_uid;
 	*ret_gid = pw->pw_gid;
-	return 0;
-}
-
-static int mkdir_p(const char *path, mode_t mode)
-{
-	char buf[1024];
-	size_t n = strlen(path);
-
-	if (n >= sizeof(buf))
-		return -ENAMETOOLONG;
-	memcpy(buf, path, n + 1);
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = 0;
-		if (mkdir(buf, 0755) && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(buf, mode) && errno != EEXIST)
-		return -errno;
 	return 0;
 }
 
@@ -270,9 +250,9 @@ static int prepare(struct sup *s)
 		log_error("cannot find or create the unprivileged user '%s': %s", cfg->ember.user, strerror(-r));
 		return r;
 	}
-	r = mkdir_p(cfg->ember.run_dir, 0755);
+	r = fileutil__mkdirs(cfg->ember.run_dir, 0755);
 	if (!r)
-		r = mkdir_p(cfg->ember.output_dir, 0755);
+		r = fileutil__mkdirs(cfg->ember.output_dir, 0755);
 	if (r) {
 		log_error("cannot create %s or %s: %s", cfg->ember.run_dir, cfg->ember.output_dir, strerror(-r));
 		return r;
@@ -289,7 +269,7 @@ static int prepare(struct sup *s)
 						    "/var/log/gala-gopher/flamegraph" };
 
 		for (unsigned i = 0; i < 3; i++)
-			if (mkdir_p(dirs[i], 0755) || chown(dirs[i], s->uid, s->gid))
+			if (fileutil__mkdirs(dirs[i], 0755) || chown(dirs[i], s->uid, s->gid))
 				log_warn("cannot prepare %s for the REST API's flame graphs: %m", dirs[i]);
 	}
 	snprintf(s->effective, sizeof(s->effective), "%s/effective.yaml", cfg->ember.run_dir);

@@ -121,7 +121,7 @@ int fileutil__safe_dir(const char *p, char *why, size_t whylen)
 	return -EINVAL;
 }
 
-int fileutil__mkdirs(const char *path)
+int fileutil__mkdirs(const char *path, mode_t mode)
 {
 	char p[4096];
 	size_t n = strlen(path);
@@ -137,7 +137,7 @@ int fileutil__mkdirs(const char *path)
 			return -errno;
 		*c = '/';
 	}
-	if (mkdir(p, 0755) && errno != EEXIST)
+	if (mkdir(p, mode) && errno != EEXIST)
 		return -errno;
 	return 0;
 }

@@ -5,6 +5,7 @@
 #define EMBER_COMMON_FILEUTIL_H
 
 #include <stdio.h>
+#include <sys/types.h>
 
 /* Writes the whole content to out; returns 0 or -errno.  Write errors on out
  * need not be reported: fileutil checks the stream after the call. */
@@ -31,7 +32,7 @@ int fileutil__write_atomic(const char *dir, const char *name, fileutil_writer_fn
  * under /proc, /sys or /dev.  0, or -EINVAL with why in why (may be NULL).
  */
 int fileutil__safe_dir(const char *path, char *why, size_t whylen);
-/* mkdir -p path (mode 0755 for what it creates, no symlink followed at the last step).  0 or -errno. */
-int fileutil__mkdirs(const char *path);
+/* mkdir -p path: mode for path itself, 0755 for the parents it creates.  0 or -errno. */
+int fileutil__mkdirs(const char *path, mode_t mode);
 
 #endif

@@ -348,7 +348,7 @@ static void write_flame_files(struct file_backend *fb, struct ftask *t)
 		snprintf(suffix, sizeof(suffix), "_%u", t->flame.part);
 	snprintf(sdir, sizeof(sdir), "%s/%s", t->flame.svg_dir, type);
 	snprintf(fdir, sizeof(fdir), "%s/%s", t->flame.flame_dir, type);
-	if (fileutil__mkdirs(sdir) || fileutil__mkdirs(fdir)) {
+	if (fileutil__mkdirs(sdir, 0755) || fileutil__mkdirs(fdir, 0755)) {
 		fb->write_errors++;
 		return;
 	}

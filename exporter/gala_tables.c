@@ -55,24 +55,41 @@ static void split_addr(const char *a, char *ip, size_t iplen, char *port, size_t
 	snprintf(port, portlen, "%s", colon + 1);
 }
 
-static void keys_of(struct gala_record *r, const Ember__NetFlow *f)
+/* A flow's two ends as client and server. */
+struct ends {
+	bool server, udp;
+	char cip[GALA_VALUE_MAX], cport[16], sip[GALA_VALUE_MAX], sport[16];
+};
+
+static void ends_of(const Ember__NetFlow *f, struct ends *e)
 {
-	bool server = f->side && !strcmp(f->side, "server");
-	bool udp = f->transport && !strcmp(f->transport, "udp");
 	char lip[GALA_VALUE_MAX], lport[16], pip[GALA_VALUE_MAX], pport[16];
 
+	e->server = f->side && !strcmp(f->side, "server");
+	e->udp = f->transport && !strcmp(f->transport, "udp");
 	split_addr(f->local_address, lip, sizeof(lip), lport, sizeof(lport));
 	split_addr(f->peer_address, pip, sizeof(pip), pport, sizeof(pport));
-	r->nk = 0;
+	memcpy(e->cip, e->server ? pip : lip, sizeof(e->cip));
+	memcpy(e->cport, e->server ? pport : lport, sizeof(e->cport));
+	memcpy(e->sip, e->server ? lip : pip, sizeof(e->sip));
+	memcpy(e->sport, e->server ? lport : pport, sizeof(e->sport));
+}
+
 #define KEY(n, ...) do { r->keys[r->nk].name = n; snprintf(r->keys[r->nk++].value, GALA_VALUE_MAX, __VA_ARGS__); } while (0)
+
+static void keys_of(struct gala_record *r, const Ember__NetFlow *f)
+{
+	struct ends e;
+
+	ends_of(f, &e);
+	r->nk = 0;
 	KEY("tgid", "%u", f->pid);
-	KEY("client_ip", "%s", server ? pip : lip);
-	KEY("server_ip", "%s", server ? lip : pip);
-	KEY("server_port", "%s", server ? lport : pport);
-	KEY("l4_role", "%s", udp ? "udp" : server ? "tcp_server" : "tcp_client");
-	KEY("l7_role", "%s", server ? "server" : "client");
+	KEY("client_ip", "%s", e.cip);
+	KEY("server_ip", "%s", e.sip);
+	KEY("server_port", "%s", e.sport);
+	KEY("l4_role", "%s", e.udp ? "udp" : e.server ? "tcp_server" : "tcp_client");
+	KEY("l7_role", "%s", e.server ? "server" : "client");
 	KEY("protocol", "%s", gala_tables__protocol(f->protocol));
-#undef KEY
 	r->nl = 1;
 	r->labels[0].name = "ssl";
 	snprintf(r->labels[0].value, GALA_VALUE_MAX, "%d", f->ssl ? 1 : 0);
@@ -119,22 +136,20 @@ unsigned gala_tables__l7(const Ember__NetFlow *f, uint64_t interval_ms, struct g
 
 static void tcp_keys_of(struct gala_record *r, const Ember__NetFlow *f)
 {
-	bool server = f->side && !strcmp(f->side, "server");
-	char lip[GALA_VALUE_MAX], lport[16], pip[GALA_VALUE_MAX], pport[16];
+	struct ends e;
 
-	split_addr(f->local_address, lip, sizeof(lip), lport, sizeof(lport));
-	split_addr(f->peer_address, pip, sizeof(pip), pport, sizeof(pport));
+	ends_of(f, &e);
 	r->nk = 0;
-#define KEY(n, ...) do { r->keys[r->nk].name = n; snprintf(r->keys[r->nk++].value, GALA_VALUE_MAX, __VA_ARGS__); } while (0)
 	KEY("tgid", "%u", f->pid);
-	KEY("role", "%d", server ? 0 : 1);
-	KEY("client_ip", "%s", server ? pip : lip);
-	KEY("server_ip", "%s", server ? lip : pip);
-	KEY("client_port", "%s", server ? pport : lport);
-	KEY("server_port", "%s", server ? lport : pport);
-	KEY("protocol", "%d", strchr(pip, ':') ? 10 : 2);
-#undef KEY
+	KEY("role", "%d", e.server ? 0 : 1);
+	KEY("client_ip", "%s", e.cip);
+	KEY("server_ip", "%s", e.sip);
+	KEY("client_port", "%s", e.cport);
+	KEY("server_port", "%s", e.sport);
+	KEY("protocol", "%d", strchr(e.sip, ':') ? 10 : 2);
 }
+
+#undef KEY
 
 unsigned gala_tables__tcp(const Ember__NetFlow *f, struct gala_record ret[GALA_TCP_TABLES])
 {

@@ -116,6 +116,19 @@ YAML
   AGENT_PID=$!; CLEANUP_PIDS+=("$AGENT_PID")
 }
 
+# A free TCP port on 127.0.0.1.
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+# An agent serving the REST control API on a free port (REST_PORT) and /metrics on another
+# (PROM_PORT, backends file and prometheus); more `ember run` options in "$@".  Waits for the API.
+start_rest_agent() {
+  REST_PORT=$(free_port); PROM_PORT=$(free_port)
+  AGENT_BACKENDS="file, prometheus" AGENT_EXPORTER_YAML="  prometheus: { address: 127.0.0.1, port: $PROM_PORT }"
+  start_agent --set ember.rest_api.enabled=true --set ember.rest_api.port="$REST_PORT" "$@"
+  for _ in $(seq 50); do grep -q "REST control API on" "$TMP/agent.log" && return 0; sleep 0.1; done
+  cat "$TMP/agent.log"; fail "the REST API did not start"
+}
+
 # The OAP receiver's record file $1 holds a call of rpc $2.
 oap_called() { /usr/bin/python3 - "$1" "$2" <<'PY'
 import json, sys

@@ -15,13 +15,12 @@
 # Stopping cancels.
 . "$(dirname "$0")/lib.sh"
 need_bpf
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 EMBER_USER=$("$EMBER" run --dump-config 2>/dev/null | awk '/^  user:/ {print $2; exit}'); EMBER_USER=${EMBER_USER:-ember}
 SVG=$TMP/svg FLAME=$TMP/flame
 mkdir -p "$SVG" "$FLAME"; chown "$EMBER_USER" "$SVG" "$FLAME"; chmod 755 "$TMP"
 AGENT_PROFILING_YAML=""
-start_agent --set ember.rest_api.enabled=true --set ember.rest_api.port="$PORT"
-for _ in $(seq 50); do grep -q "REST control API on" "$TMP/agent.log" && break; sleep 0.1; done
+start_rest_agent
+PORT=$REST_PORT
 grep -q "REST control API on http://127.0.0.1:$PORT" "$TMP/agent.log" || { cat "$TMP/agent.log"; fail "the REST API did not start"; }
 U=http://localhost:$PORT
 code() { cut -d' ' -f1 <<<"$1"; }
@@ -164,9 +163,9 @@ for p in "$C1" "$C2" "$W" "$K1" "$K2"; do
   t=${s/#$SVG/$FLAME}; t=${t%.svg}.txt
   [ -s "$t" ] || fail "no folded stacks $t"
   case $p in
-    "$K1") want="[Con]${CID1:0:12};[$p]$(cat /proc/$p/comm)"; root=$(cut -d';' -f1-2 "$t" | sort -u) ;;
-    "$K2") want="[Pod]$PODID;[Con]${CID2:0:12};[$p]$(cat /proc/$p/comm)"; root=$(cut -d';' -f1-3 "$t" | sort -u) ;;
-    *) want="[$p]$(cat /proc/$p/comm)"; root=$(cut -d';' -f1 "$t" | sort -u) ;;
+    "$K1") want="[Con]${CID1:0:12};[$p]$(cat /proc/$p/comm)"; root=$(sed 's/ [0-9]*$//' "$t" | cut -d';' -f1-2 | sort -u) ;;
+    "$K2") want="[Pod]$PODID;[Con]${CID2:0:12};[$p]$(cat /proc/$p/comm)"; root=$(sed 's/ [0-9]*$//' "$t" | cut -d';' -f1-3 | sort -u) ;;
+    *) want="[$p]$(cat /proc/$p/comm)"; root=$(sed 's/ [0-9]*$//' "$t" | cut -d';' -f1 | sort -u) ;;
   esac
   echo "pid $p: stacks rooted at $root"
   [ "$root" = "$want" ] || fail "stacks of $t are not rooted at $want"

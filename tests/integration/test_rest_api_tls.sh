@@ -6,7 +6,6 @@
 . "$(dirname "$0")/lib.sh"
 need_bpf
 command -v openssl >/dev/null || fail "openssl missing (deploy/install-deps.sh installs it)"
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 K=$TMP/pki; mkdir -p "$K"; chmod 755 "$TMP" "$K"
 ca() { # name
   openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=$1" -keyout "$K/$1.key" -out "$K/$1.pem" 2>/dev/null
@@ -20,10 +19,9 @@ leaf() { # name ca [san]
 ca rest-ca; ca other-ca
 leaf server rest-ca "IP:127.0.0.1,DNS:localhost"; leaf client rest-ca; leaf stranger other-ca
 chmod 644 "$K"/*
-start_agent --set ember.rest_api.enabled=true --set ember.rest_api.port="$PORT" --set ember.rest_api.ssl_auth=true \
-  --set ember.rest_api.private_key="$K/server.key" --set ember.rest_api.cert_file="$K/server.pem" \
-  --set ember.rest_api.ca_file="$K/rest-ca.pem"
-for _ in $(seq 50); do grep -q "REST control API" "$TMP/agent.log" && break; sleep 0.1; done
+start_rest_agent --set ember.rest_api.ssl_auth=true --set ember.rest_api.private_key="$K/server.key" \
+  --set ember.rest_api.cert_file="$K/server.pem" --set ember.rest_api.ca_file="$K/rest-ca.pem"
+PORT=$REST_PORT
 grep -q "REST control API on https://127.0.0.1:$PORT" "$TMP/agent.log" || { cat "$TMP/agent.log"; fail "the HTTPS REST API did not start"; }
 U=https://127.0.0.1:$PORT/flamegraph
 c=$(curl -s -o "$TMP/ok.json" -w '%{http_code}' --cacert "$K/rest-ca.pem" --cert "$K/client.pem" --key "$K/client.key" "$U")

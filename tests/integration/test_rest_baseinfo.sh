@@ -10,11 +10,8 @@
 . "$(dirname "$0")/lib.sh"
 need_bpf
 PY=/usr/bin/python3
-PORT=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-EPORT=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-AGENT_BACKENDS="file, prometheus" AGENT_EXPORTER_YAML="  prometheus: { address: 127.0.0.1, port: $EPORT }"
-start_agent --set ember.rest_api.enabled=true --set ember.rest_api.port="$PORT"
-for _ in $(seq 50); do grep -q "REST control API on" "$TMP/agent.log" && break; sleep 0.1; done
+start_rest_agent
+PORT=$REST_PORT EPORT=$PROM_PORT
 U=http://127.0.0.1:$PORT
 r=$(curl -s -w ' %{http_code}' -X PUT "$U/baseinfo" -d 'json={"cmd": {"probe": ["cpu", "proc"]}, "state": "running"}')
 echo "proc: $r"
