@@ -203,6 +203,7 @@ void task_def__to_pb(const struct task_def *t, struct task_pb *pb)
 		pb->flame.per_process = t->flame.per_process;
 		pb->flame.period_start_unix_ms = t->flame.period_start_unix_ms;
 		pb->flame.part = t->flame.part;
+		pb->flame.pyroscope_server = (char *)t->flame.pyroscope_server;
 		pb->task.flame = &pb->flame;
 	}
 	if (t->gala) {
@@ -310,6 +311,14 @@ int task_def__from_proto(const Ember__Task *p, struct task_def *ret, char *err, 
 		ret->flame.per_process = p->flame->per_process;
 		ret->flame.period_start_unix_ms = p->flame->period_start_unix_ms;
 		ret->flame.part = p->flame->part;
+		for (const char *c = p->flame->pyroscope_server; c && *c; c++)
+			if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '.' ||
+			      *c == '-' || *c == ':')) {
+				snprintf(err, errlen, "flame pyroscope_server is not host:port");
+				return -EINVAL;
+			}
+		snprintf(ret->flame.pyroscope_server, sizeof(ret->flame.pyroscope_server), "%s",
+			 p->flame->pyroscope_server ? p->flame->pyroscope_server : "");
 	}
 	if (p->gala) {
 		size_t n = 0;

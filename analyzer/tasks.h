@@ -57,6 +57,7 @@ struct task_def {
 		bool per_process;
 		uint64_t period_start_unix_ms;
 		uint32_t part;
+		char pyroscope_server[256];
 	} flame;
 	uint32_t gala;               /* origin "rest", network: bit i = gala-gopher table i (proto GalaTables) */
 	char gala_l7_protocols[128]; /* ... l7 tables for these protocols only: names, comma-separated */

@@ -30,23 +30,24 @@ static void component(const char *c, size_t n, char *container, char *pod)
 	}
 	/* kubepods-burstable-pod<uid>.slice (systemd) or pod<uid> (cgroupfs) */
 	for (size_t i = 0; i + 3 < n; i++) {
-		size_t k = 0;
+		char uid[CGROUP_POD_ID_MAX];
+		size_t k = 0, j;
 
 		if (memcmp(c + i, "pod", 3) || (i && c[i - 1] != '-' && c[i - 1] != '/'))
 			continue;
 		if (i && !memmem(c, i, "kubepods", 8))
 			continue;
-		for (size_t j = i + 3; j < n && c[j] != '.' && k + 1 < CGROUP_POD_ID_MAX; j++) {
+		for (j = i + 3; j < n && c[j] != '.' && k + 1 < sizeof(uid); j++) {
 			char ch = c[j] == '_' ? '-' : c[j];
 
 			if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f') || ch == '-'))
-				return;
-			pod[k++] = ch;
+				return; /* not a uid: what an earlier component gave stays */
+			uid[k++] = ch;
 		}
-		if (k >= 32)
+		if (k >= 32 && (j == n || c[j] == '.')) {
+			memcpy(pod, uid, k);
 			pod[k] = 0;
-		else
-			pod[0] = 0;
+		}
 		return;
 	}
 }

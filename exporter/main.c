@@ -181,6 +181,8 @@ static void handle_request(void)
 }
 
 /* The configured backends, in order.  0 or -1 (logged). */
+extern const struct exporter_backend_ops pyroscope_backend_ops;
+
 static int setup_backends(void)
 {
 	char err[512];
@@ -200,6 +202,17 @@ static int setup_backends(void)
 		}
 		X.ops[X.nb++] = ops;
 		log_info("backend '%s' ready", name);
+	}
+	/* The REST API's params.pyroscope_server works without the backend in the list (gala-gopher's way). */
+	if (X.cfg->ember.rest_api.enabled && X.nb < MAX_BACKENDS) {
+		bool listed = false;
+
+		for (size_t i = 0; i < X.cfg->exporter.backends.n; i++)
+			listed |= !strcmp(X.cfg->exporter.backends.v[i], "pyroscope");
+		if (!listed && (X.st[X.nb] = pyroscope_backend_ops.init(X.cfg, err, sizeof(err))))
+			X.ops[X.nb++] = &pyroscope_backend_ops;
+		else if (!listed)
+			log_warn("the REST API's pyroscope_server is not available: %s", err);
 	}
 	return 0;
 }

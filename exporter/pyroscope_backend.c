@@ -18,7 +18,11 @@
  * blocked time.  Stacks are named as in every flame graph of ember
  * (exporter/stack_sample.h).
  *
- * Bounded: at most max_profiles (process, type) profiles between pushes of
+ * A REST flamegraph task with params.pyroscope_server (Task.flame) pushes its
+ * profiles to that server instead.  With the REST API on and this backend
+ * not in exporter.backends, the exporter loads it for those tasks only.
+ *
+ * Bounded: at most max_profiles (process, type, server) profiles between pushes of
  * at most max_nodes nodes each (more stacks go under [truncated]), at most
  * MAX_INFLIGHT pushes in flight; what does not fit is dropped and counted.
  * Pushes go through libcurl's multi interface, driven from tick(): the
@@ -55,6 +59,7 @@ struct profile {
 	bool used;
 	uint32_t pid;
 	enum ptype type;
+	char url[300];			/* <server>/ingest */
 	char process[LABEL_MAX];
 	uint64_t sample_rate;
 	uint64_t from_ms;		/* the first window's start (unix ms) */
@@ -81,9 +86,10 @@ static const char *const pc_names[PC_MAX] = {
 
 struct pyroscope_backend {
 	const struct ember_config *cfg;
-	char url[1024];			/* <server>/ingest */
+	char url[300];			/* <server>/ingest */
 	char hostname[LABEL_MAX];
 	uint64_t push_ms, timeout_ms, next_push;
+	bool rest_only;			/* loaded for the REST API's pyroscope_server: other profiles are not pushed */
 	struct profile *p;
 	unsigned np;
 	CURLM *multi;
@@ -114,7 +120,7 @@ static void *pyro_init(const struct ember_config *cfg, char *err, size_t errlen)
 	char host[256] = "";
 	size_t n = strlen(s);
 
-	if (!n || strchr(s, '?') || strchr(s, '#') || strpbrk(s, " \t\r\n")) {
+	if (!n || n > 250 || strchr(s, '?') || strchr(s, '#') || strpbrk(s, " \t\r\n")) {
 		snprintf(err, errlen, "exporter.pyroscope.server '%s' is not host:port or an http(s):// URL", s);
 		errno = EINVAL;
 		return NULL;
@@ -149,17 +155,24 @@ static void *pyro_init(const struct ember_config *cfg, char *err, size_t errlen)
 	pb->push_ms = cfg->exporter.pyroscope.push_period_ns / 1000000;
 	pb->timeout_ms = cfg->exporter.pyroscope.timeout_ns / 1000000;
 	pb->next_push = timeutil__mono_ms() + pb->push_ms;
-	log_info("pyroscope: pushing each process's profile every %llu s to %s",
-		 (unsigned long long)(pb->push_ms / 1000), pb->url);
+	pb->rest_only = true;
+	for (size_t i = 0; i < cfg->exporter.backends.n; i++)
+		pb->rest_only &= strcmp(cfg->exporter.backends.v[i], "pyroscope") != 0;
+	if (pb->rest_only)
+		log_info("pyroscope: pushing the REST API's flame graph profiles to their pyroscope_server every %llu s",
+			 (unsigned long long)(pb->push_ms / 1000));
+	else
+		log_info("pyroscope: pushing each process's profile every %llu s to %s",
+			 (unsigned long long)(pb->push_ms / 1000), pb->url);
 	return pb;
 }
 
-static struct profile *profile_of(struct pyroscope_backend *pb, uint32_t pid, enum ptype type)
+static struct profile *profile_of(struct pyroscope_backend *pb, uint32_t pid, enum ptype type, const char *url)
 {
 	struct profile *free_slot = NULL;
 
 	for (unsigned i = 0; i < pb->np; i++) {
-		if (pb->p[i].used && pb->p[i].pid == pid && pb->p[i].type == type)
+		if (pb->p[i].used && pb->p[i].pid == pid && pb->p[i].type == type && !strcmp(pb->p[i].url, url))
 			return &pb->p[i];
 		if (!pb->p[i].used && !free_slot)
 			free_slot = &pb->p[i];
@@ -172,6 +185,7 @@ static struct profile *profile_of(struct pyroscope_backend *pb, uint32_t pid, en
 	if (!free_slot->fg && !(free_slot->fg = flamegraph__new((size_t)pb->cfg->exporter.pyroscope.max_nodes)))
 		return NULL;
 	free_slot->used = true;
+	snprintf(free_slot->url, sizeof(free_slot->url), "%s", url);
 	free_slot->pid = pid;
 	free_slot->type = type;
 	free_slot->from_ms = 0;
@@ -183,9 +197,18 @@ static void pyro_on_profile(void *st, const Ember__ProfileBatch *b)
 	struct pyroscope_backend *pb = st;
 	struct stack_frames fr;
 	enum ptype type;
+	const char *srv;
+	char url[300];
 
 	if (!b || !b->task)
 		return;
+	srv = b->task->flame && b->task->flame->pyroscope_server ? b->task->flame->pyroscope_server : "";
+	if (pb->rest_only && !*srv)
+		return;
+	if (*srv)
+		snprintf(url, sizeof(url), "http://%s/ingest", srv);
+	else
+		snprintf(url, sizeof(url), "%s", pb->url);
 	switch (b->task->kind) {
 	case EMBER__TASK_KIND__ON_CPU: type = PT_CPU; break;
 	case EMBER__TASK_KIND__OFF_CPU: type = PT_OFF_CPU; break;
@@ -194,7 +217,7 @@ static void pyro_on_profile(void *st, const Ember__ProfileBatch *b)
 	}
 	for (size_t i = 0; i < b->n_samples; i++) {
 		const Ember__StackSample *s = b->samples[i];
-		struct profile *p = profile_of(pb, s->pid, type);
+		struct profile *p = profile_of(pb, s->pid, type, url);
 		uint64_t w = type == PT_OFF_CPU ? s->weight / 1000 : s->count;
 
 		if (!p) {
@@ -220,7 +243,7 @@ static int write_folded(FILE *out, const struct flamegraph *fg) { return flamegr
 static void push_one(struct pyroscope_backend *pb, struct profile *p, uint64_t until_ms)
 {
 	struct push *q = NULL;
-	char name[4 * LABEL_MAX + 128], *ename = NULL, url[sizeof(pb->url) + 1024];
+	char name[4 * LABEL_MAX + 128], *ename = NULL, url[sizeof(p->url) + 1024];
 	struct flamegraph_stats fs;
 	FILE *mem;
 
@@ -252,7 +275,7 @@ static void push_one(struct pyroscope_backend *pb, struct profile *p, uint64_t u
 	snprintf(url, sizeof(url),
 		 "%s?name=%s&from=%llu&until=%llu&format=folded&sampleRate=%llu&spyName=ebpfspy&units=%s"
 		 "&aggregationType=sum",
-		 pb->url, ename, (unsigned long long)(p->from_ms / 1000),
+		 p->url, ename, (unsigned long long)(p->from_ms / 1000),
 		 (unsigned long long)(until_ms / 1000 > p->from_ms / 1000 ? until_ms / 1000 : p->from_ms / 1000 + 1),
 		 (unsigned long long)p->sample_rate, ptypes[p->type].units);
 	curl_free(ename);

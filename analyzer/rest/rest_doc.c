@@ -375,9 +375,7 @@ static int parse_params(json_object *o, struct rest_doc *d, char *err, size_t er
 		} else if (!strcmp(k, "pyroscope_server")) {
 			if (get_server(v, where, d->pyroscope_server, err, errlen))
 				return -EINVAL;
-			if (d->pyroscope_server[0])
-				note(d, "params.pyroscope_server: profiles go to exporter.pyroscope.server when the "
-					"pyroscope backend is on");
+
 		} else if (!strcmp(k, "dev_name")) {
 			if (get_str(v, where, d->dev_name, sizeof(d->dev_name), err, errlen))
 				return -EINVAL;

@@ -151,6 +151,7 @@ static void start_task(struct rest_flame *f, unsigned p, const uint32_t *pids, u
 	fo.per_process = f->d.multi_instance;
 	fo.period_start_unix_ms = pe->start_unix_ms;
 	fo.part = f->d.multi_instance ? 0 : pe->parts;
+	fo.pyroscope_server = f->d.pyroscope_server;
 	t.id = id;
 	t.kind = kinds[p];
 	t.n_pids = n;

@@ -75,3 +75,27 @@ echo "pushes ok $(pstat ember_pyroscope_pushes_ok), failed $(pstat ember_pyrosco
 grep -q "pyroscope: a push to .* failed" "$TMP/agent.log" || fail "the failure was not logged"
 ok "pushes to a server that is down are counted and logged"
 stop_agent || fail "agent exited with an error"
+
+# The REST API's params.pyroscope_server, with no pyroscope backend configured (gala-gopher's way):
+# the flamegraph feature's profiles go to that server, nothing else does.
+PORT2=$(free_port); REC2=$TMP/pyro2.jsonl; : > "$REC2"
+python3 "$ROOT/tests/pyroscope_receiver.py" --port "$PORT2" --record "$REC2" >"$TMP/pyro2.log" 2>&1 & CLEANUP_PIDS+=("$!")
+for _ in $(seq 100); do grep -q listening "$TMP/pyro2.log" && break; sleep 0.1; done
+start_rest_agent --set exporter.pyroscope.push_period=2s
+"$EMBER" profile --config "$TMP/ember.yaml" --pid "$C" --type offcpu --duration 2s --out "$TMP/off2" >/dev/null 2>&1 || fail "a plain profile failed"
+chmod 755 "$TMP"; mkdir -p "$TMP/svg" "$TMP/flame"; chown ember "$TMP/svg" "$TMP/flame" 2>/dev/null || true
+r=$(curl -s -w ' %{http_code}' -X PUT "http://127.0.0.1:$REST_PORT/flamegraph" --data-urlencode json="{\"cmd\": {\"probe\": [\"oncpu\"]},
+  \"snoopers\": {\"proc_id\": [$C]}, \"params\": {\"svg_period\": 30, \"pyroscope_server\": \"127.0.0.1:$PORT2\",
+  \"svg_dir\": \"$TMP/svg\", \"flame_dir\": \"$TMP/flame\"}, \"state\": \"running\"}")
+echo "PUT: $r"; [[ "$r" == "New config takes effect 200" ]] || fail "the REST PUT with pyroscope_server was refused"
+for _ in $(seq 30); do grep -q '"ok": true' "$REC2" && break; sleep 0.5; done
+python3 - "$REC2" "$C" <<'PY' || fail "the REST API's pyroscope_server got no profile of the process"
+import json, re, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+ok = [r for r in rows if r["ok"]]
+print("pushes:", [(r["app"], r["labels"].get("pid"), sum(r["stacks"].values())) for r in ok])
+sys.exit(0 if ok and all(r["app"] == "ember.cpu" and r["labels"].get("pid") == sys.argv[2] for r in ok)
+         and any(re.search(r"outer;middle;leaf", s) for r in ok for s in r["stacks"]) else 1)
+PY
+ok "the REST API's pyroscope_server receives the flamegraph feature's profiles, and only those"
+stop_agent || fail "agent exited with an error"

@@ -41,6 +41,10 @@ static void test_formats(void **state)
 	check("0::/podman-pause.scope\n", "", "");
 	check("", "", "");
 	check("garbage without colons", "", "");
+	/* a "pod" that is no uid leaves nothing half-written (found by fuzz_cgroup_id) */
+	check("0::/kubepods.slice/kubepods-burstable-pod1b-cri-containerd-0123\n", "", "");
+	check("0::/kubepods/pod1b2c3d4e-0000-4111-8222-333344445555/kubepods-podzz/x\n", "",
+	      "1b2c3d4e-0000-4111-8222-333344445555");
 }
 
 int main(void)
