@@ -198,6 +198,20 @@ void rest_flame__tick(struct rest_flame *f, uint64_t now_ms)
 		if (!f->d.probes[p])
 			continue;
 		if (!pe->end_mono_ms || now_ms >= pe->end_mono_ms) {
+			/*
+			 * The last period's tasks are at their end: ended now, so that the new ones
+			 * never meet them on a process (one task per process and kind).
+			 */
+			if (pe->end_mono_ms) {
+				struct task_submit_opts so = submit_opts(f);
+				char prefix[64], err[256];
+				int n = snprintf(prefix, sizeof(prefix), "rest-%s-%llu-", type_names[p],
+						 (unsigned long long)pe->start_unix_ms);
+
+				for (unsigned i = 0; i < f->nids && i < MAX_TASK_IDS; i++)
+					if (!strncmp(f->ids[i], prefix, (size_t)n))
+						(void)task_submit__cancel(f->zctx, &so, f->ids[i], err, sizeof(err));
+			}
 			pe->start_unix_ms = timeutil__unix_ms();
 			pe->end_mono_ms = now_ms + (uint64_t)f->d.svg_period_s * 1000;
 			pe->ncovered = 0;
