@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "analyzer/publisher.h"
+#include "analyzer/rest/rest_select.h"
 #include "common/timeutil.h"
 
 #define MAX_DISKS 64
@@ -32,6 +33,7 @@ struct disk_prev {
 struct rest_base {
 	struct publisher *pub;
 	const char *proc, *sys;
+	uint32_t self_uid;
 	struct rest_doc d;
 	bool have;
 	uint64_t next_ms, prev_disk_ms;
@@ -50,6 +52,7 @@ struct rest_base *rest_base__new(void *zctx, const char *ep, const char *proc_ro
 	if (!b)
 		return NULL;
 	b->proc = proc_root ? proc_root : "/proc";
+	b->self_uid = (uint32_t)geteuid();
 	b->sys = sys_root ? sys_root : "/sys";
 	b->m = calloc(MAX_METERS, sizeof(*b->m));
 	b->buf = malloc(FILE_MAX);
@@ -437,6 +440,67 @@ static void fs(struct rest_base *b, uint64_t ts)
 	}
 }
 
+/*
+ * The selected processes (the feature's snoopers) as gala-gopher's system_proc
+ * table, from /proc/<pid>/stat, which anyone may read: io, fd and smaps
+ * figures need ptrace rights the unprivileged analyzer does not have.
+ */
+static void proc(struct rest_base *b, uint64_t ts)
+{
+	static uint32_t sel[REST_MAX_PIDS];
+	double page_kb = (double)sysconf(_SC_PAGESIZE) / 1024.0, memtotal_kb = 0;
+	char path[300], tgid[16], ppid_s[16], pgid_s[16], *p;
+	uint64_t over;
+	unsigned n;
+
+	snprintf(path, sizeof(path), "%s/meminfo", b->proc);
+	if (slurp(b, path) > 0 && (p = strstr(b->buf, "MemTotal:")))
+		memtotal_kb = strtod(p + 9, NULL);
+	n = rest_select__scan(&b->d, b->proc, b->self_uid, sel, REST_MAX_PIDS, &over);
+	for (unsigned i = 0; i < n; i++) {
+		unsigned long long minflt, majflt, ut, st, cut, cst, vsize, rss;
+		long long prio, nice, threads;
+		int ppid, pgid, cpu = -1;
+		char *rp;
+
+		snprintf(path, sizeof(path), "%s/%u/stat", b->proc, sel[i]);
+		if (slurp(b, path) <= 0 || !(rp = strrchr(b->buf, ')')))
+			continue; /* gone meanwhile */
+		/* after "pid (comm)": state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime
+		 * cutime cstime priority nice num_threads itrealvalue starttime vsize rss ... processor (39th) */
+		if (sscanf(rp + 2, "%*c %d %d %*d %*d %*d %*u %llu %*u %llu %*u %llu %llu %llu %llu %lld %lld %lld %*d %*u %llu %llu",
+			   &ppid, &pgid, &minflt, &majflt, &ut, &st, &cut, &cst, &prio, &nice, &threads, &vsize, &rss) != 13)
+			continue;
+		{
+			char *f = rp + 2;
+
+			for (int k = 0; k < 36 && f; k++)
+				f = strchr(f + 1, ' ');
+			if (f)
+				cpu = atoi(f + 1);
+		}
+		snprintf(tgid, sizeof(tgid), "%u", sel[i]);
+		snprintf(ppid_s, sizeof(ppid_s), "%d", ppid);
+		snprintf(pgid_s, sizeof(pgid_s), "%d", pgid);
+#define P(m, v) gauge(b, ts, "proc", m, (double)(v), 3, "tgid", tgid, "pgid", pgid_s, "ppid", ppid_s)
+		P("minor_pagefault_count", minflt);
+		P("major_pagefault_count", majflt);
+		P("utime_jiffies", ut);
+		P("stime_jiffies", st);
+		P("cutime_jiffies", cut);
+		P("cstime_jiffies", cst);
+		P("priority", prio);
+		P("nice", nice);
+		P("num_threads", threads);
+		P("vm_size", vsize);
+		P("pm_size", (double)rss * page_kb * 1024.0);
+		P("pm_util", memtotal_kb > 0 ? 100.0 * (double)rss * page_kb / memtotal_kb : 0);
+		if (cpu >= 0)
+			P("cpu", cpu);
+#undef P
+	}
+}
+
 /* The host's identity as gala-gopher's system_os table gives it: labels on a constant 1. */
 static void host(struct rest_base *b, uint64_t ts)
 {
@@ -495,6 +559,8 @@ void rest_base__tick(struct rest_base *b, uint64_t now_ms)
 		fs(b, ts);
 	if (d->probes[REST_BASE_HOST])
 		host(b, ts);
+	if (d->probes[REST_BASE_PROC])
+		proc(b, ts);
 	if (b->nm)
 		publisher__meters(b->pub, b->m, b->nm);
 	b->st.meters += b->nm;

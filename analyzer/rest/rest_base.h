@@ -25,7 +25,11 @@
  *   host  entity host: value 1, labels os_version, hostname, kversion,
  *         cpu_num, memory_MB, ip_addr, host_type (vm when the CPU flags say
  *         hypervisor, else pm), clock_ticks, os_btime
- * The manual's proc sub-item is refused (rest_doc).  Every file
+ *   proc  entity proc, key tgid, labels pgid, ppid, for the processes the
+ *         snoopers select: utime/stime/cutime/cstime_jiffies, minor/major
+ *         _pagefault_count, priority, nice, num_threads, vm_size, pm_size
+ *         (bytes), pm_util (%), cpu (/proc/<pid>/stat; gala-gopher's io, fd
+ *         and smaps figures need ptrace rights the analyzer does not have)  Every file
  * is read with a bounded buffer and parsed defensively; what cannot be read
  * is counted.  Runs on the REST thread; not thread-safe.
  */

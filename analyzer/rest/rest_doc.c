@@ -19,8 +19,7 @@ static const char *const probe_names[REST_FEATURE_MAX][REST_PROBE_MAX + 1] = {
 	[REST_BASEINFO] = { "cpu", "mem", "nic", "disk", "net", "fs", "proc", "host", NULL },
 };
 /* The manual's sub-items whose data ember does not measure: refused, with what is measured. */
-static const char *const unmeasured[] = { "tcp_windows", "tcp_rate", "tcp_srtt", "tcp_sockbuf", "tcp_delay", "proc",
-					  NULL };
+static const char *const unmeasured[] = { "tcp_windows", "tcp_rate", "tcp_srtt", "tcp_sockbuf", "tcp_delay", NULL };
 const char *const rest_l7_protocols[] = { "http", "pgsql", "mysql", "redis", "kafka", "mongo", "dns", "http2", "cql",
 					  NULL };
 /* The manual's other features: answered "not supported by ember", never 404. */
@@ -42,7 +41,7 @@ static const char *probe_list(enum rest_feature f)
 	return f == REST_FLAMEGRAPH ? "oncpu, offcpu, mem"
 	       : f == REST_L7	    ? "l7_bytes_metrics, l7_rpc_metrics, l7_rpc_trace"
 	       : f == REST_TCP	    ? "tcp_abnormal, tcp_rtt, tcp_stats"
-				    : "cpu, mem, nic, disk, net, fs, host";
+				    : "cpu, mem, nic, disk, net, fs, proc, host";
 }
 
 int rest_doc__feature(const char *path)
