@@ -3,10 +3,14 @@
  * spinning in leaf (~93% of the time), plus main -> other (~7%) so that the
  * share of leaf is a figure a profiler can get wrong.  Built with frame
  * pointers and no inlining.
- * usage: oncpu_chain [seconds]   (default: run until killed)
+ * usage: oncpu_chain [seconds [wait]]   (default: run until killed)
+ * With "wait", it blocks until SIGUSR1 before spinning, so that a test can
+ * start its profile first and compare the whole run's CPU time with it.
  */
 #include <stdio.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <time.h>
 
@@ -41,6 +45,17 @@ int main(int argc, char **argv)
 	double secs = argc > 1 ? atof(argv[1]) : 0;
 	struct timespec start, now;
 
+	if (argc > 2 && strcmp(argv[2], "wait") == 0) {
+		sigset_t set;
+		int sig;
+
+		sigemptyset(&set);
+		sigaddset(&set, SIGUSR1);
+		sigprocmask(SIG_BLOCK, &set, NULL);
+		printf("waiting\n");
+		fflush(stdout);
+		sigwait(&set, &sig);
+	}
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	for (;;) {
 		outer();
