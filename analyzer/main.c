@@ -45,6 +45,7 @@ static struct {
 	struct ctl_client *cc;
 	struct shm_ring *ring;
 	struct symbolizer *sym;
+	struct unwinder *uw;
 	struct debuginfod *dinfod;   /* NULL unless symbolizer.debuginfod.enabled */
 	struct task_mgr *tm;
 	struct publisher *pub;
@@ -162,6 +163,19 @@ static void collect_meters(struct bus_meter_set *ms, int with_collector)
 	symbolizer__stats(A.sym, &ss);
 	bus__meter_set_add(ms, "symbolizer_resolved", ss.resolved, 1, ts);
 	bus__meter_set_add(ms, "symbolizer_unknown", ss.unknown, 1, ts);
+	if (A.uw) {
+		struct unwinder_stats us;
+
+		unwinder__stats(A.uw, &us);
+		bus__meter_set_add(ms, "unwind_processes_sent", us.procs, 1, ts);
+		bus__meter_set_add(ms, "unwind_processes_frame_pointers", us.procs_refused, 1, ts);
+		bus__meter_set_add(ms, "unwind_tables_built", us.tables_built, 1, ts);
+		bus__meter_set_add(ms, "unwind_tables_shared", us.tables_shared, 1, ts);
+		bus__meter_set_add(ms, "unwind_rows_sent", us.rows_sent, 1, ts);
+		bus__meter_set_add(ms, "unwind_build_us", us.build_us, 1, ts);
+		bus__meter_set_add(ms, "unwind_mappings_frame_pointers", us.maps_without_table, 1, ts);
+		bus__meter_set_add(ms, "unwind_errors", us.errors, 1, ts);
+	}
 	shm_ring__stats(A.ring, &ring);
 	bus__meter_set_add(ms, "ring_consumed", ring.consumed, 1, ts);
 	bus__meter_set_add_memory(ms, "analyzer", ts);
@@ -502,7 +516,13 @@ static int setup(void)
 		log_error("cannot create the network profiler: %m");
 		return -1;
 	}
-	struct runner_opts ro = { .tm = A.tm, .cc = A.cc, .pb = A.pb, .np = A.np, .pub = A.pub, .sym = A.sym,
+	if (A.cfg->profiling.unwind.tables) {
+		struct unwinder_opts uo = { .cc = A.cc, .max_table_rows = (uint32_t)A.cfg->profiling.unwind.max_rows };
+		A.uw = unwinder__new(&uo);
+		if (!A.uw)
+			log_warn("no unwind tables (%m): user stacks are walked with frame pointers only");
+	}
+	struct runner_opts ro = { .tm = A.tm, .cc = A.cc, .pb = A.pb, .np = A.np, .pub = A.pub, .sym = A.sym, .uw = A.uw,
 				  .run_dir = A.cfg->ember.run_dir, .shard = A.shard, .nshards = A.nshards,
 				  .drain = drain_ring };
 	A.runner = A.pb ? runner__new(&ro) : NULL;
@@ -666,6 +686,7 @@ cleanup:
 	if (A.zctx)
 		zmq_ctx_term(A.zctx);
 	A.sym = symbolizer__free(A.sym);
+	A.uw = unwinder__free(A.uw);
 	A.dinfod = debuginfod__free(A.dinfod);
 	A.tm = task_mgr__free(A.tm);
 	A.ring = shm_ring__free(A.ring);

@@ -17,11 +17,26 @@
 
 #define STATE_MAX (1u << 20) /* any number of tasks of CTL_MAX_PIDS pids fits easily */
 
+#define UNWIND_REFRESH_MS 2000
+
 struct task_runner {
 	struct runner_opts o;
 	char state_dir[512], state_name[64];
 	struct runner_stats st;
+	uint64_t unwind_checked_ms;
 };
+
+/* The process's unwind tables to the collector; a failure leaves it on frame pointers (counted). */
+static void unwind_pid(struct task_runner *r, uint32_t pid)
+{
+	int e;
+
+	if (!r->o.uw)
+		return;
+	e = unwinder__process(r->o.uw, pid);
+	if (e && e != -ENOSPC && e != -ESRCH && e != -ENOENT && e != -EPERM)
+		log_debug("unwind tables of pid %u: %s", pid, strerror(-e));
+}
 
 struct task_runner *runner__new(const struct runner_opts *o)
 {
@@ -243,8 +258,10 @@ int runner__start(struct task_runner *r, struct task_def *def, char *err, size_t
 		return e;
 	}
 	t->attach_point = ans.attach_point;
-	for (uint32_t i = 0; t->kind != EMBER_TASK_NETWORK && i < t->npids; i++)
+	for (uint32_t i = 0; t->kind != EMBER_TASK_NETWORK && i < t->npids; i++) {
 		(void)symbolizer__preload(r->o.sym, t->pids[i]);
+		unwind_pid(r, t->pids[i]);
+	}
 	r->st.started++;
 	log_info("task %s started: kind %u, %u pid(s), %llu ms, attach point %s", t->id, t->kind, t->npids,
 		 (unsigned long long)t->duration_ms, ctl__attach_point_name(t->attach_point));
@@ -257,9 +274,11 @@ int runner__start(struct task_runner *r, struct task_def *def, char *err, size_t
 void runner__end(struct task_runner *r, struct task_def *t, const char *why)
 {
 	char id[TASK_ID_LEN];
+	uint32_t kind = t->kind, npids = t->npids, pids[CTL_MAX_PIDS];
 	uint64_t samples, stacks;
 	int e;
 
+	memcpy(pids, t->pids, npids * sizeof(pids[0]));
 	e = ctl_client__detach(r->o.cc, t->num_id);
 	if (e && e != -ENOENT)
 		log_warn("detaching task %s: %s", t->id, strerror(-e));
@@ -281,6 +300,11 @@ void runner__end(struct task_runner *r, struct task_def *t, const char *why)
 		symbolizer__forget_pid(r->o.sym, t->pids[i]);
 	snprintf(id, sizeof(id), "%s", t->id);
 	task_mgr__remove(r->o.tm, id);
+	for (uint32_t i = 0; r->o.uw && kind != EMBER_TASK_NETWORK && i < npids; i++)
+		if (!task_mgr__find_pid(r->o.tm, pids[i], EMBER_TASK_ONCPU) &&
+		    !task_mgr__find_pid(r->o.tm, pids[i], EMBER_TASK_OFFCPU) &&
+		    !task_mgr__find_pid(r->o.tm, pids[i], EMBER_TASK_MEM))
+			unwinder__forget(r->o.uw, pids[i]);
 	save_state(r);
 }
 
@@ -294,6 +318,15 @@ static int all_pids_gone(const struct task_def *t)
 
 void runner__check(struct task_runner *r, uint64_t now_ms)
 {
+	/* Mappings change (dlopen, exec): the tables follow, a few seconds behind. */
+	if (r->o.uw && now_ms - r->unwind_checked_ms >= UNWIND_REFRESH_MS) {
+		r->unwind_checked_ms = now_ms;
+		for (unsigned i = 0; i < task_mgr__count(r->o.tm); i++) {
+			const struct task_def *t = task_mgr__at(r->o.tm, i);
+			for (uint32_t j = 0; t->kind != EMBER_TASK_NETWORK && j < t->npids; j++)
+				unwind_pid(r, t->pids[j]);
+		}
+	}
 	for (unsigned i = 0; i < task_mgr__count(r->o.tm);) {
 		struct task_def *t = task_mgr__at(r->o.tm, i);
 

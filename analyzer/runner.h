@@ -16,6 +16,7 @@
 #include "analyzer/profile.h"
 #include "analyzer/publisher.h"
 #include "analyzer/tasks.h"
+#include "analyzer/unwinder.h"
 #include "common/ctl_client.h"
 #include "symbolizer/symbolizer.h"
 
@@ -26,6 +27,7 @@ struct runner_opts {
 	struct netprof *np;
 	struct publisher *pub;
 	struct symbolizer *sym;
+	struct unwinder *uw;      /* NULL: frame pointers only */
 	const char *run_dir;      /* the state file is <run_dir>/analyzer-<shard>.tasks */
 	unsigned shard, nshards;
 	/* Delivers everything in the ring (the collector drains a task's maps into it on detach). */

@@ -11,7 +11,7 @@
 #include <linux/types.h>
 #endif
 
-#define EMBER_ABI_VERSION 4
+#define EMBER_ABI_VERSION 5
 #define EMBER_MAX_STACK_DEPTH 127 /* kernel.perf_event_max_stack default */
 #define EMBER_COMM_LEN 16
 
@@ -41,6 +41,7 @@ struct stack_key {
 	__s32 ustack_id; /* < 0: user stack unavailable */
 	__u32 kind;      /* enum ember_task_kind */
 	char comm[EMBER_COMM_LEN]; /* group leader's comm: the flame graph's root frame */
+	__u64 uhash;     /* != 0: the user stack was walked with unwind tables, in "hstacks" by this hash */
 };
 
 struct stack_val {
@@ -64,6 +65,11 @@ enum ember_bpf_counter {
 	BPF_CNT_HSTACK_FULL,      /* hashed-stack map could not take a new stack */
 	BPF_CNT_FAULTS,           /* page faults of target processes */
 	BPF_CNT_OFFCPU_FP_HITS,   /* switch-outs that reused the thread's last stacks */
+	BPF_CNT_UNWIND_STACKS,    /* user stacks walked with unwind tables (bpf/unwind_abi.h) */
+	BPF_CNT_UNWIND_COMPLETE,  /* ... that reached the outermost frame (_start, thread start) */
+	BPF_CNT_UNWIND_FP_FRAMES, /* frames found through frame pointers, in those walks */
+	BPF_CNT_UNWIND_READ_ERR,  /* walks that ended on an unreadable user stack word */
+	BPF_CNT_UNWIND_TRUNCATED, /* walks cut at EMBER_MAX_STACK_DEPTH frames */
 	BPF_CNT_MAX,
 };
 
@@ -144,7 +150,7 @@ struct ember_rec_window {
 };
 
 #define EMBER_ASSERT_SIZE(t, n) _Static_assert(sizeof(t) == (n), #t " changed size: bump EMBER_ABI_VERSION")
-EMBER_ASSERT_SIZE(struct stack_key, 32);
+EMBER_ASSERT_SIZE(struct stack_key, 40);
 EMBER_ASSERT_SIZE(struct stack_val, 16);
 EMBER_ASSERT_SIZE(struct hstack, 8 + 8 * EMBER_MAX_STACK_DEPTH);
 EMBER_ASSERT_SIZE(struct target_val, 16);

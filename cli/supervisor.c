@@ -81,7 +81,7 @@ struct sup {
 
 static pid_t spawn(struct sup *s, struct child *c)
 {
-	char exe[600], shards[16], ring[32], uid[16], flush[32], stacks[16], pids[16], shard[16], netbuf[32];
+	char exe[600], shards[16], ring[32], uid[16], flush[32], stacks[16], pids[16], shard[16], netbuf[32], urows[24], uprocs[16];
 	const char *lvl[] = { "error", "warn", "info", "debug" };
 	int ll = s->cfg->ember.log_level;
 	pid_t pid;
@@ -116,10 +116,13 @@ static pid_t spawn(struct sup *s, struct child *c)
 		snprintf(pids, sizeof(pids), "%lld", (long long)s->cfg->ember.max_task_pids);
 		snprintf(netbuf, sizeof(netbuf), "%llu",
 			 (unsigned long long)s->cfg->profiling.task.network.protocol_analyze.per_cpu_buffer);
+		snprintf(urows, sizeof(urows), "%lld",
+			 s->cfg->profiling.unwind.tables ? (long long)s->cfg->profiling.unwind.max_rows : 0ll);
+		snprintf(uprocs, sizeof(uprocs), "%lld", (long long)s->cfg->profiling.unwind.max_processes);
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
 		execl(exe, exe, "--run-dir", s->cfg->ember.run_dir, "--shards", shards, "--ring-size", ring,
 		      "--analyzer-uid", uid, "--flush-ms", flush, "--max-stacks", stacks, "--max-pids", pids,
-		      "--net-buffer", netbuf, "--log-level", lvl[ll >= 0 && ll < 4 ? ll : 2], (char *)NULL);
+		      "--net-buffer", netbuf, "--unwind-rows", urows, "--unwind-procs", uprocs, "--log-level", lvl[ll >= 0 && ll < 4 ? ll : 2], (char *)NULL);
 	} else {
 		int r = privs__become_user(s->uid, s->gid);
 		if (r) {

@@ -30,6 +30,7 @@ struct bpf_stacks {
 	int offcpu_ap;
 	uint32_t active;
 	uint64_t *ips; /* EMBER_MAX_STACK_DEPTH scratch for lookups */
+	struct hstack *hs; /* scratch for hashed stacks */
 };
 
 struct bpf_stacks *bpf_stacks__load(const struct bpf_stacks_opts *opts)
@@ -40,8 +41,9 @@ struct bpf_stacks *bpf_stacks__load(const struct bpf_stacks_opts *opts)
 	if (!b)
 		return NULL;
 	b->ips = calloc(EMBER_MAX_STACK_DEPTH, sizeof(uint64_t));
+	b->hs = calloc(1, sizeof(*b->hs));
 	b->ncpus = libbpf_num_possible_cpus();
-	if (!b->ips || b->ncpus <= 0) {
+	if (!b->ips || !b->hs || b->ncpus <= 0) {
 		err = b->ncpus <= 0 ? b->ncpus : -ENOMEM;
 		goto fail;
 	}
@@ -57,6 +59,10 @@ struct bpf_stacks *bpf_stacks__load(const struct bpf_stacks_opts *opts)
 	bpf_map__set_max_entries(b->skel->maps.agg1, opts->max_agg);
 	bpf_map__set_max_entries(b->skel->maps.targets, opts->max_pids);
 	bpf_map__set_max_entries(b->skel->maps.hstacks, opts->max_stacks);
+	bpf_map__set_max_entries(b->skel->maps.unwind_rows, opts->unwind_rows ? opts->unwind_rows : 1);
+	bpf_map__set_max_entries(b->skel->maps.unwind_slot, opts->unwind_procs ? opts->unwind_procs : 1);
+	bpf_map__set_max_entries(b->skel->maps.unwind_procs, opts->unwind_procs ? opts->unwind_procs : 1);
+	bpf_map__set_max_entries(b->skel->maps.unwind_maps, (opts->unwind_procs ? opts->unwind_procs : 1) * UNWIND_MAX_MAPS);
 	bpf_map__set_max_entries(b->skel->maps.offagg0, opts->max_agg);
 	bpf_map__set_max_entries(b->skel->maps.offagg1, opts->max_agg);
 	err = stacks_bpf__load(b->skel);
@@ -329,8 +335,17 @@ int bpf_stacks__collect(struct bpf_stacks *b, bpf_stacks_drain_fn cb, void *ctx)
 			continue;
 		if (stack_ips(stk_fd, key.kstack_id, kips, &nk))
 			flags |= EMBER_STACK_F_KSTACK_LOST;
-		if (stack_ips(stk_fd, key.ustack_id, b->ips, &nu))
+		if (key.uhash) {
+			struct hstack *us = (struct hstack *)b->hs;
+			if (hstack_ips(b, key.uhash, us)) {
+				flags |= EMBER_STACK_F_USTACK_LOST;
+				us->n = 0;
+			}
+			nu = us->n;
+			memcpy(b->ips, us->ips, nu * sizeof(uint64_t));
+		} else if (stack_ips(stk_fd, key.ustack_id, b->ips, &nu)) {
 			flags |= EMBER_STACK_F_USTACK_LOST;
+		}
 		cb(ctx, &key, &val, kips, nk, b->ips, nu, flags);
 		n++;
 	}
@@ -349,6 +364,47 @@ int bpf_stacks__drain(struct bpf_stacks *b, bpf_stacks_drain_fn cb, void *ctx)
 	bpf_stacks__flip(b);
 	wait_for_programs();
 	return bpf_stacks__collect(b, cb, ctx);
+}
+
+int bpf_stacks__unwind_rows(struct bpf_stacks *b, uint32_t first, const struct unwind_row *rows, uint32_t n)
+{
+	int fd = bpf_map__fd(b->skel->maps.unwind_rows);
+	uint32_t keys[CTL_UNWIND_ROWS_MAX], count = n;
+	LIBBPF_OPTS(bpf_map_batch_opts, o);
+
+	if (n > CTL_UNWIND_ROWS_MAX || first + (uint64_t)n > bpf_map__max_entries(b->skel->maps.unwind_rows))
+		return -EINVAL;
+	for (uint32_t i = 0; i < n; i++)
+		keys[i] = first + i;
+	if (!bpf_map_update_batch(fd, keys, rows, &count, &o))
+		return 0;
+	/* Kernels without batch updates of arrays: one by one. */
+	for (uint32_t i = 0; i < n; i++)
+		if (bpf_map_update_elem(fd, &keys[i], &rows[i], BPF_ANY))
+			return -errno;
+	return 0;
+}
+
+int bpf_stacks__unwind_proc(struct bpf_stacks *b, uint32_t tgid, uint32_t slot, const struct unwind_proc *p)
+{
+	int slot_fd = bpf_map__fd(b->skel->maps.unwind_slot), proc_fd = bpf_map__fd(b->skel->maps.unwind_procs);
+	int maps_fd = bpf_map__fd(b->skel->maps.unwind_maps);
+	struct unwind_proc_head head;
+
+	if (!p)
+		return bpf_map_delete_elem(slot_fd, &tgid) && errno != ENOENT ? -errno : 0;
+	if (p->nmaps > UNWIND_MAX_MAPS || slot >= bpf_map__max_entries(b->skel->maps.unwind_procs))
+		return -EINVAL;
+	/* The mappings first: a reader that finds the slot finds them complete (unless they were being replaced). */
+	for (uint32_t i = 0; i < p->nmaps; i++) {
+		uint32_t key = slot * UNWIND_MAX_MAPS + i;
+		if (bpf_map_update_elem(maps_fd, &key, &p->maps[i], BPF_ANY))
+			return -errno;
+	}
+	head = (struct unwind_proc_head){ .nmaps = p->nmaps, .tgid = p->tgid };
+	if (bpf_map_update_elem(proc_fd, &slot, &head, BPF_ANY) || bpf_map_update_elem(slot_fd, &tgid, &slot, BPF_ANY))
+		return -errno;
+	return 0;
 }
 
 int bpf_stacks__counters(struct bpf_stacks *b, uint64_t *ret)
@@ -387,6 +443,7 @@ struct bpf_stacks *bpf_stacks__free(struct bpf_stacks *b)
 		free(ps->links);
 	}
 	free(b->ips);
+	free(b->hs);
 	free(b);
 	return NULL;
 }

@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 #include "bpf/ember_abi.h"
+#include "bpf/unwind_abi.h"
 
 struct bpf_stacks;
 
@@ -14,6 +15,8 @@ struct bpf_stacks_opts {
 	uint32_t max_stacks;   /* stack map entries per buffer set */
 	uint32_t max_agg;      /* aggregation entries per buffer set */
 	uint32_t max_pids;     /* target pid map size */
+	uint32_t unwind_rows;  /* unwind table rows (bpf/unwind_abi.h), 8 bytes each */
+	uint32_t unwind_procs; /* processes walked with unwind tables */
 };
 
 /* Loads (does not attach).  NULL + errno. */
@@ -63,6 +66,9 @@ int bpf_stacks__drain(struct bpf_stacks *b, bpf_stacks_drain_fn cb, void *ctx);
 void bpf_stacks__flip(struct bpf_stacks *b);
 void bpf_stacks__wait_programs(void);
 int bpf_stacks__collect(struct bpf_stacks *b, bpf_stacks_drain_fn cb, void *ctx);
+/* Unwind tables: rows[0..n) at index first; a process's slot set (p) or cleared (NULL). 0 or -errno. */
+int bpf_stacks__unwind_rows(struct bpf_stacks *b, uint32_t first, const struct unwind_row *rows, uint32_t n);
+int bpf_stacks__unwind_proc(struct bpf_stacks *b, uint32_t tgid, uint32_t slot, const struct unwind_proc *p);
 /* Sums the per-CPU counters into ret[BPF_CNT_MAX]. */
 int bpf_stacks__counters(struct bpf_stacks *b, uint64_t *ret);
 /* Accepts NULL.  Returns NULL. */

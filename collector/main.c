@@ -37,6 +37,7 @@
 #include "collector/bpf_stacks.h"
 #include "collector/broker.h"
 #include "collector/net_fwd.h"
+#include "collector/unwind_store.h"
 #include "common/privs.h"
 #include "common/cleanup.h"
 #include "common/ctl_proto.h"
@@ -97,6 +98,7 @@ static struct {
 	struct shard *shards;
 	struct bpf_stacks *bpf;
 	struct bpf_net *net;        /* NULL when the network program does not load here */
+	struct unwind_store *unwind;
 	struct net_fwd *fwd;
 	struct conn listen_src, timer_src, signal_src, net_src, net_timer_src, drain_src;
 	/* The stack drain's RCU grace period is waited for by a thread, so this loop keeps
@@ -327,6 +329,20 @@ static struct task *task_find(uint64_t id)
 	return NULL;
 }
 
+/* Is pid a target of an attached stack task other than t? */
+static int stack_target_elsewhere(const struct task *t, uint32_t pid)
+{
+	for (unsigned i = 0; i < MAX_TASKS; i++) {
+		const struct task *o = &C.tasks[i];
+		if (o == t || !o->used || o->detached_at || o->kind == EMBER_TASK_NETWORK)
+			continue;
+		for (uint32_t j = 0; j < o->npids; j++)
+			if (o->pids[j] == pid)
+				return 1;
+	}
+	return 0;
+}
+
 static void task_remove(struct task *t)
 {
 	if (t->detached_at)
@@ -336,8 +352,11 @@ static void task_remove(struct task *t)
 			(void)bpf_net__target(C.net, t->pids[i], 0, t->flags & CTL_ATTACH_F_PREFIX);
 		bpf_net__detach(C.net);
 	}
-	for (uint32_t i = 0; t->kind != EMBER_TASK_NETWORK && i < t->npids; i++)
+	for (uint32_t i = 0; t->kind != EMBER_TASK_NETWORK && i < t->npids; i++) {
 		(void)bpf_stacks__target(C.bpf, t->pids[i], t->kind, 0, 0);
+		if (C.unwind && !stack_target_elsewhere(t, t->pids[i]))
+			unwind_store__forget(C.unwind, t->pids[i]);
+	}
 	if (t->kind == EMBER_TASK_ONCPU)
 		bpf_stacks__detach_oncpu(C.bpf);
 	else if (t->kind == EMBER_TASK_OFFCPU)
@@ -616,6 +635,60 @@ static int h_open_kallsyms(struct conn *c, const struct ctl_msg *m)
 	return reply_err(c, m, fd < 0 ? fd : 0, fd);
 }
 
+/* ---- unwind tables: the analyzer builds, this checks and stores --------------- */
+
+static int h_unwind_table(struct conn *c, const struct ctl_msg *m)
+{
+	struct ctl_unwind_table r;
+	struct ctl_unwind_table_ans a;
+
+	memcpy(&r, m->payload, sizeof(r));
+	memset(&a, 0, sizeof(a));
+	a.err = C.unwind ? unwind_store__table(C.unwind, c->shard, &r, &a) : -EOPNOTSUPP;
+	return ctl__send(c->fd, CTL_ANS_UNWIND_TABLE, m->seq, &a, sizeof(a), NULL, 0);
+}
+
+static int h_unwind_rows(struct conn *c, const struct ctl_msg *m)
+{
+	if (!C.unwind)
+		return reply_err(c, m, -EOPNOTSUPP, -1);
+	return reply_err(c, m, unwind_store__rows(C.unwind, c->shard, (const struct ctl_unwind_rows *)m->payload), -1);
+}
+
+/* Only for a process this analyzer's stack task targets: nobody else's stacks are walked its way. */
+static int h_unwind_proc(struct conn *c, const struct ctl_msg *m)
+{
+	const struct ctl_unwind_proc *r = m->payload;
+	int ok = 0;
+
+	if (!C.unwind)
+		return reply_err(c, m, -EOPNOTSUPP, -1);
+	for (unsigned i = 0; i < MAX_TASKS && !ok; i++) {
+		const struct task *t = &C.tasks[i];
+		if (!t->used || t->detached_at || t->shard != c->shard || t->kind == EMBER_TASK_NETWORK)
+			continue;
+		for (uint32_t j = 0; j < t->npids && !ok; j++)
+			ok = t->pids[j] == r->pid;
+	}
+	if (!ok) {
+		C.stats[CTL_STAT_CTL_DENIED]++;
+		return reply_err(c, m, -EPERM, -1);
+	}
+	return reply_err(c, m, unwind_store__proc(C.unwind, r), -1);
+}
+
+static int store_rows(void *ctx, uint32_t first, const struct unwind_row *rows, uint32_t n)
+{
+	(void)ctx;
+	return bpf_stacks__unwind_rows(C.bpf, first, rows, n);
+}
+
+static int store_proc(void *ctx, uint32_t tgid, uint32_t slot, const struct unwind_proc *p)
+{
+	(void)ctx;
+	return bpf_stacks__unwind_proc(C.bpf, tgid, slot, p);
+}
+
 _Static_assert(CTL_STAT_NET_FORKS_FULL - CTL_STAT_NET_CALLS + 1 == NET_CNT_MAX,
 	       "the collector's network stats mirror the BPF program's counters one to one");
 
@@ -636,6 +709,21 @@ static void collect_stats(void)
 		C.stats[CTL_STAT_BPF_HSTACK_FULL] = bc[BPF_CNT_HSTACK_FULL];
 		C.stats[CTL_STAT_BPF_FAULTS] = bc[BPF_CNT_FAULTS];
 		C.stats[CTL_STAT_BPF_OFFCPU_FP_HITS] = bc[BPF_CNT_OFFCPU_FP_HITS];
+		C.stats[CTL_STAT_BPF_UNWIND_STACKS] = bc[BPF_CNT_UNWIND_STACKS];
+		C.stats[CTL_STAT_BPF_UNWIND_COMPLETE] = bc[BPF_CNT_UNWIND_COMPLETE];
+		C.stats[CTL_STAT_BPF_UNWIND_FP_FRAMES] = bc[BPF_CNT_UNWIND_FP_FRAMES];
+		C.stats[CTL_STAT_BPF_UNWIND_READ_ERR] = bc[BPF_CNT_UNWIND_READ_ERR];
+		C.stats[CTL_STAT_BPF_UNWIND_TRUNCATED] = bc[BPF_CNT_UNWIND_TRUNCATED];
+	}
+	if (C.unwind) {
+		struct unwind_store_stats us;
+
+		unwind_store__stats(C.unwind, &us);
+		C.stats[CTL_STAT_UNWIND_TABLES] = us.tables;
+		C.stats[CTL_STAT_UNWIND_ROWS] = us.rows;
+		C.stats[CTL_STAT_UNWIND_ROWS_MAX] = us.rows_max;
+		C.stats[CTL_STAT_UNWIND_PROCS] = us.procs;
+		C.stats[CTL_STAT_UNWIND_REFUSED] = us.refused;
 	}
 	if (C.net && !bpf_net__counters(C.net, nc))
 		for (unsigned i = 0; i < NET_CNT_MAX; i++)
@@ -679,6 +767,9 @@ static const struct { uint16_t type; unsigned flags; handler_fn fn; } handlers[]
 	{ CTL_REQ_OPEN_PERF_MAP, F_NEEDS_HELLO, h_open_perf_map },
 	{ CTL_REQ_OPEN_DEBUG_BUILD_ID, F_NEEDS_HELLO, h_open_debug_build_id },
 	{ CTL_REQ_OPEN_DEBUGLINK, F_NEEDS_HELLO, h_open_debuglink },
+	{ CTL_REQ_UNWIND_TABLE, F_NEEDS_HELLO, h_unwind_table },
+	{ CTL_REQ_UNWIND_ROWS, F_NEEDS_HELLO, h_unwind_rows },
+	{ CTL_REQ_UNWIND_PROC, F_NEEDS_HELLO, h_unwind_proc },
 	{ CTL_REQ_STATS, F_ADMIN_OK, h_stats },
 };
 
@@ -823,6 +914,8 @@ static void usage(FILE *f)
 		"  --max-stacks N         stack map entries (default 8192)\n"
 		"  --max-pids N           target pids (default 1024)\n"
 		"  --net-buffer BYTES     network events' ring buffer per CPU (default 409600)\n"
+		"  --unwind-rows N        unwind table rows, 8 bytes each (default 1048576; 0: frame pointers only)\n"
+		"  --unwind-procs N       processes walked with unwind tables (default 64)\n"
 		"  --log-level LEVEL      error|warn|info|debug\n");
 }
 
@@ -851,6 +944,7 @@ static int parse_args(int argc, char **argv, enum log_level *lvl, int *done)
 		{ "flush-ms", required_argument, 0, 'f' }, { "max-stacks", required_argument, 0, 'k' },
 		{ "max-pids", required_argument, 0, 'p' }, { "log-level", required_argument, 0, 'l' },
 		{ "net-buffer", required_argument, 0, 'n' },
+		{ "unwind-rows", required_argument, 0, 'U' }, { "unwind-procs", required_argument, 0, 'P' },
 		{ "help", no_argument, 0, 'h' }, { 0 },
 	};
 	uint64_t v, uid = (uint64_t)-1;
@@ -861,7 +955,8 @@ static int parse_args(int argc, char **argv, enum log_level *lvl, int *done)
 	C.nshards = 1;
 	C.ring_size = 8u << 20;
 	C.flush_ns = 5000000000ull;
-	C.bpf_opts = (struct bpf_stacks_opts){ .max_stacks = 8192, .max_agg = 16384, .max_pids = 1024 };
+	C.bpf_opts = (struct bpf_stacks_opts){ .max_stacks = 8192, .max_agg = 16384, .max_pids = 1024,
+					       .unwind_rows = 1u << 20, .unwind_procs = 64 };
 	C.net_buffer = 400 * 1024;
 	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (opt) {
@@ -875,6 +970,8 @@ static int parse_args(int argc, char **argv, enum log_level *lvl, int *done)
 		case 'k': if (parse_u64("max-stacks", optarg, 64, 1 << 20, &v)) return 2;
 			C.bpf_opts.max_stacks = v; C.bpf_opts.max_agg = 2 * v; break;
 		case 'p': if (parse_u64("max-pids", optarg, 1, 1 << 20, &v)) return 2; C.bpf_opts.max_pids = v; break;
+		case 'U': if (parse_u64("unwind-rows", optarg, 0, 1u << 26, &v)) return 2; C.bpf_opts.unwind_rows = v; break;
+		case 'P': if (parse_u64("unwind-procs", optarg, 1, 65536, &v)) return 2; C.bpf_opts.unwind_procs = v; break;
 		case 'n': if (parse_u64("net-buffer", optarg, 4096, 1ull << 30, &v)) return 2; C.net_buffer = v; break;
 		case 'l': if (log__parse_level(optarg, lvl)) { fprintf(stderr, "ember-collector: bad --log-level '%s'\n", optarg); return 2; } break;
 		case 'h': usage(stdout); return 0;
@@ -947,6 +1044,14 @@ static int setup(void)
 	if (!C.bpf) {
 		log_error("cannot load the stack-sampling BPF program: %m");
 		return -1;
+	}
+	if (C.bpf_opts.unwind_rows) {
+		struct unwind_store_ops ops = { .write_rows = store_rows, .set_proc = store_proc };
+		C.unwind = unwind_store__new(C.bpf_opts.unwind_rows, C.bpf_opts.unwind_procs, &ops);
+		if (!C.unwind) {
+			log_error("cannot allocate the unwind table store: %m");
+			return -1;
+		}
 	}
 	load_net();
 	/* libbpf's copy of the kernel BTF is freed after load: give it back to the
@@ -1098,6 +1203,7 @@ int main(int argc, char **argv)
 	unlink(C.sock_path);
 	io_uring_queue_exit(&C.ring);
 	C.bpf = bpf_stacks__free(C.bpf);
+	C.unwind = unwind_store__free(C.unwind);
 	C.fwd = net_fwd__free(C.fwd);
 	C.net = bpf_net__free(C.net);
 	free(shard_rings());

@@ -144,6 +144,11 @@ struct ember_config {
 		uint64_t check_interval_ns;
 		uint64_t flush_interval_ns;
 		struct {
+			bool tables;
+			int64_t max_rows;
+			int64_t max_processes;
+		} unwind;
+		struct {
 			struct {
 				uint64_t dump_period_ns;
 			} on_cpu;

@@ -124,6 +124,37 @@ int ctl_client__detach(struct ctl_client *cc, uint64_t task_id)
 	return r ? r : a.err;
 }
 
+int ctl_client__unwind_table(struct ctl_client *cc, uint64_t key, uint32_t nrows, struct ctl_unwind_table_ans *ret)
+{
+	struct ctl_unwind_table t = { .key = key, .nrows = nrows };
+	int r = call(cc, CTL_REQ_UNWIND_TABLE, &t, sizeof(t), CTL_ANS_UNWIND_TABLE, ret, sizeof(*ret), NULL);
+	return r ? r : ret->err;
+}
+
+int ctl_client__unwind_rows(struct ctl_client *cc, uint32_t id, uint32_t first, const struct unwind_row *rows,
+			    uint32_t n)
+{
+	_Alignas(8) char buf[sizeof(struct ctl_unwind_rows) + CTL_UNWIND_ROWS_MAX * sizeof(struct unwind_row)];
+	struct ctl_unwind_rows *req = (struct ctl_unwind_rows *)buf;
+	struct ctl_err_ans a;
+	uint32_t len = sizeof(*req) + n * sizeof(struct unwind_row);
+	int r;
+
+	if (!n || n > CTL_UNWIND_ROWS_MAX)
+		return -EINVAL;
+	*req = (struct ctl_unwind_rows){ .id = id, .first = first, .n = n };
+	memcpy(req->rows, rows, n * sizeof(struct unwind_row));
+	r = call(cc, CTL_REQ_UNWIND_ROWS, req, len, CTL_ANS_UNWIND_ROWS, &a, sizeof(a), NULL);
+	return r ? r : a.err;
+}
+
+int ctl_client__unwind_proc(struct ctl_client *cc, const struct ctl_unwind_proc *p)
+{
+	struct ctl_err_ans a;
+	int r = call(cc, CTL_REQ_UNWIND_PROC, p, sizeof(*p), CTL_ANS_UNWIND_PROC, &a, sizeof(a), NULL);
+	return r ? r : a.err;
+}
+
 static int open_call(struct ctl_client *cc, uint16_t type, const void *req, uint32_t len)
 {
 	struct ctl_err_ans a;

@@ -30,6 +30,11 @@ int ctl_client__open_debug_build_id(struct ctl_client *cc, uint32_t pid, const u
 /* name: a plain file name shorter than CTL_MAX_LINK_NAME; -EINVAL otherwise. */
 int ctl_client__open_debuglink(struct ctl_client *cc, uint32_t pid, uint64_t start, uint64_t end,
 				     const char *name);
+/* Unwind tables (common/ctl_proto.h): 0 or -errno (the collector's answer). */
+int ctl_client__unwind_table(struct ctl_client *cc, uint64_t key, uint32_t nrows, struct ctl_unwind_table_ans *ret);
+int ctl_client__unwind_rows(struct ctl_client *cc, uint32_t id, uint32_t first, const struct unwind_row *rows,
+			    uint32_t n);
+int ctl_client__unwind_proc(struct ctl_client *cc, const struct ctl_unwind_proc *p);
 int ctl_client__stats(struct ctl_client *cc, struct ctl_stats_ans *ret);
 /* Connection lost (the collector restarted or closed us). */
 int ctl_client__broken(const struct ctl_client *cc);

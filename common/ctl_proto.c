@@ -46,6 +46,16 @@ static const char *const stat_names[CTL_STAT_MAX] = {
 	[CTL_STAT_NET_FORWARDED] = "net_events_forwarded",
 	[CTL_STAT_NET_RING_DROPS] = "net_events_ring_full_drops",
 	[CTL_STAT_NET_RING_UNTRACKED] = "net_events_ring_drops_untracked",
+	[CTL_STAT_BPF_UNWIND_STACKS] = "bpf_unwind_stacks",
+	[CTL_STAT_BPF_UNWIND_COMPLETE] = "bpf_unwind_complete_stacks",
+	[CTL_STAT_BPF_UNWIND_FP_FRAMES] = "bpf_unwind_frame_pointer_frames",
+	[CTL_STAT_BPF_UNWIND_READ_ERR] = "bpf_unwind_read_errors",
+	[CTL_STAT_BPF_UNWIND_TRUNCATED] = "bpf_unwind_truncated_stacks",
+	[CTL_STAT_UNWIND_TABLES] = "unwind_tables",
+	[CTL_STAT_UNWIND_ROWS] = "unwind_rows",
+	[CTL_STAT_UNWIND_ROWS_MAX] = "unwind_rows_max",
+	[CTL_STAT_UNWIND_PROCS] = "unwind_processes",
+	[CTL_STAT_UNWIND_REFUSED] = "unwind_refused_for_room",
 };
 
 const char *ctl__attach_point_name(uint32_t ap)
@@ -79,6 +89,9 @@ const char *ctl__type_name(unsigned type)
 		[CTL_REQ_OPEN_DEBUG_BUILD_ID] = "OPEN_DEBUG_BUILD_ID",
 		[CTL_ANS_OPEN_DEBUG_BUILD_ID] = "OPEN_DEBUG_BUILD_ID_ANS",
 		[CTL_REQ_OPEN_DEBUGLINK] = "OPEN_DEBUGLINK", [CTL_ANS_OPEN_DEBUGLINK] = "OPEN_DEBUGLINK_ANS",
+		[CTL_REQ_UNWIND_TABLE] = "UNWIND_TABLE", [CTL_ANS_UNWIND_TABLE] = "UNWIND_TABLE_ANS",
+		[CTL_REQ_UNWIND_ROWS] = "UNWIND_ROWS", [CTL_ANS_UNWIND_ROWS] = "UNWIND_ROWS_ANS",
+		[CTL_REQ_UNWIND_PROC] = "UNWIND_PROC", [CTL_ANS_UNWIND_PROC] = "UNWIND_PROC_ANS",
 	};
 	return type < CTL_TYPE_MAX && names[type] ? names[type] : "unknown";
 }
@@ -100,6 +113,12 @@ static long payload_size(uint16_t type)
 	case CTL_REQ_OPEN_PERF_MAP: return sizeof(struct ctl_open_perf_map);
 	case CTL_REQ_OPEN_DEBUG_BUILD_ID: return sizeof(struct ctl_open_debug_build_id);
 	case CTL_REQ_OPEN_DEBUGLINK: return sizeof(struct ctl_open_debuglink);
+	case CTL_REQ_UNWIND_TABLE: return sizeof(struct ctl_unwind_table);
+	case CTL_ANS_UNWIND_TABLE: return sizeof(struct ctl_unwind_table_ans);
+	case CTL_REQ_UNWIND_ROWS: return -3;
+	case CTL_REQ_UNWIND_PROC: return sizeof(struct ctl_unwind_proc);
+	case CTL_ANS_UNWIND_ROWS:
+	case CTL_ANS_UNWIND_PROC:
 	case CTL_ANS_OPEN_PERF_MAP:
 	case CTL_ANS_OPEN_DEBUG_BUILD_ID:
 	case CTL_ANS_OPEN_DEBUGLINK:
@@ -130,6 +149,14 @@ int ctl__decode(const void *buf, size_t n, struct ctl_msg *ret)
 		return -EOPNOTSUPP;
 	if (want >= 0 && h.len != (uint32_t)want)
 		return -EBADMSG;
+	if (want == -3) {
+		struct ctl_unwind_rows r;
+		if (h.len < sizeof(r))
+			return -EBADMSG;
+		memcpy(&r, (const char *)buf + sizeof(h), sizeof(r));
+		if (r.n == 0 || r.n > CTL_UNWIND_ROWS_MAX || h.len != sizeof(r) + (uint64_t)r.n * sizeof(struct unwind_row))
+			return -EBADMSG;
+	}
 	if (want == -1) {
 		struct ctl_attach a;
 		if (h.len < sizeof(a))

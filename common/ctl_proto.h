@@ -3,7 +3,7 @@
  * a unix SOCK_SEQPACKET socket (one frame per packet, so framing cannot be
  * desynchronised).  Requests are even, answers odd (= request + 1).  Every
  * frame is { struct ctl_hdr; payload } and every payload has a fixed size
- * except ATTACH's pid list, which is bounded.  Answers may carry file
+ * except ATTACH's pid list and UNWIND_ROWS' rows, which are bounded.  Answers may carry file
  * descriptors (SCM_RIGHTS): ring fds on HELLO, a read-only file on OPEN_*.
  *
  * ctl__decode() is the only parser of this protocol; the collector runs it on
@@ -16,8 +16,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bpf/unwind_abi.h"
+
 #define CTL_MAGIC 0x454d4252u /* "EMBR" */
-#define CTL_VERSION 2
+#define CTL_VERSION 3
 #define CTL_MAX_FRAME 8192
 #define CTL_MAX_PIDS 1024
 #define CTL_MAX_FDS 3
@@ -33,7 +35,10 @@ enum ctl_type {
 	CTL_REQ_OPEN_PERF_MAP = 16, CTL_ANS_OPEN_PERF_MAP = 17,
 	CTL_REQ_OPEN_DEBUG_BUILD_ID = 18, CTL_ANS_OPEN_DEBUG_BUILD_ID = 19,
 	CTL_REQ_OPEN_DEBUGLINK = 20, CTL_ANS_OPEN_DEBUGLINK = 21,
-	CTL_TYPE_MAX = 22,
+	CTL_REQ_UNWIND_TABLE = 22,  CTL_ANS_UNWIND_TABLE = 23,
+	CTL_REQ_UNWIND_ROWS = 24,   CTL_ANS_UNWIND_ROWS = 25,
+	CTL_REQ_UNWIND_PROC = 26,   CTL_ANS_UNWIND_PROC = 27,
+	CTL_TYPE_MAX = 28,
 };
 
 struct ctl_hdr {
@@ -95,6 +100,30 @@ struct ctl_open_debug_build_id { uint32_t pid; uint32_t len; uint8_t build_id[CT
 /* name: NUL-terminated basename (<= 255 bytes, printable, no '/', not "." or ".."). */
 struct ctl_open_debuglink { uint32_t pid; uint32_t pad; uint64_t start; uint64_t end; char name[CTL_MAX_LINK_NAME]; };
 
+/*
+ * Unwind tables (bpf/unwind_abi.h): the analyzer builds them, the collector
+ * stores them in BPF maps.  TABLE finds a table by key (a hash of the file's
+ * build id) or, with nrows, reserves room for a new one; ROWS fills it in
+ * order, in chunks; PROC gives a target process its executable mappings,
+ * each with a complete table or UNWIND_NO_TABLE.  ROWS and PROC answer with
+ * struct ctl_err_ans.
+ */
+struct ctl_unwind_table { uint64_t key; uint32_t nrows; uint32_t pad; }; /* nrows 0: look up only */
+struct ctl_unwind_table_ans { int32_t err; uint32_t id; uint32_t complete; uint32_t pad; };
+#define CTL_UNWIND_ROWS_MAX 1000
+struct ctl_unwind_rows {
+	uint32_t id;
+	uint32_t first;   /* index of rows[0] in the table: chunks come in order */
+	uint32_t n;       /* 1..CTL_UNWIND_ROWS_MAX */
+	uint32_t pad;
+	struct unwind_row rows[];
+};
+struct ctl_unwind_map { uint64_t start, end, bias; uint32_t table; uint32_t pad; };
+struct ctl_unwind_proc { uint32_t pid; uint32_t nmaps; struct ctl_unwind_map maps[UNWIND_MAX_MAPS]; };
+_Static_assert(sizeof(struct ctl_hdr) + sizeof(struct ctl_unwind_rows) + CTL_UNWIND_ROWS_MAX * sizeof(struct unwind_row) <=
+	       CTL_MAX_FRAME, "a full UNWIND_ROWS frame exceeds CTL_MAX_FRAME");
+_Static_assert(sizeof(struct ctl_hdr) + sizeof(struct ctl_unwind_proc) <= CTL_MAX_FRAME, "UNWIND_PROC exceeds CTL_MAX_FRAME");
+
 /* Collector counters, by index; names from ctl__stat_name(). Append only. */
 enum ctl_stat {
 	CTL_STAT_BPF_SAMPLES = 0,
@@ -137,6 +166,16 @@ enum ctl_stat {
 	CTL_STAT_NET_FORWARDED,        /* written to the analyzers' rings */
 	CTL_STAT_NET_RING_DROPS,       /* ... dropped there: ring full (their data becomes a gap) */
 	CTL_STAT_NET_RING_UNTRACKED,   /* ... of which the socket could not be remembered */
+	CTL_STAT_BPF_UNWIND_STACKS,    /* from here: unwinding with tables */
+	CTL_STAT_BPF_UNWIND_COMPLETE,
+	CTL_STAT_BPF_UNWIND_FP_FRAMES,
+	CTL_STAT_BPF_UNWIND_READ_ERR,
+	CTL_STAT_BPF_UNWIND_TRUNCATED,
+	CTL_STAT_UNWIND_TABLES,        /* tables held */
+	CTL_STAT_UNWIND_ROWS,          /* rows held (8 bytes each) */
+	CTL_STAT_UNWIND_ROWS_MAX,      /* the rows' map size (profiling.unwind.max_rows) */
+	CTL_STAT_UNWIND_PROCS,         /* processes walked with tables */
+	CTL_STAT_UNWIND_REFUSED,       /* tables or processes refused for room: frame pointers there */
 	CTL_STAT_MAX,
 };
 struct ctl_stats_ans { int32_t err; uint32_t n; uint64_t v[CTL_STAT_MAX]; };
