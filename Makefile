@@ -129,9 +129,11 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(LIB)
 # functions at -O1 even with -mno-omit-leaf-frame-pointer), no inlining.
 # PROG_LIBS_<name>: what a workload links beyond libc.
 PROG_LIBS_kafka_mock := -lrdkafka
+# PROG_CFLAGS_<name>: a workload built otherwise (later flags win).
+PROG_CFLAGS_nofp_chain := -O2 -fomit-frame-pointer
 $(BUILD)/progs/%: tests/progs/%.c tests/progs/start_gate.h
 	@mkdir -p $(@D)
-	$(CC) -O0 -g -fno-omit-frame-pointer -fno-inline -fno-optimize-sibling-calls -Wall -Werror -pthread $< -o $@ $(PROG_LIBS_$*)
+	$(CC) -O0 -g -fno-omit-frame-pointer -fno-inline -fno-optimize-sibling-calls -Wall -Werror -pthread $(PROG_CFLAGS_$*) $< -o $@ $(PROG_LIBS_$*)
 
 $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(LIB)
 	@mkdir -p $(@D)

@@ -291,6 +291,17 @@ static long uw_step(__u32 i, struct uw_state *c)
 	return 0;
 }
 
+static __always_inline __u64 unwind_gen(__u32 tgid)
+{
+	__u32 *slot = bpf_map_lookup_elem(&unwind_slot, &tgid);
+	struct unwind_proc_head *p;
+
+	if (!slot)
+		return 0;
+	p = bpf_map_lookup_elem(&unwind_procs, slot);
+	return p && p->tgid == tgid ? p->gen : 0;
+}
+
 /*
  * The current thread's user stack, walked with its process's unwind tables
  * into the per-CPU scratch and stored in hstacks by content hash.  0 when the
@@ -514,6 +525,8 @@ static __always_inline int on_switch(void *ctx, __u32 next_tid)
 		fp = (fp ^ regs->di) * 1099511628211ull;
 		bpf_probe_read_user(uframe, sizeof(uframe), (void *)regs->bp);
 		fp = (fp ^ uframe[1]) * 1099511628211ull;
+		/* New unwind tables for the process: the stacks are walked again. */
+		fp = (fp ^ unwind_gen(tgid)) * 1099511628211ull;
 
 		st = bpf_map_lookup_elem(&offcpu_starts, &tid);
 		if (st && st->tgid == tgid) {

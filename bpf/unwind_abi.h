@@ -66,6 +66,7 @@ struct unwind_map {
 struct unwind_proc_head {
 	__u32 nmaps;
 	__u32 tgid;    /* the owner: a slot reused by another process is not read as this one's */
+	__u64 gen;     /* changes with every update: stacks cached before it (off-CPU) are walked again */
 };
 struct unwind_proc {
 	__u32 nmaps;
@@ -76,7 +77,7 @@ struct unwind_proc {
 #define UNWIND_ASSERT_SIZE(t, n) _Static_assert(sizeof(t) == (n), #t " changed size: bump EMBER_ABI_VERSION")
 UNWIND_ASSERT_SIZE(struct unwind_row, 8);
 UNWIND_ASSERT_SIZE(struct unwind_map, 32);
-UNWIND_ASSERT_SIZE(struct unwind_proc_head, 8);
+UNWIND_ASSERT_SIZE(struct unwind_proc_head, 16);
 UNWIND_ASSERT_SIZE(struct unwind_proc, 8 + 32 * UNWIND_MAX_MAPS);
 
 #endif

@@ -31,6 +31,7 @@ struct bpf_stacks {
 	uint32_t active;
 	uint64_t *ips; /* EMBER_MAX_STACK_DEPTH scratch for lookups */
 	struct hstack *hs; /* scratch for hashed stacks */
+	uint64_t unwind_gen;
 };
 
 struct bpf_stacks *bpf_stacks__load(const struct bpf_stacks_opts *opts)
@@ -401,7 +402,7 @@ int bpf_stacks__unwind_proc(struct bpf_stacks *b, uint32_t tgid, uint32_t slot, 
 		if (bpf_map_update_elem(maps_fd, &key, &p->maps[i], BPF_ANY))
 			return -errno;
 	}
-	head = (struct unwind_proc_head){ .nmaps = p->nmaps, .tgid = p->tgid };
+	head = (struct unwind_proc_head){ .nmaps = p->nmaps, .tgid = p->tgid, .gen = ++b->unwind_gen };
 	if (bpf_map_update_elem(proc_fd, &slot, &head, BPF_ANY) || bpf_map_update_elem(slot_fd, &tgid, &slot, BPF_ANY))
 		return -errno;
 	return 0;
