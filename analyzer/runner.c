@@ -258,10 +258,11 @@ int runner__start(struct task_runner *r, struct task_def *def, char *err, size_t
 		return e;
 	}
 	t->attach_point = ans.attach_point;
-	for (uint32_t i = 0; t->kind != EMBER_TASK_NETWORK && i < t->npids; i++) {
-		(void)symbolizer__preload(r->o.sym, t->pids[i]);
+	/* Tables first: until they arrive, samples walk frame pointers only. */
+	for (uint32_t i = 0; t->kind != EMBER_TASK_NETWORK && i < t->npids; i++)
 		unwind_pid(r, t->pids[i]);
-	}
+	for (uint32_t i = 0; t->kind != EMBER_TASK_NETWORK && i < t->npids; i++)
+		(void)symbolizer__preload(r->o.sym, t->pids[i]);
 	r->st.started++;
 	log_info("task %s started: kind %u, %u pid(s), %llu ms, attach point %s", t->id, t->kind, t->npids,
 		 (unsigned long long)t->duration_ms, ctl__attach_point_name(t->attach_point));

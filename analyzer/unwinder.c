@@ -20,7 +20,9 @@
 
 struct proc {
 	uint32_t pid;
-	uint64_t signature;  /* of the executable mappings last sent; 0 = never sent */
+	uint64_t signature;  /* of the executable mappings req was built from; 0 = none */
+	bool sent;           /* the collector took req */
+	struct ctl_unwind_proc *req;
 };
 
 struct unwinder {
@@ -71,6 +73,8 @@ struct unwinder *unwinder__new(const struct unwinder_opts *o)
 struct unwinder *unwinder__free(struct unwinder *u)
 {
 	if (u) {
+		for (uint32_t i = 0; i < u->nprocs; i++)
+			free(u->procs[i].req);
 		free(u->procs);
 		free(u->vdso_rows);
 		free(u);
@@ -197,38 +201,13 @@ static struct proc *proc_of(struct unwinder *u, uint32_t pid, bool make)
 	return &u->procs[u->nprocs++];
 }
 
-int unwinder__process(struct unwinder *u, uint32_t pid)
+/* The process's mappings with their tables (built and sent here unless the collector holds them). */
+static struct ctl_unwind_proc *build_req(struct unwinder *u, uint32_t pid, const struct proc_maps *pm)
 {
-	struct proc_maps *pm = NULL;
-	struct ctl_unwind_proc *req = NULL;
-	struct proc *p = proc_of(u, pid, true);
-	uint64_t sig = 14695981039346656037ull;
-	int fd, err = 0;
+	struct ctl_unwind_proc *req = calloc(1, sizeof(*req));
 
-	if (!p)
-		return -ENOSPC;
-	fd = ctl_client__open_maps(u->o.cc, pid);
-	if (fd < 0)
-		return fd;
-	pm = proc_maps__read(fd, 0);
-	close(fd);
-	if (!pm)
-		return -errno;
-	for (size_t i = 0; i < proc_maps__count(pm); i++) {
-		const struct maps_entry *e = proc_maps__entry(pm, i);
-		if (e->perms & MAPS_PERM_X) {
-			uint64_t v[4] = { e->start, e->end, e->offset, e->inode };
-			sig = fnv(sig, v, sizeof(v));
-		}
-	}
-	sig |= 1;
-	if (sig == p->signature)
-		goto out;
-	req = calloc(1, sizeof(*req));
-	if (!req) {
-		err = -ENOMEM;
-		goto out;
-	}
+	if (!req)
+		return NULL;
 	req->pid = pid;
 	for (size_t i = 0; i < proc_maps__count(pm) && req->nmaps < UNWIND_MAX_MAPS; i++) {
 		const struct maps_entry *e = proc_maps__entry(pm, i);
@@ -254,22 +233,55 @@ int unwinder__process(struct unwinder *u, uint32_t pid)
 		u->st.maps_without_table += m->table == UNWIND_NO_TABLE;
 		req->nmaps++;
 	}
-	err = ctl_client__unwind_proc(u->o.cc, req);
-	if (err == -EINVAL) {
-		/* A table evicted between our look-up and now: frame pointers until the next change. */
-		for (uint32_t i = 0; i < req->nmaps; i++)
-			req->maps[i].table = UNWIND_NO_TABLE;
-		err = ctl_client__unwind_proc(u->o.cc, req);
-		sig = 0;
+	return req;
+}
+
+int unwinder__process(struct unwinder *u, uint32_t pid)
+{
+	struct proc_maps *pm;
+	struct proc *p = proc_of(u, pid, true);
+	uint64_t sig = 14695981039346656037ull;
+	int fd, err;
+
+	if (!p)
+		return -ENOSPC;
+	fd = ctl_client__open_maps(u->o.cc, pid);
+	if (fd < 0)
+		return fd;
+	pm = proc_maps__read(fd, 0);
+	close(fd);
+	if (!pm)
+		return -errno;
+	for (size_t i = 0; i < proc_maps__count(pm); i++) {
+		const struct maps_entry *e = proc_maps__entry(pm, i);
+		if (e->perms & MAPS_PERM_X) {
+			uint64_t v[4] = { e->start, e->end, e->offset, e->inode };
+			sig = fnv(sig, v, sizeof(v));
+		}
 	}
-	if (err == -ENOSPC)
-		u->st.procs_refused++;
-	else if (!err)
-		u->st.procs++;
-	p->signature = err ? 0 : sig;
-out:
-	free(req);
+	sig |= 1;
+	if (sig != p->signature) {
+		free(p->req);
+		p->req = build_req(u, pid, pm);
+		p->signature = p->req ? sig : 0;
+		p->sent = false;
+	}
 	proc_maps__free(pm);
+	if (!p->req)
+		return -ENOMEM;
+	if (p->sent)
+		return 0;
+	err = ctl_client__unwind_proc(u->o.cc, p->req);
+	if (err == -EINVAL) {
+		/* A table evicted since it was looked up: built again on the next call. */
+		p->signature = 0;
+		u->st.errors++;
+	} else if (err == -ENOSPC) {
+		u->st.procs_refused++;
+	} else if (!err) {
+		u->st.procs++;
+		p->sent = true;
+	}
 	return err;
 }
 
@@ -277,8 +289,10 @@ void unwinder__forget(struct unwinder *u, uint32_t pid)
 {
 	struct proc *p = proc_of(u, pid, false);
 
-	if (p)
+	if (p) {
+		free(p->req);
 		*p = u->procs[--u->nprocs];
+	}
 }
 
 void unwinder__stats(const struct unwinder *u, struct unwinder_stats *ret)

@@ -42,7 +42,11 @@ struct unwinder;
 
 /* NULL + errno. */
 struct unwinder *unwinder__new(const struct unwinder_opts *o);
-/* Sends pid's mappings if they changed since the last call.  0 or -errno. */
+/*
+ * Builds pid's tables when its executable mappings changed since the last
+ * call, and gives the collector the mappings until it takes them (pid must
+ * be a target of an attached stack task of this analyzer).  0 or -errno.
+ */
 int unwinder__process(struct unwinder *u, uint32_t pid);
 /* pid is no longer profiled here (the collector frees its slot when its tasks end). */
 void unwinder__forget(struct unwinder *u, uint32_t pid);

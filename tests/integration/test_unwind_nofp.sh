@@ -27,12 +27,12 @@ perf_share() { # perf.data leaf
 run_both() { # mode tag [env...]
   local mode=$1 tag=$2; shift 2
   PD=$TMP/perf-$tag.data
-  perf record -q -e cpu-clock --call-graph dwarf -F 97 -o "$PD" -- "$P" 5 "$mode" > "$TMP/w-$tag.out" 2>"$TMP/perf-$tag.err" & local pp=$!
+  perf record -q -e cpu-clock --call-graph dwarf -F 97 -o "$PD" -- "$P" 6 "$mode" > "$TMP/w-$tag.out" 2>"$TMP/perf-$tag.err" & local pp=$!
   CLEANUP_PIDS+=("$pp")
   local w=""
   for _ in $(seq 100); do w=$(pgrep -P "$pp" -x nofp_chain | head -1); [ -n "$w" ] && grep -q ready "$TMP/w-$tag.out" && break; sleep 0.05; done
   [ -n "$w" ] || fail "the workload did not start under perf: $(cat "$TMP/perf-$tag.err")"
-  env "$@" "$EMBER" profile --pid "$w" --duration 3s ${KIND:+--type $KIND} --out "$TMP/prof-$tag" >"$TMP/out-$tag" 2>"$TMP/err-$tag" ||
+  env "$@" "$EMBER" profile --pid "$w" --duration 4s ${KIND:+--type $KIND} --out "$TMP/prof-$tag" >"$TMP/out-$tag" 2>"$TMP/err-$tag" ||
     { cat "$TMP/err-$tag"; fail "ember profile failed ($tag)"; }
   wait "$pp" || fail "perf record failed: $(cat "$TMP/perf-$tag.err")"
   EF=$TMP/prof-$tag/${KIND:-oncpu}.folded
@@ -72,7 +72,7 @@ awk -v m="$cm" -v n="$cn" 'BEGIN { exit !(m >= 0.9 * n) }' || fail "only $cm of 
 KIND=offcpu run_both block block
 bn=$(folded_sum "$EF" ';(__libc_read|read|__GI___libc_read)(;|$)')
 bm=$(folded_sum "$EF" ';main;reader;wait_data;(__libc_read|read|__GI___libc_read)(;|$)')
-echo "off-CPU: $bm of $bn ns blocked in read() under main;reader;wait_data"
+echo "off-CPU: $bm of $bn µs blocked in read() under main;reader;wait_data"
 [ "$bn" -gt 0 ] || fail "no off-CPU time in read()"
-awk -v m="$bm" -v n="$bn" 'BEGIN { exit !(m >= 0.9 * n) }' || fail "only $bm of $bn blocked ns have the whole chain"
-ok "whole stacks without frame pointers: on-CPU $em/$en (perf $pm/$pn, frame pointers alone $fm/$fn), qsort $cm/$cn, off-CPU $bm/$bn ns"
+awk -v m="$bm" -v n="$bn" 'BEGIN { exit !(m >= 0.9 * n) }' || fail "only $bm of $bn blocked µs have the whole chain"
+ok "whole stacks without frame pointers: on-CPU $em/$en (perf $pm/$pn, frame pointers alone $fm/$fn), qsort $cm/$cn, off-CPU $bm/$bn µs"
