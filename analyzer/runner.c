@@ -205,6 +205,7 @@ static void attach_error(const struct task_def *t, int r, char *err, size_t errl
 int runner__start(struct task_runner *r, struct task_def *def, char *err, size_t errlen)
 {
 	struct ctl_attach_ans ans;
+	int hold;
 	struct task_def *t;
 	int e;
 
@@ -244,8 +245,17 @@ int runner__start(struct task_runner *r, struct task_def *def, char *err, size_t
 		return e;
 	}
 	/* A monitor's capture needs heads only: first lines and statuses, not bodies. */
+	/* Stacks: held until the unwind tables are in, so that no sample walks without them. */
+	hold = t->kind != EMBER_TASK_NETWORK && r->o.uw;
 	e = ctl_client__attach(r->o.cc, t->num_id, t->kind, t->pids, t->npids, t->period_ns, t->min_block_ns,
-			       task_def__is_monitor(t) ? CTL_ATTACH_F_PREFIX : 0, &ans);
+			       task_def__is_monitor(t) ? CTL_ATTACH_F_PREFIX : hold ? CTL_ATTACH_F_HOLD : 0, &ans);
+	if (!e && hold) {
+		for (uint32_t i = 0; i < t->npids; i++)
+			unwind_pid(r, t->pids[i]);
+		e = ctl_client__start(r->o.cc, t->num_id);
+		if (e)
+			(void)ctl_client__detach(r->o.cc, t->num_id);
+	}
 	if (e) {
 		uint64_t s, k;
 
@@ -258,9 +268,6 @@ int runner__start(struct task_runner *r, struct task_def *def, char *err, size_t
 		return e;
 	}
 	t->attach_point = ans.attach_point;
-	/* Tables first: until they arrive, samples walk frame pointers only. */
-	for (uint32_t i = 0; t->kind != EMBER_TASK_NETWORK && i < t->npids; i++)
-		unwind_pid(r, t->pids[i]);
 	for (uint32_t i = 0; t->kind != EMBER_TASK_NETWORK && i < t->npids; i++)
 		(void)symbolizer__preload(r->o.sym, t->pids[i]);
 	r->st.started++;

@@ -214,7 +214,9 @@ static struct ctl_unwind_proc *build_req(struct unwinder *u, uint32_t pid, const
 		struct ctl_unwind_map *m = &req->maps[req->nmaps];
 		uint64_t bias = 0;
 
-		if (!(e->perms & MAPS_PERM_X) || (req->nmaps && e->start < req->maps[req->nmaps - 1].end))
+		/* Files and the vDSO: an address in no listed mapping is walked with frame pointers anyway. */
+		if (!(e->perms & MAPS_PERM_X) || (e->kind != MAPS_FILE && e->kind != MAPS_VDSO) ||
+		    e->end > UNWIND_MAX_ADDR || (req->nmaps && e->start < req->maps[req->nmaps - 1].end))
 			continue;
 		*m = (struct ctl_unwind_map){ .start = e->start, .end = e->end, .table = UNWIND_NO_TABLE };
 		if (e->kind == MAPS_FILE && !e->deleted) {

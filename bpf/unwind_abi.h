@@ -23,6 +23,7 @@
 #define UNWIND_MAX_MAPS 64          /* executable mappings per process with a place in the walk */
 #define UNWIND_NO_TABLE 0xffffffffu /* ctl_unwind_map.table: frame pointers in this mapping */
 #define UNWIND_SEARCH_STEPS 23      /* binary search steps in BPF: tables of up to 2^23 - 1 rows */
+#define UNWIND_MAX_ADDR (1ull << 62)  /* mappings end below: the BPF search compares by the sign of differences */
 #define UNWIND_MAX_TABLE_ROWS ((1u << UNWIND_SEARCH_STEPS) - 1)
 
 /* How one row finds the caller's frame. */

@@ -71,6 +71,8 @@ struct task {
 	uint32_t flags;       /* CTL_ATTACH_F_* */
 	uint32_t pids[CTL_MAX_PIDS];
 	int used;
+	int held;             /* CTL_ATTACH_F_HOLD: not sampling until START */
+	uint64_t min_block_ns;
 	/* Detached tasks keep their pids open to the fd broker for a while: the
 	 * analyzer symbolizes the final drain after the detach answer. */
 	uint64_t detached_at; /* monotonic ns, 0 = attached */
@@ -396,7 +398,8 @@ static int task_attach(struct conn *c, const struct ctl_attach *a, struct ctl_at
 		return -ERANGE;
 	if (a->min_block_ns > CTL_MIN_BLOCK_MAX_NS)
 		return -ERANGE;
-	if (a->flags & ~CTL_ATTACH_F_ALL || (a->flags && a->kind != EMBER_TASK_NETWORK))
+	if (a->flags & ~CTL_ATTACH_F_ALL || ((a->flags & CTL_ATTACH_F_PREFIX) && a->kind != EMBER_TASK_NETWORK) ||
+	    ((a->flags & CTL_ATTACH_F_HOLD) && a->kind == EMBER_TASK_NETWORK))
 		return -EINVAL;
 	uint64_t now = timeutil__now_ns(CLOCK_MONOTONIC);
 	for (unsigned i = 0; i < MAX_TASKS && !t; i++)
@@ -410,6 +413,8 @@ static int task_attach(struct conn *c, const struct ctl_attach *a, struct ctl_at
 	t->kind = a->kind;
 	t->flags = a->flags;
 	t->shard = c->shard;
+	t->held = !!(a->flags & CTL_ATTACH_F_HOLD);
+	t->min_block_ns = a->min_block_ns;
 	for (uint32_t i = 0; i < a->npids; i++) {
 		uint32_t pid = a->pids[i];
 		if (pid == 0 || shard__of(pid, C.nshards) != c->shard)
@@ -444,6 +449,10 @@ static int task_attach(struct conn *c, const struct ctl_attach *a, struct ctl_at
 		return err;
 	ans->attach_point = t->attach_point;
 	for (uint32_t i = 0; i < t->npids; i++) {
+		if (t->held) {
+			ok++;
+			continue;
+		}
 		err = t->kind == EMBER_TASK_NETWORK ? bpf_net__target(C.net, t->pids[i], 1, t->flags & CTL_ATTACH_F_PREFIX)
 						     : bpf_stacks__target(C.bpf, t->pids[i], t->kind, 1, a->min_block_ns);
 		if (err) {
@@ -530,6 +539,24 @@ static int h_attach(struct conn *c, const struct ctl_msg *m)
 		log_warn("attach of task %llu refused: %s",
 			 (unsigned long long)((const struct ctl_attach *)m->payload)->task_id, strerror(-ans.err));
 	return ctl__send(c->fd, CTL_ANS_ATTACH, m->seq, &ans, sizeof(ans), NULL, 0);
+}
+
+/* A held task's processes are sampled from now on. */
+static int h_start(struct conn *c, const struct ctl_msg *m)
+{
+	struct ctl_detach d;
+	struct task *t;
+	int err = 0;
+
+	memcpy(&d, m->payload, sizeof(d));
+	t = task_find(d.task_id);
+	if (!t || t->shard != c->shard)
+		return reply_err(c, m, -ENOENT, -1);
+	for (uint32_t i = 0; t->held && i < t->npids && !err; i++)
+		err = bpf_stacks__target(C.bpf, t->pids[i], t->kind, 1, t->min_block_ns);
+	t->held = 0;
+	C.stacks_dirty = 1;
+	return reply_err(c, m, err, -1);
 }
 
 static int h_detach(struct conn *c, const struct ctl_msg *m)
@@ -761,6 +788,7 @@ static const struct { uint16_t type; unsigned flags; handler_fn fn; } handlers[]
 	{ CTL_REQ_HELLO, F_HELLO_FIRST, h_hello },
 	{ CTL_REQ_ATTACH, F_NEEDS_HELLO, h_attach },
 	{ CTL_REQ_DETACH, F_NEEDS_HELLO, h_detach },
+	{ CTL_REQ_START, F_NEEDS_HELLO, h_start },
 	{ CTL_REQ_OPEN_MAPS, F_NEEDS_HELLO, h_open_maps },
 	{ CTL_REQ_OPEN_FILE, F_NEEDS_HELLO, h_open_file },
 	{ CTL_REQ_OPEN_KALLSYMS, F_NEEDS_HELLO, h_open_kallsyms },

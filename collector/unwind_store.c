@@ -250,7 +250,7 @@ int unwind_store__proc(struct unwind_store *us, const struct ctl_unwind_proc *re
 		const struct ctl_unwind_map *m = &req->maps[i];
 		struct table *t = NULL;
 
-		if (m->start >= m->end || m->pad || (i && m->start < req->maps[i - 1].end))
+		if (m->start >= m->end || m->end > UNWIND_MAX_ADDR || m->pad || (i && m->start < req->maps[i - 1].end))
 			return -EINVAL;
 		if (m->table != UNWIND_NO_TABLE && (!(t = by_id(us, m->table)) || !t->complete))
 			return -EINVAL;

@@ -155,6 +155,14 @@ int ctl_client__unwind_proc(struct ctl_client *cc, const struct ctl_unwind_proc 
 	return r ? r : a.err;
 }
 
+int ctl_client__start(struct ctl_client *cc, uint64_t task_id)
+{
+	struct ctl_detach d = { .task_id = task_id };
+	struct ctl_err_ans a;
+	int r = call(cc, CTL_REQ_START, &d, sizeof(d), CTL_ANS_START, &a, sizeof(a), NULL);
+	return r ? r : a.err;
+}
+
 static int open_call(struct ctl_client *cc, uint16_t type, const void *req, uint32_t len)
 {
 	struct ctl_err_ans a;

@@ -19,6 +19,8 @@ int ctl_client__attach(struct ctl_client *cc, uint64_t task_id, uint32_t kind, c
 			     uint32_t npids, uint64_t period_ns, uint64_t min_block_ns, uint32_t flags,
 			     struct ctl_attach_ans *ret);
 int ctl_client__detach(struct ctl_client *cc, uint64_t task_id);
+/* A task attached with CTL_ATTACH_F_HOLD starts sampling. */
+int ctl_client__start(struct ctl_client *cc, uint64_t task_id);
 /* Return an fd or -errno. */
 int ctl_client__open_maps(struct ctl_client *cc, uint32_t pid);
 int ctl_client__open_file(struct ctl_client *cc, uint32_t pid, uint64_t start, uint64_t end);

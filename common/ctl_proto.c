@@ -92,6 +92,7 @@ const char *ctl__type_name(unsigned type)
 		[CTL_REQ_UNWIND_TABLE] = "UNWIND_TABLE", [CTL_ANS_UNWIND_TABLE] = "UNWIND_TABLE_ANS",
 		[CTL_REQ_UNWIND_ROWS] = "UNWIND_ROWS", [CTL_ANS_UNWIND_ROWS] = "UNWIND_ROWS_ANS",
 		[CTL_REQ_UNWIND_PROC] = "UNWIND_PROC", [CTL_ANS_UNWIND_PROC] = "UNWIND_PROC_ANS",
+		[CTL_REQ_START] = "START", [CTL_ANS_START] = "START_ANS",
 	};
 	return type < CTL_TYPE_MAX && names[type] ? names[type] : "unknown";
 }
@@ -104,7 +105,8 @@ static long payload_size(uint16_t type)
 	case CTL_ANS_HELLO: return sizeof(struct ctl_hello_ans);
 	case CTL_REQ_ATTACH: return -1;
 	case CTL_ANS_ATTACH: return sizeof(struct ctl_attach_ans);
-	case CTL_REQ_DETACH: return sizeof(struct ctl_detach);
+	case CTL_REQ_DETACH:
+	case CTL_REQ_START: return sizeof(struct ctl_detach);
 	case CTL_REQ_OPEN_MAPS: return sizeof(struct ctl_open_maps);
 	case CTL_REQ_OPEN_FILE: return sizeof(struct ctl_open_file);
 	case CTL_REQ_OPEN_KALLSYMS: return 0;
@@ -119,6 +121,7 @@ static long payload_size(uint16_t type)
 	case CTL_REQ_UNWIND_PROC: return sizeof(struct ctl_unwind_proc);
 	case CTL_ANS_UNWIND_ROWS:
 	case CTL_ANS_UNWIND_PROC:
+	case CTL_ANS_START:
 	case CTL_ANS_OPEN_PERF_MAP:
 	case CTL_ANS_OPEN_DEBUG_BUILD_ID:
 	case CTL_ANS_OPEN_DEBUGLINK:

@@ -38,7 +38,8 @@ enum ctl_type {
 	CTL_REQ_UNWIND_TABLE = 22,  CTL_ANS_UNWIND_TABLE = 23,
 	CTL_REQ_UNWIND_ROWS = 24,   CTL_ANS_UNWIND_ROWS = 25,
 	CTL_REQ_UNWIND_PROC = 26,   CTL_ANS_UNWIND_PROC = 27,
-	CTL_TYPE_MAX = 28,
+	CTL_REQ_START = 28,         CTL_ANS_START = 29,
+	CTL_TYPE_MAX = 30,
 };
 
 struct ctl_hdr {
@@ -78,7 +79,14 @@ struct ctl_attach {
 };
 /* Network: the first NET_PREFIX_PAYLOAD bytes of each call's data only (heads, for monitors). */
 #define CTL_ATTACH_F_PREFIX 1u
-#define CTL_ATTACH_F_ALL CTL_ATTACH_F_PREFIX
+/*
+ * Stacks: attached, but the processes are not sampled until START (payload
+ * struct ctl_detach, answer struct ctl_err_ans).  Meanwhile the analyzer may
+ * use the fd broker and send unwind tables for them, so that the first
+ * samples already walk with their tables.
+ */
+#define CTL_ATTACH_F_HOLD 2u
+#define CTL_ATTACH_F_ALL (CTL_ATTACH_F_PREFIX | CTL_ATTACH_F_HOLD)
 enum ctl_attach_point { CTL_AP_NONE = 0, CTL_AP_PERF_CPU_CLOCK = 1, CTL_AP_TP_BTF = 2,
 	CTL_AP_RAW_TP = 3, CTL_AP_TRACEPOINT = 4, CTL_AP_PERF_PAGE_FAULTS = 5 };
 struct ctl_attach_ans { int32_t err; uint32_t attach_point; uint32_t npids_ok; uint32_t pad; };
