@@ -75,4 +75,20 @@ bm=$(folded_sum "$EF" ';main;reader;wait_data;(__libc_read|read|__GI___libc_read
 echo "off-CPU: $bm of $bn µs blocked in read() under main;reader;wait_data"
 [ "$bn" -gt 0 ] || fail "no off-CPU time in read()"
 awk -v m="$bm" -v n="$bn" 'BEGIN { exit !(m >= 0.9 * n) }' || fail "only $bm of $bn blocked µs have the whole chain"
-ok "whole stacks without frame pointers: on-CPU $em/$en (perf $pm/$pn, frame pointers alone $fm/$fn), qsort $cm/$cn, off-CPU $bm/$bn µs"
+# --- memory profile: page faults under main;mapper;toucher ---
+KIND=mem run_both fault fault
+fn2=$(folded_sum "$EF" ';toucher(;|$)')
+fm2=$(folded_sum "$EF" ';main;mapper;toucher(;|$)')
+echo "memory: $fm2 of $fn2 faults in toucher under main;mapper"
+[ "$fn2" -ge 100 ] || fail "only $fn2 faults in toucher"
+awk -v m="$fm2" -v n="$fn2" 'BEGIN { exit !(m >= 0.9 * n) }' || fail "only $fm2 of $fn2 faults have the whole chain"
+
+# --- 110 frames of recursion: whole down to _start (beyond perf's default 8 KiB stack copy) ---
+run_both deep deep
+dn=$(folded_sum "$EF" ';leaf$')
+dm=$(RE='^nofp_chain;_start;[^;]*;__libc_start_call_main;main;deep;(recurse;){111}leaf$' awk '{n=$NF; st=$0; sub(/ [0-9]+$/, "", st); if (st ~ ENVIRON["RE"]) s+=n} END {print s+0}' "$EF")
+echo "deep: $dm of $dn samples in leaf carry all 111 recurse frames down to _start"
+[ "$dn" -ge 100 ] || fail "only $dn samples in leaf"
+awk -v m="$dm" -v n="$dn" 'BEGIN { exit !(m >= 0.9 * n) }' || fail "only $dm of $dn deep stacks are whole"
+
+ok "whole stacks without frame pointers: on-CPU $em/$en (perf $pm/$pn, frame pointers alone $fm/$fn), qsort $cm/$cn, off-CPU $bm/$bn µs, memory $fm2/$fn2, 116 frames deep $dm/$dn"

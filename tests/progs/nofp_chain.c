@@ -7,9 +7,12 @@
  *   cpu    main -> work -> outer -> middle -> leaf, spinning in leaf
  *   qsort  main -> sort_loop -> qsort (libc) -> ... -> by_value, the comparator spinning
  *   block  main -> reader -> wait_data -> read(pipe), a thread writing every 5 ms (off-CPU)
+ *   fault  main -> mapper -> toucher: first touches of fresh pages (page faults, memory profile)
+ *   deep   main -> recurse x 110 -> leaf: a stack deeper than most, still whole
  * Prints "ready" once running.
  */
 #include <pthread.h>
+#include <sys/mman.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,6 +103,43 @@ NOINLINE void reader(void)
 		wait_data();
 }
 
+NOINLINE void toucher(volatile char *p, size_t len)
+{
+	for (size_t i = 0; i < len; i += 4096)
+		p[i] = 1;
+}
+
+NOINLINE void mapper(void)
+{
+	while (!expired()) {
+		size_t len = 4u << 20;
+		char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (p == MAP_FAILED)
+			exit(1);
+		toucher(p, len);
+		munmap(p, len);
+	}
+}
+
+/* Each level keeps a frame of its own (a local used after the call), so no call becomes a jump. */
+NOINLINE void recurse(int n)
+{
+	volatile int depth = n;
+
+	if (n == 0)
+		leaf(200000);
+	else
+		recurse(n - 1);
+	sink += depth;
+}
+
+NOINLINE void deep(void)
+{
+	while (!expired())
+		recurse(110);
+}
+
 static void *writer(void *arg)
 {
 	struct timespec ts = { 0, 5000000 };
@@ -117,7 +157,7 @@ int main(int argc, char **argv)
 	pthread_t th;
 
 	if (argc != 3) {
-		fprintf(stderr, "usage: nofp_chain SECONDS cpu|qsort|block\n");
+		fprintf(stderr, "usage: nofp_chain SECONDS cpu|qsort|block|fault|deep\n");
 		return 2;
 	}
 	secs = atof(argv[1]);
@@ -132,7 +172,11 @@ int main(int argc, char **argv)
 		if (pipe(pipefd) || pthread_create(&th, NULL, writer, NULL))
 			return 1;
 		reader();
-	} else
+	} else if (!strcmp(argv[2], "fault"))
+		mapper();
+	else if (!strcmp(argv[2], "deep"))
+		deep();
+	else
 		return 2;
 	return 0;
 }
