@@ -80,6 +80,12 @@ static int64_t rd_sleb(struct rd *r)
 	return (int64_t)v;
 }
 
+/* Factored offsets wrap instead of overflowing: a nonsense value is then refused by range checks, not UB. */
+static int64_t mul(int64_t a, int64_t b)
+{
+	return (int64_t)((uint64_t)a * (uint64_t)b);
+}
+
 /* A DW_EH_PE-encoded value; field is the virtual address of the value being read (for pcrel). */
 static uint64_t rd_ptr(struct rd *r, uint8_t enc, uint64_t field, uint64_t datarel)
 {
@@ -260,7 +266,7 @@ static bool run(struct builder *b, const struct sec *sec, const struct cie *c, c
 			advance = true;
 			break;
 		case 2:
-			set_reg(s, c, op & 0x3f, R_OFFSET, (int64_t)rd_uleb(&r) * c->data_align);
+			set_reg(s, c, op & 0x3f, R_OFFSET, mul((int64_t)rd_uleb(&r), c->data_align));
 			continue;
 		case 3:
 			restore_reg(s, init, c, op & 0x3f);
@@ -285,7 +291,7 @@ static bool run(struct builder *b, const struct sec *sec, const struct cie *c, c
 			case 0x04: delta = rd_un(&r, 4) * c->code_align; advance = true; break;
 			case 0x05: /* offset_extended */
 				reg = rd_uleb(&r);
-				set_reg(s, c, reg, R_OFFSET, (int64_t)rd_uleb(&r) * c->data_align);
+				set_reg(s, c, reg, R_OFFSET, mul((int64_t)rd_uleb(&r), c->data_align));
 				break;
 			case 0x06: restore_reg(s, init, c, rd_uleb(&r)); break;
 			case 0x07: set_reg(s, c, rd_uleb(&r), R_UNDEF, 0); break;
@@ -333,14 +339,14 @@ static bool run(struct builder *b, const struct sec *sec, const struct cie *c, c
 				break;
 			case 0x11:
 				reg = rd_uleb(&r);
-				set_reg(s, c, reg, R_OFFSET, rd_sleb(&r) * c->data_align);
+				set_reg(s, c, reg, R_OFFSET, mul(rd_sleb(&r), c->data_align));
 				break;
 			case 0x12:
 				s->cfa_kind = CFA_REG;
 				s->cfa_reg = rd_uleb(&r);
-				s->cfa_off = rd_sleb(&r) * c->data_align;
+				s->cfa_off = mul(rd_sleb(&r), c->data_align);
 				break;
-			case 0x13: s->cfa_off = rd_sleb(&r) * c->data_align; break;
+			case 0x13: s->cfa_off = mul(rd_sleb(&r), c->data_align); break;
 			case 0x14: /* val_offset */
 			case 0x15:
 				reg = rd_uleb(&r);
@@ -353,7 +359,7 @@ static bool run(struct builder *b, const struct sec *sec, const struct cie *c, c
 			case 0x2e: (void)rd_uleb(&r); break; /* GNU_args_size */
 			case 0x2f:
 				reg = rd_uleb(&r);
-				set_reg(s, c, reg, R_OFFSET, -(int64_t)rd_uleb(&r) * c->data_align);
+				set_reg(s, c, reg, R_OFFSET, mul((int64_t)rd_uleb(&r), mul(-1, c->data_align)));
 				break;
 			default:
 				return false;
@@ -714,6 +720,24 @@ int eh_frame__rows_mem(const void *image, size_t len, size_t max_rows, struct un
 	if (elf)
 		elf_end(elf);
 	free(copy);
+	if (ret_stats)
+		*ret_stats = st;
+	return err;
+}
+
+int eh_frame__rows_section(const void *sec, size_t len, uint64_t vaddr, int debug, size_t max_rows,
+			   struct unwind_row **ret_rows, size_t *ret_n, struct eh_frame_stats *ret_stats)
+{
+	struct eh_frame_stats st = { .source = debug ? 2 : 1 };
+	struct builder b = { .max = max_rows ? max_rows : DEFAULT_MAX_ROWS, .st = &st };
+	struct sec s = { .data = sec, .size = len, .vaddr = vaddr, .debug = !!debug };
+	int err;
+
+	*ret_rows = NULL;
+	*ret_n = 0;
+	parse_section(&b, &s);
+	err = finish(&b, ret_rows, ret_n);
+	free(b.v);
 	if (ret_stats)
 		*ret_stats = st;
 	return err;

@@ -42,6 +42,14 @@ int eh_frame__rows_fd(int fd, size_t max_rows, struct unwind_row **ret_rows, siz
 int eh_frame__rows_mem(const void *image, size_t len, size_t max_rows, struct unwind_row **ret_rows,
 		       size_t *ret_n, struct eh_frame_stats *ret_stats);
 
+/*
+ * The same over the contents of one section already found: an .eh_frame
+ * (debug = 0; vaddr: the section's address, for pc-relative pointers) or a
+ * .debug_frame (debug = 1).  For tests and fuzzing of the CFI parser alone.
+ */
+int eh_frame__rows_section(const void *sec, size_t len, uint64_t vaddr, int debug, size_t max_rows,
+			   struct unwind_row **ret_rows, size_t *ret_n, struct eh_frame_stats *ret_stats);
+
 /* Index of the row covering pc (the last with row.pc <= pc), or -1. */
 long eh_frame__find(const struct unwind_row *rows, size_t n, uint32_t pc);
 
