@@ -16,7 +16,7 @@
 #include "analyzer/profile.h"
 #include "analyzer/publisher.h"
 #include "analyzer/tasks.h"
-#include "analyzer/unwinder.h"
+#include "analyzer/unwind/unwinder.h"
 #include "common/ctl_client.h"
 #include "symbolizer/symbolizer.h"
 

@@ -1,5 +1,5 @@
 /*
- * Unwind table build (symbolizer/eh_frame.h): time and memory per file.
+ * Unwind table build (analyzer/unwind/eh_frame.h): time and memory per file.
  *
  *   bench_unwind_tables [-r REPEAT] [--dump] FILE...
  *
@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "symbolizer/eh_frame.h"
+#include "analyzer/unwind/eh_frame.h"
 
 static double now_s(void)
 {

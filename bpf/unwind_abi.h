@@ -1,7 +1,7 @@
 /*
  * Unwinding user stacks without frame pointers: the tables shared by the
  * analyzer (which builds them from .eh_frame/.debug_frame, see
- * symbolizer/eh_frame.h), the collector (which validates them and writes
+ * analyzer/unwind/eh_frame.h), the collector (which validates them and writes
  * them into BPF maps) and bpf/stacks.bpf.c (which walks stacks with them).
  * Fixed-width types, sizes checked on both sides.
  *

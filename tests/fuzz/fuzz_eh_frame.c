@@ -1,5 +1,5 @@
 /*
- * The call frame information parser (symbolizer/eh_frame.h) runs in the
+ * The call frame information parser (analyzer/unwind/eh_frame.h) runs in the
  * analyzer on any binary a profiled process maps.  The first input byte
  * picks how the rest is presented: 0 as a whole ELF image; 1 (2) as the
  * contents of an .eh_frame (.debug_frame) section alone, so that mutations
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "symbolizer/eh_frame.h"
+#include "analyzer/unwind/eh_frame.h"
 
 #define MAX_ROWS 100000
 

@@ -1,5 +1,5 @@
 /*
- * Unwind tables: symbolizer/eh_frame on hand-written CFI (each rule the BPF
+ * Unwind tables: analyzer/unwind/eh_frame on hand-written CFI (each rule the BPF
  * unwinder applies, and the ones it cannot) and on the system's own files;
  * collector/unwind_store's checks of what an analyzer sends (order, types,
  * ownership, overlaps, room, eviction).
@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "collector/unwind_store.h"
-#include "symbolizer/eh_frame.h"
+#include "analyzer/unwind/eh_frame.h"
 
 /* ---- hand-written .eh_frame --------------------------------------------- */
 

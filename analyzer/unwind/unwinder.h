@@ -2,7 +2,7 @@
  * The analyzer's half of unwinding without frame pointers: for each target
  * process of a stack task, the executable mappings (through the collector's
  * fd broker, never a path) -> unwind rows from each file's .eh_frame
- * (symbolizer/eh_frame.h) -> the collector, which checks and stores them
+ * (analyzer/unwind/eh_frame.h) -> the collector, which checks and stores them
  * (collector/unwind_store.h) and walks the process's stacks with them.
  *
  * A table is keyed by the file's build id (or, without one, its device,
@@ -14,8 +14,8 @@
  * unwinder__process() is cheap when nothing changed: it compares the
  * executable mappings with the last ones sent (dlopen, exec).
  */
-#ifndef EMBER_ANALYZER_UNWINDER_H
-#define EMBER_ANALYZER_UNWINDER_H
+#ifndef EMBER_ANALYZER_UNWIND_UNWINDER_H
+#define EMBER_ANALYZER_UNWIND_UNWINDER_H
 
 #include <stdint.h>
 

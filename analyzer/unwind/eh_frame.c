@@ -1,4 +1,4 @@
-#include "symbolizer/eh_frame.h"
+#include "analyzer/unwind/eh_frame.h"
 
 #include <errno.h>
 #include <gelf.h>

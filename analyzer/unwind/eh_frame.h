@@ -12,8 +12,8 @@
  * the PLT's) becomes UNW_NONE over its range, which the unwinder walks with
  * frame pointers.  Library code: no logging, not thread-safe per call.
  */
-#ifndef EMBER_SYMBOLIZER_EH_FRAME_H
-#define EMBER_SYMBOLIZER_EH_FRAME_H
+#ifndef EMBER_ANALYZER_UNWIND_EH_FRAME_H
+#define EMBER_ANALYZER_UNWIND_EH_FRAME_H
 
 #include <stddef.h>
 #include <stdint.h>

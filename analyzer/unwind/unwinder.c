@@ -1,4 +1,4 @@
-#include "analyzer/unwinder.h"
+#include "analyzer/unwind/unwinder.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
-#include "symbolizer/eh_frame.h"
+#include "analyzer/unwind/eh_frame.h"
 #include "symbolizer/elf_syms.h"
 #include "symbolizer/maps.h"
 
