@@ -131,6 +131,8 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(LIB)
 PROG_LIBS_kafka_mock := -lrdkafka
 # PROG_CFLAGS_<name>: a workload built otherwise (later flags win).
 PROG_CFLAGS_nofp_chain := -O2 -fomit-frame-pointer
+PROG_CFLAGS_fp_chain := -O2 -fno-omit-frame-pointer
+$(BUILD)/progs/fp_chain: tests/progs/nofp_chain.c
 $(BUILD)/progs/%: tests/progs/%.c tests/progs/start_gate.h
 	@mkdir -p $(@D)
 	$(CC) -O0 -g -fno-omit-frame-pointer -fno-inline -fno-optimize-sibling-calls -Wall -Werror -pthread $(PROG_CFLAGS_$*) $< -o $@ $(PROG_LIBS_$*)

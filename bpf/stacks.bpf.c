@@ -171,6 +171,20 @@ static long uw_step(__u32 i, struct uw_state *c)
 	 * (Differences of values below 2^63 give comparisons by their sign.)
 	 */
 	nm = p->nmaps < UNWIND_MAX_MAPS ? p->nmaps : UNWIND_MAX_MAPS;
+	/*
+	 * Most callers live in the callee's mapping: that one first.  Its index
+	 * is kept in the scratch map, not in c: a value the verifier cannot
+	 * follow from one frame to the next lets it see every frame as one.
+	 */
+	lo = st->pad;
+	{
+		__u32 key = c->slot * UNWIND_MAX_MAPS + (lo & (UNWIND_MAX_MAPS - 1));
+		m = bpf_map_lookup_elem(&unwind_maps, &key);
+		if (m && lo < nm && m->start <= at && at < m->end) {
+			lo++;
+			goto found;
+		}
+	}
 	lo = 0;
 	hi = nm;
 	for (int k = 0; k < 7; k++) { /* the mapping: the last with start <= at */
@@ -188,6 +202,8 @@ static long uw_step(__u32 i, struct uw_state *c)
 		lo = (__u32)((lo & ~mr) | ((mid + 1) & mr));
 		hi = (__u32)((hi & ~ml) | (mid & ml));
 	}
+found:
+	st->pad = lo ? lo - 1 : 0;
 	m = NULL;
 	if (lo > 0 && lo <= UNWIND_MAX_MAPS) {
 		__u32 key = c->slot * UNWIND_MAX_MAPS + lo - 1;
@@ -201,9 +217,12 @@ static long uw_step(__u32 i, struct uw_state *c)
 			hi = m->nrows;
 			for (int k = 0; k < UNWIND_SEARCH_STEPS; k++) { /* the row: the last with row.pc <= pc */
 				__u32 mid = (lo + hi) >> 1, key = m->first + mid;
-				struct unwind_row *r = bpf_map_lookup_elem(&unwind_rows, &key);
+				struct unwind_row *r;
 				__u64 act, right, mr, ml;
 
+				if (lo >= hi)
+					break; /* found: small tables take few steps */
+				r = bpf_map_lookup_elem(&unwind_rows, &key);
 				if (!r)
 					return 1;
 				act = -((((__u64)lo - (__u64)hi) >> 63));
@@ -330,6 +349,10 @@ static __always_inline __u64 unwind_user(__u32 tgid)
 	c.bp = regs->bp;
 	c.slot = *slot;
 	c.exact = 1;
+	st = bpf_map_lookup_elem(&scratch, &zero);
+	if (!st)
+		return 0;
+	st->pad = 0; /* uw_step's last mapping */
 	bpf_loop(EMBER_MAX_STACK_DEPTH, uw_step, &c, 0);
 	count(BPF_CNT_UNWIND_STACKS);
 	if (c.end == UW_COMPLETE)

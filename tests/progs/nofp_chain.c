@@ -8,7 +8,7 @@
  *   qsort  main -> sort_loop -> qsort (libc) -> ... -> by_value, the comparator spinning
  *   block  main -> reader -> wait_data -> read(pipe), a thread writing every 5 ms (off-CPU)
  *   fault  main -> mapper -> toucher: first touches of fresh pages (page faults, memory profile)
- *   deep   main -> recurse x 110 -> leaf: a stack deeper than most, still whole
+ *   deep [N]  main -> deep -> recurse x (N + 1) -> leaf (N = 110): a stack deeper than most
  * Prints "ready" once running.
  */
 #include <pthread.h>
@@ -23,6 +23,7 @@
 
 volatile unsigned long sink;
 static double secs;
+static int depth = 110;
 static struct timespec t0;
 static int pipefd[2];
 
@@ -137,7 +138,7 @@ NOINLINE void recurse(int n)
 NOINLINE void deep(void)
 {
 	while (!expired())
-		recurse(110);
+		recurse(depth);
 }
 
 static void *writer(void *arg)
@@ -156,8 +157,10 @@ int main(int argc, char **argv)
 {
 	pthread_t th;
 
-	if (argc != 3) {
-		fprintf(stderr, "usage: nofp_chain SECONDS cpu|qsort|block|fault|deep\n");
+	if (argc == 4)
+		depth = atoi(argv[3]);
+	if (argc < 3 || argc > 4 || depth < 0 || depth > 10000) {
+		fprintf(stderr, "usage: nofp_chain SECONDS cpu|qsort|block|fault|deep [DEPTH]\n");
 		return 2;
 	}
 	secs = atof(argv[1]);
