@@ -517,7 +517,8 @@ static int setup(void)
 		return -1;
 	}
 	if (A.cfg->profiling.unwind.tables) {
-		struct unwinder_opts uo = { .cc = A.cc, .max_table_rows = (uint32_t)A.cfg->profiling.unwind.max_rows };
+		/* The collector, which holds the rows, refuses what does not fit, and counts it. */
+		struct unwinder_opts uo = { .cc = A.cc };
 		A.uw = unwinder__new(&uo);
 		if (!A.uw)
 			log_warn("no unwind tables (%m): user stacks are walked with frame pointers only");

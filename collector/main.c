@@ -1075,7 +1075,8 @@ static int setup(void)
 	}
 	if (C.bpf_opts.unwind_rows) {
 		struct unwind_store_ops ops = { .write_rows = store_rows, .set_proc = store_proc };
-		C.unwind = unwind_store__new(C.bpf_opts.unwind_rows, C.bpf_opts.unwind_procs, &ops);
+		/* 30 s: an analyzer sends a process's tables within that, even for a large binary. */
+		C.unwind = unwind_store__new(C.bpf_opts.unwind_rows, C.bpf_opts.unwind_procs, 30000000000ull, &ops);
 		if (!C.unwind) {
 			log_error("cannot allocate the unwind table store: %m");
 			return -1;

@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define IDX_BITS 12
 _Static_assert(UNWIND_STORE_MAX_TABLES == 1u << IDX_BITS, "table ids carry the index in IDX_BITS bits");
@@ -11,6 +12,7 @@ _Static_assert(UNWIND_STORE_MAX_TABLES == 1u << IDX_BITS, "table ids carry the i
 struct table {
 	uint64_t key;
 	uint64_t last_used;
+	uint64_t idle_since_ns;  /* last written, or last released by a process */
 	uint32_t first, nrows, written;
 	uint32_t refs;         /* mappings of processes that use it */
 	uint32_t shard;        /* the writer, until complete */
@@ -32,13 +34,23 @@ struct unwind_store {
 	struct unwind_store_ops ops;
 	struct extent ext[UNWIND_STORE_MAX_TABLES]; /* find_room()'s scratch */
 	uint32_t max_rows, max_procs;
+	uint64_t grace_ns;
 	struct table tables[UNWIND_STORE_MAX_TABLES];
 	struct slot *slots;
 	uint64_t clock, rows_used, refused;
 	uint32_t ntables, nprocs;
 };
 
-struct unwind_store *unwind_store__new(uint32_t max_rows, uint32_t max_procs, const struct unwind_store_ops *ops)
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+struct unwind_store *unwind_store__new(uint32_t max_rows, uint32_t max_procs, uint64_t grace_ns,
+				       const struct unwind_store_ops *ops)
 {
 	struct unwind_store *us;
 
@@ -57,6 +69,7 @@ struct unwind_store *unwind_store__new(uint32_t max_rows, uint32_t max_procs, co
 	us->ops = *ops;
 	us->max_rows = max_rows;
 	us->max_procs = max_procs;
+	us->grace_ns = grace_ns;
 	return us;
 }
 
@@ -118,14 +131,16 @@ static void drop_table(struct unwind_store *us, struct table *t)
 	t->used = false;
 }
 
-/* The least recently used table no process uses, or NULL. */
+/* The least recently used table no process uses, idle for the grace period, or NULL. */
 static struct table *lru_unused(struct unwind_store *us)
 {
 	struct table *best = NULL;
+	uint64_t now = now_ns();
 
 	for (uint32_t i = 0; i < UNWIND_STORE_MAX_TABLES; i++) {
 		struct table *t = &us->tables[i];
-		if (t->used && !t->refs && (!best || t->last_used < best->last_used))
+		if (t->used && !t->refs && now - t->idle_since_ns >= us->grace_ns &&
+		    (!best || t->last_used < best->last_used))
 			best = t;
 	}
 	return best;
@@ -170,7 +185,8 @@ int unwind_store__table(struct unwind_store *us, uint32_t shard, const struct ct
 			free_slot = victim;
 	}
 	t = free_slot;
-	*t = (struct table){ .key = req->key, .last_used = ++us->clock, .first = first, .nrows = req->nrows,
+	*t = (struct table){ .key = req->key, .last_used = ++us->clock, .idle_since_ns = now_ns(), .first = first,
+			     .nrows = req->nrows,
 			     .shard = shard, .gen = (t->gen + 1) & ((1u << (32 - IDX_BITS)) - 1), .used = true };
 	us->rows_used += t->nrows;
 	us->ntables++;
@@ -200,6 +216,7 @@ int unwind_store__rows(struct unwind_store *us, uint32_t shard, const struct ctl
 	if (err)
 		return err;
 	t->written += req->n;
+	t->idle_since_ns = now_ns();
 	t->last_pc = req->rows[req->n - 1].pc;
 	t->last_used = ++us->clock;
 	t->complete = t->written == t->nrows;
@@ -227,9 +244,13 @@ static struct slot *slot_of(struct unwind_store *us, uint32_t tgid, bool make)
 
 static void unref_all(struct unwind_store *us, struct slot *s)
 {
-	for (uint32_t i = 0; i < s->ntables; i++)
-		if (us->tables[s->tables[i]].refs)
-			us->tables[s->tables[i]].refs--;
+	uint64_t now = now_ns();
+
+	for (uint32_t i = 0; i < s->ntables; i++) {
+		struct table *t = &us->tables[s->tables[i]];
+		if (t->refs && !--t->refs)
+			t->idle_since_ns = now;
+	}
 	s->ntables = 0;
 }
 

@@ -34,8 +34,14 @@ struct unwind_store_stats { uint64_t tables, rows, rows_max, procs, refused; };
 
 struct unwind_store;
 
-/* NULL + errno (EINVAL: a bound is 0). */
-struct unwind_store *unwind_store__new(uint32_t max_rows, uint32_t max_procs, const struct unwind_store_ops *ops);
+/*
+ * NULL + errno (EINVAL: a bound is 0).  A table becomes evictable grace_ns
+ * after it was last written or last used by a process: an analyzer sending
+ * a process's tables one after the other never sees the first evicted for
+ * the last (then a table that does not fit is refused instead).
+ */
+struct unwind_store *unwind_store__new(uint32_t max_rows, uint32_t max_procs, uint64_t grace_ns,
+				       const struct unwind_store_ops *ops);
 /*
  * The table with this key: its id and whether it is complete; with nrows > 0
  * and no such table, reserves room for nrows rows, owned by shard until

@@ -120,4 +120,22 @@ en=$(folded_sum "$EF" ';in_handler$')
 em=$(folded_sum "$EF" ';main;interrupted;([^;]+;)*in_handler$')
 read -r pn pm < <(perf_share "$PD" '^in_handler$' '^main$')
 check "signal handler" "$em" "$en" "$pm" "$pn"
-ok "whole stacks: python3.11, C++ exceptions, signal frames"
+# --- tables that do not fit: frame pointers there, and ember stats says so ---
+AGENT_PROFILING_YAML="  unwind: { max_rows: 40000 }" start_agent
+"$PY" "$TMP/loop.py" > "$TMP/w-room.out" & W=$!; CLEANUP_PIDS+=("$W")
+for _ in $(seq 100); do grep -q ready "$TMP/w-room.out" && break; sleep 0.05; done
+"$EMBER" profile --config "$TMP/ember.yaml" --pid "$W" --duration 4s --out "$TMP/prof-room" >/dev/null 2>"$TMP/err-room" & E=$!
+sleep 2.5   # while the task runs
+"$EMBER" stats --config "$TMP/ember.yaml" > "$TMP/stats.out" || fail "ember stats failed"
+wait "$E" || { cat "$TMP/err-room"; fail "ember profile failed with a small table budget"; }
+grep -E "^collector +(bpf_)?unwind_" "$TMP/stats.out"
+stat() { awk -v k="$1" '$2 == k {print $3; exit}' "$TMP/stats.out"; }
+# python3.11's 64574 rows do not fit in 40000; libc's 28273 do.
+[ "$(stat unwind_refused_for_room)" -ge 1 ] || fail "the table that did not fit is not counted"
+[ "$(stat ember_unwind_mappings_frame_pointers)" -ge 1 ] || fail "the mapping walked with frame pointers is not counted"
+[ "$(stat bpf_unwind_stacks)" -ge 1 ] || fail "no stack walked with the tables that fit"
+[ "$(stat unwind_rows_max)" = 40000 ] || fail "unwind_rows_max is not the configured 40000"
+[ "$(stat unwind_processes)" -ge 1 ] || fail "the process is not walked with the tables that fit"
+grep -q "_PyEval_EvalFrameDefault" "$TMP/prof-room/oncpu.folded" || fail "no profile of python3.11 with frame pointers"
+kill "$W"; stop_agent || fail "agent exited with an error"
+ok "whole stacks: python3.11, C++ exceptions, signal frames; a table over the budget is walked with frame pointers and counted"

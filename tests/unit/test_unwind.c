@@ -252,7 +252,7 @@ static uint32_t table(struct unwind_store *us, uint32_t shard, uint64_t key, uin
 static void test_store(void **state)
 {
 	struct unwind_store_ops ops = { .write_rows = w_rows, .set_proc = w_proc };
-	struct unwind_store *us = unwind_store__new(100, 2, &ops);
+	struct unwind_store *us = unwind_store__new(100, 2, 0, &ops);
 	struct ctl_unwind_rows *c;
 	struct ctl_unwind_proc p = { .pid = 42, .nmaps = 2 };
 	struct unwind_store_stats st;
@@ -314,7 +314,12 @@ static void test_store(void **state)
 	table(us, 0, 8, 50, 0);
 	table(us, 0, 7, 0, -ENOENT);
 	unwind_store__free(us);
-	assert_null(unwind_store__new(0, 1, &ops));
+	assert_null(unwind_store__new(0, 1, 0, &ops));
+	/* Within the grace period, an unused table is not evicted: the new one is refused. */
+	us = unwind_store__new(100, 2, 3600000000000ull, &ops);
+	table(us, 0, 1, 60, 0);
+	table(us, 0, 2, 50, -ENOSPC);
+	unwind_store__free(us);
 }
 
 int main(void)
