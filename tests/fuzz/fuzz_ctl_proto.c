@@ -2,7 +2,8 @@
  * ctl__decode runs in the collector on bytes from the less-privileged
  * analyzer.  Any accepted frame must be exactly what ctl__encode produces for
  * the decoded message (no bytes ignored, none invented), and everything a
- * consumer may then read from it (the whole ATTACH pid list) must lie inside
+ * consumer may then read from it (the whole ATTACH pid list, every row of
+ * UNWIND_ROWS) must lie inside
  * the input.  libFuzzer's input is a heap copy of exactly `size` bytes, so
  * ASan reports any read past it.
  */
@@ -32,14 +33,21 @@ static long expected_len(uint16_t type)
 	case CTL_REQ_OPEN_PERF_MAP: return sizeof(struct ctl_open_perf_map);
 	case CTL_REQ_OPEN_DEBUG_BUILD_ID: return sizeof(struct ctl_open_debug_build_id);
 	case CTL_REQ_OPEN_DEBUGLINK: return sizeof(struct ctl_open_debuglink);
+	case CTL_REQ_UNWIND_TABLE: return sizeof(struct ctl_unwind_table);
+	case CTL_ANS_UNWIND_TABLE: return sizeof(struct ctl_unwind_table_ans);
+	case CTL_REQ_UNWIND_PROC: return sizeof(struct ctl_unwind_proc);
+	case CTL_REQ_START: return sizeof(struct ctl_detach);
 	case CTL_ANS_OPEN_PERF_MAP:
 	case CTL_ANS_OPEN_DEBUG_BUILD_ID:
 	case CTL_ANS_OPEN_DEBUGLINK:
 	case CTL_ANS_DETACH:
 	case CTL_ANS_OPEN_MAPS:
 	case CTL_ANS_OPEN_FILE:
+	case CTL_ANS_UNWIND_ROWS:
+	case CTL_ANS_UNWIND_PROC:
+	case CTL_ANS_START:
 	case CTL_ANS_OPEN_KALLSYMS: return sizeof(struct ctl_err_ans);
-	default: return -1; /* ATTACH, checked below */
+	default: return -1; /* ATTACH and UNWIND_ROWS, checked below */
 	}
 }
 
@@ -65,8 +73,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (strcmp(ctl__type_name(m.type), "unknown") == 0)
 		abort();
 
-	if (m.type != CTL_REQ_ATTACH && (long)m.len != expected_len(m.type))
+	if (m.type != CTL_REQ_ATTACH && m.type != CTL_REQ_UNWIND_ROWS && (long)m.len != expected_len(m.type))
 		abort();
+	if (m.type == CTL_REQ_UNWIND_ROWS) {
+		struct ctl_unwind_rows h;
+		struct unwind_row last;
+
+		if (m.len < sizeof(h))
+			abort();
+		memcpy(&h, m.payload, sizeof(h));
+		if (h.n == 0 || h.n > CTL_UNWIND_ROWS_MAX || m.len != sizeof(h) + (size_t)h.n * sizeof(struct unwind_row))
+			abort();
+		/* The collector reads every row: the last lies inside the input. */
+		memcpy(&last, (const uint8_t *)m.payload + sizeof(h) + (size_t)(h.n - 1) * sizeof(last), sizeof(last));
+		sink = last.pc;
+	}
 	if (m.type == CTL_REQ_ATTACH) {
 		struct ctl_attach a;
 		uint32_t acc = 0;
