@@ -42,7 +42,8 @@ static uint64_t rd_un(struct rd *r, unsigned n)
 	return v;
 }
 
-static uint64_t rd_uleb(struct rd *r)
+/* LEB128, unsigned or sign-extended; more than 64 bits of it is malformed. */
+static uint64_t rd_leb(struct rd *r, bool sign)
 {
 	uint64_t v = 0;
 	unsigned shift = 0;
@@ -57,28 +58,13 @@ static uint64_t rd_uleb(struct rd *r)
 		v |= (uint64_t)(b & 0x7f) << shift;
 		shift += 7;
 	} while (b & 0x80);
+	if (sign && shift < 64 && (b & 0x40))
+		v |= ~0ull << shift;
 	return v;
 }
 
-static int64_t rd_sleb(struct rd *r)
-{
-	uint64_t v = 0;
-	unsigned shift = 0;
-	uint8_t b;
-
-	do {
-		b = rd_u8(r);
-		if (r->bad || shift > 63) {
-			r->bad = true;
-			return 0;
-		}
-		v |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
-	} while (b & 0x80);
-	if (shift < 64 && (b & 0x40))
-		v |= ~0ull << shift;
-	return (int64_t)v;
-}
+static uint64_t rd_uleb(struct rd *r) { return rd_leb(r, false); }
+static int64_t rd_sleb(struct rd *r) { return (int64_t)rd_leb(r, true); }
 
 /* Factored offsets wrap instead of overflowing: a nonsense value is then refused by range checks, not UB. */
 static int64_t mul(int64_t a, int64_t b)
