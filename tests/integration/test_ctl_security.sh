@@ -9,21 +9,24 @@ start_agent
 SOCK=$AGENT_RUN/collector.sock
 stat_of() { "$EMBER" stats --config "$TMP/ember.yaml" | awk -v n="$1" '$1 == "collector" && $2 == n {print $3}'; }
 m0=$(stat_of ctl_malformed_requests); d0=$(stat_of ctl_denied_requests)
+VER=$(awk '$1 == "#define" && $2 == "CTL_VERSION" {print $3}' "$ROOT/common/ctl_proto.h")
+[ -n "$VER" ] || fail "CTL_VERSION not found in common/ctl_proto.h"
 cat > "$TMP/client.py" <<'PY'
 import socket, struct, sys
 s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
 s.settimeout(5)
 s.connect(sys.argv[1])
 mode = sys.argv[2]
+VER = int(sys.argv[3])  # CTL_VERSION, read from common/ctl_proto.h by the test
 if mode == "garbage":
     s.send(b"\x00" * 40)
 elif mode == "attach-before-hello":
-    # valid ATTACH frame (magic EMBR, version 2, type 4) for 1 pid, but no HELLO first:
+    # valid ATTACH frame (magic EMBR, CTL_VERSION, type 4) for 1 pid, but no HELLO first:
     # task id, kind, npids, period, min block, flags, pad, the pid (common/ctl_proto.h)
     payload = struct.pack("<QIIQQIII", 1, 1, 1, 9000000, 0, 0, 0, 1)
-    s.send(struct.pack("<IHHII", 0x454d4252, 2, 4, len(payload), 1) + payload)
+    s.send(struct.pack("<IHHII", 0x454d4252, VER, 4, len(payload), 1) + payload)
 elif mode == "stats":
-    s.send(struct.pack("<IHHII", 0x454d4252, 2, 14, 0, 7))
+    s.send(struct.pack("<IHHII", 0x454d4252, VER, 14, 0, 7))
     hdr = s.recv(8192)
     print("answer", len(hdr))
     sys.exit(0)
@@ -33,15 +36,15 @@ try:
 except (ConnectionResetError, socket.timeout) as e:
     print("closed" if isinstance(e, ConnectionResetError) else "timeout")
 PY
-out=$(setpriv --reuid=ember --regid=ember --clear-groups $PY "$TMP/client.py" "$SOCK" garbage)
+out=$(setpriv --reuid=ember --regid=ember --clear-groups $PY "$TMP/client.py" "$SOCK" garbage "$VER")
 [ "$out" = closed ] || fail "garbage from the analyzer uid: connection not closed ($out)"
-out=$(setpriv --reuid=ember --regid=ember --clear-groups $PY "$TMP/client.py" "$SOCK" attach-before-hello)
+out=$(setpriv --reuid=ember --regid=ember --clear-groups $PY "$TMP/client.py" "$SOCK" attach-before-hello "$VER")
 [ "$out" = closed ] || fail "ATTACH before HELLO: connection not closed ($out)"
-out=$(setpriv --reuid=65534 --regid=65534 --clear-groups $PY "$TMP/client.py" "$SOCK" stats 2>&1 || true)
+out=$(setpriv --reuid=65534 --regid=65534 --clear-groups $PY "$TMP/client.py" "$SOCK" stats "$VER" 2>&1 || true)
 echo "$out" | grep -q "answer" && fail "uid 65534 got an answer from the collector"
-out=$($PY "$TMP/client.py" "$SOCK" attach-before-hello)
+out=$($PY "$TMP/client.py" "$SOCK" attach-before-hello "$VER")
 [ "$out" = closed ] || fail "root asking for ATTACH: connection not closed ($out)"
-out=$($PY "$TMP/client.py" "$SOCK" stats)
+out=$($PY "$TMP/client.py" "$SOCK" stats "$VER")
 echo "$out" | grep -q "answer" || fail "root could not get stats"
 m1=$(stat_of ctl_malformed_requests); d1=$(stat_of ctl_denied_requests)
 echo "malformed $m0 -> $m1, denied $d0 -> $d1"

@@ -7,7 +7,8 @@
 #    pointers: samples inside the unwinder (libgcc_s, libstdc++'s
 #    __cxa_throw) reach main through those libraries' .eh_frame,
 #  - a signal handler's stack: through the signal trampoline (__restore_rt)
-#    into the interrupted function and on to main.
+#    into the interrupted function and on to main; and the vDSO's frames
+#    (clock_gettime) through the vDSO's own table.
 # Each: ember's share >= 90% and within 1 point of perf's (or above).
 . "$(dirname "$0")/lib.sh"
 need_bpf
@@ -120,6 +121,11 @@ en=$(folded_sum "$EF" ';in_handler$')
 em=$(folded_sum "$EF" ';main;interrupted;([^;]+;)*in_handler$')
 read -r pn pm < <(perf_share "$PD" '^in_handler$' '^main$')
 check "signal handler" "$em" "$en" "$pm" "$pn"
+# The same run's vDSO frames (clock_gettime in the loop): walked through with the vDSO's own table.
+vn=$(folded_sum "$EF" ';__vdso_clock_gettime(;|$)')
+vm=$(folded_sum "$EF" '^sig;_start;.*;main;interrupted;[^;]*clock_gettime[^;]*;__vdso_clock_gettime(;|$)')
+read -r pn pm < <(perf_share "$PD" '^__vdso_clock_gettime$' '^main$')
+check "vDSO" "$vm" "$vn" "$pm" "$pn"
 # --- tables that do not fit: frame pointers there, and ember stats says so ---
 AGENT_PROFILING_YAML="  unwind: { max_rows: 40000 }" start_agent
 "$PY" "$TMP/loop.py" > "$TMP/w-room.out" & W=$!; CLEANUP_PIDS+=("$W")
