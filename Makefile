@@ -34,7 +34,7 @@ ifeq ($(SAN),1)
   JEMALLOC :=
 endif
 
-LIB_DIRS  := common symbolizer analyzer analyzer/l7 analyzer/net analyzer/continuous analyzer/rest analyzer/unwind exporter exporter/skywalking collector cli
+LIB_DIRS  := common symbolizer analyzer analyzer/l7 analyzer/net analyzer/continuous analyzer/rest analyzer/unwind analyzer/tls exporter exporter/skywalking collector cli
 LIB_SRCS  := $(filter-out %/main.c,$(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c)))
 PROTOS    := $(wildcard proto/*.proto)
 PROTO_C   := $(patsubst proto/%.proto,$(BUILD)/gen/proto/%.pb-c.c,$(PROTOS))
@@ -104,7 +104,7 @@ $(BUILD)/lib/lib%.a:
 	ar rcs $@ $^
 $(LIB_COMMON): $(call objs_of,common)
 $(LIB_SYMBOLIZER): $(call objs_of,symbolizer)
-$(LIB_ANALYZER): $(call objs_of,analyzer analyzer/l7 analyzer/net analyzer/continuous analyzer/rest analyzer/unwind)
+$(LIB_ANALYZER): $(call objs_of,analyzer analyzer/l7 analyzer/net analyzer/continuous analyzer/rest analyzer/unwind analyzer/tls)
 $(LIB_EXPORTER): $(call objs_of,exporter exporter/skywalking)
 $(LIB_COLLECTOR): $(call objs_of,collector)
 $(LIB_CLI): $(call objs_of,cli)

@@ -46,6 +46,7 @@ static struct {
 	struct shm_ring *ring;
 	struct symbolizer *sym;
 	struct unwinder *uw;
+	struct tls_finder *tls;
 	struct debuginfod *dinfod;   /* NULL unless symbolizer.debuginfod.enabled */
 	struct task_mgr *tm;
 	struct publisher *pub;
@@ -163,6 +164,18 @@ static void collect_meters(struct bus_meter_set *ms, int with_collector)
 	symbolizer__stats(A.sym, &ss);
 	bus__meter_set_add(ms, "symbolizer_resolved", ss.resolved, 1, ts);
 	bus__meter_set_add(ms, "symbolizer_unknown", ss.unknown, 1, ts);
+	if (A.tls) {
+		struct tls_finder_stats tf;
+
+		tls_finder__stats(A.tls, &tf);
+		bus__meter_set_add(ms, "tls_files_examined", tf.files_examined, 1, ts);
+		bus__meter_set_add(ms, "tls_files_openssl", tf.files_openssl, 1, ts);
+		bus__meter_set_add(ms, "tls_files_go", tf.files_go, 1, ts);
+		bus__meter_set_add(ms, "tls_go_unsupported", tf.go_unsupported, 1, ts);
+		bus__meter_set_add(ms, "tls_attach_requests", tf.attached, 1, ts);
+		bus__meter_set_add(ms, "tls_attach_refused", tf.refused, 1, ts);
+		bus__meter_set_add(ms, "tls_file_errors", tf.errors, 1, ts);
+	}
 	if (A.uw) {
 		struct unwinder_stats us;
 
@@ -296,6 +309,14 @@ static int cb_capture(void *ctx, uint32_t pid, bool on)
 	if (r)
 		log_warn("continuous profiling: cannot capture the exchanges of pid %u for its L7 monitors: %s", pid, err);
 	return r;
+}
+
+/* A followed process exec'ed or mapped a file executable (its ring record): its TLS libraries now. */
+static void cb_maps_changed(void *ctx, uint64_t task_num_id, uint32_t pid)
+{
+	(void)ctx;
+	if (A.runner)
+		runner__maps_changed(A.runner, task_num_id, pid);
 }
 
 static void cb_exchange(void *ctx, uint32_t pid, const struct l7_record *r)
@@ -511,6 +532,7 @@ static int setup(void)
 			.req_encoding = A.cfg->profiling.task.network.protocol_analyze.sampling.http.default_request_encoding,
 			.resp_encoding = A.cfg->profiling.task.network.protocol_analyze.sampling.http.default_response_encoding },
 		.exchange = cb_exchange,
+		.maps_changed = cb_maps_changed,
 	});
 	if (!A.np) {
 		log_error("cannot create the network profiler: %m");
@@ -523,7 +545,14 @@ static int setup(void)
 		if (!A.uw)
 			log_warn("no unwind tables (%m): user stacks are walked with frame pointers only");
 	}
+	if (A.cfg->profiling.task.network.tls) {
+		struct tls_finder_opts to = { .cc = A.cc };
+		A.tls = tls_finder__new(&to);
+		if (!A.tls)
+			log_warn("no TLS plaintext (%m): TLS connections show L4 metrics only");
+	}
 	struct runner_opts ro = { .tm = A.tm, .cc = A.cc, .pb = A.pb, .np = A.np, .pub = A.pub, .sym = A.sym, .uw = A.uw,
+				  .tls = A.tls,
 				  .run_dir = A.cfg->ember.run_dir, .shard = A.shard, .nshards = A.nshards,
 				  .drain = drain_ring };
 	A.runner = A.pb ? runner__new(&ro) : NULL;
@@ -688,6 +717,7 @@ cleanup:
 		zmq_ctx_term(A.zctx);
 	A.sym = symbolizer__free(A.sym);
 	A.uw = unwinder__free(A.uw);
+	A.tls = tls_finder__free(A.tls);
 	A.dinfod = debuginfod__free(A.dinfod);
 	A.tm = task_mgr__free(A.tm);
 	A.ring = shm_ring__free(A.ring);

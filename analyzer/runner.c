@@ -23,7 +23,7 @@ struct task_runner {
 	struct runner_opts o;
 	char state_dir[512], state_name[64];
 	struct runner_stats st;
-	uint64_t unwind_checked_ms;
+	uint64_t unwind_checked_ms, tls_checked_ms;
 };
 
 /* The process's unwind tables to the collector; a failure leaves it on frame pointers (counted). */
@@ -36,6 +36,28 @@ static void unwind_pid(struct task_runner *r, uint32_t pid)
 	e = unwinder__process(r->o.uw, pid);
 	if (e && e != -ENOSPC && e != -ESRCH && e != -ENOENT && e != -EPERM)
 		log_debug("unwind tables of pid %u: %s", pid, strerror(-e));
+}
+
+/* The process's TLS libraries to the collector; a failure leaves its TLS connections at L4 (counted). */
+static void tls_pid(struct task_runner *r, const struct task_def *t, uint32_t pid)
+{
+	int e;
+
+	if (!r->o.tls || task_def__is_monitor(t))
+		return;
+	e = tls_finder__process(r->o.tls, t->num_id, pid);
+	if (e && e != -ESRCH && e != -ENOENT && e != -EPERM)
+		log_warn("TLS probes for pid %u: %s", pid, strerror(-e));
+}
+
+void runner__maps_changed(struct task_runner *r, uint64_t task_num_id, uint32_t pid)
+{
+	for (unsigned i = 0; i < task_mgr__count(r->o.tm); i++) {
+		const struct task_def *t = task_mgr__at(r->o.tm, i);
+
+		if (t->num_id == task_num_id && t->kind == EMBER_TASK_NETWORK)
+			tls_pid(r, t, pid);
+	}
 }
 
 struct task_runner *runner__new(const struct runner_opts *o)
@@ -268,6 +290,8 @@ int runner__start(struct task_runner *r, struct task_def *def, char *err, size_t
 		return e;
 	}
 	t->attach_point = ans.attach_point;
+	for (uint32_t i = 0; t->kind == EMBER_TASK_NETWORK && i < t->npids; i++)
+		tls_pid(r, t, t->pids[i]);
 	for (uint32_t i = 0; t->kind != EMBER_TASK_NETWORK && i < t->npids; i++)
 		(void)symbolizer__preload(r->o.sym, t->pids[i]);
 	r->st.started++;
@@ -283,7 +307,7 @@ void runner__end(struct task_runner *r, struct task_def *t, const char *why)
 {
 	char id[TASK_ID_LEN];
 	uint32_t kind = t->kind, npids = t->npids, pids[CTL_MAX_PIDS];
-	uint64_t samples, stacks;
+	uint64_t samples, stacks, num_id = t->num_id;
 	int e;
 
 	memcpy(pids, t->pids, npids * sizeof(pids[0]));
@@ -308,6 +332,8 @@ void runner__end(struct task_runner *r, struct task_def *t, const char *why)
 		symbolizer__forget_pid(r->o.sym, t->pids[i]);
 	snprintf(id, sizeof(id), "%s", t->id);
 	task_mgr__remove(r->o.tm, id);
+	if (r->o.tls && kind == EMBER_TASK_NETWORK)
+		tls_finder__forget_task(r->o.tls, num_id);
 	for (uint32_t i = 0; r->o.uw && kind != EMBER_TASK_NETWORK && i < npids; i++)
 		if (!task_mgr__find_pid(r->o.tm, pids[i], EMBER_TASK_ONCPU) &&
 		    !task_mgr__find_pid(r->o.tm, pids[i], EMBER_TASK_OFFCPU) &&
@@ -333,6 +359,15 @@ void runner__check(struct task_runner *r, uint64_t now_ms)
 			const struct task_def *t = task_mgr__at(r->o.tm, i);
 			for (uint32_t j = 0; t->kind != EMBER_TASK_NETWORK && j < t->npids; j++)
 				unwind_pid(r, t->pids[j]);
+		}
+	}
+	/* TLS libraries: exec and mmap events ask at once; this catches what they missed. */
+	if (r->o.tls && now_ms - r->tls_checked_ms >= UNWIND_REFRESH_MS) {
+		r->tls_checked_ms = now_ms;
+		for (unsigned i = 0; i < task_mgr__count(r->o.tm); i++) {
+			const struct task_def *t = task_mgr__at(r->o.tm, i);
+			for (uint32_t j = 0; t->kind == EMBER_TASK_NETWORK && j < t->npids; j++)
+				tls_pid(r, t, t->pids[j]);
 		}
 	}
 	for (unsigned i = 0; i < task_mgr__count(r->o.tm);) {

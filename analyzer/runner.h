@@ -16,6 +16,7 @@
 #include "analyzer/profile.h"
 #include "analyzer/publisher.h"
 #include "analyzer/tasks.h"
+#include "analyzer/tls/tls_finder.h"
 #include "analyzer/unwind/unwinder.h"
 #include "common/ctl_client.h"
 #include "symbolizer/symbolizer.h"
@@ -28,6 +29,7 @@ struct runner_opts {
 	struct publisher *pub;
 	struct symbolizer *sym;
 	struct unwinder *uw;      /* NULL: frame pointers only */
+	struct tls_finder *tls;   /* NULL: no TLS plaintext */
 	const char *run_dir;      /* the state file is <run_dir>/analyzer-<shard>.tasks */
 	unsigned shard, nshards;
 	/* Delivers everything in the ring (the collector drains a task's maps into it on detach). */
@@ -50,6 +52,8 @@ int runner__start(struct task_runner *r, struct task_def *def, char *err, size_t
 void runner__end(struct task_runner *r, struct task_def *t, const char *why);
 /* Ends the tasks whose duration is over or whose processes have all exited. */
 void runner__check(struct task_runner *r, uint64_t now_ms);
+/* A followed process of network task task_num_id exec'ed or mapped a file executable: TLS libraries now. */
+void runner__maps_changed(struct task_runner *r, uint64_t task_num_id, uint32_t pid);
 /* Starts again the tasks of the state file that still have time left. */
 void runner__restore(struct task_runner *r);
 /* Ends every task and removes the state file (a clean stop resumes nothing). */

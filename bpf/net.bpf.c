@@ -30,6 +30,7 @@ char LICENSE[] SEC("license") = "GPL";
 #define NR_read 0
 #define NR_write 1
 #define NR_close 3
+#define NR_mmap 9
 #define NR_readv 19
 #define NR_writev 20
 #define NR_sendfile 40
@@ -46,6 +47,7 @@ char LICENSE[] SEC("license") = "GPL";
 #define NR_read 63
 #define NR_write 64
 #define NR_close 57
+#define NR_mmap 222
 #define NR_readv 65
 #define NR_writev 66
 #define NR_sendfile 71
@@ -66,6 +68,8 @@ char LICENSE[] SEC("license") = "GPL";
 #define S_IFSOCK 0140000
 #define AF_INET 2
 #define AF_INET6 10
+#define PROT_EXEC 4
+#define MAP_ANONYMOUS 0x20
 
 /* Casts a pointer the BTF view lost (read as a number) back to a type; 6.2+. */
 extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
@@ -235,6 +239,7 @@ static __always_inline __u16 op_of(long nr)
 	case NR_recvmsg:
 	case NR_recvmmsg: return NET_OP_READ;
 	case NR_close: return NET_OP_CLOSE;
+	case NR_mmap: return NET_OP_MMAP_EXEC;
 	default: return 0;
 	}
 }
@@ -272,7 +277,13 @@ static __always_inline int enter(struct pt_regs *regs, long nr, const bool btf)
 	c.fd = (__s32)sys_arg(regs, 1, btf);
 	c.buf = sys_arg(regs, 2, btf);
 	c.len = sys_arg(regs, 3, btf);
-	if (nr == NR_sendfile) {
+	if (nr == NR_mmap) {
+		/* Only executable file mappings: a library the analyzer may want to probe. */
+		if (!(c.len & PROT_EXEC) || (sys_arg(regs, 4, btf) & MAP_ANONYMOUS))
+			return 0;
+		c.fd = (__s32)sys_arg(regs, 5, btf);
+		c.buf = 0;
+	} else if (nr == NR_sendfile) {
 		c.buf = 0;      /* fd is out_fd */
 	} else if (nr == NR_sendto || nr == NR_recvfrom) {
 		c.addr = sys_arg(regs, 5, btf);
@@ -459,9 +470,9 @@ static __always_inline void keep_losses(const struct net_event *e)
 	struct net_lost l = { .events = e->lost_events + 1, .read_bytes = e->lost_read_bytes,
 			      .write_bytes = e->lost_write_bytes };
 
-	if (e->op == NET_OP_READ)
+	if (e->op == NET_OP_READ || e->op == NET_OP_TLS_READ)
 		l.read_bytes += moved;
-	else if (e->op == NET_OP_WRITE)
+	else if (e->op == NET_OP_WRITE || e->op == NET_OP_TLS_WRITE)
 		l.write_bytes += moved;
 	__sync_fetch_and_add(&lost_pending, 1);
 	if (bpf_map_update_elem(&net_lost, &key, &l, BPF_ANY))
@@ -502,6 +513,125 @@ static __always_inline void emit(struct scratch *s, __u32 payload)
 	}
 	count(NET_CNT_RINGBUF_FULL);
 	keep_losses(&s->e);
+}
+
+/* An event about a process rather than a socket (fork, exit, executable mapping): family 0. */
+static __always_inline void proc_event(__u32 op, __u32 tgid, __s64 ret)
+{
+	struct scratch *s;
+	__u32 zero = 0;
+
+	s = bpf_map_lookup_elem(&net_scratch, &zero);
+	if (!s)
+		return;
+	__builtin_memset(&s->e, 0, sizeof(s->e));
+	s->e.ts_ns = bpf_ktime_get_ns();
+	s->e.tgid = tgid;
+	s->e.tid = (__u32)bpf_get_current_pid_tgid();
+	s->e.op = op;
+	s->e.ret = ret;
+	bpf_get_current_comm(s->e.comm, sizeof(s->e.comm));
+	emit(s, 0);
+}
+
+/*
+ * TLS.  A library call (SSL_read, Go's (*Conn).Read, ...) is kept from its
+ * entry to its return by thread (OpenSSL) or by goroutine (Go: R14 holds the
+ * g; a goroutine moves between threads while it waits), with the socket a
+ * syscall under the call used: that is how plaintext is tied to its socket
+ * without reading the library's structures (whose layout changes between
+ * versions).  The library object (SSL *, *tls.Conn) remembers its socket
+ * for calls that find their data already decrypted and make no syscall.
+ */
+struct tls_key {
+	__u64 id;       /* pid_tgid (OpenSSL) or the goroutine's g (Go) */
+	__u32 tgid;
+	__u32 go;
+};
+struct tls_call {
+	__u64 ts;
+	__u64 buf;
+	__u64 len;
+	__u64 outlen;   /* _ex functions: where the library writes the length */
+	__u64 obj;      /* SSL * or *tls.Conn */
+	__u64 ino;
+	__u64 sk;       /* set by a syscall under the call, 0 until then */
+	__s32 fd;
+	__u16 fn;
+	__u16 pad;
+	__u32 cap;
+	__u32 pad2;
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__type(key, struct tls_key);
+	__type(value, struct tls_call);
+	__uint(max_entries, 8192);
+} tls_calls SEC(".maps");
+
+struct tls_obj_key {
+	__u64 obj;
+	__u32 tgid;
+	__u32 pad;
+};
+struct tls_sock {
+	__u64 ino;
+	__u64 sk;
+	__s32 fd;
+	__u32 pad;
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__type(key, struct tls_obj_key);
+	__type(value, struct tls_sock);
+	__uint(max_entries, 16384);
+} tls_objs SEC(".maps");
+
+/* Set by the collector while any TLS probe is attached: until then no socket call looks for a TLS call. */
+__u32 tls_on = 0;
+
+/* The TLS call the current thread (or its goroutine) is in, if any. */
+static __always_inline struct tls_call *tls_current(struct pt_regs *regs, const bool btf)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct tls_key k = { .id = id, .tgid = id >> 32 };
+	struct tls_call *tc = bpf_map_lookup_elem(&tls_calls, &k);
+
+	if (tc)
+		return tc;
+#if defined(__TARGET_ARCH_x86)
+	k.id = btf ? regs->r14 : BPF_CORE_READ(regs, r14);
+	k.go = 1;
+	return bpf_map_lookup_elem(&tls_calls, &k);
+#else
+	return NULL;
+#endif
+}
+
+/* A socket call under a TLS call: its socket is the TLS call's (and its object's). */
+static __always_inline bool tls_wire(struct pt_regs *regs, int fd, __u64 ino, struct sock *sk, const bool btf)
+{
+	struct tls_call *tc = tls_current(regs, btf);
+	struct tls_obj_key ok;
+	struct tls_sock ts;
+
+	if (!tc)
+		return false;
+	if (tc->sk != (__u64)sk) {
+		tc->fd = fd;
+		tc->ino = ino;
+		tc->sk = (__u64)sk;
+		ok.obj = tc->obj;
+		ok.tgid = bpf_get_current_pid_tgid() >> 32;
+		ok.pad = 0;
+		ts.ino = ino;
+		ts.sk = (__u64)sk;
+		ts.fd = fd;
+		ts.pad = 0;
+		bpf_map_update_elem(&tls_objs, &ok, &ts, BPF_ANY);
+	}
+	count(NET_CNT_TLS_WIRE);
+	return true;
 }
 
 /* The event's fixed part for the call c of the current thread on socket sk. */
@@ -638,6 +768,11 @@ static __always_inline int leave(struct pt_regs *regs, long ret, const bool btf)
 	now = bpf_ktime_get_ns();
 	if (c.op == NET_OP_CLOSE)
 		return leave_close(id, ret, now);
+	if (c.op == NET_OP_MMAP_EXEC) {
+		if (ret >= 0 || ret < -4095)
+			proc_event(NET_OP_MMAP_EXEC, id >> 32, ret);
+		return 0;
+	}
 	if (c.op == NET_OP_ACCEPT && ret < 0)
 		return 0;
 	fd = c.op == NET_OP_ACCEPT ? (int)ret : c.fd;
@@ -658,6 +793,12 @@ static __always_inline int leave(struct pt_regs *regs, long ret, const bool btf)
 		peer_from_arg(&s->e, c.addr);
 	if (c.op == NET_OP_WRITE && s->e.type == 1 /* SOCK_STREAM */)
 		s->e.srtt_us = BPF_CORE_READ((struct tcp_sock *)sk, srtt_us) >> 3;
+	if (tls_on && (c.op == NET_OP_READ || c.op == NET_OP_WRITE) && tls_wire(regs, fd, ino, sk, btf)) {
+		/* Ciphertext: its size and timing count, its bytes mean nothing to a parser. */
+		s->e.flags |= NET_F_TLS_WIRE;
+		emit(s, 0);
+		return 0;
+	}
 	if ((c.op == NET_OP_READ || c.op == NET_OP_WRITE) && ret > 0) {
 		switch (c.nr) {
 		case NR_sendmmsg:
@@ -728,24 +869,6 @@ int BPF_PROG(net_exit_raw, struct pt_regs *regs, long ret)
  * and remembers the process the task named, so that the collector can stop
  * following it with that process and the analyzer can book it to the task.
  */
-static __always_inline void fork_event(__u32 op, __u32 child, __u32 root)
-{
-	struct scratch *s;
-	__u32 zero = 0;
-
-	s = bpf_map_lookup_elem(&net_scratch, &zero);
-	if (!s)
-		return;
-	__builtin_memset(&s->e, 0, sizeof(s->e));
-	s->e.ts_ns = bpf_ktime_get_ns();
-	s->e.tgid = child;
-	s->e.tid = child;
-	s->e.op = op;
-	s->e.ret = root;
-	bpf_get_current_comm(s->e.comm, sizeof(s->e.comm));
-	emit(s, 0);
-}
-
 static __always_inline void on_fork(__u32 ptgid, __u32 ctgid)
 {
 	struct net_target *t, v = {};
@@ -763,7 +886,7 @@ static __always_inline void on_fork(__u32 ptgid, __u32 ctgid)
 		return;
 	}
 	count(NET_CNT_FORKS);
-	fork_event(NET_OP_FORK, ctgid, v.root);
+	proc_event(NET_OP_FORK, ctgid, v.root);
 }
 
 /* A followed child's last thread: its entry goes (a process a task named stays the collector's). */
@@ -776,7 +899,7 @@ static __always_inline void on_exit(__u32 tgid, bool leader_gone)
 	t = bpf_map_lookup_elem(&net_targets, &tgid);
 	if (!t || !t->root)
 		return;
-	fork_event(NET_OP_EXIT, tgid, t->root);
+	proc_event(NET_OP_EXIT, tgid, t->root);
 	bpf_map_delete_elem(&net_targets, &tgid);
 }
 
@@ -865,5 +988,160 @@ int BPF_PROG(net_drop_raw, struct sk_buff *skb, void *location, enum skb_drop_re
 
 	if (sk)
 		sock_event(sk, NET_OP_DROP, (long)reason, false);
+	return 0;
+}
+
+/* A target exec'ed: its new image may be a TLS library itself (Go, Node); the analyzer looks now. */
+static __always_inline void on_exec(void)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+
+	if (bpf_map_lookup_elem(&net_targets, &tgid))
+		proc_event(NET_OP_MMAP_EXEC, tgid, 0);
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(net_exec_btf, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	on_exec();
+	return 0;
+}
+
+SEC("raw_tp/sched_process_exec")
+int BPF_PROG(net_exec_raw, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	on_exec();
+	return 0;
+}
+
+/* The plaintext of a finished TLS call, tied to the socket the call (or its object) used. */
+static __always_inline void tls_emit(struct tls_call *tc, __u32 tgid, long ret)
+{
+	struct tls_obj_key ok = { .obj = tc->obj, .tgid = tgid };
+	struct tls_sock *ts;
+	struct scratch *s;
+	__u32 zero = 0, got = 0;
+
+	s = bpf_map_lookup_elem(&net_scratch, &zero);
+	if (!s)
+		return;
+	__builtin_memset(&s->e, 0, sizeof(s->e));
+	if (!tc->sk && (ts = bpf_map_lookup_elem(&tls_objs, &ok)) != NULL) {
+		tc->sk = ts->sk;
+		tc->ino = ts->ino;
+		tc->fd = ts->fd;
+	}
+	if (!tc->sk || fill_sock(&s->e, (struct sock *)tc->sk, false)) {
+		__builtin_memset(&s->e, 0, sizeof(s->e));
+		tc->fd = -1;
+		tc->ino = 0;
+		count(NET_CNT_TLS_UNBOUND);
+	}
+	s->e.ts_ns = tc->ts;
+	s->e.dur_ns = bpf_ktime_get_ns() - tc->ts;
+	s->e.tgid = tgid;
+	s->e.tid = (__u32)bpf_get_current_pid_tgid();
+	s->e.fd = tc->fd;
+	s->e.ino = tc->ino;
+	s->e.op = tc->fn == NET_TLS_SSL_WRITE || tc->fn == NET_TLS_SSL_WRITE_EX || tc->fn == NET_TLS_GO_WRITE
+			  ? NET_OP_TLS_WRITE : NET_OP_TLS_READ;
+	s->e.ret = ret;
+	s->e.tls = tc->obj;
+	bpf_get_current_comm(s->e.comm, sizeof(s->e.comm));
+	if (ret > 0)
+		got = copy_in(s, 0, tc->buf, (__u64)ret, tc->cap);
+	emit(s, got);
+}
+
+/*
+ * Every TLS probe point: the cookie (NET_TLS_COOKIE) says which function and
+ * which side.  Attached by the collector as uprobe.multi (entries, Go's RET
+ * instructions) and uretprobe.multi (OpenSSL's returns) links, host-wide per
+ * library file: a library shared by many processes is probed once, and the
+ * target table decides, as for syscalls, whose calls are kept.
+ */
+SEC("uprobe")
+int net_tls(struct pt_regs *ctx)
+{
+	__u64 cookie = bpf_get_attach_cookie(ctx), id = bpf_get_current_pid_tgid();
+	__u32 fn = cookie & 0xff, kind = (cookie >> 8) & 0xff, tgid = id >> 32;
+	bool go = fn == NET_TLS_GO_WRITE || fn == NET_TLS_GO_READ;
+	struct tls_key k = { .id = id, .tgid = tgid };
+	struct net_target *t;
+	struct tls_call *tc;
+	long ret;
+
+	if (!fn || fn > NET_TLS_FN_MAX)
+		return 0;
+	t = bpf_map_lookup_elem(&net_targets, &tgid);
+	if (!t)
+		return 0;
+#if defined(__TARGET_ARCH_x86)
+	if (go) {
+		k.id = ctx->r14;
+		k.go = 1;
+	}
+#else
+	if (go)
+		return 0;
+#endif
+	if (kind == NET_TLS_P_ENTRY) {
+		struct tls_call c = {};
+
+		c.ts = bpf_ktime_get_ns();
+		c.fn = fn;
+		c.cap = t->tasks > t->prefix_tasks ? NET_MAX_PAYLOAD : NET_PREFIX_PAYLOAD;
+		c.fd = -1;
+#if defined(__TARGET_ARCH_x86)
+		if (go) {
+			/* Go's register ABI: receiver in RAX, the slice b in RBX (ptr), RCX (len), RDI (cap). */
+			c.obj = ctx->ax;
+			c.buf = ctx->bx;
+			c.len = ctx->cx;
+		} else
+#endif
+		{
+			c.obj = PT_REGS_PARM1(ctx);
+			c.buf = PT_REGS_PARM2(ctx);
+			c.len = PT_REGS_PARM3(ctx);
+			if (fn == NET_TLS_SSL_WRITE_EX || fn == NET_TLS_SSL_READ_EX)
+				c.outlen = PT_REGS_PARM4(ctx);
+		}
+		count(NET_CNT_TLS_CALLS);
+		if (bpf_map_update_elem(&tls_calls, &k, &c, BPF_ANY))
+			count(NET_CNT_TLS_INFLIGHT_FULL);
+		return 0;
+	}
+	tc = bpf_map_lookup_elem(&tls_calls, &k);
+	if (!tc) {
+		count(NET_CNT_TLS_NO_ENTRY);
+		return 0;
+	}
+#if defined(__TARGET_ARCH_x86)
+	if (go) {
+		/* Results: n in RAX, the error interface in RBX (type) and RCX (data). */
+		ret = (long)ctx->ax;
+		if (ret <= 0 && ctx->bx)
+			ret = -1;
+	} else
+#endif
+	{
+		/* int functions: only the low 32 bits of the return register are defined. */
+		ret = (int)PT_REGS_RC(ctx);
+		if ((fn == NET_TLS_SSL_WRITE_EX || fn == NET_TLS_SSL_READ_EX)) {
+			__u64 n = 0;
+
+			if (ret == 1 && tc->outlen && !bpf_probe_read_user(&n, sizeof(n), (void *)tc->outlen))
+				ret = (long)n;
+			else
+				ret = -1;
+		}
+	}
+	if (ret > 0 && (__u64)ret > tc->len)
+		ret = (long)tc->len;  /* never more than the buffer the caller gave */
+	/* A call that moved nothing (WANT_READ of a non-blocking socket, an error) has nothing to parse. */
+	if (ret > 0)
+		tls_emit(tc, tgid, ret);
+	bpf_map_delete_elem(&tls_calls, &k);
 	return 0;
 }

@@ -44,12 +44,29 @@ enum net_op {
 	 */
 	NET_OP_FORK = 8,
 	NET_OP_EXIT = 9,      /* a followed child (tgid) exited and is a target no more */
+	/*
+	 * Plaintext a TLS library wrote or read for the process (uprobes on
+	 * SSL_write/SSL_read/..., Go's crypto/tls): ret is its length or < 0,
+	 * the data follows.  The socket is the one a syscall under the call (or
+	 * an earlier call on the same library object, `tls`) used; when none is
+	 * known yet (a library with memory BIOs, as Node's) family is 0 and the
+	 * analyzer binds the event to the thread's socket traffic.
+	 */
+	NET_OP_TLS_WRITE = 10,
+	NET_OP_TLS_READ = 11,
+	/*
+	 * A target mapped a file executable (mmap with PROT_EXEC: dlopen, the
+	 * dynamic loader) or exec'ed: the analyzer looks for TLS libraries in
+	 * it now rather than at its next scan.  No socket (family 0).
+	 */
+	NET_OP_MMAP_EXEC = 12,
 };
 
 #define NET_F_TRUNCATED  0x1u  /* ret > payload: the rest of the data was not copied */
 #define NET_F_PEER_ARG   0x2u  /* raddr/rport from the call's address argument (UDP) */
 #define NET_F_NO_SOCK    0x4u  /* the fd is a socket no more (closed under the call) */
 #define NET_F_NO_BUDGET  0x8u  /* the ring buffer had no room for the data: sizes and timing only */
+#define NET_F_TLS_WIRE   0x10u /* a syscall under a TLS call: ciphertext, counted, never copied */
 
 /* One traced call (or L4 event) of a target process's socket. */
 struct net_event {
@@ -81,6 +98,8 @@ struct net_event {
 	char comm[16];
 	__u64 lost_read_bytes;
 	__u64 lost_write_bytes;
+	/* TLS ops: the library's connection object (SSL *, Go's *tls.Conn): an identity, never dereferenced */
+	__u64 tls;
 	/* followed by `payload` bytes of the call's data */
 };
 
@@ -114,11 +133,37 @@ enum net_counter {
 	NET_CNT_LOST_FULL,        /* losses not remembered per socket (net_lost full): silent gaps */
 	NET_CNT_FORKS,            /* children of target processes followed */
 	NET_CNT_FORKS_FULL,       /* ... not followed: the target table is full */
+	NET_CNT_TLS_CALLS,        /* TLS library calls of target processes traced (entries) */
+	NET_CNT_TLS_NO_ENTRY,     /* TLS returns without their entry (entry lost or probe attached mid-call) */
+	NET_CNT_TLS_INFLIGHT_FULL,/* TLS calls not traced: too many in flight */
+	NET_CNT_TLS_UNBOUND,      /* TLS events sent without a socket (bound by thread in the analyzer) */
+	NET_CNT_TLS_WIRE,         /* syscalls under a TLS call: ciphertext counted, not copied */
 	NET_CNT_MAX,
 };
 
 #define NET_ASSERT_SIZE(t, n) _Static_assert(sizeof(t) == (n), #t " changed size: bump EMBER_ABI_VERSION")
-NET_ASSERT_SIZE(struct net_event, 144);
+/*
+ * TLS probe points: the collector attaches uprobe.multi links at offsets the
+ * analyzer found (analyzer/tls/tls_probe.h uses the same numbers); each
+ * offset's cookie says which function and which side it is.
+ */
+enum net_tls_fn {
+	NET_TLS_SSL_WRITE = 1,    /* int SSL_write(SSL *, const void *buf, int num) */
+	NET_TLS_SSL_READ = 2,     /* int SSL_read(SSL *, void *buf, int num) */
+	NET_TLS_SSL_WRITE_EX = 3, /* int SSL_write_ex(SSL *, const void *buf, size_t num, size_t *written) */
+	NET_TLS_SSL_READ_EX = 4,  /* int SSL_read_ex(SSL *, void *buf, size_t num, size_t *readbytes) */
+	NET_TLS_GO_WRITE = 5,     /* crypto/tls.(*Conn).Write(b []byte) (int, error), register ABI */
+	NET_TLS_GO_READ = 6,      /* crypto/tls.(*Conn).Read(b []byte) (int, error) */
+	NET_TLS_FN_MAX = 6,
+};
+enum net_tls_probe {
+	NET_TLS_P_ENTRY = 0,      /* uprobe at the function's entry: arguments */
+	NET_TLS_P_RETURN = 1,     /* uretprobe (OpenSSL): return value */
+	NET_TLS_P_RET_INSN = 2,   /* uprobe on one of the function's RET instructions (Go) */
+};
+#define NET_TLS_COOKIE(fn, probe) ((__u64)(fn) | (__u64)(probe) << 8)
+
+NET_ASSERT_SIZE(struct net_event, 152);
 NET_ASSERT_SIZE(struct net_lost, 24);
 NET_ASSERT_SIZE(struct net_target, 16);
 

@@ -4,14 +4,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/syscall.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
 #include "bpf/net.skel.h"
 #include "common/ctl_proto.h"
 
-/* enter, exit, retransmit, drop, fork, process exit */
-#define NET_PROGS 6
+/* enter, exit, retransmit, drop, fork, process exit, exec */
+#define NET_PROGS 7
+/* BPF_TRACE_UPROBE_MULTI and its return flag: Debian's libbpf 1.1 and 6.1 headers predate them. */
+#define TRACE_UPROBE_MULTI 48
+#define F_UPROBE_MULTI_RETURN 1u
 
 struct bpf_net {
 	struct net_bpf *skel;
@@ -19,6 +23,7 @@ struct bpf_net {
 	struct bpf_link *links[NET_PROGS];
 	unsigned users;
 	int ap;                     /* CTL_AP_TP_BTF or CTL_AP_RAW_TP: the variant loaded */
+	int tls;                    /* the TLS program loaded (the kernel has uprobe.multi) */
 	int ncpus;
 	bpf_net_event_fn cb;
 	void *ctx;
@@ -38,16 +43,18 @@ static void variant_progs(struct net_bpf *skel, int btf, struct bpf_program *p[N
 {
 	struct bpf_program *b[NET_PROGS] = { skel->progs.net_enter_btf, skel->progs.net_exit_btf,
 					     skel->progs.net_retransmit_btf, skel->progs.net_drop_btf,
-					     skel->progs.net_fork_btf, skel->progs.net_pexit_btf };
+					     skel->progs.net_fork_btf, skel->progs.net_pexit_btf,
+					     skel->progs.net_exec_btf };
 	struct bpf_program *r[NET_PROGS] = { skel->progs.net_enter_raw, skel->progs.net_exit_raw,
 					     skel->progs.net_retransmit_raw, skel->progs.net_drop_raw,
-					     skel->progs.net_fork_raw, skel->progs.net_pexit_raw };
+					     skel->progs.net_fork_raw, skel->progs.net_pexit_raw,
+					     skel->progs.net_exec_raw };
 
 	memcpy(p, btf ? b : r, sizeof(b));
 }
 
-/* One variant: the tp_btf programs or the raw_tp ones, loaded; NULL + errno. */
-static struct net_bpf *open_variant(const struct bpf_net_opts *o, int btf)
+/* One variant: the tp_btf programs or the raw_tp ones, loaded; NULL + errno.  tls: with the TLS uprobe program. */
+static struct net_bpf *open_variant(const struct bpf_net_opts *o, int btf, int tls)
 {
 	struct net_bpf *skel = net_bpf__open();
 	struct bpf_program *mine[NET_PROGS], *other[NET_PROGS];
@@ -64,6 +71,10 @@ static struct net_bpf *open_variant(const struct bpf_net_opts *o, int btf)
 	/* Task storage is the tp_btf variant's (bpf/net.bpf.c call_keep); the raw_tp one keeps calls by hash. */
 	bpf_map__set_autocreate(skel->maps.inflight_ts, btf);
 	bpf_map__set_autocreate(skel->maps.inflight, !btf);
+	/* uprobe.multi (6.6+): needs only CAP_BPF + CAP_PERFMON, one link for many offsets. */
+	bpf_program__set_autoload(skel->progs.net_tls, tls);
+	if (tls)
+		bpf_program__set_expected_attach_type(skel->progs.net_tls, (enum bpf_attach_type)TRACE_UPROBE_MULTI);
 	bpf_map__set_max_entries(skel->maps.net_targets, o->max_targets ? o->max_targets : 1024);
 	bpf_map__set_max_entries(skel->maps.net_events, (uint32_t)pow2_at_least(o->ringbuf_bytes));
 	/* A quarter full wakes the collector; its timer takes what comes slower than that. */
@@ -95,11 +106,15 @@ struct bpf_net *bpf_net__load(const struct bpf_net_opts *o)
 		return NULL;
 	n->ncpus = libbpf_num_possible_cpus();
 	/* Decided by loading, not by feature probes: tp_btf first, raw_tp if it will not load. */
-	n->skel = o->force_raw_tp ? NULL : open_variant(o, 1);
-	n->ap = CTL_AP_TP_BTF;
-	if (!n->skel) {
-		n->skel = open_variant(o, 0);
-		n->ap = CTL_AP_RAW_TP;
+	/* Without uprobe.multi the TLS program does not load: the rest still does. */
+	for (int tls = 1; tls >= 0 && !n->skel; tls--) {
+		n->tls = tls;
+		n->skel = o->force_raw_tp ? NULL : open_variant(o, 1, tls);
+		n->ap = CTL_AP_TP_BTF;
+		if (!n->skel) {
+			n->skel = open_variant(o, 0, tls);
+			n->ap = CTL_AP_RAW_TP;
+		}
 	}
 	if (!n->skel || n->ncpus <= 0) {
 		err = n->skel ? -EINVAL : -errno;
@@ -187,6 +202,52 @@ int bpf_net__target(struct bpf_net *n, uint32_t tgid, int on, bool prefix)
 		return -errno;
 	unfollow_children(n, fd, tgid);
 	return 0;
+}
+
+int bpf_net__tls_link(struct bpf_net *n, const char *path, const uint64_t *offs, const uint64_t *cookies,
+		      uint32_t cnt, bool ret)
+{
+	/* union bpf_attr's link_create with its uprobe_multi member, as the kernel lays it out. */
+	struct {
+		uint32_t prog_fd, target_fd, attach_type, flags;
+		uint64_t path, offsets, ref_ctr_offsets, cookies;
+		uint32_t cnt, uflags, pid;
+	} __attribute__((aligned(8))) a;
+	int fd;
+
+	if (!n->tls)
+		return -EOPNOTSUPP;
+	if (!cnt)
+		return -EINVAL;
+	memset(&a, 0, sizeof(a));
+	a.prog_fd = (uint32_t)bpf_program__fd(n->skel->progs.net_tls);
+	a.attach_type = TRACE_UPROBE_MULTI;
+	a.path = (uint64_t)(uintptr_t)path;
+	a.offsets = (uint64_t)(uintptr_t)offs;
+	a.cookies = (uint64_t)(uintptr_t)cookies;
+	a.cnt = cnt;
+	a.uflags = ret ? F_UPROBE_MULTI_RETURN : 0;
+	fd = (int)syscall(__NR_bpf, BPF_LINK_CREATE, &a, sizeof(a));
+	return fd < 0 ? -errno : fd;
+}
+
+bool bpf_net__has_tls(const struct bpf_net *n)
+{
+	return n->tls;
+}
+
+uint32_t bpf_net__root(struct bpf_net *n, uint32_t tgid)
+{
+	struct net_target t;
+
+	if (bpf_map_lookup_elem(bpf_map__fd(n->skel->maps.net_targets), &tgid, &t))
+		return 0;
+	return t.root;
+}
+
+void bpf_net__tls_on(struct bpf_net *n, bool on)
+{
+	n->skel->bss->tls_on = on;
 }
 
 int bpf_net__fd(const struct bpf_net *n)

@@ -46,6 +46,22 @@ int bpf_net__fd(const struct bpf_net *n);
 typedef int (*bpf_net_event_fn)(void *ctx, const struct net_event *e, uint32_t len);
 /* Delivers what waits.  Returns the number of events or -errno. */
 int bpf_net__consume(struct bpf_net *n, bpf_net_event_fn cb, void *ctx);
+/*
+ * One uprobe.multi link (ret: uretprobe.multi) of the TLS program at cnt file
+ * offsets of the file at path (the collector passes /proc/self/fd/N of a file
+ * the broker opened), each with its cookie (NET_TLS_COOKIE).  Host-wide: the
+ * program keeps only target processes' calls.  Returns the link's fd (close
+ * it to detach) or -errno (-EOPNOTSUPP: the kernel has no uprobe.multi).
+ */
+int bpf_net__tls_link(struct bpf_net *n, const char *path, const uint64_t *offs, const uint64_t *cookies,
+		      uint32_t cnt, bool ret);
+/* Whether the TLS program loaded (the kernel has uprobe.multi). */
+bool bpf_net__has_tls(const struct bpf_net *n);
+/* The process a followed child's task named (bpf/net_abi.h net_target.root); 0 for none or not followed. */
+uint32_t bpf_net__root(struct bpf_net *n, uint32_t tgid);
+/* Whether socket calls look for a TLS call around them (while any TLS link exists). */
+void bpf_net__tls_on(struct bpf_net *n, bool on);
+
 /* Sums the per-CPU counters into ret[NET_CNT_MAX]. */
 int bpf_net__counters(struct bpf_net *n, uint64_t *ret);
 

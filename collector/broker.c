@@ -8,6 +8,7 @@
 
 #include <linux/openat2.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 
 #include "common/cleanup.h"
@@ -56,7 +57,12 @@ static int parse_prefix(const char *s, size_t n, uint64_t *lo, uint64_t *hi, cha
 	return 0;
 }
 
-int broker__is_exec_mapping(uint32_t pid, uint64_t start, uint64_t end)
+/*
+ * The maps line of pid's mapping [start, end) into line (NUL-terminated, cut
+ * at len - 1) when it is executable: 0, -ENOENT (no such mapping) or -EACCES
+ * (not executable).
+ */
+static int exec_mapping_line(uint32_t pid, uint64_t start, uint64_t end, char *line, size_t len)
 {
 	_cleanup_close_ int fd = broker__open_maps(pid);
 	char buf[8192];
@@ -81,9 +87,17 @@ int broker__is_exec_mapping(uint32_t pid, uint64_t start, uint64_t end)
 			if (at_line_start) {
 				uint64_t lo, hi;
 				char perms[4];
-				if (!parse_prefix(buf + pos, nl - (buf + pos), &lo, &hi, perms) &&
-				    lo == start && hi == end)
-					return perms[2] == 'x' ? 0 : -EACCES;
+				size_t n = (size_t)(nl - (buf + pos));
+				if (!parse_prefix(buf + pos, n, &lo, &hi, perms) && lo == start && hi == end) {
+					if (perms[2] != 'x')
+						return -EACCES;
+					if (line) {
+						n = n < len - 1 ? n : len - 1;
+						memcpy(line, buf + pos, n);
+						line[n] = '\0';
+					}
+					return 0;
+				}
 			}
 			at_line_start = 1;
 			pos = nl - buf + 1;
@@ -97,6 +111,11 @@ int broker__is_exec_mapping(uint32_t pid, uint64_t start, uint64_t end)
 		memmove(buf, buf + pos, have - pos);
 		have -= pos;
 	}
+}
+
+int broker__is_exec_mapping(uint32_t pid, uint64_t start, uint64_t end)
+{
+	return exec_mapping_line(pid, start, end, NULL, 0);
 }
 
 /* /proc/<pid>/map_files/<start>-<end> of an executable mapping of pid, checked first.  0 or -errno. */
@@ -113,6 +132,47 @@ static int map_file_path(uint32_t pid, uint64_t start, uint64_t end, char *buf, 
 	return 0;
 }
 
+static int open_in_root(uint32_t pid, const char *path);
+
+/*
+ * The file of a mapping through the target's root when its map_files are
+ * closed to the collector: a process running as another user owns its
+ * /proc/<pid>/map_files (mode 0500), and the collector keeps no
+ * CAP_DAC_READ_SEARCH.  The kernel-formatted maps line gives the device,
+ * inode and path; the path resolves inside the target's root only, and the
+ * file opened must be that device and inode, or nothing is returned.
+ */
+static int open_mapped_by_path(uint32_t pid, uint64_t start, uint64_t end)
+{
+	char line[4096 + 128];
+	unsigned maj, min;
+	unsigned long long ino;
+	const char *path;
+	struct stat st;
+	int n = 0, fd, r;
+
+	r = exec_mapping_line(pid, start, end, line, sizeof(line));
+	if (r)
+		return r;
+	/* "start-end perms offset maj:min inode   path" */
+	if (sscanf(line, "%*s %*s %*s %x:%x %llu %n", &maj, &min, &ino, &n) != 3 || !n || !ino)
+		return -ENOENT;
+	path = line + n;
+	while (*path == ' ')
+		path++;
+	n = (int)strlen(path);
+	if (path[0] != '/' || (n > 10 && !strcmp(path + n - 10, " (deleted)")))
+		return -ENOENT;
+	fd = open_in_root(pid, path);
+	if (fd < 0)
+		return fd;
+	if (fstat(fd, &st) || st.st_ino != ino || major(st.st_dev) != maj || minor(st.st_dev) != min) {
+		close(fd);
+		return -ESTALE;
+	}
+	return fd;
+}
+
 int broker__open_file(uint32_t pid, uint64_t start, uint64_t end)
 {
 	char path[96];
@@ -121,6 +181,8 @@ int broker__open_file(uint32_t pid, uint64_t start, uint64_t end)
 	if ((r = map_file_path(pid, start, end, path, sizeof(path))))
 		return r;
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0 && errno == EACCES)
+		return open_mapped_by_path(pid, start, end);
 	return fd < 0 ? -errno : fd;
 }
 

@@ -14,7 +14,10 @@ int broker__open_maps(uint32_t pid);
  * The file pid maps at exactly [start,end) with execute permission, opened
  * through /proc/<pid>/map_files (the kernel resolves the mapping; no path
  * string is involved).  -ENOENT if there is no such mapping, -EACCES if it is
- * not executable.
+ * not executable.  A process of another user keeps its map_files from the
+ * collector (no CAP_DAC_READ_SEARCH): then the path of the kernel's maps
+ * line, resolved inside the target's root, and only if the file opened is
+ * the mapping's device and inode (-ESTALE otherwise).
  */
 int broker__open_file(uint32_t pid, uint64_t start, uint64_t end);
 int broker__open_kallsyms(void);

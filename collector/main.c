@@ -37,6 +37,7 @@
 #include "collector/bpf_stacks.h"
 #include "collector/broker.h"
 #include "collector/net_fwd.h"
+#include "collector/tls_links.h"
 #include "collector/unwind_store.h"
 #include "common/privs.h"
 #include "common/cleanup.h"
@@ -100,6 +101,7 @@ static struct {
 	struct shard *shards;
 	struct bpf_stacks *bpf;
 	struct bpf_net *net;        /* NULL when the network program does not load here */
+	struct tls_links *tls;      /* TLS probes of network tasks (with net) */
 	struct unwind_store *unwind;
 	struct net_fwd *fwd;
 	struct conn listen_src, timer_src, signal_src, net_src, net_timer_src, drain_src;
@@ -352,6 +354,8 @@ static void task_remove(struct task *t)
 	if (t->kind == EMBER_TASK_NETWORK) {
 		for (uint32_t i = 0; i < t->npids; i++)
 			(void)bpf_net__target(C.net, t->pids[i], 0, t->flags & CTL_ATTACH_F_PREFIX);
+		if (C.tls)
+			tls_links__drop_owner(C.tls, t->id);
 		bpf_net__detach(C.net);
 	}
 	for (uint32_t i = 0; t->kind != EMBER_TASK_NETWORK && i < t->npids; i++) {
@@ -704,6 +708,46 @@ static int h_unwind_proc(struct conn *c, const struct ctl_msg *m)
 	return reply_err(c, m, unwind_store__proc(C.unwind, r), -1);
 }
 
+/* ---- TLS probes: the analyzer finds the offsets, this checks and attaches ----------- */
+
+/* The network task task_id of this analyzer, if it follows pid (named, or a child it followed). */
+static int tls_task_follows(const struct conn *c, uint64_t task_id, uint32_t pid)
+{
+	const struct task *t = task_find(task_id);
+	uint32_t root = C.net ? bpf_net__root(C.net, pid) : 0;
+
+	if (!t || t->detached_at || t->shard != c->shard || t->kind != EMBER_TASK_NETWORK)
+		return 0;
+	for (uint32_t j = 0; j < t->npids; j++)
+		if (t->pids[j] == pid || (root && t->pids[j] == root))
+			return 1;
+	return 0;
+}
+
+static int h_tls_attach(struct conn *c, const struct ctl_msg *m)
+{
+	const struct ctl_tls_attach *r = m->payload;
+	int fd, err;
+
+	if (!C.tls)
+		return reply_err(c, m, -EOPNOTSUPP, -1);
+	if (!tls_task_follows(c, r->task_id, r->pid)) {
+		C.stats[CTL_STAT_CTL_DENIED]++;
+		return reply_err(c, m, -EPERM, -1);
+	}
+	if (!r->npoints || r->npoints > CTL_TLS_MAX_POINTS)
+		return reply_err(c, m, -EINVAL, -1);
+	fd = broker__open_file(r->pid, r->start, r->end);
+	if (fd < 0)
+		return reply_err(c, m, fd, -1);
+	err = tls_links__add(C.tls, r->task_id, fd, r->pts, r->npoints);
+	close(fd);
+	if (err)
+		log_warn("TLS probes for task %llu in pid %u refused: %s", (unsigned long long)r->task_id, r->pid,
+			 strerror(-err));
+	return reply_err(c, m, err, -1);
+}
+
 static int store_rows(void *ctx, uint32_t first, const struct unwind_row *rows, uint32_t n)
 {
 	(void)ctx;
@@ -716,7 +760,8 @@ static int store_proc(void *ctx, uint32_t tgid, uint32_t slot, const struct unwi
 	return bpf_stacks__unwind_proc(C.bpf, tgid, slot, p);
 }
 
-_Static_assert(CTL_STAT_NET_FORKS_FULL - CTL_STAT_NET_CALLS + 1 == NET_CNT_MAX,
+_Static_assert(CTL_STAT_NET_FORKS_FULL - CTL_STAT_NET_CALLS + 1 == NET_CNT_TLS_CALLS &&
+	       CTL_STAT_NET_TLS_WIRE - CTL_STAT_NET_TLS_CALLS + 1 == NET_CNT_MAX - NET_CNT_TLS_CALLS,
 	       "the collector's network stats mirror the BPF program's counters one to one");
 
 static void collect_stats(void)
@@ -752,9 +797,20 @@ static void collect_stats(void)
 		C.stats[CTL_STAT_UNWIND_PROCS] = us.procs;
 		C.stats[CTL_STAT_UNWIND_REFUSED] = us.refused;
 	}
-	if (C.net && !bpf_net__counters(C.net, nc))
-		for (unsigned i = 0; i < NET_CNT_MAX; i++)
+	if (C.net && !bpf_net__counters(C.net, nc)) {
+		for (unsigned i = 0; i < NET_CNT_TLS_CALLS; i++)
 			C.stats[CTL_STAT_NET_CALLS + i] = nc[i];
+		for (unsigned i = NET_CNT_TLS_CALLS; i < NET_CNT_MAX; i++)
+			C.stats[CTL_STAT_NET_TLS_CALLS + i - NET_CNT_TLS_CALLS] = nc[i];
+	}
+	if (C.tls) {
+		struct tls_links_stats ts;
+
+		tls_links__stats(C.tls, &ts);
+		C.stats[CTL_STAT_TLS_FILES] = ts.files;
+		C.stats[CTL_STAT_TLS_POINTS] = ts.points;
+		C.stats[CTL_STAT_TLS_REFUSED] = ts.refused;
+	}
 	if (C.fwd) {
 		struct net_fwd_stats fs;
 
@@ -798,6 +854,7 @@ static const struct { uint16_t type; unsigned flags; handler_fn fn; } handlers[]
 	{ CTL_REQ_UNWIND_TABLE, F_NEEDS_HELLO, h_unwind_table },
 	{ CTL_REQ_UNWIND_ROWS, F_NEEDS_HELLO, h_unwind_rows },
 	{ CTL_REQ_UNWIND_PROC, F_NEEDS_HELLO, h_unwind_proc },
+	{ CTL_REQ_TLS_ATTACH, F_NEEDS_HELLO, h_tls_attach },
 	{ CTL_REQ_STATS, F_ADMIN_OK, h_stats },
 };
 
@@ -1029,8 +1086,14 @@ static void load_net(void)
 	/* The raw_tp fallback is what kernels without BTF trampolines get: tests load it here on purpose. */
 	o.force_raw_tp = ap && !strcmp(ap, "raw_tp");
 	C.net = bpf_net__load(&o);
-	if (!C.net)
+	if (!C.net) {
 		log_warn("cannot load the network BPF program (%m): network profiling tasks will be refused");
+		return;
+	}
+	if (!bpf_net__has_tls(C.net))
+		log_warn("this kernel has no uprobe.multi links: TLS plaintext will not be captured");
+	else if (!(C.tls = tls_links__new(C.net, 64)))
+		log_warn("TLS probes unavailable: %m");
 }
 
 static struct shm_ring **shard_rings(void)
@@ -1233,6 +1296,7 @@ int main(int argc, char **argv)
 	io_uring_queue_exit(&C.ring);
 	C.bpf = bpf_stacks__free(C.bpf);
 	C.unwind = unwind_store__free(C.unwind);
+	C.tls = tls_links__free(C.tls);
 	C.fwd = net_fwd__free(C.fwd);
 	C.net = bpf_net__free(C.net);
 	free(shard_rings());

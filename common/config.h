@@ -161,6 +161,7 @@ struct ember_config {
 				uint64_t connection_idle_timeout_ns;
 				int64_t max_exchanges_per_report;
 				char *meter_prefix;
+				bool tls;	/* plaintext of TLS libraries through uprobes */
 				struct {
 					uint64_t per_cpu_buffer;
 					uint64_t max_connection_buffer;

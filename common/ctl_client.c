@@ -155,6 +155,13 @@ int ctl_client__unwind_proc(struct ctl_client *cc, const struct ctl_unwind_proc 
 	return r ? r : a.err;
 }
 
+int ctl_client__tls_attach(struct ctl_client *cc, const struct ctl_tls_attach *r)
+{
+	struct ctl_err_ans a;
+	int e = call(cc, CTL_REQ_TLS_ATTACH, r, sizeof(*r), CTL_ANS_TLS_ATTACH, &a, sizeof(a), NULL);
+	return e ? e : a.err;
+}
+
 int ctl_client__start(struct ctl_client *cc, uint64_t task_id)
 {
 	struct ctl_detach d = { .task_id = task_id };

@@ -37,6 +37,8 @@ int ctl_client__unwind_table(struct ctl_client *cc, uint64_t key, uint32_t nrows
 int ctl_client__unwind_rows(struct ctl_client *cc, uint32_t id, uint32_t first, const struct unwind_row *rows,
 			    uint32_t n);
 int ctl_client__unwind_proc(struct ctl_client *cc, const struct ctl_unwind_proc *p);
+/* TLS probes for a network task (common/ctl_proto.h): 0 or -errno (the collector's answer). */
+int ctl_client__tls_attach(struct ctl_client *cc, const struct ctl_tls_attach *r);
 int ctl_client__stats(struct ctl_client *cc, struct ctl_stats_ans *ret);
 /* Connection lost (the collector restarted or closed us). */
 int ctl_client__broken(const struct ctl_client *cc);

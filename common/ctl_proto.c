@@ -55,6 +55,14 @@ static const char *const stat_names[CTL_STAT_MAX] = {
 	[CTL_STAT_UNWIND_ROWS] = "unwind_rows",
 	[CTL_STAT_UNWIND_ROWS_MAX] = "unwind_rows_max",
 	[CTL_STAT_UNWIND_PROCS] = "unwind_processes",
+	[CTL_STAT_NET_TLS_CALLS] = "bpf_net_tls_calls",
+	[CTL_STAT_NET_TLS_NO_ENTRY] = "bpf_net_tls_returns_without_entry",
+	[CTL_STAT_NET_TLS_INFLIGHT_FULL] = "bpf_net_tls_inflight_full_drops",
+	[CTL_STAT_NET_TLS_UNBOUND] = "bpf_net_tls_events_without_socket",
+	[CTL_STAT_NET_TLS_WIRE] = "bpf_net_tls_wire_calls",
+	[CTL_STAT_TLS_FILES] = "tls_files_probed",
+	[CTL_STAT_TLS_POINTS] = "tls_probe_points",
+	[CTL_STAT_TLS_REFUSED] = "tls_attach_refused",
 	[CTL_STAT_UNWIND_REFUSED] = "unwind_refused_for_room",
 };
 
@@ -93,6 +101,7 @@ const char *ctl__type_name(unsigned type)
 		[CTL_REQ_UNWIND_ROWS] = "UNWIND_ROWS", [CTL_ANS_UNWIND_ROWS] = "UNWIND_ROWS_ANS",
 		[CTL_REQ_UNWIND_PROC] = "UNWIND_PROC", [CTL_ANS_UNWIND_PROC] = "UNWIND_PROC_ANS",
 		[CTL_REQ_START] = "START", [CTL_ANS_START] = "START_ANS",
+		[CTL_REQ_TLS_ATTACH] = "TLS_ATTACH", [CTL_ANS_TLS_ATTACH] = "TLS_ATTACH_ANS",
 	};
 	return type < CTL_TYPE_MAX && names[type] ? names[type] : "unknown";
 }
@@ -119,6 +128,8 @@ static long payload_size(uint16_t type)
 	case CTL_ANS_UNWIND_TABLE: return sizeof(struct ctl_unwind_table_ans);
 	case CTL_REQ_UNWIND_ROWS: return -3;
 	case CTL_REQ_UNWIND_PROC: return sizeof(struct ctl_unwind_proc);
+	case CTL_REQ_TLS_ATTACH: return sizeof(struct ctl_tls_attach);
+	case CTL_ANS_TLS_ATTACH:
 	case CTL_ANS_UNWIND_ROWS:
 	case CTL_ANS_UNWIND_PROC:
 	case CTL_ANS_START:

@@ -19,7 +19,7 @@
 #include "bpf/unwind_abi.h"
 
 #define CTL_MAGIC 0x454d4252u /* "EMBR" */
-#define CTL_VERSION 3
+#define CTL_VERSION 4
 #define CTL_MAX_FRAME 8192
 #define CTL_MAX_PIDS 1024
 #define CTL_MAX_FDS 3
@@ -39,7 +39,8 @@ enum ctl_type {
 	CTL_REQ_UNWIND_ROWS = 24,   CTL_ANS_UNWIND_ROWS = 25,
 	CTL_REQ_UNWIND_PROC = 26,   CTL_ANS_UNWIND_PROC = 27,
 	CTL_REQ_START = 28,         CTL_ANS_START = 29,
-	CTL_TYPE_MAX = 30,
+	CTL_REQ_TLS_ATTACH = 30,    CTL_ANS_TLS_ATTACH = 31,
+	CTL_TYPE_MAX = 32,
 };
 
 struct ctl_hdr {
@@ -132,6 +133,25 @@ _Static_assert(sizeof(struct ctl_hdr) + sizeof(struct ctl_unwind_rows) + CTL_UNW
 	       CTL_MAX_FRAME, "a full UNWIND_ROWS frame exceeds CTL_MAX_FRAME");
 _Static_assert(sizeof(struct ctl_hdr) + sizeof(struct ctl_unwind_proc) <= CTL_MAX_FRAME, "UNWIND_PROC exceeds CTL_MAX_FRAME");
 
+/*
+ * TLS probes (bpf/net_abi.h NET_TLS_*): the analyzer found, in the file pid
+ * maps executable at [start, end), the offsets of a TLS library's functions;
+ * the collector opens that mapping's file itself (the broker), checks every
+ * point, and attaches the TLS program there for network task task_id, which
+ * must follow pid.  A file already probed gains an owner, not new probes; the
+ * probes go with the last owner.  Answer: struct ctl_err_ans.
+ */
+#define CTL_TLS_MAX_POINTS 64
+struct ctl_tls_point { uint64_t off; uint64_t cookie; };   /* file offset; NET_TLS_COOKIE(fn, probe) */
+struct ctl_tls_attach {
+	uint64_t task_id;
+	uint32_t pid;
+	uint32_t npoints;   /* 1..CTL_TLS_MAX_POINTS */
+	uint64_t start, end;
+	struct ctl_tls_point pts[CTL_TLS_MAX_POINTS];
+};
+_Static_assert(sizeof(struct ctl_hdr) + sizeof(struct ctl_tls_attach) <= CTL_MAX_FRAME, "TLS_ATTACH exceeds CTL_MAX_FRAME");
+
 /* Collector counters, by index; names from ctl__stat_name(). Append only. */
 enum ctl_stat {
 	CTL_STAT_BPF_SAMPLES = 0,
@@ -184,6 +204,14 @@ enum ctl_stat {
 	CTL_STAT_UNWIND_ROWS_MAX,      /* the rows' map size (profiling.unwind.max_rows) */
 	CTL_STAT_UNWIND_PROCS,         /* processes walked with tables */
 	CTL_STAT_UNWIND_REFUSED,       /* tables or processes refused for room: frame pointers there */
+	CTL_STAT_NET_TLS_CALLS,        /* from here: TLS (bpf/net_abi.h NET_CNT_TLS_*, then the collector's) */
+	CTL_STAT_NET_TLS_NO_ENTRY,
+	CTL_STAT_NET_TLS_INFLIGHT_FULL,
+	CTL_STAT_NET_TLS_UNBOUND,
+	CTL_STAT_NET_TLS_WIRE,
+	CTL_STAT_TLS_FILES,            /* library files probed */
+	CTL_STAT_TLS_POINTS,           /* probe points attached (entries, returns, RET instructions) */
+	CTL_STAT_TLS_REFUSED,          /* TLS_ATTACH requests refused (bad points, not a target, no room, attach error) */
 	CTL_STAT_MAX,
 };
 struct ctl_stats_ans { int32_t err; uint32_t n; uint64_t v[CTL_STAT_MAX]; };

@@ -460,6 +460,9 @@ static struct json_object *connection_json(const Ember__NetConnection *c)
 	put_u64(o, "retransmits", c->retransmits);
 	put_u64(o, "drops", c->drops);
 	put_u64(o, "srtt_us", c->srtt_us);
+	put_bool(o, "ssl", c->ssl);
+	put_u64(o, "tls_reads", c->tls_reads);
+	put_u64(o, "tls_writes", c->tls_writes);
 	return o;
 }
 
@@ -492,6 +495,7 @@ static struct json_object *exchange_json(const Ember__NetExchange *e)
 			put_str(fields, e->fields[i]->name, e->fields[i]->value);
 	json_object_object_add(o, "fields", fields);
 	put_u64(o, "req_seq", e->req_seq);
+	put_bool(o, "ssl", e->ssl);
 	return o;
 }
 

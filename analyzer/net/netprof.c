@@ -23,6 +23,8 @@
 #define MAX_LOCAL_ADDRS 64
 /* Followed children: bounded like the BPF side's target table (max_targets, 1024 by default). */
 #define MAX_CHILDREN 4096
+#define TLS_OBJ_SLOTS 4096   /* direct-mapped: a collision forgets an older binding, the thread's I/O rebinds */
+#define TLS_TID_SLOTS 1024
 #define ARENA_CHUNK (64 * 1024)
 #define EPHEMERAL_MIN 32768  /* Linux's default ip_local_port_range starts here */
 
@@ -50,6 +52,7 @@ struct flow {
 	char peer[64];
 	char local[64];         /* its first connection's local endpoint (a client's port 0) */
 	bool udp;               /* its first connection's transport */
+	bool ssl;               /* TLS connections (a flow of its own beside the plaintext ones) */
 	bool peer_local;
 	uint32_t peer_pid;
 	const char *protocol;   /* a parser's name (static) or "" */
@@ -101,6 +104,14 @@ struct cstate {
 	bool peer_local;
 	uint32_t peer_pid;
 	struct l7_conn *l7;
+	/*
+	 * TLS: the socket carries records (seen on the wire, or its library's
+	 * plaintext arrived); its syscalls' data is never parsed, the plaintext
+	 * from the TLS probes is.
+	 */
+	bool tls;
+	bool tls_plain;           /* plaintext has reached the parser */
+	uint64_t tls_reads, tls_writes;
 	uint64_t opened_unix_ns;
 	uint64_t writes, reads, bytes_written, bytes_read, exchanges, gaps, gap_bytes, retrans, drops, srtt_us;
 	struct wcalls w[NC_MAX];
@@ -124,6 +135,9 @@ struct netprof {
 	/* Children of target processes (NET_OP_FORK) and the process their task named. */
 	struct { uint32_t child, root; } children[MAX_CHILDREN];
 	unsigned nchildren;
+	/* TLS plaintext without a socket: the socket of its library object, else of its thread's last I/O. */
+	struct { uint32_t tgid; uint64_t obj, ino; } tls_objs[TLS_OBJ_SLOTS];
+	struct { uint32_t tid, tgid; uint64_t ino; } tls_tids[TLS_TID_SLOTS];
 };
 
 static const char *const stat_names[NPS_MAX] = {
@@ -146,6 +160,9 @@ static const char *const stat_names[NPS_MAX] = {
 	[NPS_BATCHES] = "net_batches",
 	[NPS_CHILDREN] = "net_children_followed",
 	[NPS_CHILDREN_FULL] = "net_children_table_full",
+	[NPS_TLS_EVENTS] = "net_tls_events",
+	[NPS_TLS_UNBOUND] = "net_tls_events_unbound",
+	[NPS_TLS_CONNECTIONS] = "net_tls_connections",
 };
 
 const char *netprof__stat_name(unsigned stat)
@@ -452,17 +469,19 @@ static struct flow *flow_of(struct netprof *np, struct ntask *t, struct cstate *
 
 	link_peer(np, cs);
 	f = cs->flow;
-	if (f && cs->flow_gen == t->gen && f->side == side && f->protocol == proto && f->peer_pid == cs->peer_pid)
+	if (f && cs->flow_gen == t->gen && f->side == side && f->protocol == proto && f->peer_pid == cs->peer_pid &&
+	    f->ssl == cs->tls)
 		return f;
 	peer_label(cs, side, peer, sizeof(peer));
 	for (const char *c = peer; *c; c++)
 		h = (h ^ (uint8_t)*c) * 1099511628211ull;
-	h = (h ^ cs->nc->tgid ^ ((uint64_t)side << 40) ^ ((uint64_t)cs->peer_pid << 20)) * 1099511628211ull;
+	h = (h ^ cs->nc->tgid ^ ((uint64_t)side << 40) ^ ((uint64_t)cs->peer_pid << 20) ^ ((uint64_t)cs->tls << 60)) *
+	    1099511628211ull;
 	for (const char *c = proto; *c; c++)
 		h = (h ^ (uint8_t)*c) * 1099511628211ull;
 	h &= FLOW_BUCKETS - 1;
 	for (f = t->flows[h]; f; f = f->next)
-		if (f->pid == cs->nc->tgid && f->side == side && f->peer_pid == cs->peer_pid &&
+		if (f->pid == cs->nc->tgid && f->side == side && f->peer_pid == cs->peer_pid && f->ssl == cs->tls &&
 		    !strcmp(f->protocol, proto) && !strcmp(f->peer, peer))
 			break;
 	if (!f) {
@@ -482,6 +501,7 @@ static struct flow *flow_of(struct netprof *np, struct ntask *t, struct cstate *
 			net_endpoint__str(&l, f->local, sizeof(f->local));
 		}
 		f->udp = cs->nc->udp;
+		f->ssl = cs->tls;
 		f->peer_local = cs->peer_local;
 		f->peer_pid = cs->peer_pid;
 		f->protocol = proto;
@@ -604,6 +624,7 @@ static void list_exchange(struct netprof *np, struct cstate *cs, const struct l7
 	x->is_client_error = r->is_client_error;
 	x->answered = r->has_request && r->has_response;
 	x->req_seq = r->req_seq;
+	x->ssl = cs->tls;
 	x->fields = arena_alloc(t, r->nfields * sizeof(*x->fields) + 1);
 	for (unsigned i = 0; x->fields && i < r->nfields; i++) {
 		Ember__Label *l = arena_alloc(t, sizeof(*l));
@@ -703,6 +724,9 @@ static void list_connection(struct netprof *np, struct cstate *cs, uint64_t clos
 	m->retransmits = cs->retrans;
 	m->drops = cs->drops;
 	m->srtt_us = cs->srtt_us;
+	m->ssl = cs->tls;
+	m->tls_reads = cs->tls_reads;
+	m->tls_writes = cs->tls_writes;
 	t->cl[t->ncl++] = m;
 }
 
@@ -754,6 +778,7 @@ static Ember__NetFlow *flow_msg(struct ntask *t, struct flow *f)
 	m->peer_local = f->peer_local;
 	m->peer_pid = f->peer_pid;
 	m->protocol = (char *)f->protocol;
+	m->ssl = f->ssl;
 	m->connections = f->conns;
 	m->write = calls_msg(t, &f->l4[NC_WRITE]);
 	m->read = calls_msg(t, &f->l4[NC_READ]);
@@ -1043,12 +1068,30 @@ static void count_call(struct cstate *cs, unsigned kind, uint64_t bytes, uint64_
 	cs->w_active = true;
 }
 
+/* A TLS record header (change_cipher_spec, alert, handshake, application data; version 3.x). */
+static bool looks_tls(const uint8_t *p, uint32_t n)
+{
+	return n >= 5 && p[0] >= 20 && p[0] <= 23 && p[1] == 3 && p[2] <= 4;
+}
+
+static void mark_tls(struct netprof *np, struct cstate *cs)
+{
+	if (cs->tls)
+		return;
+	cs->tls = true;
+	np->st[NPS_TLS_CONNECTIONS]++;
+}
+
 /* A read or a write: counted, and its data (or the gap where it was lost) to the parser. */
 static void data_call(struct netprof *np, struct cstate *cs, const struct net_event *e, const uint8_t *payload)
 {
 	bool write = e->op == NET_OP_WRITE;
 	uint64_t moved = (uint64_t)e->ret, ts = write ? e->ts_ns : e->ts_ns + e->dur_ns;
 	uint32_t have = e->payload < moved ? e->payload : (uint32_t)moved;
+
+	/* Ciphertext: under a TLS call, or records from the stream's first bytes on. */
+	if ((e->flags & NET_F_TLS_WIRE) || (!cs->writes && !cs->reads && !cs->l7 && looks_tls(payload, have)))
+		mark_tls(np, cs);
 
 	count_call(cs, write ? NC_WRITE : NC_READ, moved, e->dur_ns);
 	if (write) {
@@ -1062,6 +1105,8 @@ static void data_call(struct netprof *np, struct cstate *cs, const struct net_ev
 		cs->reads++;
 		cs->bytes_read += moved;
 	}
+	if (cs->tls)
+		return;    /* the parsers get the plaintext (tls_call) */
 	if (ensure_l7(np, cs))
 		return;
 	if (have)
@@ -1069,6 +1114,97 @@ static void data_call(struct netprof *np, struct cstate *cs, const struct net_ev
 	/* A datagram's uncopied rest is not a stream gap: the next datagram stands alone. */
 	if (moved > have && !cs->nc->udp)
 		give_gap(np, cs, write, moved - have, ts);
+}
+
+static void tls_remember_obj(struct netprof *np, uint32_t tgid, uint64_t obj, uint64_t ino)
+{
+	size_t i = (size_t)(((obj >> 4) ^ tgid) * 0x9e3779b97f4a7c15ull >> 52) & (TLS_OBJ_SLOTS - 1);
+
+	np->tls_objs[i].tgid = tgid;
+	np->tls_objs[i].obj = obj;
+	np->tls_objs[i].ino = ino;
+}
+
+static uint64_t tls_obj_ino(const struct netprof *np, uint32_t tgid, uint64_t obj)
+{
+	size_t i = (size_t)(((obj >> 4) ^ tgid) * 0x9e3779b97f4a7c15ull >> 52) & (TLS_OBJ_SLOTS - 1);
+
+	return np->tls_objs[i].tgid == tgid && np->tls_objs[i].obj == obj ? np->tls_objs[i].ino : 0;
+}
+
+/* The socket a thread last moved data on (every read and write of a followed socket). */
+static void tls_remember_tid(struct netprof *np, const struct net_event *e)
+{
+	size_t i = e->tid & (TLS_TID_SLOTS - 1);
+
+	np->tls_tids[i].tid = e->tid;
+	np->tls_tids[i].tgid = e->tgid;
+	np->tls_tids[i].ino = e->ino;
+}
+
+/* Plaintext of a TLS library call: to its socket's parser, in place of the socket's ciphertext. */
+static void tls_call(struct netprof *np, const struct net_event *e, const uint8_t *payload)
+{
+	bool write = e->op == NET_OP_TLS_WRITE;
+	struct net_conn *nc = NULL;
+	struct cstate *cs;
+	uint64_t ino = e->ino, moved, ts;
+	uint32_t have;
+
+	np->st[NPS_TLS_EVENTS]++;
+	if (e->family) {
+		struct net_endpoint peer;
+
+		endpoint_of(&peer, e->family, e->raddr, e->rport);
+		nc = conntrack__find(np->ct, e->tgid, e->ino, &peer);
+		cs = nc ? nc->user : conn_new(np, e, e->type == SOCK_DGRAM, &peer);
+		if (!cs)
+			return;
+		nc = cs->nc;
+	} else {
+		size_t t = e->tid & (TLS_TID_SLOTS - 1);
+
+		ino = tls_obj_ino(np, e->tgid, e->tls);
+		if (!ino && np->tls_tids[t].tid == e->tid && np->tls_tids[t].tgid == e->tgid)
+			ino = np->tls_tids[t].ino;
+		nc = ino ? conntrack__socket_first(np->ct, e->tgid, ino) : NULL;
+		if (!nc) {
+			np->st[NPS_TLS_UNBOUND]++;
+			return;
+		}
+		cs = nc->user;
+	}
+	tls_remember_obj(np, e->tgid, e->tls, nc->ino);
+	conntrack__touch(np->ct, nc, e->ts_ns + e->dur_ns);
+	mark_tls(np, cs);
+	if (!cs->tls_plain) {
+		/* Whatever the parser saw before was not plaintext (a handshake taken for data). */
+		cs->l7 = l7_conn__free(cs->l7);
+		cs->tls_plain = true;
+	}
+	*(write ? &cs->tls_writes : &cs->tls_reads) += 1;
+	if (e->lost_events) {
+		give_gap(np, cs, false, e->lost_read_bytes, e->ts_ns);
+		give_gap(np, cs, true, e->lost_write_bytes, e->ts_ns);
+	}
+	if (e->ret <= 0 || ensure_l7(np, cs))
+		return;
+	moved = (uint64_t)e->ret;
+	ts = write ? e->ts_ns : e->ts_ns + e->dur_ns;
+	have = e->payload < moved ? e->payload : (uint32_t)moved;
+	if (have)
+		(void)l7_conn__feed(cs->l7, dir_of(cs, write), payload, have, ts);
+	if (moved > have && !cs->nc->udp)
+		give_gap(np, cs, write, moved - have, ts);
+}
+
+/* A followed process exec'ed or mapped a file executable: its TLS libraries are looked for now. */
+static void on_maps_event(struct netprof *np, const struct net_event *e)
+{
+	struct ntask *t = task_of_pid(np, e->tgid);
+
+	if (t && np->o.maps_changed)
+		np->o.maps_changed(np->o.ctx, t->def->num_id, e->tgid);
 }
 
 /* A child of a target forked (its records are the task's from now on) or exited. */
@@ -1100,11 +1236,13 @@ static int check_event(const struct net_event *e, uint32_t len)
 {
 	if (len - sizeof(*e) != e->payload || e->payload > NET_MAX_PAYLOAD)
 		return -1;
-	if (e->op == NET_OP_FORK || e->op == NET_OP_EXIT)
+	if (e->op == NET_OP_FORK || e->op == NET_OP_EXIT || e->op == NET_OP_MMAP_EXEC)
 		return e->payload ? -1 : 0;
+	if ((e->op == NET_OP_TLS_WRITE || e->op == NET_OP_TLS_READ) && !e->family)
+		return 0;   /* bound to a socket here (tls_call) */
 	if (e->family != AF_INET && e->family != AF_INET6)
 		return -1;
-	if (e->op < NET_OP_CONNECT || e->op > NET_OP_DROP)
+	if (e->op < NET_OP_CONNECT || (e->op > NET_OP_DROP && e->op != NET_OP_TLS_WRITE && e->op != NET_OP_TLS_READ))
 		return -1;
 	return 0;
 }
@@ -1129,6 +1267,15 @@ void netprof__record(struct netprof *np, const void *data, uint32_t len)
 	}
 	if (e.op == NET_OP_FORK || e.op == NET_OP_EXIT) {
 		on_fork_event(np, &e);
+		return;
+	}
+	if (e.op == NET_OP_MMAP_EXEC) {
+		on_maps_event(np, &e);
+		return;
+	}
+	if (e.op == NET_OP_TLS_WRITE || e.op == NET_OP_TLS_READ) {
+		np->st[NPS_LOST_EVENTS] += e.lost_events;
+		tls_call(np, &e, (const uint8_t *)data + sizeof(e));
 		return;
 	}
 	udp = e.type == SOCK_DGRAM;
@@ -1172,8 +1319,10 @@ void netprof__record(struct netprof *np, const void *data, uint32_t len)
 		count_call(cs, NC_CONNECT, 0, e.dur_ns);
 		break;
 	default:
-		if (e.ret > 0)
+		if (e.ret > 0) {
+			tls_remember_tid(np, &e);
 			data_call(np, cs, &e, (const uint8_t *)data + sizeof(e));
+		}
 		break;
 	}
 }

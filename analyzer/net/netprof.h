@@ -20,6 +20,15 @@
  * after connection_idle_timeout without a call, and everything skipped is
  * counted (netprof__stats).
  *
+ * TLS: a connection whose stream starts with TLS records, or whose syscalls
+ * ran under a TLS library call, or that TLS plaintext events name, is TLS
+ * (is_ssl): its syscalls count in the L4 metrics (ciphertext sizes and
+ * timing), and the parsers get the plaintext events instead.  A plaintext
+ * event without a socket (a library with memory BIOs, as Node's) goes to
+ * the socket its library object used before, else to the last socket the
+ * same thread moved data on: such libraries encrypt and decrypt on the
+ * thread that does the socket I/O, right before or after it.
+ *
  * A monitor's capture (task_def__is_monitor) only feeds opts.exchange: no
  * report, no exchange list, no batch.
  *
@@ -47,6 +56,8 @@ struct netprof_opts {
 	/* Optional: every server-side exchange of every task (the continuous-profiling L7 monitors). */
 	void (*exchange)(void *ctx, uint32_t pid, const struct l7_record *r);
 	void *ctx;
+	/* Optional: a followed process exec'ed or mapped a file executable (task: the collector's task id). */
+	void (*maps_changed)(void *ctx, uint64_t task_num_id, uint32_t pid);
 };
 
 enum netprof_stat {
@@ -69,6 +80,9 @@ enum netprof_stat {
 	NPS_BATCHES,            /* NetworkBatch messages published */
 	NPS_CHILDREN,           /* child processes of targets booked to their task */
 	NPS_CHILDREN_FULL,      /* ... not booked: too many followed children (their records: no task) */
+	NPS_TLS_EVENTS,         /* TLS plaintext events (bpf/net_abi.h NET_OP_TLS_*) */
+	NPS_TLS_UNBOUND,        /* ... whose socket could not be found (no socket activity of the thread yet) */
+	NPS_TLS_CONNECTIONS,    /* connections found to carry TLS (records on the wire or plaintext from probes) */
 	NPS_MAX
 };
 

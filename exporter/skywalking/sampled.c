@@ -189,7 +189,7 @@ static char *log_body(const Ember__NetSampledTrace *t, const char *uri, const st
 	json_object_object_add(o, "server_process", end_json(server ? me : peer));
 	json_object_object_add(o, "detect_point", json_object_new_string(server ? "server" : "client"));
 	json_object_object_add(o, "component", json_object_new_string("http"));
-	json_object_object_add(o, "ssl", json_object_new_boolean(0));
+	json_object_object_add(o, "ssl", json_object_new_boolean(x->ssl));
 	json_object_object_add(o, "status", json_object_new_int(x->status));
 	if (json_object_object_length(o) == 10) {
 		const char *j = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);

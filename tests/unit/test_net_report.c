@@ -49,6 +49,9 @@ static void conn_init(struct tconn *k, uint32_t pid, uint64_t id, const char *si
 	k->c.bytes_read = read;
 	k->c.exchanges = 2;
 	k->c.srtt_us = 150;
+	k->c.ssl = 1;
+	k->c.tls_reads = 3;
+	k->c.tls_writes = 2;
 }
 
 struct tex {
@@ -76,6 +79,7 @@ static void ex_init(struct tex *x, uint32_t pid, const char *protocol, const cha
 	x->e.is_client_error = status >= 400 && status < 500;
 	x->e.answered = latency_ns != 0;
 	x->e.req_seq = 7;
+	x->e.ssl = 1;
 	for (unsigned i = 0; i < 2; i++) {
 		ember__label__init(&x->l[i]);
 		x->lp[i] = &x->l[i];
@@ -382,14 +386,15 @@ static void test_json_lines(void **state)
 		"\"remote_local\":false,\"remote_pid\":0,\"transport\":\"tcp\",\"protocol\":\"http1\","
 		"\"l7_state\":\"parsed\",\"opened_unix_ns\":1700000000100000000,\"closed_unix_ns\":1700000001100000000,"
 		"\"duration_ms\":1000.000,\"writes\":2,\"reads\":3,\"bytes_written\":400,\"bytes_read\":1600,"
-		"\"exchanges\":2,\"gaps\":0,\"gap_bytes\":0,\"retransmits\":0,\"drops\":0,\"srtt_us\":150}");
+		"\"exchanges\":2,\"gaps\":0,\"gap_bytes\":0,\"retransmits\":0,\"drops\":0,\"srtt_us\":150,"
+		"\"ssl\":true,\"tls_reads\":3,\"tls_writes\":2}");
 	line = strtok(NULL, "\n");
 	assert_string_equal(line,
 		"{\"type\":\"exchange\",\"pid\":100,\"connection_id\":1,\"protocol\":\"http1\",\"side\":\"client\","
 		"\"peer_address\":\"10.0.0.2:8080\",\"req_unix_ns\":1700000000200000000,\"latency_ns\":10000000,"
 		"\"latency_ms\":10.000,\"duration_ns\":11000000,\"duration_ms\":11.000,\"req_bytes\":100,"
 		"\"resp_bytes\":1000,\"status\":200,\"is_error\":false,\"is_client_error\":false,\"answered\":true,"
-		"\"fields\":{\"method\":\"GET\",\"uri\":\"/a\"},\"req_seq\":7}");
+		"\"fields\":{\"method\":\"GET\",\"uri\":\"/a\"},\"req_seq\":7,\"ssl\":true}");
 	line = strtok(NULL, "\n");
 	assert_non_null(line);	/* the second exchange */
 	line = strtok(NULL, "\n");

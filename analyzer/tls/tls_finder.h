@@ -1,0 +1,50 @@
+/*
+ * The analyzer's half of TLS capture: for each process a network task
+ * follows, its executable file mappings (through the collector's fd broker,
+ * never a path) -> the TLS functions each file holds (analyzer/tls/
+ * tls_probe.h: OpenSSL or BoringSSL as libssl or linked in, Go's
+ * crypto/tls) -> a TLS_ATTACH request per file, which the collector checks
+ * and attaches host-wide once per file (collector/tls_links.h).
+ *
+ * Files are examined once, keyed by device and inode, whatever the number of
+ * processes mapping them; a task asks for a file once.  tls_finder__process()
+ * is cheap when nothing changed: it compares the process's executable
+ * mappings with the last ones seen.  It runs when a task starts, when a
+ * followed process exec's or maps a file executable (NET_OP_MMAP_EXEC), and
+ * every few seconds for what those missed.
+ */
+#ifndef EMBER_ANALYZER_TLS_TLS_FINDER_H
+#define EMBER_ANALYZER_TLS_TLS_FINDER_H
+
+#include <stdint.h>
+
+#include "common/ctl_client.h"
+
+struct tls_finder_opts {
+	struct ctl_client *cc;   /* borrowed */
+	uint32_t max_files;      /* files remembered (0: 4096) */
+};
+
+struct tls_finder_stats {
+	uint64_t files_examined;   /* ELF files looked into */
+	uint64_t files_openssl;    /* ... with OpenSSL/BoringSSL functions */
+	uint64_t files_go;         /* ... Go programs with crypto/tls */
+	uint64_t go_unsupported;   /* Go older than 1.17 (stack ABI): not probed */
+	uint64_t attached;         /* TLS_ATTACH requests the collector took */
+	uint64_t refused;          /* ... it refused */
+	uint64_t errors;           /* files unreadable or malformed */
+};
+
+struct tls_finder;
+
+/* NULL + errno. */
+struct tls_finder *tls_finder__new(const struct tls_finder_opts *o);
+/* Looks at pid's executable mappings for network task task_id (the collector's id).  0 or -errno. */
+int tls_finder__process(struct tls_finder *f, uint64_t task_id, uint32_t pid);
+/* task_id ended: what it asked for is forgotten (the collector drops its probes itself). */
+void tls_finder__forget_task(struct tls_finder *f, uint64_t task_id);
+void tls_finder__stats(const struct tls_finder *f, struct tls_finder_stats *ret);
+/* Accepts NULL.  Returns NULL. */
+struct tls_finder *tls_finder__free(struct tls_finder *f);
+
+#endif

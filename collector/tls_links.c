@@ -1,0 +1,191 @@
+#include "collector/tls_links.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+
+#define MAX_OWNERS 16
+
+struct tls_file {
+	int used;
+	dev_t dev;
+	ino_t ino;
+	int links[2];           /* entries and RET instructions; returns (uretprobe) */
+	uint32_t npoints;
+	uint64_t owners[MAX_OWNERS];
+	unsigned nowners;
+};
+
+struct tls_links {
+	struct bpf_net *net;
+	unsigned max;
+	struct tls_file *files;
+	uint64_t refused;
+};
+
+struct tls_links *tls_links__new(struct bpf_net *net, unsigned max_files)
+{
+	struct tls_links *l = calloc(1, sizeof(*l));
+
+	if (!l)
+		return NULL;
+	l->net = net;
+	l->max = max_files ? max_files : 64;
+	l->files = calloc(l->max, sizeof(*l->files));
+	if (!l->files) {
+		free(l);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return l;
+}
+
+static void file_unprobe(struct tls_links *l, struct tls_file *f)
+{
+	for (int i = 0; i < 2; i++)
+		if (f->links[i] >= 0)
+			close(f->links[i]);
+	memset(f, 0, sizeof(*f));
+	for (unsigned i = 0; i < l->max; i++)
+		if (l->files[i].used)
+			return;
+	bpf_net__tls_on(l->net, false);
+}
+
+/* A point the TLS program can serve: its function, a side that function has, inside the file. */
+static int point_ok(const struct ctl_tls_point *p, uint64_t size)
+{
+	uint64_t fn = p->cookie & 0xff, kind = (p->cookie >> 8) & 0xff;
+	int go = fn == NET_TLS_GO_WRITE || fn == NET_TLS_GO_READ;
+
+	if (p->cookie >> 16 || !fn || fn > NET_TLS_FN_MAX || p->off >= size)
+		return 0;
+	if (kind == NET_TLS_P_ENTRY)
+		return 1;
+	if (kind == NET_TLS_P_RETURN)
+		return !go;        /* never uretprobes on Go: it moves goroutine stacks */
+	return kind == NET_TLS_P_RET_INSN && go;
+}
+
+static int add_owner(struct tls_file *f, uint64_t owner)
+{
+	for (unsigned i = 0; i < f->nowners; i++)
+		if (f->owners[i] == owner)
+			return 0;
+	if (f->nowners == MAX_OWNERS)
+		return -ENOSPC;
+	f->owners[f->nowners++] = owner;
+	return 0;
+}
+
+int tls_links__add(struct tls_links *l, uint64_t owner, int fd, const struct ctl_tls_point *pts, uint32_t n)
+{
+	uint64_t offs[2][CTL_TLS_MAX_POINTS], cookies[2][CTL_TLS_MAX_POINTS];
+	uint32_t cnt[2] = { 0, 0 };
+	struct tls_file *f = NULL;
+	char path[64];
+	struct stat st;
+	int err;
+
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || !n || n > CTL_TLS_MAX_POINTS) {
+		l->refused++;
+		return -EINVAL;
+	}
+	for (unsigned i = 0; i < l->max; i++) {
+		struct tls_file *g = &l->files[i];
+
+		if (g->used && g->dev == st.st_dev && g->ino == st.st_ino) {
+			err = add_owner(g, owner);
+			l->refused += err != 0;
+			return err;
+		}
+		if (!g->used && !f)
+			f = g;
+	}
+	if (!f) {
+		l->refused++;
+		return -ENOSPC;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		int ret = ((pts[i].cookie >> 8) & 0xff) == NET_TLS_P_RETURN;
+
+		if (!point_ok(&pts[i], (uint64_t)st.st_size)) {
+			l->refused++;
+			return -EINVAL;
+		}
+		offs[ret][cnt[ret]] = pts[i].off;
+		cookies[ret][cnt[ret]++] = pts[i].cookie;
+	}
+	if (!cnt[0]) {
+		l->refused++;
+		return -EINVAL;  /* returns without entries would never find a call */
+	}
+	/* The file as the broker opened it, not a path the analyzer named. */
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	f->links[0] = f->links[1] = -1;
+	for (int k = 0; k < 2; k++) {
+		if (!cnt[k])
+			continue;
+		f->links[k] = bpf_net__tls_link(l->net, path, offs[k], cookies[k], cnt[k], k == 1);
+		if (f->links[k] < 0) {
+			err = f->links[k];
+			f->links[k] = -1;
+			if (k == 1 && f->links[0] >= 0)
+				close(f->links[0]);
+			memset(f, 0, sizeof(*f));
+			l->refused++;
+			return err;
+		}
+	}
+	f->used = 1;
+	f->dev = st.st_dev;
+	f->ino = st.st_ino;
+	f->npoints = n;
+	f->owners[0] = owner;
+	f->nowners = 1;
+	bpf_net__tls_on(l->net, true);
+	return 0;
+}
+
+void tls_links__drop_owner(struct tls_links *l, uint64_t owner)
+{
+	for (unsigned i = 0; i < l->max; i++) {
+		struct tls_file *f = &l->files[i];
+
+		if (!f->used)
+			continue;
+		for (unsigned j = 0; j < f->nowners; j++)
+			if (f->owners[j] == owner) {
+				f->owners[j] = f->owners[--f->nowners];
+				break;
+			}
+		if (!f->nowners)
+			file_unprobe(l, f);
+	}
+}
+
+void tls_links__stats(const struct tls_links *l, struct tls_links_stats *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	ret->refused = l->refused;
+	for (unsigned i = 0; i < l->max; i++)
+		if (l->files[i].used) {
+			ret->files++;
+			ret->points += l->files[i].npoints;
+		}
+}
+
+struct tls_links *tls_links__free(struct tls_links *l)
+{
+	if (!l)
+		return NULL;
+	for (unsigned i = 0; i < l->max; i++)
+		if (l->files[i].used)
+			file_unprobe(l, &l->files[i]);
+	free(l->files);
+	free(l);
+	return NULL;
+}

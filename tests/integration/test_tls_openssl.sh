@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# TLS plaintext from OpenSSL as a shared library (libssl.so.3), without keys:
+#  - Python's ssl module as server and client, both started after the task
+#    began (each a waiting shell that exec's python: libssl is mapped, found
+#    and probed while the task runs): every request of the client is one
+#    exchange on each side, statuses as the client saw them, is_ssl on every
+#    record, and the ciphertext the client wrote is what the server read;
+#  - nginx over HTTPS driven by curl, HTTP/1.1 keep-alive with a 200/404/500
+#    mix and HTTP/2 through ALPN: nginx's access log is the truth.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/net_servers.sh"
+need_bpf
+PY=/usr/bin/python3
+PEER=$ROOT/tests/integration/tls_peer.py
+AGENT_PROFILING_YAML="  task: { network: { max_exchanges_per_report: 1000000 } }"
+start_agent
+openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=localhost -days 2 -keyout "$TMP/key.pem" -out "$TMP/cert.pem" \
+  >/dev/null 2>&1 || fail "openssl could not make a test certificate"
+
+# ---- Python: server and client start after the task ----------------------------------
+PORT=$(net_port 7)
+N=60
+bash -c "while [ ! -e '$TMP/go.srv' ]; do sleep 0.02; done; exec $PY '$PEER' server $PORT '$TMP/cert.pem' '$TMP/key.pem'" \
+  >"$TMP/pysrv.out" 2>&1 & SRV=$!; CLEANUP_PIDS+=("$SRV")
+bash -c "while [ ! -e '$TMP/go.cli' ]; do sleep 0.02; done; exec $PY '$PEER' client $PORT $N" \
+  >"$TMP/pycli.out" 2>&1 & CLI=$!; CLEANUP_PIDS+=("$CLI")
+start_net_task py "$SRV,$CLI" 6s
+touch "$TMP/go.srv"
+for _ in $(seq 200); do grep -q listening "$TMP/pysrv.out" && break; sleep 0.05; done
+grep -q listening "$TMP/pysrv.out" || { cat "$TMP/pysrv.out"; fail "the Python TLS server did not start"; }
+touch "$TMP/go.cli"
+wait "$CLI" || { cat "$TMP/pycli.out"; fail "the Python TLS client failed"; }
+cat "$TMP/pycli.out"
+wait_net_task py
+"$EMBER" stats --config "$TMP/ember.yaml" > "$TMP/stats.py" || fail "ember stats failed"
+grep -E 'tls|net_records' "$TMP/stats.py" | head -30
+$PY "$ROOT/tests/integration/tls_checks.py" "$TMP/py/network.json" "$SRV" "$CLI" "$TMP/pycli.out" http1 ||
+  fail "the Python TLS exchanges differ from what the client did"
+ok "Python ssl: $N exchanges on each side, statuses and is_ssl right"
+
+# ---- nginx over HTTPS: curl, HTTP/1.1 keep-alive and HTTP/2 ---------------------------
+NPORT=$(net_port 8)
+d=$TMP/nginx-tls
+mkdir -p "$d/html" "$d/logs"
+head -c 3000 /dev/zero | tr '\0' 'a' > "$d/html/small.txt"
+head -c 70000 /dev/urandom > "$d/html/big.bin"
+cat > "$d/nginx.conf" <<NGX
+worker_processes 1;
+daemon off;
+master_process on;
+error_log $d/logs/error.log;
+pid $d/nginx.pid;
+events { worker_connections 1024; }
+http {
+  log_format ember '\$status \$request_length \$bytes_sent \$server_protocol \$connection "\$request"';
+  access_log $d/logs/access.log ember;
+  keepalive_requests 100000;
+  server {
+    listen 127.0.0.1:$NPORT ssl http2;
+    ssl_certificate $TMP/cert.pem;
+    ssl_certificate_key $TMP/key.pem;
+    root $d/html;
+    location = /fail { return 500; }
+  }
+}
+NGX
+nginx -c "$d/nginx.conf" -p "$d" >/dev/null 2>&1 & CLEANUP_PIDS+=("$!")
+wait_port "$NPORT" nginx
+NGX_PID=$(pgrep -f "nginx: worker process" -P "$(cat "$d/nginx.pid")" | head -1)
+[ -n "$NGX_PID" ] || fail "nginx worker not found"
+U=https://127.0.0.1:$NPORT
+start_net_task ngx "$NGX_PID" 5s
+urls=(); outs=()
+for i in $(seq 30); do
+  case $((i % 6)) in 1) urls+=("$U/nope");; 2) urls+=("$U/fail");; 3) urls+=("$U/big.bin");; *) urls+=("$U/small.txt");; esac
+  outs+=(-o /dev/null)
+done
+curl -sk --http1.1 "${outs[@]}" "${urls[@]}" || fail "curl over HTTPS (HTTP/1.1) failed"
+for _ in $(seq 5); do curl -sk -o /dev/null "$U/small.txt" || fail "curl over HTTPS failed"; done
+curl -sk --http2 "${outs[@]}" "${urls[@]}" || fail "curl over HTTPS (HTTP/2) failed"
+wait_net_task ngx
+$PY - "$TMP/ngx/network.json" "$d/logs/access.log" "$NGX_PID" <<'PYC' || fail "ember's TLS exchanges differ from nginx's access log"
+import json, sys, collections
+net, log, pid = sys.argv[1], sys.argv[2], int(sys.argv[3])
+ex, conns = [], []
+for line in open(net):
+    o = json.loads(line)
+    if o['type'] == 'exchange' and o['pid'] == pid: ex.append(o)
+    elif o['type'] == 'connection' and o['pid'] == pid: conns.append(o)
+acc = collections.defaultdict(list)
+nconn = collections.defaultdict(set)
+for l in open(log):
+    st, rl, bs, proto, conn, req = l.split(' ', 5)
+    p = 'http2' if proto == 'HTTP/2.0' else 'http1'
+    acc[p].append(int(st))
+    nconn[p].add(conn)
+bad = 0
+def check(what, got, exp):
+    global bad
+    bad += got != exp
+    print(f"  {what}: ember {got}, nginx {exp}{'' if got == exp else '  <-- differs'}")
+for proto in ('http1', 'http2'):
+    xs = [x for x in ex if x['protocol'] == proto]
+    check(f"{proto} exchanges", len(xs), len(acc[proto]))
+    check(f"{proto} statuses", dict(sorted(collections.Counter(x['status'] for x in xs).items())),
+          dict(sorted(collections.Counter(acc[proto]).items())))
+    check(f"{proto} is_ssl", sorted(set(x['ssl'] for x in xs)), [True])
+# curl negotiates HTTP/2 by ALPN unless told --http1.1: the five single requests are HTTP/2 too.
+check("connections per protocol, all TLS", sorted((c['ssl'], c['protocol']) for c in conns),
+      sorted([(True, p) for p in nconn for _ in nconn[p]]))
+sys.exit(1 if bad else 0)
+PYC
+ok "nginx over HTTPS: HTTP/1.1 and HTTP/2 exchanges match the access log, all is_ssl"
