@@ -558,7 +558,7 @@ struct tls_call {
 	__u64 sk;       /* set by a syscall under the call, 0 until then */
 	__s32 fd;
 	__u16 fn;
-	__u16 pad;
+	__u16 emitted;  /* Go's Write: sent at its first syscall */
 	__u32 cap;
 	__u32 pad2;
 };
@@ -608,6 +608,45 @@ static __always_inline struct tls_call *tls_current(struct pt_regs *regs, const 
 #endif
 }
 
+/* The plaintext of a TLS call, tied to the socket the call (or its object) used. */
+static __always_inline void tls_emit(struct tls_call *tc, __u32 tgid, long ret)
+{
+	struct tls_obj_key ok = { .obj = tc->obj, .tgid = tgid };
+	struct tls_sock *ts;
+	struct scratch *s;
+	__u32 zero = 0, got = 0;
+
+	s = bpf_map_lookup_elem(&net_scratch, &zero);
+	if (!s)
+		return;
+	__builtin_memset(&s->e, 0, sizeof(s->e));
+	if (!tc->sk && (ts = bpf_map_lookup_elem(&tls_objs, &ok)) != NULL) {
+		tc->sk = ts->sk;
+		tc->ino = ts->ino;
+		tc->fd = ts->fd;
+	}
+	if (!tc->sk || fill_sock(&s->e, (struct sock *)tc->sk, false)) {
+		__builtin_memset(&s->e, 0, sizeof(s->e));
+		tc->fd = -1;
+		tc->ino = 0;
+		count(NET_CNT_TLS_UNBOUND);
+	}
+	s->e.ts_ns = tc->ts;
+	s->e.dur_ns = bpf_ktime_get_ns() - tc->ts;
+	s->e.tgid = tgid;
+	s->e.tid = (__u32)bpf_get_current_pid_tgid();
+	s->e.fd = tc->fd;
+	s->e.ino = tc->ino;
+	s->e.op = tc->fn == NET_TLS_SSL_WRITE || tc->fn == NET_TLS_SSL_WRITE_EX || tc->fn == NET_TLS_GO_WRITE
+			  ? NET_OP_TLS_WRITE : NET_OP_TLS_READ;
+	s->e.ret = ret;
+	s->e.tls = tc->obj;
+	bpf_get_current_comm(s->e.comm, sizeof(s->e.comm));
+	if (ret > 0)
+		got = copy_in(s, 0, tc->buf, (__u64)ret, tc->cap);
+	emit(s, got);
+}
+
 /* A socket call under a TLS call: its socket is the TLS call's (and its object's). */
 static __always_inline bool tls_wire(struct pt_regs *regs, int fd, __u64 ino, struct sock *sk, const bool btf)
 {
@@ -629,6 +668,15 @@ static __always_inline bool tls_wire(struct pt_regs *regs, int fd, __u64 ino, st
 		ts.fd = fd;
 		ts.pad = 0;
 		bpf_map_update_elem(&tls_objs, &ok, &ts, BPF_ANY);
+	}
+	/*
+	 * Go's Write is sent here, before its data leaves: the answer may come back
+	 * (and a reader goroutine's Read return, on another thread) before this
+	 * goroutine reaches Write's RET.  Go's Write writes all of b or fails.
+	 */
+	if (tc->fn == NET_TLS_GO_WRITE && !tc->emitted) {
+		tc->emitted = 1;
+		tls_emit(tc, bpf_get_current_pid_tgid() >> 32, (long)tc->len);
 	}
 	count(NET_CNT_TLS_WIRE);
 	return true;
@@ -756,6 +804,7 @@ static __always_inline int leave(struct pt_regs *regs, long ret, const bool btf)
 	struct scratch *s;
 	struct sock *sk;
 	__u32 zero = 0, got = 0;
+	bool wire;
 	int fd;
 
 	/* Every syscall of the host exits through here: the ones that cannot be
@@ -781,6 +830,8 @@ static __always_inline int leave(struct pt_regs *regs, long ret, const bool btf)
 		count(NET_CNT_NOT_SOCKET);
 		return 0;
 	}
+	/* Before the event is built: a Go write's plaintext goes out first, through the same scratch. */
+	wire = tls_on && (c.op == NET_OP_READ || c.op == NET_OP_WRITE) && tls_wire(regs, fd, ino, sk, btf);
 	s = bpf_map_lookup_elem(&net_scratch, &zero);
 	if (!s || begin(s, &c, sk, ino, fd, ret, now, btf))
 		return 0;
@@ -793,7 +844,7 @@ static __always_inline int leave(struct pt_regs *regs, long ret, const bool btf)
 		peer_from_arg(&s->e, c.addr);
 	if (c.op == NET_OP_WRITE && s->e.type == 1 /* SOCK_STREAM */)
 		s->e.srtt_us = BPF_CORE_READ((struct tcp_sock *)sk, srtt_us) >> 3;
-	if (tls_on && (c.op == NET_OP_READ || c.op == NET_OP_WRITE) && tls_wire(regs, fd, ino, sk, btf)) {
+	if (wire) {
 		/* Ciphertext: its size and timing count, its bytes mean nothing to a parser. */
 		s->e.flags |= NET_F_TLS_WIRE;
 		emit(s, 0);
@@ -1014,45 +1065,6 @@ int BPF_PROG(net_exec_raw, struct task_struct *p, pid_t old_pid, struct linux_bi
 	return 0;
 }
 
-/* The plaintext of a finished TLS call, tied to the socket the call (or its object) used. */
-static __always_inline void tls_emit(struct tls_call *tc, __u32 tgid, long ret)
-{
-	struct tls_obj_key ok = { .obj = tc->obj, .tgid = tgid };
-	struct tls_sock *ts;
-	struct scratch *s;
-	__u32 zero = 0, got = 0;
-
-	s = bpf_map_lookup_elem(&net_scratch, &zero);
-	if (!s)
-		return;
-	__builtin_memset(&s->e, 0, sizeof(s->e));
-	if (!tc->sk && (ts = bpf_map_lookup_elem(&tls_objs, &ok)) != NULL) {
-		tc->sk = ts->sk;
-		tc->ino = ts->ino;
-		tc->fd = ts->fd;
-	}
-	if (!tc->sk || fill_sock(&s->e, (struct sock *)tc->sk, false)) {
-		__builtin_memset(&s->e, 0, sizeof(s->e));
-		tc->fd = -1;
-		tc->ino = 0;
-		count(NET_CNT_TLS_UNBOUND);
-	}
-	s->e.ts_ns = tc->ts;
-	s->e.dur_ns = bpf_ktime_get_ns() - tc->ts;
-	s->e.tgid = tgid;
-	s->e.tid = (__u32)bpf_get_current_pid_tgid();
-	s->e.fd = tc->fd;
-	s->e.ino = tc->ino;
-	s->e.op = tc->fn == NET_TLS_SSL_WRITE || tc->fn == NET_TLS_SSL_WRITE_EX || tc->fn == NET_TLS_GO_WRITE
-			  ? NET_OP_TLS_WRITE : NET_OP_TLS_READ;
-	s->e.ret = ret;
-	s->e.tls = tc->obj;
-	bpf_get_current_comm(s->e.comm, sizeof(s->e.comm));
-	if (ret > 0)
-		got = copy_in(s, 0, tc->buf, (__u64)ret, tc->cap);
-	emit(s, got);
-}
-
 /*
  * Every TLS probe point: the cookie (NET_TLS_COOKIE) says which function and
  * which side.  Attached by the collector as uprobe.multi (entries, Go's RET
@@ -1140,7 +1152,7 @@ int net_tls(struct pt_regs *ctx)
 	if (ret > 0 && (__u64)ret > tc->len)
 		ret = (long)tc->len;  /* never more than the buffer the caller gave */
 	/* A call that moved nothing (WANT_READ of a non-blocking socket, an error) has nothing to parse. */
-	if (ret > 0)
+	if (ret > 0 && !tc->emitted)
 		tls_emit(tc, tgid, ret);
 	bpf_map_delete_elem(&tls_calls, &k);
 	return 0;

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# TLS plaintext from runtimes that carry their own TLS: Node's https (OpenSSL
+# linked into the node binary, memory BIOs: the library never touches the
+# socket, so plaintext is tied to the socket its thread moves data on) and
+# Go's crypto/tls (built in the test with Debian's golang-go; register ABI,
+# uprobes on the RET instructions of (*Conn).Read/Write, state by goroutine),
+# HTTP/1.1 and HTTP/2 (ALPN h2) for Go.  Each: a server and a client started
+# after the task began, exact exchange counts and statuses on both sides,
+# is_ssl, and the ciphertext one end wrote is what the other read.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/net_servers.sh"
+need_bpf
+PY=/usr/bin/python3
+CHECK=$ROOT/tests/integration/tls_checks.py
+AGENT_PROFILING_YAML="  task: { network: { max_exchanges_per_report: 1000000 } }"
+start_agent
+openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=localhost -days 2 -keyout "$TMP/key.pem" -out "$TMP/cert.pem" \
+  >/dev/null 2>&1 || fail "openssl could not make a test certificate"
+
+# run_pair NAME PROTOCOL N SERVER-COMMAND CLIENT-COMMAND: both wait for their
+# go file, so that they start (and load their TLS code) while the task runs.
+run_pair() {
+  local name=$1 proto=$2 n=$3 srv_cmd=$4 cli_cmd=$5 srv cli
+  bash -c "while [ ! -e '$TMP/$name.go.srv' ]; do sleep 0.02; done; exec $srv_cmd" >"$TMP/$name.srv.out" 2>&1 &
+  srv=$!; CLEANUP_PIDS+=("$srv")
+  bash -c "while [ ! -e '$TMP/$name.go.cli' ]; do sleep 0.02; done; exec $cli_cmd" >"$TMP/$name.cli.out" 2>&1 &
+  cli=$!; CLEANUP_PIDS+=("$cli")
+  start_net_task "$name" "$srv,$cli" 8s
+  touch "$TMP/$name.go.srv"
+  for _ in $(seq 300); do grep -q listening "$TMP/$name.srv.out" && break; sleep 0.05; done
+  grep -q listening "$TMP/$name.srv.out" || { cat "$TMP/$name.srv.out"; fail "the $name server did not start"; }
+  touch "$TMP/$name.go.cli"
+  wait "$cli" || { cat "$TMP/$name.cli.out"; fail "the $name client failed"; }
+  tail -1 "$TMP/$name.cli.out"
+  wait_net_task "$name"
+  kill "$srv" 2>/dev/null
+  $PY "$CHECK" "$TMP/$name/network.json" "$srv" "$cli" "$TMP/$name.cli.out" "$proto" ||
+    fail "the $name exchanges differ from what its client did"
+  ok "$name: $n exchanges of $proto on each side, statuses and is_ssl right"
+}
+
+# ---- Node ------------------------------------------------------------------------------
+if command -v node >/dev/null; then
+  P=$(net_port 7)
+  JS=$ROOT/tests/integration/tls_node.js
+  run_pair node http1 50 "node '$JS' server $P '$TMP/cert.pem' '$TMP/key.pem'" "node '$JS' client $P 50"
+else
+  fail "node missing (deploy/install-deps.sh installs nodejs)"
+fi
+
+# ---- Go --------------------------------------------------------------------------------
+command -v go >/dev/null || fail "go missing (deploy/install-deps.sh installs golang-go)"
+# The build cache under build/ keeps later runs fast; no network is needed (standard library only).
+GOCACHE=$B/go-cache GO111MODULE=off go build -o "$TMP/go_tls" "$ROOT/tests/progs/go_tls/main.go" \
+  >"$TMP/go-build.log" 2>&1 || { cat "$TMP/go-build.log"; fail "go build of tests/progs/go_tls failed"; }
+"$TMP/go_tls" version >/dev/null 2>&1
+for proto in h1 h2; do
+  P=$(net_port $([ $proto = h1 ] && echo 8 || echo 9))
+  run_pair "go-$proto" "$([ $proto = h1 ] && echo http1 || echo http2)" 40 \
+    "'$TMP/go_tls' server 127.0.0.1:$P '$TMP/cert.pem' '$TMP/key.pem'" \
+    "'$TMP/go_tls' client https://127.0.0.1:$P/size/3000 40 $proto"
+done
+"$EMBER" stats --config "$TMP/ember.yaml" > "$TMP/stats" || fail "ember stats failed"
+awk '$2 ~ /tls_files_go|bpf_net_tls_returns_without_entry/' "$TMP/stats"
