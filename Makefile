@@ -133,6 +133,11 @@ PROG_LIBS_kafka_mock := -lrdkafka
 PROG_CFLAGS_nofp_chain := -O2 -fomit-frame-pointer
 PROG_CFLAGS_fp_chain := -O2 -fno-omit-frame-pointer
 $(BUILD)/progs/fp_chain: tests/progs/nofp_chain.c
+# tls_probe_dump runs the analyzer's TLS probe finder (tests/integration/test_tls_offsets.sh).
+$(BUILD)/progs/tls_probe_dump: $(BUILD)/obj/tests/progs/tls_probe_dump.o $(BUILD)/obj/analyzer/tls/tls_probe.o \
+		$(BUILD)/obj/symbolizer/gopclntab.o
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) $^ -o $@ -lelf
 $(BUILD)/progs/%: tests/progs/%.c tests/progs/start_gate.h
 	@mkdir -p $(@D)
 	$(CC) -O0 -g -fno-omit-frame-pointer -fno-inline -fno-optimize-sibling-calls -Wall -Werror -pthread $(PROG_CFLAGS_$*) $< -o $@ $(PROG_LIBS_$*)

@@ -1097,7 +1097,7 @@ int net_tls(struct pt_regs *ctx)
 	if (go)
 		return 0;
 #endif
-	if (kind == NET_TLS_P_ENTRY) {
+	if (kind == NET_TLS_P_ENTRY || kind == NET_TLS_P_CALL) {
 		struct tls_call c = {};
 
 		c.ts = bpf_ktime_get_ns();
@@ -1116,7 +1116,7 @@ int net_tls(struct pt_regs *ctx)
 			c.obj = PT_REGS_PARM1(ctx);
 			c.buf = PT_REGS_PARM2(ctx);
 			c.len = PT_REGS_PARM3(ctx);
-			if (fn == NET_TLS_SSL_WRITE_EX || fn == NET_TLS_SSL_READ_EX)
+			if (fn == NET_TLS_SSL_WRITE_EX || fn == NET_TLS_SSL_READ_EX || kind == NET_TLS_P_CALL)
 				c.outlen = PT_REGS_PARM4(ctx);
 		}
 		count(NET_CNT_TLS_CALLS);
@@ -1140,7 +1140,7 @@ int net_tls(struct pt_regs *ctx)
 	{
 		/* int functions: only the low 32 bits of the return register are defined. */
 		ret = (int)PT_REGS_RC(ctx);
-		if ((fn == NET_TLS_SSL_WRITE_EX || fn == NET_TLS_SSL_READ_EX)) {
+		if (fn == NET_TLS_SSL_WRITE_EX || fn == NET_TLS_SSL_READ_EX || kind == NET_TLS_P_AFTER_CALL) {
 			__u64 n = 0;
 
 			if (ret == 1 && tc->outlen && !bpf_probe_read_user(&n, sizeof(n), (void *)tc->outlen))

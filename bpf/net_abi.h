@@ -160,6 +160,19 @@ enum net_tls_probe {
 	NET_TLS_P_ENTRY = 0,      /* uprobe at the function's entry: arguments */
 	NET_TLS_P_RETURN = 1,     /* uretprobe (OpenSSL): return value */
 	NET_TLS_P_RET_INSN = 2,   /* uprobe on one of the function's RET instructions (Go) */
+	/*
+	 * OpenSSL's SSL_read/SSL_write as most builds compile them: a thin
+	 * wrapper that calls an internal function with the arguments and the
+	 * address of a size_t for the length, then tests the result.  CALL is a
+	 * uprobe on that call instruction (arguments in RDI, RSI, RDX; RCX: where
+	 * the length goes), AFTER_CALL one on the conditional jump after it (EAX:
+	 * the internal result, 1 when the length was written).  Both
+	 * instructions are ones the kernel emulates; a function's first
+	 * instruction often is not (it must then be single-stepped, several
+	 * times the cost), and a uretprobe needs its breakpoint there.
+	 */
+	NET_TLS_P_CALL = 3,
+	NET_TLS_P_AFTER_CALL = 4,
 };
 #define NET_TLS_COOKIE(fn, probe) ((__u64)(fn) | (__u64)(probe) << 8)
 

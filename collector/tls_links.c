@@ -65,7 +65,7 @@ static int point_ok(const struct ctl_tls_point *p, uint64_t size)
 		return 0;
 	if (kind == NET_TLS_P_ENTRY)
 		return 1;
-	if (kind == NET_TLS_P_RETURN)
+	if (kind == NET_TLS_P_RETURN || kind == NET_TLS_P_CALL || kind == NET_TLS_P_AFTER_CALL)
 		return !go;        /* never uretprobes on Go: it moves goroutine stacks */
 	return kind == NET_TLS_P_RET_INSN && go;
 }

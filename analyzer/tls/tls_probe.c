@@ -76,8 +76,8 @@ static const uint16_t map1[256] = {
 	[0x7c ... 0x7f] = M,
 	[0x80 ... 0x8f] = IZ | F_REL,
 	[0x90 ... 0x9f] = M,
-	[0xa3] = M, [0xa4] = M | I8, [0xa5] = M, [0xa6 ... 0xa7] = M | GRP /* VIA PadLock */, [0xab] = M, [0xac] = M | I8,
-	[0xad ... 0xaf] = M,
+	[0xa3] = M, [0xa4] = M | I8, [0xa5] = M, [0xa6 ... 0xa7] = M | GRP /* VIA PadLock */,
+	[0xab] = M, [0xac] = M | I8, [0xad ... 0xaf] = M,
 	[0xb0 ... 0xb7] = M, [0xb8] = M | GRP, [0xb9] = M, [0xba] = M | I8 | GRP, [0xbb ... 0xbf] = M,
 	[0xc0 ... 0xc1] = M, [0xc2] = M | I8, [0xc3] = M, [0xc4 ... 0xc6] = M | I8, [0xc7] = M | GRP,
 	[0xd0 ... 0xff] = M,
@@ -132,8 +132,7 @@ struct insn {
 	uint8_t op;            /* the opcode byte within its map */
 	uint8_t rex;           /* 0 if none */
 	uint8_t rep;           /* the last of f2/f3, or 0 */
-	uint8_t modrm;
-	bool has_modrm;
+	uint8_t modrm;         /* 0 if none */
 	bool p66, p67, lock;
 	bool seg_old;          /* 26, 2e, 36 or 3e: the kernel refuses these prefixes */
 	bool only_rex;         /* no prefix but one REX */
@@ -327,7 +326,7 @@ static int decode(const uint8_t *p, size_t n, struct insn *d)
 	} else if (d->op == 0xc4 || d->op == 0xc5 || d->op == 0x62 ||
 		   (d->op == 0x8f && i < max && (p[i] & 0x1f) >= 8)) {
 		/* VEX, EVEX, XOP: in 64-bit mode c4/c5/62 are never les/lds/bound. */
-		uint8_t b1, b2 = 0, b3;
+		uint8_t b1, b2;
 
 		if (d->p66 || d->rep || d->lock || d->rex)
 			return -1;
@@ -347,10 +346,7 @@ static int decode(const uint8_t *p, size_t n, struct insn *d)
 				/* P0 bit 3 and a clear P1 bit 2 belong to APX encodings: not known here. */
 				if ((b1 & 0x08) || !(b2 & 0x04))
 					return -1;
-				if (i >= max)
-					return -1;
-				b3 = p[i++];
-				(void)b3;
+				i++;   /* P2: masking, broadcast, vector length */
 			} else {
 				d->enc = d->op == 0xc4 ? ENC_VEX : ENC_XOP;
 				d->map = b1 & 0x1f;
@@ -373,7 +369,6 @@ static int decode(const uint8_t *p, size_t n, struct insn *d)
 		if (i >= max)
 			return -1;
 		d->modrm = p[i++];
-		d->has_modrm = true;
 		mod = d->modrm >> 6;
 		rm = d->modrm & 7;
 		if (!(f & F_MREG) && mod != 3) {
@@ -458,7 +453,7 @@ int tls_probe__insn_class(const uint8_t *p, size_t n)
 		if (d.op >= 0x80 && d.op <= 0x8f)
 			return TLS_INSN_EMULATED;          /* jcc rel32 (66 refused by the decoder) */
 		if (d.op == 0x1f && (d.modrm >> 3 & 7) == 0)
-			return TLS_INSN_NOP;               /* nopl/nopw; kernels before 6.19 single-step it */
+			return TLS_INSN_NOP;               /* nopl/nopw (older kernels single-step it) */
 		return TLS_INSN_STEPPED;
 	}
 	if (d.map != 0)
@@ -466,7 +461,7 @@ int tls_probe__insn_class(const uint8_t *p, size_t n)
 	if (in_ranges(kernel_bad_r, d.op) || (d.op == 0x8e && (d.modrm >> 3 & 7) == 2))
 		return -1;
 	if (d.op == 0x90) {
-		/* 41 90 is xchg %eax,%r8d: kernels before 6.19 emulate any 90 as a nop. */
+		/* 41 90 is xchg %eax,%r8d, which older kernels emulate as a nop (any 90 was one). */
 		if (d.rex & 1)
 			return -1;
 		return d.rep == 0xf3 ? TLS_INSN_STEPPED : TLS_INSN_NOP;   /* pause */
@@ -600,14 +595,18 @@ static int load(Elf *elf, struct file *f)
 			symtab_of(elf, f, &sh, &f->symtab, &f->symstr);
 		else if (sh.sh_type == SHT_DYNSYM)
 			symtab_of(elf, f, &sh, &f->dynsym, &f->dynstr);
-		else if (!strcmp(name, ".go.buildinfo"))
-			f->go = blob_of(f, &sh, &f->buildinfo) || true;   /* Go even if out of the file */
-		else if (!strcmp(name, ".gopclntab") || !strcmp(name, ".data.rel.ro.gopclntab"))
-			f->go = blob_of(f, &sh, &f->pclntab) || true;
-		else if (!strcmp(name, ".note.go.buildid"))
-			f->go = true;
 		else if (!strcmp(name, ".text"))
 			f->text_addr = sh.sh_addr;
+		/* A Go binary even when the section's bytes are out of the file. */
+		if (!strcmp(name, ".go.buildinfo")) {
+			f->go = true;
+			(void)blob_of(f, &sh, &f->buildinfo);
+		} else if (!strcmp(name, ".gopclntab") || !strcmp(name, ".data.rel.ro.gopclntab")) {
+			f->go = true;
+			(void)blob_of(f, &sh, &f->pclntab);
+		} else if (!strcmp(name, ".note.go.buildid")) {
+			f->go = true;
+		}
 	}
 	return 0;
 }
@@ -675,6 +674,7 @@ static unsigned go_version_of(const struct file *f)
 	static const char magic[14] = "\xff Go buildinf:";
 	const uint8_t *b = f->buildinfo.p, *hdr, *str;
 	size_t len = f->buildinfo.size;
+	uint64_t (*rd)(const uint8_t *, unsigned);
 	unsigned ptr, shift = 0;
 	uint64_t v = 0, data, n;
 	size_t i;
@@ -694,7 +694,7 @@ static unsigned go_version_of(const struct file *f)
 	}
 	if (ptr != 4 && ptr != 8)
 		return 0;
-	uint64_t (*rd)(const uint8_t *, unsigned) = (b[15] & 1) ? be : le;
+	rd = (b[15] & 1) ? be : le;
 	hdr = at_vaddr(f, rd(b + 16, ptr), 2 * (uint64_t)ptr, false, NULL);
 	if (!hdr)
 		return 0;
@@ -720,7 +720,7 @@ static int go_func(void *ctx, uint64_t entry, uint64_t end, const char *name, si
 	return g->found[0].rank >= 0 && g->found[1].rank >= 0;   /* both: stop */
 }
 
-/* Without .symtab: the runtime's own table (Go 1.18+ layout) names every function. */
+/* Stripped (no .symtab, or not these names in it): the runtime's own table (Go 1.18+ layout) names every function. */
 static void go_from_pclntab(const struct file *f, struct func *found)
 {
 	struct go_ctx g = { .found = found };
@@ -747,19 +747,92 @@ static const uint8_t *code_of(const struct file *f, const struct func *fn, uint6
 {
 	const uint8_t *code = at_vaddr(f, fn->vaddr, fn->size, true, ret_off);
 
-	*ret_skip = code && fn->size > sizeof(endbr64) && !memcmp(code, endbr64, sizeof(endbr64)) ? sizeof(endbr64) : 0;
+	*ret_skip = 0;
+	if (code && fn->size >= sizeof(endbr64) && !memcmp(code, endbr64, sizeof(endbr64)))
+		*ret_skip = sizeof(endbr64);
 	return code;
+}
+
+/* A function found, whose bytes are all inside an executable segment. */
+static bool located(const struct file *f, const struct func *fn)
+{
+	return fn->rank >= 0 && at_vaddr(f, fn->vaddr, fn->size, true, NULL);
+}
+
+/*
+ * OpenSSL 3's SSL_read and SSL_write as GCC builds them: a wrapper that sets
+ * RCX to a size_t on its stack, calls the internal function (the arguments
+ * untouched), then tests EAX and branches.  Only the instructions listed
+ * below may come before the call (none writes RDI or RSI, RDX is only
+ * sign-extended), so that the call sees the function's arguments; anything
+ * else, and the function gets ENTRY + RETURN.  Sets *call and *after to the
+ * offsets (from code) of the call and of the conditional jump after it.
+ */
+static bool wrapper_shape(const uint8_t *code, size_t n, size_t *call, size_t *after)
+{
+	bool rcx_stack = false;
+	size_t i = 0;
+
+	for (int k = 0; k < 16 && i < n; k++) {
+		const uint8_t *p = code + i;
+		size_t left = n - i;
+		int len = tls_probe__insn_len(p, left);
+
+		if (len <= 0)
+			return false;
+		if (p[0] == 0xe8 && len == 5) {
+			size_t j = i + 5;
+			int tl, jl;
+
+			if (!rcx_stack || tls_probe__insn_class(p, left) != TLS_INSN_EMULATED)
+				return false;
+			/* test %eax,%eax; jcc */
+			tl = j < n ? tls_probe__insn_len(code + j, n - j) : -1;
+			if (tl != 2 || code[j] != 0x85 || code[j + 1] != 0xc0)
+				return false;
+			j += 2;
+			jl = j < n ? tls_probe__insn_len(code + j, n - j) : -1;
+			if (jl <= 0 || !((code[j] >= 0x70 && code[j] <= 0x7f) ||
+					 (jl == 6 && code[j] == 0x0f && code[j + 1] >= 0x80 && code[j + 1] <= 0x8f)) ||
+			    tls_probe__insn_class(code + j, n - j) != TLS_INSN_EMULATED)
+				return false;
+			*call = i;
+			*after = j;
+			return true;
+		}
+		if (len == 4 && !memcmp(p, "\x48\x83\xec", 3)) {                 /* sub $imm8,%rsp */
+		} else if (len == 7 && !memcmp(p, "\x48\x81\xec", 3)) {          /* sub $imm32,%rsp */
+		} else if (len == 9 && !memcmp(p, "\x64\x48\x8b\x04\x25\x28\x00\x00\x00", 9)) { /* mov %fs:0x28,%rax */
+		} else if (len == 5 && !memcmp(p, "\x48\x89\x44\x24", 4)) {     /* mov %rax,d8(%rsp) */
+		} else if (len == 2 && (!memcmp(p, "\x31\xc0", 2) || !memcmp(p, "\x85\xd2", 2))) { /* xor eax; test edx */
+		} else if (len == 2 && p[0] >= 0x70 && p[0] <= 0x7f) {              /* jcc rel8: leaves the path */
+		} else if (len == 3 && !memcmp(p, "\x48\x63\xd2", 3)) {          /* movslq %edx,%rdx */
+		} else if (len == 3 && !memcmp(p, "\x48\x89\xe1", 3)) {          /* mov %rsp,%rcx */
+			rcx_stack = true;
+		} else if (len == 5 && !memcmp(p, "\x48\x8d\x4c\x24", 4)) {     /* lea d8(%rsp),%rcx */
+			rcx_stack = true;
+		} else {
+			return false;
+		}
+		i += (size_t)len;
+	}
+	return false;
 }
 
 static int openssl_points(const struct file *f, const struct func *fn, int id, struct tls_probe_set *set)
 {
 	uint64_t off;
-	size_t skip;
+	size_t skip, call, after;
 	const uint8_t *code = code_of(f, fn, &off, &skip);
 	int cls, err;
 
 	if (!code)
 		return 0;
+	if ((id == TLS_FN_SSL_READ || id == TLS_FN_SSL_WRITE) &&
+	    wrapper_shape(code + skip, (size_t)fn->size - skip, &call, &after)) {
+		err = add(set, off + skip + call, id, TLS_PROBE_CALL, TLS_INSN_EMULATED);
+		return err ? err : add(set, off + skip + after, id, TLS_PROBE_AFTER_CALL, TLS_INSN_EMULATED);
+	}
 	cls = tls_probe__insn_class(code + skip, (size_t)fn->size - skip);
 	if (cls < 0)
 		return 0;
@@ -770,8 +843,9 @@ static int openssl_points(const struct file *f, const struct func *fn, int id, s
 /* Entry + every RET, from a strict linear sweep: any instruction not decoded drops the function. */
 static int go_points(const struct file *f, const struct func *fn, int id, struct tls_probe_set *set)
 {
-	uint32_t rets[TLS_MAX_POINTS];
-	size_t nrets = 0, skip, pos;
+	uint64_t rets[TLS_MAX_POINTS], pos;
+	int8_t ret_cls[TLS_MAX_POINTS];
+	size_t nrets = 0, skip;
 	uint64_t off;
 	const uint8_t *code = code_of(f, fn, &off, &skip);
 	int cls, err;
@@ -786,7 +860,10 @@ static int go_points(const struct file *f, const struct func *fn, int id, struct
 		if (d.enc == ENC_LEGACY && d.map == 0 && (d.op == 0xc3 || d.op == 0xc2)) {
 			if (nrets == TLS_MAX_POINTS)
 				return -E2BIG;
-			rets[nrets++] = (uint32_t)pos;
+			ret_cls[nrets] = (int8_t)tls_probe__insn_class(code + pos, (size_t)(fn->size - pos));
+			if (ret_cls[nrets] < 0)
+				return 0;   /* a ret the kernel would not probe (cs ret, ...) */
+			rets[nrets++] = pos;
 		}
 		pos += d.len;
 	}
@@ -797,8 +874,7 @@ static int go_points(const struct file *f, const struct func *fn, int id, struct
 		return -E2BIG;
 	err = add(set, off + skip, id, TLS_PROBE_ENTRY, cls);
 	for (size_t i = 0; i < nrets && !err; i++)
-		err = add(set, off + rets[i], id, TLS_PROBE_RET_INSN,
-			  tls_probe__insn_class(code + rets[i], (size_t)fn->size - rets[i]));
+		err = add(set, off + rets[i], id, TLS_PROBE_RET_INSN, ret_cls[i]);
 	return err;
 }
 
@@ -832,24 +908,28 @@ static int find(Elf *elf, struct tls_probe_set *set)
 		}
 		if (f.symtab.size)
 			scan_symbols(&f.symtab, &f.symstr, go_names, 2, found);
-		else
-			go_from_pclntab(&f, found);
-		if (found[0].rank >= 0 || found[1].rank >= 0) {
-			set->lib = TLS_LIB_GO;
+		if (found[0].rank < 0 && found[1].rank < 0)
+			go_from_pclntab(&f, found);   /* stripped */
+		for (size_t k = 0; k < 2; k++)
+			if (located(&f, &found[k]))
+				set->lib = TLS_LIB_GO;
+		if (set->lib) {
 			for (size_t k = 0; k < 2 && !err; k++)
-				if (found[k].rank >= 0)
+				if (located(&f, &found[k]))
 					err = go_points(&f, &found[k], k ? TLS_FN_GO_READ : TLS_FN_GO_WRITE, set);
 			if (err)
 				set->n = 0;
 			return err;
 		}
 	}
+	for (size_t k = 0; k < 4; k++)
+		found[k].rank = -1;
 	if (f.symtab.size)
 		scan_symbols(&f.symtab, &f.symstr, ssl_names, 4, found);
 	if (f.dynsym.size)
 		scan_symbols(&f.dynsym, &f.dynstr, ssl_names, 4, found);
 	for (size_t k = 0; k < 4 && !err; k++) {
-		if (found[k].rank < 0)
+		if (!located(&f, &found[k]))
 			continue;
 		set->lib = TLS_LIB_OPENSSL;
 		err = openssl_points(&f, &found[k], TLS_FN_SSL_WRITE + (int)k, set);
