@@ -485,7 +485,7 @@ static __always_inline __u64 wake_flag(void)
 									     : BPF_RB_NO_WAKEUP;
 }
 
-static __always_inline void emit(struct scratch *s, __u32 payload)
+static __always_inline void emit_now(struct scratch *s, __u32 payload, const bool now)
 {
 	if (payload > NET_MAX_PAYLOAD)
 		payload = NET_MAX_PAYLOAD;
@@ -497,7 +497,7 @@ static __always_inline void emit(struct scratch *s, __u32 payload)
 	take_losses(&s->e);
 	barrier_var(payload);
 	payload &= 2 * NET_MAX_PAYLOAD - 1;
-	if (!bpf_ringbuf_output(&net_events, s, sizeof(s->e) + payload, wake_flag())) {
+	if (!bpf_ringbuf_output(&net_events, s, sizeof(s->e) + payload, now ? BPF_RB_FORCE_WAKEUP : wake_flag())) {
 		count(NET_CNT_EVENTS);
 		return;
 	}
@@ -513,6 +513,11 @@ static __always_inline void emit(struct scratch *s, __u32 payload)
 	}
 	count(NET_CNT_RINGBUF_FULL);
 	keep_losses(&s->e);
+}
+
+static __always_inline void emit(struct scratch *s, __u32 payload)
+{
+	emit_now(s, payload, false);
 }
 
 /* An event about a process rather than a socket (fork, exit, executable mapping): family 0. */
@@ -531,7 +536,8 @@ static __always_inline void proc_event(__u32 op, __u32 tgid, __s64 ret)
 	s->e.op = op;
 	s->e.ret = ret;
 	bpf_get_current_comm(s->e.comm, sizeof(s->e.comm));
-	emit(s, 0);
+	/* The analyzer attaches the process's TLS probes on these: no batching delay. */
+	emit_now(s, 0, true);
 }
 
 /*

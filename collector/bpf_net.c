@@ -205,7 +205,7 @@ int bpf_net__target(struct bpf_net *n, uint32_t tgid, int on, bool prefix)
 }
 
 int bpf_net__tls_link(struct bpf_net *n, const char *path, const uint64_t *offs, const uint64_t *cookies,
-		      uint32_t cnt, bool ret)
+		      uint32_t cnt, bool ret, uint32_t pid)
 {
 	/* union bpf_attr's link_create with its uprobe_multi member, as the kernel lays it out. */
 	struct {
@@ -227,6 +227,7 @@ int bpf_net__tls_link(struct bpf_net *n, const char *path, const uint64_t *offs,
 	a.cookies = (uint64_t)(uintptr_t)cookies;
 	a.cnt = cnt;
 	a.uflags = ret ? F_UPROBE_MULTI_RETURN : 0;
+	a.pid = pid;
 	fd = (int)syscall(__NR_bpf, BPF_LINK_CREATE, &a, sizeof(a));
 	return fd < 0 ? -errno : fd;
 }

@@ -49,12 +49,14 @@ int bpf_net__consume(struct bpf_net *n, bpf_net_event_fn cb, void *ctx);
 /*
  * One uprobe.multi link (ret: uretprobe.multi) of the TLS program at cnt file
  * offsets of the file at path (the collector passes /proc/self/fd/N of a file
- * the broker opened), each with its cookie (NET_TLS_COOKIE).  Host-wide: the
- * program keeps only target processes' calls.  Returns the link's fd (close
- * it to detach) or -errno (-EOPNOTSUPP: the kernel has no uprobe.multi).
+ * the broker opened), each with its cookie (NET_TLS_COOKIE), for process pid
+ * only: the kernel puts the breakpoints in that process's memory alone, so
+ * that other processes using the same library never trap (a probe hit costs
+ * 6 to 25 us here).  Returns the link's fd (close it to detach) or -errno
+ * (-EOPNOTSUPP: the kernel has no uprobe.multi).
  */
 int bpf_net__tls_link(struct bpf_net *n, const char *path, const uint64_t *offs, const uint64_t *cookies,
-		      uint32_t cnt, bool ret);
+		      uint32_t cnt, bool ret, uint32_t pid);
 /* Whether the TLS program loaded (the kernel has uprobe.multi). */
 bool bpf_net__has_tls(const struct bpf_net *n);
 /* The process a followed child's task named (bpf/net_abi.h net_target.root); 0 for none or not followed. */

@@ -740,7 +740,7 @@ static int h_tls_attach(struct conn *c, const struct ctl_msg *m)
 	fd = broker__open_file(r->pid, r->start, r->end);
 	if (fd < 0)
 		return reply_err(c, m, fd, -1);
-	err = tls_links__add(C.tls, r->task_id, fd, r->pts, r->npoints);
+	err = tls_links__add(C.tls, r->task_id, fd, r->pid, r->pts, r->npoints);
 	close(fd);
 	if (err)
 		log_warn("TLS probes for task %llu in pid %u refused: %s", (unsigned long long)r->task_id, r->pid,
@@ -1092,7 +1092,7 @@ static void load_net(void)
 	}
 	if (!bpf_net__has_tls(C.net))
 		log_warn("this kernel has no uprobe.multi links: TLS plaintext will not be captured");
-	else if (!(C.tls = tls_links__new(C.net, 64)))
+	else if (!(C.tls = tls_links__new(C.net, 1024)))
 		log_warn("TLS probes unavailable: %m");
 }
 

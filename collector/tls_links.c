@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <unistd.h>
 #include <sys/stat.h>
 
@@ -13,6 +14,7 @@ struct tls_file {
 	int used;
 	dev_t dev;
 	ino_t ino;
+	uint32_t pid;
 	int links[2];           /* entries and RET instructions; returns (uretprobe) */
 	uint32_t npoints;
 	uint64_t owners[MAX_OWNERS];
@@ -26,14 +28,14 @@ struct tls_links {
 	uint64_t refused;
 };
 
-struct tls_links *tls_links__new(struct bpf_net *net, unsigned max_files)
+struct tls_links *tls_links__new(struct bpf_net *net, unsigned max)
 {
 	struct tls_links *l = calloc(1, sizeof(*l));
 
 	if (!l)
 		return NULL;
 	l->net = net;
-	l->max = max_files ? max_files : 64;
+	l->max = max ? max : 1024;
 	l->files = calloc(l->max, sizeof(*l->files));
 	if (!l->files) {
 		free(l);
@@ -81,7 +83,8 @@ static int add_owner(struct tls_file *f, uint64_t owner)
 	return 0;
 }
 
-int tls_links__add(struct tls_links *l, uint64_t owner, int fd, const struct ctl_tls_point *pts, uint32_t n)
+int tls_links__add(struct tls_links *l, uint64_t owner, int fd, uint32_t pid, const struct ctl_tls_point *pts,
+		   uint32_t n)
 {
 	uint64_t offs[2][CTL_TLS_MAX_POINTS], cookies[2][CTL_TLS_MAX_POINTS];
 	uint32_t cnt[2] = { 0, 0 };
@@ -97,7 +100,7 @@ int tls_links__add(struct tls_links *l, uint64_t owner, int fd, const struct ctl
 	for (unsigned i = 0; i < l->max; i++) {
 		struct tls_file *g = &l->files[i];
 
-		if (g->used && g->dev == st.st_dev && g->ino == st.st_ino) {
+		if (g->used && g->dev == st.st_dev && g->ino == st.st_ino && g->pid == pid) {
 			err = add_owner(g, owner);
 			l->refused += err != 0;
 			return err;
@@ -105,6 +108,12 @@ int tls_links__add(struct tls_links *l, uint64_t owner, int fd, const struct ctl
 		if (!g->used && !f)
 			f = g;
 	}
+	/* Full: the probes of processes that exited go first (a forking server's short-lived children). */
+	for (unsigned i = 0; !f && i < l->max; i++)
+		if (kill((pid_t)l->files[i].pid, 0) && errno == ESRCH) {
+			file_unprobe(l, &l->files[i]);
+			f = &l->files[i];
+		}
 	if (!f) {
 		l->refused++;
 		return -ENOSPC;
@@ -129,7 +138,7 @@ int tls_links__add(struct tls_links *l, uint64_t owner, int fd, const struct ctl
 	for (int k = 0; k < 2; k++) {
 		if (!cnt[k])
 			continue;
-		f->links[k] = bpf_net__tls_link(l->net, path, offs[k], cookies[k], cnt[k], k == 1);
+		f->links[k] = bpf_net__tls_link(l->net, path, offs[k], cookies[k], cnt[k], k == 1, pid);
 		if (f->links[k] < 0) {
 			err = f->links[k];
 			f->links[k] = -1;
@@ -143,6 +152,7 @@ int tls_links__add(struct tls_links *l, uint64_t owner, int fd, const struct ctl
 	f->used = 1;
 	f->dev = st.st_dev;
 	f->ino = st.st_ino;
+	f->pid = pid;
 	f->npoints = n;
 	f->owners[0] = owner;
 	f->nowners = 1;

@@ -1230,6 +1230,7 @@ static void on_fork_event(struct netprof *np, const struct net_event *e)
 	np->children[c].child = e->tgid;
 	np->children[c].root = (uint32_t)e->ret;
 	np->st[NPS_CHILDREN]++;
+	on_maps_event(np, e);   /* the child's TLS probes: per process */
 }
 
 static int check_event(const struct net_event *e, uint32_t len)

@@ -24,8 +24,8 @@ struct tfile {
 /* A process's executable mappings as last seen: a signature, to skip unchanged ones. */
 struct tproc { uint32_t pid; uint64_t task_id; uint64_t sig; };
 
-/* Files a task has asked for. */
-struct tasked { uint64_t task_id; uint32_t dev_major, dev_minor; uint64_t inode; };
+/* Files a task has asked to be probed in a process. */
+struct tasked { uint64_t task_id; uint32_t pid, dev_major, dev_minor; uint64_t inode; };
 
 struct tls_finder {
 	struct tls_finder_opts o;
@@ -146,10 +146,10 @@ static struct tfile *file_of(struct tls_finder *f, uint32_t pid, const struct ma
 	return t;
 }
 
-static int asked(const struct tls_finder *f, uint64_t task_id, const struct tfile *t)
+static int asked(const struct tls_finder *f, uint64_t task_id, uint32_t pid, const struct tfile *t)
 {
 	for (size_t i = 0; i < f->nasked; i++)
-		if (f->asked[i].task_id == task_id && f->asked[i].inode == t->inode &&
+		if (f->asked[i].task_id == task_id && f->asked[i].pid == pid && f->asked[i].inode == t->inode &&
 		    f->asked[i].dev_major == t->dev_major && f->asked[i].dev_minor == t->dev_minor)
 			return 1;
 	return 0;
@@ -160,7 +160,7 @@ static int ask(struct tls_finder *f, uint64_t task_id, uint32_t pid, const struc
 	struct ctl_tls_attach *r;
 	int err;
 
-	if (asked(f, task_id, t))
+	if (asked(f, task_id, pid, t))
 		return 0;
 	r = calloc(1, sizeof(*r));
 	if (!r)
@@ -178,8 +178,9 @@ static int ask(struct tls_finder *f, uint64_t task_id, uint32_t pid, const struc
 		return err;
 	}
 	f->st.attached++;
-	if (f->nasked < MAX_ASKED)
-		f->asked[f->nasked++] = (struct tasked){ task_id, t->dev_major, t->dev_minor, t->inode };
+	if (f->nasked == MAX_ASKED)
+		f->nasked = 0;   /* asking again is harmless: the collector answers 0 for a file it probes */
+	f->asked[f->nasked++] = (struct tasked){ task_id, pid, t->dev_major, t->dev_minor, t->inode };
 	return 0;
 }
 

@@ -3,11 +3,14 @@
  * follows, its executable file mappings (through the collector's fd broker,
  * never a path) -> the TLS functions each file holds (analyzer/tls/
  * tls_probe.h: OpenSSL or BoringSSL as libssl or linked in, Go's
- * crypto/tls) -> a TLS_ATTACH request per file, which the collector checks
- * and attaches host-wide once per file (collector/tls_links.h).
+ * crypto/tls) -> a TLS_ATTACH request per file and process, which the
+ * collector checks and attaches for that process (collector/tls_links.h).
  *
  * Files are examined once, keyed by device and inode, whatever the number of
- * processes mapping them; a task asks for a file once.  tls_finder__process()
+ * processes mapping them; a task asks for a file in a process once.  A
+ * followed child of a target (fork) is asked for at its fork event: its
+ * memory is a copy of its parent's, but the kernel's per-process probes are
+ * not.  tls_finder__process()
  * is cheap when nothing changed: it compares the process's executable
  * mappings with the last ones seen.  It runs when a task starts, when a
  * followed process exec's or maps a file executable (NET_OP_MMAP_EXEC), and

@@ -840,6 +840,38 @@ static int openssl_points(const struct file *f, const struct func *fn, int id, s
 	return err ? err : add(set, off + skip, id, TLS_PROBE_RETURN, cls);
 }
 
+/*
+ * Go's prologue compares the stack pointer (or RSP minus the frame, in R12)
+ * with the goroutine's stack guard and jumps to morestack: `cmp d8(%r14),%rsp`
+ * or `lea d(%rsp),%r12; cmp d8(%r14),%r12`, then jbe.  None of these touches
+ * the argument registers, and the jbe is emulated where the cmp would be
+ * single-stepped: the entry point goes on the jbe (after morestack the
+ * function starts over, and the entry is recorded again, the same).  Returns
+ * the offset of that jump, or 0 when the prologue is not this.
+ */
+static size_t go_stack_check(const uint8_t *code, size_t n)
+{
+	size_t i = 0;
+
+	for (int k = 0; k < 3 && i < n; k++) {
+		const uint8_t *p = code + i;
+		int len = tls_probe__insn_len(p, n - i);
+
+		if (len <= 0)
+			return 0;
+		if (k > 0 && tls_probe__insn_class(p, n - i) == TLS_INSN_EMULATED &&
+		    ((len == 2 && p[0] >= 0x70 && p[0] <= 0x7f) || (len == 6 && p[0] == 0x0f && p[1] >= 0x80 && p[1] <= 0x8f)))
+			return i;
+		if (!(len == 4 && !memcmp(p, "\x49\x3b\x66", 3)) &&       /* cmp d8(%r14),%rsp */
+		    !(len == 4 && !memcmp(p, "\x4d\x3b\x66", 3)) &&       /* cmp d8(%r14),%r12 */
+		    !(len == 5 && !memcmp(p, "\x4c\x8d\x64\x24", 4)) &&  /* lea d8(%rsp),%r12 */
+		    !(len == 8 && !memcmp(p, "\x4c\x8d\xa4\x24", 4)))    /* lea d32(%rsp),%r12 */
+			return 0;
+		i += (size_t)len;
+	}
+	return 0;
+}
+
 /* Entry + every RET, from a strict linear sweep: any instruction not decoded drops the function. */
 static int go_points(const struct file *f, const struct func *fn, int id, struct tls_probe_set *set)
 {
@@ -867,6 +899,7 @@ static int go_points(const struct file *f, const struct func *fn, int id, struct
 		}
 		pos += d.len;
 	}
+	skip += go_stack_check(code + skip, (size_t)fn->size - skip);
 	cls = tls_probe__insn_class(code + skip, (size_t)fn->size - skip);
 	if (cls < 0)
 		return 0;

@@ -11,7 +11,7 @@
 #    REX, an invalid segment register, a 66-prefixed near branch, ...) must
 #    be refused, and are counted;
 #  - libssl's 8 points at the offsets readelf -Ws and the PT_LOAD math give;
-#  - the Go program's Read/Write: ENTRY at the symbol, a RET_INSN point at
+#  - the Go program's Read/Write: ENTRY on the prologue's stack-check jump, a RET_INSN point at
 #    exactly each of objdump's ret lines, the same from .gopclntab when the
 #    binary is stripped; and the program serves HTTPS (h2, HTTP/1.1).
 . "$(dirname "$0")/lib.sh"
@@ -173,6 +173,16 @@ for l in subprocess.run(['readelf', '-Ws', path], capture_output=True, text=True
             off = v - va + o
             off += 4 if data[off:off + 4] == b'\xf3\x0f\x1e\xfa' else 0
             want[(ids[name], 0)] = want[(ids[name], 1)] = off
+            if ids[name] <= 2:
+                # OpenSSL 3's wrappers: CALL on objdump's first call, AFTER_CALL on the jump after test %eax,%eax
+                dis = subprocess.run(['objdump', '-d', '--no-show-raw-insn', '--start-address=%#x' % v,
+                                      '--stop-address=%#x' % (v + 64), path], capture_output=True, text=True).stdout
+                ins = re.findall(r'^\s*([0-9a-f]+):\t(\S+)\s*(.*)$', dis, re.M)
+                k = next(i for i, x in enumerate(ins) if x[1].startswith('call'))
+                if ins[k + 1][1] == 'test' and ins[k + 1][2].startswith('%eax,%eax') and ins[k + 2][1].startswith('j'):
+                    del want[(ids[name], 0)], want[(ids[name], 1)]
+                    want[(ids[name], 3)] = int(ins[k][0], 16) - va + o
+                    want[(ids[name], 4)] = int(ins[k + 2][0], 16) - va + o
 got = {}
 head = open(points).readline().split()
 for l in open(points):
@@ -182,7 +192,7 @@ for l in open(points):
 print('libssl.so.3: %s; %d points, readelf says %d' % (' '.join(head), len(got), len(want)))
 sys.exit(0 if got == want and len(want) == 8 and head[1] == '1' else 1)
 PY
-ok "libssl.so.3: SSL_write, SSL_read, SSL_write_ex, SSL_read_ex at readelf's offsets, entry and return each"
+ok "libssl.so.3: SSL_write_ex, SSL_read_ex at readelf's offsets (entry and return), SSL_write, SSL_read on their wrapper's call and the jump after it"
 
 # ---- Go --------------------------------------------------------------------------------
 export GOCACHE=$TMP/gocache GOPATH=$TMP/gopath HOME=$TMP GO111MODULE=off CGO_ENABLED=0 GOFLAGS= GOTOOLCHAIN=local GOPROXY=off
@@ -208,14 +218,18 @@ for l in subprocess.run(['readelf', '-SW', path], capture_output=True, text=True
         text = (int(m.group(1), 16), int(m.group(2), 16))
 delta = text[0] - text[1]             # vaddr - file offset
 fns = {'crypto/tls.(*Conn).Write': 5, 'crypto/tls.(*Conn).Read': 6}
-want, cur = set(), None
+want, cur, seen = set(), None, 0
 for l in open(dis):
     m = re.match(r'^([0-9a-f]+) <(.*)>:$', l)
     if m:
         cur = fns.get(m.group(2))
-        if cur:
-            want.add((cur, 0, int(m.group(1), 16)))
+        seen = 0
         continue
+    seen += 1
+    # The entry: the stack check's conditional jump (one of the first three instructions).
+    m = re.match(r'^\s*([0-9a-f]+):\t(j[a-z]+)\b', l)
+    if m and cur and seen <= 3 and m.group(2) != 'jmp' and not any(p[0] == cur and p[1] == 0 for p in want):
+        want.add((cur, 0, int(m.group(1), 16)))
     m = re.match(r'^\s*([0-9a-f]+):\t(ret|retq)\b', l)
     if m and cur:
         want.add((cur, 2, int(m.group(1), 16)))
@@ -233,7 +247,7 @@ for p in sorted(want ^ got):
     print('  %s at %x: %s' % ({0: 'entry', 2: 'ret'}[p[1]], p[2], 'only objdump' if p in want else 'only tls_probe'))
 sys.exit(0 if want == got and rets >= 2 else 1)
 PY
-ok "Go: ENTRY at (*Conn).Read/Write, a RET_INSN point on each of objdump's rets; the same from .gopclntab when stripped"
+ok "Go: ENTRY on (*Conn).Read/Write's stack-check jump, a RET_INSN point on each of objdump's rets; the same from .gopclntab when stripped"
 
 # The program itself, for the live tests: HTTPS with h2 and HTTP/1.1.
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=localhost -days 1 \
