@@ -360,12 +360,9 @@ static int parse_params(json_object *o, struct rest_doc *d, char *err, size_t er
 				d->multi_instance = x;
 			else if (!strcmp(k, "native_stack"))
 				d->native_stack = x;
-			else if (!strcmp(k, "support_ssl")) {
-				d->support_ssl = x;
-				if (x)
-					note(d, "params.support_ssl: TLS plaintext is not captured yet; encrypted "
-						"connections show L4 metrics only");
-			} else if (x)
+			else if (!strcmp(k, "support_ssl"))
+				d->support_ssl = x;  /* TLS plaintext: profiling.task.network.tls, for every task */
+			else if (x)
 				note(d, !strcmp(k, "cluster_ip_backend") ? "params.cluster_ip_backend has no effect"
 									  : "params.report_source_port has no effect");
 		} else if (!strcmp(k, "svg_dir") || !strcmp(k, "flame_dir")) {

@@ -33,10 +33,17 @@ wait "$CLI" || { cat "$TMP/pycli.out"; fail "the Python TLS client failed"; }
 cat "$TMP/pycli.out"
 wait_net_task py
 "$EMBER" stats --config "$TMP/ember.yaml" > "$TMP/stats.py" || fail "ember stats failed"
-grep -E 'tls|net_records' "$TMP/stats.py" | head -30
 $PY "$ROOT/tests/integration/tls_checks.py" "$TMP/py/network.json" "$SRV" "$CLI" "$TMP/pycli.out" http1 ||
   fail "the Python TLS exchanges differ from what the client did"
 ok "Python ssl: $N exchanges on each side, statuses and is_ssl right"
+# One file (libssl) examined, probed in each of the two processes, and the probes gone with the task.
+awk '$2 ~ /^(ember_)?tls_(files_examined|files_openssl|attach_requests|files_probed|probe_points)$/ {print $1, $2, $3}' "$TMP/stats.py"
+stat_of() { awk -v k="$1" '$2 == k {print $3; exit}' "$TMP/stats.py"; }
+[ "$(stat_of ember_tls_files_openssl)" = 1 ] || fail "libssl examined $(stat_of ember_tls_files_openssl) times, once expected"
+[ "$(stat_of ember_tls_attach_requests)" = 2 ] || fail "$(stat_of ember_tls_attach_requests) attach requests, 2 expected (libssl in 2 processes)"
+[ "$(stat_of tls_files_probed)" = 0 ] && [ "$(stat_of tls_probe_points)" = 0 ] ||
+  fail "probes left after the task: $(stat_of tls_files_probed) files, $(stat_of tls_probe_points) points"
+ok "libssl examined once, probed in both processes, probes removed when the task ended"
 
 # ---- nginx over HTTPS: curl, HTTP/1.1 keep-alive and HTTP/2 ---------------------------
 NPORT=$(net_port 8)
