@@ -195,7 +195,7 @@ PY
 ok "libssl.so.3: SSL_write_ex, SSL_read_ex at readelf's offsets (entry and return), SSL_write, SSL_read on their wrapper's call and the jump after it"
 
 # ---- Go --------------------------------------------------------------------------------
-export GOCACHE=$TMP/gocache GOPATH=$TMP/gopath HOME=$TMP GO111MODULE=off CGO_ENABLED=0 GOFLAGS= GOTOOLCHAIN=local GOPROXY=off
+export GOCACHE=$B/go-cache GOPATH=$TMP/gopath HOME=$TMP GO111MODULE=off CGO_ENABLED=0 GOFLAGS= GOTOOLCHAIN=local GOPROXY=off
 GOPROG=$ROOT/tests/progs/go_tls/main.go
 go build -o "$TMP/go_tls" "$GOPROG" >"$TMP/go-build.log" 2>&1 || { cat "$TMP/go-build.log"; fail "go build failed"; }
 go build -ldflags="-s -w" -o "$TMP/go_tls_stripped" "$GOPROG" >>"$TMP/go-build.log" 2>&1 ||

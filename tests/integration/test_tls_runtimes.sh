@@ -51,7 +51,7 @@ fi
 # ---- Go --------------------------------------------------------------------------------
 command -v go >/dev/null || fail "go missing (deploy/install-deps.sh installs golang-go)"
 # The build cache under build/ keeps later runs fast; no network is needed (standard library only).
-GOCACHE=$B/go-cache GO111MODULE=off go build -o "$TMP/go_tls" "$ROOT/tests/progs/go_tls/main.go" \
+GOCACHE=$B/go-cache GO111MODULE=off CGO_ENABLED=0 GOPROXY=off go build -o "$TMP/go_tls" "$ROOT/tests/progs/go_tls/main.go" \
   >"$TMP/go-build.log" 2>&1 || { cat "$TMP/go-build.log"; fail "go build of tests/progs/go_tls failed"; }
 "$TMP/go_tls" version >/dev/null 2>&1
 for proto in h1 h2; do
