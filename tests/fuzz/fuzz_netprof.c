@@ -5,7 +5,8 @@
  * netprof__record.  A flag byte per record points most of them at the one
  * task's process and a handful of sockets and ports, so that connections are
  * created, fed to the L7 parsers (payloads, gaps from lost and truncated
- * data, closes, retransmits) and published; anything the header claims
+ * data, closes, retransmits, TLS plaintext with and without its socket,
+ * ciphertext) and published; anything the header claims
  * beyond the record must be refused.  The task ends with each input, so its
  * last report (every connection ended, every message built) is exercised too.
  */
@@ -74,7 +75,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			e->ino = 1 + (flag >> 1 & 3);
 			e->family = (flag & 0x20) ? AF_INET6 : AF_INET;
 			e->type = (flag & 0x40) ? SOCK_DGRAM : SOCK_STREAM;
-			e->op = 1 + e->op % NET_OP_DROP;
+			e->op = 1 + e->op % NET_OP_MMAP_EXEC;
+			e->tid = PID + (flag >> 3 & 1);
+			/* TLS plaintext without a socket: bound by its object or its thread */
+			if ((e->op == NET_OP_TLS_WRITE || e->op == NET_OP_TLS_READ) && (flag & 0x10))
+				e->family = 0;
 			if (flag & 0x80)
 				e->payload = (uint32_t)(len - sizeof(*e));
 		}
