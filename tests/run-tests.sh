@@ -63,7 +63,7 @@ if [ "$mode" != integration ]; then
         [ -d "$corp" ] && dirs+=("$corp")
         [ -d "build/fuzz/seeds/$n" ] && dirs+=("build/fuzz/seeds/$n")
         # -error_exitcode: libFuzzer's default, 77, is what this runner counts as a skip
-        TEST_TIMEOUT=$(( ${FUZZ_TIME:-15} + 300 )) run_one "fuzz/$n" "$f" -max_total_time="${FUZZ_TIME:-15}" -timeout=10 -rss_limit_mb=2048 -error_exitcode=1 \
+        TEST_TIMEOUT=$(( ${FUZZ_TIME:-8} + 300 )) run_one "fuzz/$n" "$f" -max_total_time="${FUZZ_TIME:-8}" -timeout=10 -rss_limit_mb=2048 -error_exitcode=1 \
           -print_final_stats=1 -artifact_prefix="$logdir/$n-" "build/fuzz/corpus/$n" "${dirs[@]}"
       done
     else
