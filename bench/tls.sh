@@ -41,7 +41,13 @@ window() { local a b; a=$(wc -l < "$1"); sleep "$2"; b=$(wc -l < "$1")
 
 # ---- 1. per call ----------------------------------------------------------------------
 "$B/progs/ssl_calls" read 20000 > "$T/bystander.out" & OTHER=$!; PIDS+=("$OTHER")  # the other process that maps libssl
-echo "tls_probe_points:"; "$B/progs/tls_probe_dump" /usr/lib/x86_64-linux-gnu/libssl.so.3 2>/dev/null | sed 's/^/  /'
+# Where each function is probed, and how the kernel handles the instruction there.
+"$B/progs/tls_probe_dump" /usr/lib/x86_64-linux-gnu/libssl.so.3 2>/dev/null | awk '
+  BEGIN { split("SSL_write SSL_read SSL_write_ex SSL_read_ex", fn, " ");
+          k[0] = "entry"; k[1] = "uretprobe"; k[3] = "call"; k[4] = "jump after the call";
+          c[0] = "nop"; c[1] = "emulated"; c[2] = "single-stepped" }
+  $1 == "point" { p[$3] = p[$3] (p[$3] ? ", " : "") k[$4] " at 0x" $2 " (" c[$5] ")" }
+  END { for (i = 1; i <= 4; i++) print "tls_probe_points_" fn[i] ": " p[i] }'
 for fn in read write read_ex write_ex; do
   "$B/progs/ssl_calls" $fn 20000 > "$T/$fn.out" & P=$!; PIDS+=("$P")
   sleep 0.5
