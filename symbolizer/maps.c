@@ -261,6 +261,23 @@ size_t proc_maps__memory(const struct proc_maps *pm)
 	return pm ? sizeof(*pm) + pm->n * sizeof(*pm->entries) + pm->arena_len : 0;
 }
 
+uint64_t proc_maps__exec_signature(const struct proc_maps *pm)
+{
+	uint64_t h = 14695981039346656037ull;
+
+	for (size_t i = 0; pm && i < pm->n; i++) {
+		const struct maps_entry *e = &pm->entries[i];
+		uint64_t v[4] = { e->start, e->end, e->offset, e->inode };
+		const unsigned char *b = (const unsigned char *)v;
+
+		if (!(e->perms & MAPS_PERM_X))
+			continue;
+		for (size_t k = 0; k < sizeof(v); k++)
+			h = (h ^ b[k]) * 1099511628211ull;
+	}
+	return h | 1;
+}
+
 struct proc_maps *proc_maps__free(struct proc_maps *pm)
 {
 	if (!pm)

@@ -71,6 +71,12 @@ size_t proc_maps__count(const struct proc_maps *pm);
 const struct maps_entry *proc_maps__entry(const struct proc_maps *pm, size_t idx);
 void proc_maps__stats(const struct proc_maps *pm, struct proc_maps_stats *ret);
 size_t proc_maps__memory(const struct proc_maps *pm);
+/*
+ * A hash of the executable mappings (start, end, offset, inode), never 0:
+ * equal when nothing executable was mapped, unmapped or replaced (dlopen,
+ * exec), for callers that redo work only then.
+ */
+uint64_t proc_maps__exec_signature(const struct proc_maps *pm);
 /* Accepts NULL.  Returns NULL. */
 struct proc_maps *proc_maps__free(struct proc_maps *pm);
 

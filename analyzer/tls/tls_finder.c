@@ -199,7 +199,7 @@ int tls_finder__process(struct tls_finder *f, uint64_t task_id, uint32_t pid)
 {
 	struct proc_maps *pm;
 	struct tproc *p;
-	uint64_t sig = 1469598103934665603ull;
+	uint64_t sig;
 	int fd, err = 0;
 
 	fd = ctl_client__open_maps(f->o.cc, pid);
@@ -209,12 +209,7 @@ int tls_finder__process(struct tls_finder *f, uint64_t task_id, uint32_t pid)
 	close(fd);
 	if (!pm)
 		return -errno;
-	for (size_t i = 0; i < proc_maps__count(pm); i++) {
-		const struct maps_entry *e = proc_maps__entry(pm, i);
-
-		if (e->kind == MAPS_FILE && (e->perms & MAPS_PERM_X))
-			sig = (sig ^ e->start ^ (e->inode << 20) ^ e->end) * 1099511628211ull;
-	}
+	sig = proc_maps__exec_signature(pm);
 	p = proc_of(f, task_id, pid);
 	if (p->sig == sig) {
 		proc_maps__free(pm);
@@ -229,6 +224,8 @@ int tls_finder__process(struct tls_finder *f, uint64_t task_id, uint32_t pid)
 		if (e->kind != MAPS_FILE || !(e->perms & MAPS_PERM_X) || e->deleted)
 			continue;
 		t = file_of(f, pid, e);
+		if (!t)
+			p->sig = 0;   /* not opened (a race with munmap, a transient error): looked at again next time */
 		if (!t || t->lib <= TLS_LIB_NONE)
 			continue;
 		r = ask(f, task_id, pid, e, t);

@@ -242,7 +242,7 @@ int unwinder__process(struct unwinder *u, uint32_t pid)
 {
 	struct proc_maps *pm;
 	struct proc *p = proc_of(u, pid, true);
-	uint64_t sig = 14695981039346656037ull;
+	uint64_t sig;
 	int fd, err;
 
 	if (!p)
@@ -254,14 +254,7 @@ int unwinder__process(struct unwinder *u, uint32_t pid)
 	close(fd);
 	if (!pm)
 		return -errno;
-	for (size_t i = 0; i < proc_maps__count(pm); i++) {
-		const struct maps_entry *e = proc_maps__entry(pm, i);
-		if (e->perms & MAPS_PERM_X) {
-			uint64_t v[4] = { e->start, e->end, e->offset, e->inode };
-			sig = fnv(sig, v, sizeof(v));
-		}
-	}
-	sig |= 1;
+	sig = proc_maps__exec_signature(pm);
 	if (sig != p->signature) {
 		free(p->req);
 		p->req = build_req(u, pid, pm);
