@@ -100,7 +100,7 @@ struct call {
 	__u16 nr;
 	__u16 op;
 	__u32 cap;      /* bytes of data to copy: NET_MAX_PAYLOAD, or NET_PREFIX_PAYLOAD (net_target) */
-	__u32 pad;
+	__u32 root;     /* net_target.root of the calling process */
 };
 
 struct {
@@ -172,6 +172,8 @@ struct sock_owner {
 	__u32 tgid;
 	__s32 fd;
 	__u64 ino;
+	__u32 root;     /* net_target.root */
+	__u32 pad;
 };
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -272,6 +274,7 @@ static __always_inline int enter(struct pt_regs *regs, long nr, const bool btf)
 		return 0;
 	c.ts = bpf_ktime_get_ns();
 	c.cap = t->tasks > t->prefix_tasks ? NET_MAX_PAYLOAD : NET_PREFIX_PAYLOAD;
+	c.root = t->root;
 	c.nr = (__u16)nr;
 	c.op = op;
 	c.fd = (__s32)sys_arg(regs, 1, btf);
@@ -521,7 +524,7 @@ static __always_inline void emit(struct scratch *s, __u32 payload)
 }
 
 /* An event about a process rather than a socket (fork, exit, executable mapping): family 0. */
-static __always_inline void proc_event(__u32 op, __u32 tgid, __s64 ret)
+static __always_inline void proc_event(__u32 op, __u32 tgid, __s64 ret, __u32 root)
 {
 	struct scratch *s;
 	__u32 zero = 0;
@@ -535,6 +538,7 @@ static __always_inline void proc_event(__u32 op, __u32 tgid, __s64 ret)
 	s->e.tid = (__u32)bpf_get_current_pid_tgid();
 	s->e.op = op;
 	s->e.ret = ret;
+	s->e.root = root;
 	bpf_get_current_comm(s->e.comm, sizeof(s->e.comm));
 	/* The analyzer attaches the process's TLS probes on these: no batching delay. */
 	emit_now(s, 0, true);
@@ -566,7 +570,7 @@ struct tls_call {
 	__u16 fn;
 	__u16 emitted;  /* Go's Write: sent at its first syscall */
 	__u32 cap;
-	__u32 pad2;
+	__u32 root;     /* net_target.root */
 };
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -647,6 +651,7 @@ static __always_inline void tls_emit(struct tls_call *tc, __u32 tgid, long ret)
 			  ? NET_OP_TLS_WRITE : NET_OP_TLS_READ;
 	s->e.ret = ret;
 	s->e.tls = tc->obj;
+	s->e.root = tc->root;
 	bpf_get_current_comm(s->e.comm, sizeof(s->e.comm));
 	if (ret > 0)
 		got = copy_in(s, 0, tc->buf, (__u64)ret, tc->cap);
@@ -706,14 +711,15 @@ static __always_inline int begin(struct scratch *s, const struct call *c, struct
 	s->e.syscall = c->nr;
 	s->e.ret = ret;
 	s->e.ino = ino;
+	s->e.root = c->root;
 	bpf_get_current_comm(s->e.comm, sizeof(s->e.comm));
 	return 0;
 }
 
-static __always_inline void remember_sock(struct sock *sk, int fd, __u64 ino)
+static __always_inline void remember_sock(struct sock *sk, int fd, __u64 ino, __u32 root)
 {
 	__u64 key = (__u64)sk;
-	struct sock_owner o = { .tgid = bpf_get_current_pid_tgid() >> 32, .fd = fd, .ino = ino };
+	struct sock_owner o = { .tgid = bpf_get_current_pid_tgid() >> 32, .fd = fd, .ino = ino, .root = root };
 
 	if (bpf_map_update_elem(&socks, &key, &o, BPF_ANY))
 		count(NET_CNT_SOCKS_FULL);
@@ -744,13 +750,15 @@ static __always_inline int enter_close(struct pt_regs *regs, const bool btf)
 {
 	__u64 id = bpf_get_current_pid_tgid(), ino = 0, key;
 	__u32 tgid = id >> 32, zero = 0;
+	struct net_target *t;
 	struct call c = {};
 	struct scratch *s;
 	struct sock *sk;
 	int fd;
 
-	if (!bpf_map_lookup_elem(&net_targets, &tgid))
+	if (!(t = bpf_map_lookup_elem(&net_targets, &tgid)))
 		return 0;
+	c.root = t->root;
 	fd = (int)sys_arg(regs, 1, btf);
 	sk = sock_of_fd(fd, &ino, btf);
 	s = bpf_map_lookup_elem(&net_scratch, &zero);
@@ -825,7 +833,7 @@ static __always_inline int leave(struct pt_regs *regs, long ret, const bool btf)
 		return leave_close(id, ret, now);
 	if (c.op == NET_OP_MMAP_EXEC) {
 		if (ret >= 0 || ret < -4095)
-			proc_event(NET_OP_MMAP_EXEC, id >> 32, ret);
+			proc_event(NET_OP_MMAP_EXEC, id >> 32, ret, c.root);
 		return 0;
 	}
 	if (c.op == NET_OP_ACCEPT && ret < 0)
@@ -845,7 +853,7 @@ static __always_inline int leave(struct pt_regs *regs, long ret, const bool btf)
 	/* Sockets opened before the task are learnt at their first call. */
 	skey = (__u64)sk;
 	if (c.op == NET_OP_CONNECT || c.op == NET_OP_ACCEPT || !bpf_map_lookup_elem(&socks, &skey))
-		remember_sock(sk, fd, ino);
+		remember_sock(sk, fd, ino, c.root);
 	if (c.op == NET_OP_CONNECT)
 		peer_from_arg(&s->e, c.addr);
 	if (c.op == NET_OP_WRITE && s->e.type == 1 /* SOCK_STREAM */)
@@ -943,7 +951,7 @@ static __always_inline void on_fork(__u32 ptgid, __u32 ctgid)
 		return;
 	}
 	count(NET_CNT_FORKS);
-	proc_event(NET_OP_FORK, ctgid, v.root);
+	proc_event(NET_OP_FORK, ctgid, v.root, v.root);
 }
 
 /* A followed child's last thread: its entry goes (a process a task named stays the collector's). */
@@ -956,7 +964,7 @@ static __always_inline void on_exit(__u32 tgid, bool leader_gone)
 	t = bpf_map_lookup_elem(&net_targets, &tgid);
 	if (!t || !t->root)
 		return;
-	proc_event(NET_OP_EXIT, tgid, t->root);
+	proc_event(NET_OP_EXIT, tgid, t->root, t->root);
 	bpf_map_delete_elem(&net_targets, &tgid);
 }
 
@@ -1007,6 +1015,7 @@ static __always_inline void sock_event(struct sock *sk, __u16 op, long ret, cons
 		return;
 	s->e.ts_ns = bpf_ktime_get_ns();
 	s->e.tgid = o->tgid;
+	s->e.root = o->root;
 	s->e.fd = o->fd;
 	s->e.ino = o->ino;
 	s->e.op = op;
@@ -1052,9 +1061,10 @@ int BPF_PROG(net_drop_raw, struct sk_buff *skb, void *location, enum skb_drop_re
 static __always_inline void on_exec(void)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct net_target *t = bpf_map_lookup_elem(&net_targets, &tgid);
 
-	if (bpf_map_lookup_elem(&net_targets, &tgid))
-		proc_event(NET_OP_MMAP_EXEC, tgid, 0);
+	if (t)
+		proc_event(NET_OP_MMAP_EXEC, tgid, 0, t->root);
 }
 
 SEC("tp_btf/sched_process_exec")
@@ -1110,6 +1120,7 @@ int net_tls(struct pt_regs *ctx)
 		c.fn = fn;
 		c.cap = t->tasks > t->prefix_tasks ? NET_MAX_PAYLOAD : NET_PREFIX_PAYLOAD;
 		c.fd = -1;
+		c.root = t->root;
 #if defined(__TARGET_ARCH_x86)
 		if (go) {
 			/* Go's register ABI: receiver in RAX, the slice b in RBX (ptr), RCX (len), RDI (cap). */

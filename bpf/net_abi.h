@@ -100,6 +100,13 @@ struct net_event {
 	__u64 lost_write_bytes;
 	/* TLS ops: the library's connection object (SSL *, Go's *tls.Conn): an identity, never dereferenced */
 	__u64 tls;
+	/*
+	 * The process a task named when tgid is a child it followed (net_target.root),
+	 * else 0: the collector sends a child's events to that process's analyzer,
+	 * which has the task.  Fork and exit events carry it too.
+	 */
+	__u32 root;
+	__u32 pad;
 	/* followed by `payload` bytes of the call's data */
 };
 
@@ -176,7 +183,7 @@ enum net_tls_probe {
 };
 #define NET_TLS_COOKIE(fn, probe) ((__u64)(fn) | (__u64)(probe) << 8)
 
-NET_ASSERT_SIZE(struct net_event, 152);
+NET_ASSERT_SIZE(struct net_event, 160);
 NET_ASSERT_SIZE(struct net_lost, 24);
 NET_ASSERT_SIZE(struct net_target, 16);
 

@@ -477,16 +477,27 @@ static int task_attach(struct conn *c, const struct ctl_attach *a, struct ctl_at
 	return 0;
 }
 
-/* Is pid a target of a task owned by this analyzer's shard? */
+/*
+ * Is pid a target of a task owned by this analyzer's shard?  A child a network
+ * task follows (bpf/net.bpf.c on_fork) is its named process's target: its
+ * events go to that shard (net_fwd), whose analyzer reads its mappings.
+ */
 static int pid_allowed(const struct conn *c, uint32_t pid)
 {
+	uint32_t root = 0;
+	int looked = 0;
+
 	for (unsigned i = 0; i < MAX_TASKS; i++) {
 		const struct task *t = &C.tasks[i];
 		if (!t->used || t->shard != c->shard ||
 		    (t->detached_at && timeutil__now_ns(CLOCK_MONOTONIC) - t->detached_at > DETACHED_GRACE_NS))
 			continue;
+		if (t->kind == EMBER_TASK_NETWORK && !looked && C.net) {
+			root = bpf_net__root(C.net, pid);
+			looked = 1;
+		}
 		for (uint32_t j = 0; j < t->npids; j++)
-			if (t->pids[j] == pid)
+			if (t->pids[j] == pid || (root && t->kind == EMBER_TASK_NETWORK && t->pids[j] == root))
 				return 1;
 	}
 	return 0;

@@ -104,7 +104,8 @@ int net_fwd__event(struct net_fwd *f, const struct net_event *e, uint32_t len)
 		return 0;
 	}
 	len = sizeof(*e) + e->payload;
-	sh = shard__of(e->tgid, f->nshards);
+	/* A followed child's events go where its task is: to the process the task named. */
+	sh = shard__of(e->root ? e->root : e->tgid, f->nshards);
 	l = f->nlost ? lost_find(f, e->ino, 0) : NULL;
 	rec = shm_ring__reserve(f->rings[sh], EMBER_REC_NET, len);
 	if (!rec) {

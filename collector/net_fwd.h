@@ -1,6 +1,8 @@
 /*
  * Network events from the BPF ring buffer into the analyzers' rings: each
- * event goes, as it is, to the shard of its process (EMBER_REC_NET).  A
+ * event goes, as it is, to the shard of its process (EMBER_REC_NET), or for
+ * a child a task follows, to the shard of the process the task named
+ * (net_event.root), whose analyzer has the task.  A
  * full ring drops the event, but not silently for the parsers: what it
  * carried is remembered per socket and handed to that socket's next event
  * (net_event.lost_*), exactly as the BPF program does for its own ring

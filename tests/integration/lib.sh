@@ -37,7 +37,8 @@ need_bpf() {
 # AGENT_BACKENDS (default file), AGENT_EXPORTER_YAML and AGENT_PROFILING_YAML (lines indented
 # by two spaces, under exporter: and profiling:) add to its configuration.  No continuous-profiling
 # policy unless AGENT_POLICIES gives them (a test's busy workload would start tasks of its own);
-# AGENT_CONTINUOUS adds keys of profiling.continuous (flow mapping entries).
+# AGENT_CONTINUOUS adds keys of profiling.continuous (flow mapping entries); AGENT_ANALYZERS sets
+# ember.analyzers (1).
 start_agent() {
   AGENT_RUN=$TMP/run; AGENT_OUT=$TMP/out
   cat > "$TMP/ember.yaml" <<YAML
@@ -45,6 +46,7 @@ ember:
   run_dir: $AGENT_RUN
   output_dir: $AGENT_OUT
   log_level: info
+  analyzers: ${AGENT_ANALYZERS:-1}
 exporter:
   backends: [${AGENT_BACKENDS:-file}]
 ${AGENT_EXPORTER_YAML:-}

@@ -3,15 +3,18 @@
 # PostgreSQL's postmaster forks one backend per connection, after the task
 # started; every query of every backend is the task's, booked to the
 # backend's pid, and the followed children leave the kernel's target table
-# when they exit and when the task ends.
+# when they exit and when the task ends.  Two analyzers: a backend whose pid
+# belongs to the other analyzer's shard is still the task's (the collector
+# sends a followed child's events to the shard of the process the task
+# named); sessions go on until at least one backend was such a one.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/net_servers.sh"
 need_bpf
 command -v bpftool >/dev/null || skip "bpftool not installed"
 AGENT_YAML="  task: { network: { max_exchanges_per_report: 1000000 } }"
+AGENT_ANALYZERS=2
 start_agent
 start_postgres
-SESSIONS=5
 start_net_task pgfork "$PG_PID" 8s
 # One more session outlives the task: its backend is followed from its fork
 # and must leave the target table when the task ends, still running.
@@ -19,19 +22,25 @@ psql -X -q -A -t -h 127.0.0.1 -p "$PG_PORT" -U postgres -c "SELECT pg_backend_pi
   >"$TMP/sleeper" 2>&1 & SLEEPER=$!; CLEANUP_PIDS+=("$SLEEPER")
 # Each session is a new connection, so a new backend forked by the postmaster
 # while the task runs: its pid, three more queries, the last one failing.
-: > "$TMP/backends"
-for i in $(seq $SESSIONS); do
-  psql -X -q -A -t -h 127.0.0.1 -p "$PG_PORT" -U postgres >>"$TMP/backends" 2>"$TMP/psql$i.err" <<SQL
+: > "$TMP/pids"
+SESSIONS=0 OTHER_SHARD=0
+while [ $SESSIONS -lt 5 ] || { [ $OTHER_SHARD = 0 ] && [ $SESSIONS -lt 16 ]; }; do
+  i=$((SESSIONS + 1))
+  psql -X -q -A -t -h 127.0.0.1 -p "$PG_PORT" -U postgres >"$TMP/be$i" 2>"$TMP/psql$i.err" <<SQL
 SELECT pg_backend_pid();
 SELECT $i;
 SELECT n FROM generate_series(1, 3) n;
 SELECT * FROM no_such_table_$i;
 SQL
   grep -q "no_such_table_$i" "$TMP/psql$i.err" || { cat "$TMP/psql$i.err"; fail "psql session $i did not run"; }
+  be=$(head -1 "$TMP/be$i")
+  [[ $be =~ ^[0-9]+$ ]] || { cat "$TMP/be$i"; fail "session $i printed no backend pid"; }
+  echo "$be" >> "$TMP/pids"
+  [ $((be % 2)) != $((PG_PID % 2)) ] && OTHER_SHARD=$((OTHER_SHARD + 1))
+  SESSIONS=$i
 done
-# Only the pid lines: generate_series' rows are 1..3, the session number 1..5.
-grep -E '^[0-9]{3,}$' "$TMP/backends" | sort -u > "$TMP/pids"
-[ "$(wc -l < "$TMP/pids")" = $SESSIONS ] || { cat "$TMP/backends"; fail "expected $SESSIONS backend pids"; }
+[ $OTHER_SHARD -ge 1 ] || fail "no backend of $SESSIONS had its pid in the other analyzer's shard"
+echo "$SESSIONS sessions; $OTHER_SHARD backends in the other analyzer's shard (postmaster $PG_PID)"
 # A backend exits right after its client: by now every one is gone, and
 # its entry with it (sched_process_exit), while the task still runs.
 sleep 0.5
@@ -84,7 +93,7 @@ if others:
     bad = True
 sys.exit(1 if bad else 0)
 PY
-ok "every session's startup and four queries are exchanges of its backend, in order, booked to the backend's pid, the failing one an error"
+ok "every session's startup and four queries are exchanges of its backend, in order, booked to the backend's pid, the failing one an error ($OTHER_SHARD of $SESSIONS backends in the other analyzer's shard)"
 c_followed=$(awk '$1 == "collector" && $2 == "bpf_net_children_followed" {print $3}' "$TMP/stats")
 a_followed=$(awk '$1 ~ /^analyzer/ && $2 == "ember_net_children_followed" {s += $3} END {print s+0}' "$TMP/stats")
 echo "children followed: collector $c_followed, analyzer $a_followed"

@@ -18,24 +18,27 @@ openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=localhost -days 2 -keyout "$
   >/dev/null 2>&1 || fail "openssl could not make a test certificate"
 
 # ---- Python: server and client start after the task ----------------------------------
+# The server replaces the named shell (exec); the client is a child the named
+# shell forks, so the task follows it from its fork and probes it after its exec.
 PORT=$(net_port 7)
 N=60
 bash -c "while [ ! -e '$TMP/go.srv' ]; do sleep 0.02; done; exec $PY '$PEER' server $PORT '$TMP/cert.pem' '$TMP/key.pem'" \
   >"$TMP/pysrv.out" 2>&1 & SRV=$!; CLEANUP_PIDS+=("$SRV")
-bash -c "while [ ! -e '$TMP/go.cli' ]; do sleep 0.02; done; exec $PY '$PEER' client $PORT $N" \
-  >"$TMP/pycli.out" 2>&1 & CLI=$!; CLEANUP_PIDS+=("$CLI")
-start_net_task py "$SRV,$CLI" 6s
+bash -c "while [ ! -e '$TMP/go.cli' ]; do sleep 0.02; done; $PY '$PEER' client $PORT $N & echo \$! > '$TMP/cli.pid'; wait \$!" \
+  >"$TMP/pycli.out" 2>&1 & CLI_SH=$!; CLEANUP_PIDS+=("$CLI_SH")
+start_net_task py "$SRV,$CLI_SH" 6s
 touch "$TMP/go.srv"
 for _ in $(seq 200); do grep -q listening "$TMP/pysrv.out" && break; sleep 0.05; done
 grep -q listening "$TMP/pysrv.out" || { cat "$TMP/pysrv.out"; fail "the Python TLS server did not start"; }
 touch "$TMP/go.cli"
-wait "$CLI" || { cat "$TMP/pycli.out"; fail "the Python TLS client failed"; }
+wait "$CLI_SH" || { cat "$TMP/pycli.out"; fail "the Python TLS client failed"; }
+CLI=$(cat "$TMP/cli.pid")
 cat "$TMP/pycli.out"
 wait_net_task py
 "$EMBER" stats --config "$TMP/ember.yaml" > "$TMP/stats.py" || fail "ember stats failed"
 $PY "$ROOT/tests/integration/tls_checks.py" "$TMP/py/network.json" "$SRV" "$CLI" "$TMP/pycli.out" http1 ||
   fail "the Python TLS exchanges differ from what the client did"
-ok "Python ssl: $N exchanges on each side, statuses and is_ssl right"
+ok "Python ssl: $N exchanges on each side (the client a followed child), statuses and is_ssl right"
 # One file (libssl) examined, probed in each of the two processes, and the probes gone with the task.
 awk '$2 ~ /^(ember_)?tls_(files_examined|files_openssl|attach_requests|files_probed|probe_points)$/ {print $1, $2, $3}' "$TMP/stats.py"
 stat_of() { awk -v k="$1" '$2 == k {print $3; exit}' "$TMP/stats.py"; }
