@@ -88,6 +88,9 @@ struct h1 {
 	size_t body_cap;
 	uint8_t *resp_body;
 	size_t resp_body_len;
+	/* Sampling: the head being read, per direction, to lead its message's sample. */
+	uint8_t *head[2];
+	size_t head_len[2];
 	bool resp_matched;              /* the response being read has a request */
 	struct h1_req orphan;           /* stands in for a missing request */
 	uint64_t dropped;               /* lines skipped while resynchronising, exchanges lost to gaps */
@@ -248,6 +251,33 @@ static int ensure_body(struct h1 *h, uint8_t **buf)
 		return 0;
 	*buf = malloc(h->body_cap);
 	return *buf ? 0 : -ENOBUFS;
+}
+
+/* A line of the head being read (without its CR LF), to lead the message's sample. */
+static void head_add(struct h1 *h, enum l7_dir dir, const char *p, size_t n)
+{
+	size_t room;
+
+	if (!h->head[dir])
+		return;
+	room = h->body_cap - h->head_len[dir];
+	if (n > room)
+		n = room;
+	memcpy(h->head[dir] + h->head_len[dir], p, n);
+	h->head_len[dir] += n;
+	room -= n;
+	memcpy(h->head[dir] + h->head_len[dir], "\r\n", room < 2 ? room : 2);
+	h->head_len[dir] += room < 2 ? room : 2;
+}
+
+/* The message's sample starts with its head (a message is sampled whole, as Rover sends it). */
+static void head_to(struct h1 *h, enum l7_dir dir, uint8_t *buf, size_t *len)
+{
+	*len = 0;
+	if (buf && h->head[dir]) {
+		memcpy(buf, h->head[dir], h->head_len[dir]);
+		*len = h->head_len[dir];
+	}
 }
 
 static void sample(struct h1 *h, enum l7_dir dir, const uint8_t *p, size_t n)
@@ -512,6 +542,7 @@ static int headers_done(struct h1 *h, enum l7_dir dir, uint64_t ts)
 
 		if ((err = queue_cur(h, &r)) < 0)
 			return err;
+		head_to(h, dir, r->body, &r->body_len);
 		h->body_seq = r->seq;
 		if (d->chunked) {
 			d->st = ST_CHUNK_SIZE;
@@ -531,6 +562,7 @@ static int headers_done(struct h1 *h, enum l7_dir dir, uint64_t ts)
 
 		if (ensure_body(h, &h->resp_body) < 0)
 			return -ENOBUFS;
+		head_to(h, dir, h->resp_body, &h->resp_body_len);
 		if ((st >= 100 && st < 200) || st == 204 || st == 304 || (r && r->head)) {
 			bool tunnel = st == 101;
 
@@ -623,6 +655,7 @@ static size_t resync_offset(enum l7_dir dir, const char *p, size_t n)
 static int line(struct h1 *h, enum l7_dir dir, const char *p, size_t n, uint64_t ts)
 {
 	struct h1_dir *d = &h->d[dir];
+	int err;
 
 	switch (d->st) {
 	case ST_START:
@@ -642,8 +675,15 @@ static int line(struct h1 *h, enum l7_dir dir, const char *p, size_t n, uint64_t
 			p += off;
 			n -= off;
 		}
-		return dir == L7_DIR_REQ ? req_start_line(h, p, n, ts) : resp_start_line(h, p, n);
+		err = dir == L7_DIR_REQ ? req_start_line(h, p, n, ts) : resp_start_line(h, p, n);
+		if (!err && d->st == ST_HEADERS && h->body_cap && !ensure_body(h, &h->head[dir])) {
+			/* A start line (a final response's replaces an interim one's head). */
+			h->head_len[dir] = 0;
+			head_add(h, dir, p, n);
+		}
+		return err;
 	case ST_HEADERS:
+		head_add(h, dir, p, n);
 		if (!n)
 			return headers_done(h, dir, ts);
 		header_line(h, dir, p, n);
@@ -912,9 +952,10 @@ static void *h1_create(const struct l7_config *cfg, l7_emit_fn emit, void *emit_
 		     cfg->max_query_len : L7_FIELD_MAX - 1;
 	/* Sample buffers (one per pending slot + one response) must fit the budget. */
 	h->body_cap = cfg->max_body_len;
+	/* Samples of the pending requests and the response, and a head per direction. */
 	if (h->body_cap && cfg->max_conn_mem &&
-	    h->body_cap > cfg->max_conn_mem / (H1_PENDING + 1))
-		h->body_cap = cfg->max_conn_mem / (H1_PENDING + 1);
+	    h->body_cap > cfg->max_conn_mem / (H1_PENDING + 3))
+		h->body_cap = cfg->max_conn_mem / (H1_PENDING + 3);
 	for (int i = 0; i < 2; i++)
 		dir_reset(&h->d[i]);
 	strcpy(h->orphan.method, "-");
@@ -930,6 +971,8 @@ static void h1_free(void *st)
 	for (unsigned i = 0; i < H1_PENDING; i++)
 		free(h->q[i].body);
 	free(h->resp_body);
+	free(h->head[0]);
+	free(h->head[1]);
 	free(h);
 }
 

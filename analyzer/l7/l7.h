@@ -80,7 +80,10 @@ struct l7_record {
 	uint64_t req_seq;
 	unsigned nfields;
 	struct l7_field fields[L7_MAX_FIELDS];
-	/* Sampled bodies (HTTP only), up to max_body_len; NULL when not captured. */
+	/*
+	 * Sampled messages (HTTP/1 only): the head as it arrived, then the body
+	 * (de-chunked), up to max_body_len bytes; NULL when not captured.
+	 */
 	const uint8_t *req_body;  size_t req_body_len;
 	const uint8_t *resp_body; size_t resp_body_len;
 };

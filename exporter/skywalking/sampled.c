@@ -303,10 +303,11 @@ static char *utf8_cut(char *s, size_t n, bool *cut)
 }
 
 /*
- * data_content as Rover makes it: the message as kept when its body is
- * text, else its head and a note saying what the body is.  The analyzers
- * keep bodies only (no head, so no Content-Type): a body that is not UTF-8
- * text (a NUL, or more than one byte in 16 not UTF-8) is noted instead.
+ * data_content as Rover makes it: the message as kept (its head, then its
+ * body) when its body is text, else its head and a note saying what the
+ * body is.  Without a head (a message kept without one), a body that is
+ * not UTF-8 text (a NUL, or more than one byte in 16 not UTF-8) is noted
+ * instead.
  * Rover decodes gzip and other charsets; here a gzip body is noted, other
  * charsets shown as UTF-8 with what is not replaced.  Valid UTF-8, at most
  * CONTENT_MAX bytes; *cut says it was cut.  Malloc'ed.

@@ -1,14 +1,16 @@
 /*
  * Shared body of the L7 parser fuzz targets (fuzz_l7_<proto>.c).
  *
- * Input layout: byte 0 picks the configuration (memory cap, query length),
+ * Input layout: byte 0 picks the configuration (memory cap, query length,
+ * sample size: messages kept for sampling, HTTP/1),
  * then a sequence of chunks, each a control byte followed by its bytes:
  *   bit 0      direction (0 request, 1 response)
  *   bit 1      with bit 7: report the chunk as lost (gap) instead of feeding it
  *   bits 2..6  chunk length - 1 (1..32 bytes)
  * so the fuzzer controls both directions' interleaving and every split point.
  * detect() also sees the raw input in both directions.  Records are checked
- * for well-formed strings; the sanitizers do the rest.
+ * for well-formed strings and samples within their budget; the sanitizers
+ * do the rest.
  */
 #ifndef EMBER_FUZZ_L7_H
 #define EMBER_FUZZ_L7_H
@@ -20,9 +22,15 @@
 
 #include "analyzer/l7/l7.h"
 
+static size_t fuzz_l7_body_cap;
+
 static void fuzz_l7_emit(void *ctx, const struct l7_record *rec)
 {
 	size_t *n = ctx;
+
+	if (rec->req_body_len > fuzz_l7_body_cap || rec->resp_body_len > fuzz_l7_body_cap ||
+	    (rec->req_body_len && !rec->req_body) || (rec->resp_body_len && !rec->resp_body))
+		abort();
 
 	if (rec->nfields > L7_MAX_FIELDS)
 		abort();
@@ -37,6 +45,7 @@ static void fuzz_l7_emit(void *ctx, const struct l7_record *rec)
 static inline int fuzz_l7_run(const struct l7_parser_ops *ops, const uint8_t *data, size_t size)
 {
 	static const size_t caps[] = { 256 * 1024, 4096, 16 * 1024, 1 << 20 };
+	static const size_t bodies[] = { 0, 0, 37, 2048 };
 	struct l7_config cfg = L7_CONFIG_DEFAULTS;
 	size_t nrec = 0, off = 1;
 	uint64_t ts = 1;
@@ -49,6 +58,7 @@ static inline int fuzz_l7_run(const struct l7_parser_ops *ops, const uint8_t *da
 	(void)ops->detect(data, size, L7_DIR_RESP, 0);
 	cfg.max_conn_mem = caps[data[0] & 3];
 	cfg.max_query_len = (data[0] >> 2) & 1 ? 16 : 256;
+	cfg.max_body_len = fuzz_l7_body_cap = bodies[(data[0] >> 3) & 3];
 	st = ops->create(&cfg, fuzz_l7_emit, &nrec);
 	if (!st)
 		return 0;

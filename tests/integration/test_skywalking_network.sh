@@ -124,10 +124,13 @@ for d in logs:
     if body["server_process"]["process_id"] != oap_id or body["client_process"]["local"] is not True or body["detect_point"] != "server":
         bad.append("log processes: %s" % body)
 resp_ev = [e for e in ev if e.get("event") == "HTTP Response Sampling"]
-with500 = [e for e in resp_ev if "500 Internal Server Error" in {t["key"]: t["value"] for t in e.get("tags", [])}.get("data_content", "")]
+# The whole message, as Rover sends it: the status line and headers, then nginx's error page.
+def content(e): return {t["key"]: t["value"] for t in e.get("tags", [])}.get("data_content", "")
+with500 = [e for e in resp_ev if content(e).startswith("HTTP/1.1 500 Internal Server Error\r\n")
+           and "\r\nContent-Type: text/html" in content(e) and "<title>500 Internal Server Error</title>" in content(e)]
 print("sampled traces by reason %s; response sampling events %d (%d with the 500 page)" % (reasons, len(resp_ev), len(with500)))
 if reasons != {"status_5xx": 3, "status_4xx": 2}: bad.append("sampled traces %s, want 3 status_5xx and 2 status_4xx" % reasons)
-if len(resp_ev) != 5 or len(with500) != 3: bad.append("response sampling events %d (%d with the 500 page), want 5 (3)" % (len(resp_ev), len(with500)))
+if len(resp_ev) != 5 or len(with500) != 3: bad.append("response sampling events %d (%d with the 500 head and page), want 5 (3): %s" % (len(resp_ev), len(with500), [content(e)[:120] for e in resp_ev]))
 if conns != n: bad.append("accepts %d, curl connected %d times" % (conns, n))
 if reads < n or hcount != reads: bad.append("reads %d, histogram observations %d" % (reads, hcount))
 if not hist or any(len(m["values"]) != 34 for m in hist): bad.append("read time histogram missing or not 34 buckets")

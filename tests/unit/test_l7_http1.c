@@ -155,7 +155,8 @@ static void test_chunked(void **s)
 			   "5;ext=1\r\nhello\r\n"
 			   "A\r\n0123456789\r\n"
 			   "0\r\nX-Trailer: y\r\n\r\n";
-	struct fix *f = fix_new(64);
+	const char *want = "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\nhello0123456789";
+	struct fix *f = fix_new(128);
 
 	(void)s;
 	for (int round = 0; round < 2; round++) {
@@ -166,9 +167,9 @@ static void test_chunked(void **s)
 	for (int i = 0; i < 2; i++) {
 		assert_field(&f->log.r[i], "status", "200");
 		assert_int_equal(f->log.r[i].resp_bytes, strlen(resp));
-		/* The sampled body is de-chunked. */
-		assert_int_equal(f->log.r[i].resp_body_len, 15);
-		assert_memory_equal(f->log.r[i].resp_body, "hello0123456789", 15);
+		/* The sample is the whole message, its head then its body de-chunked (fed a byte at a time too). */
+		assert_int_equal(f->log.r[i].resp_body_len, strlen(want));
+		assert_memory_equal(f->log.r[i].resp_body, want, strlen(want));
 		assert_field(&f->log.r[i], "resp_encoding", "UTF-8");
 	}
 	fix_free(f);
@@ -182,7 +183,7 @@ static void test_interim_and_bodyless(void **s)
 	const char *more = "GET /x HTTP/1.1\r\n\r\nGET /y HTTP/1.1\r\n\r\n";
 	const char *r204 = "HTTP/1.1 204 No Content\r\nContent-Length: 99\r\n\r\n"
 			   "HTTP/1.1 304 Not Modified\r\nContent-Length: 99\r\n\r\n";
-	struct fix *f = fix_new(16);
+	struct fix *f = fix_new(128);
 
 	(void)s;
 	feed_steps(ops, f->st, L7_DIR_REQ, req, strlen(req), 0, 10);
@@ -195,14 +196,37 @@ static void test_interim_and_bodyless(void **s)
 	assert_int_equal(f->log.r[0].req_ts_ns, 10);
 	assert_int_equal(f->log.r[0].resp_ts_ns, 40);
 	assert_int_equal(f->log.r[0].resp_bytes, strlen(r100) + strlen(r200));
-	assert_int_equal(f->log.r[0].req_body_len, 4);
-	assert_memory_equal(f->log.r[0].req_body, "data", 4);
+	/* Samples: the request's head and body; the final response's head (not the 100's) and body. */
+	assert_int_equal(f->log.r[0].req_body_len, strlen(req) + 4);
+	assert_memory_equal(f->log.r[0].req_body, req, strlen(req));
+	assert_memory_equal(f->log.r[0].req_body + strlen(req), "data", 4);
+	assert_int_equal(f->log.r[0].resp_body_len, strlen(r200));
+	assert_memory_equal(f->log.r[0].resp_body, r200, strlen(r200));
 	feed_steps(ops, f->st, L7_DIR_REQ, more, strlen(more), 0, 50);
 	feed_steps(ops, f->st, L7_DIR_RESP, r204, strlen(r204), 0, 60);
 	assert_int_equal(f->log.n, 3);
 	assert_field(&f->log.r[1], "status", "204");
 	assert_field(&f->log.r[2], "uri", "/y");
 	assert_field(&f->log.r[2], "status", "304");
+	fix_free(f);
+}
+
+/* A sample longer than its budget keeps the message's first bytes: the head first. */
+static void test_sample_cut(void **s)
+{
+	const char *req = "POST /long/path HTTP/1.1\r\nHost: example\r\nContent-Length: 4\r\n\r\nbody";
+	const char *resp = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+	struct fix *f = fix_new(20);
+
+	(void)s;
+	feed_steps(ops, f->st, L7_DIR_REQ, req, strlen(req), 3, 1);
+	feed_steps(ops, f->st, L7_DIR_RESP, resp, strlen(resp), 0, 2);
+	assert_int_equal(f->log.n, 1);
+	assert_int_equal(f->log.r[0].req_body_len, 20);
+	assert_memory_equal(f->log.r[0].req_body, req, 20);
+	assert_int_equal(f->log.r[0].resp_body_len, 20);
+	assert_memory_equal(f->log.r[0].resp_body, resp, 20);
+	assert_int_equal(f->log.r[0].req_bytes, strlen(req));
 	fix_free(f);
 }
 
@@ -409,6 +433,7 @@ int main(void)
 		cmocka_unit_test(test_pipelining),
 		cmocka_unit_test(test_chunked),
 		cmocka_unit_test(test_interim_and_bodyless),
+		cmocka_unit_test(test_sample_cut),
 		cmocka_unit_test(test_gap),
 		cmocka_unit_test(test_finish_unanswered),
 		cmocka_unit_test(test_long_lines),
