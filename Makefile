@@ -129,9 +129,13 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(LIB)
 # functions at -O1 even with -mno-omit-leaf-frame-pointer), no inlining.
 # PROG_LIBS_<name>: what a workload links beyond libc.
 PROG_LIBS_kafka_mock := -lrdkafka
+# BoringSSL from android-libboringssl-dev (beside the system's OpenSSL, under android/).
+BORINGSSL_LIB := /usr/lib/$(shell gcc -print-multiarch)/android
+PROG_LIBS_bssl_peer := -L$(BORINGSSL_LIB) -Wl,-rpath,$(BORINGSSL_LIB) -lssl -lcrypto
 # PROG_CFLAGS_<name>: a workload built otherwise (later flags win).
 PROG_CFLAGS_nofp_chain := -O2 -fomit-frame-pointer
 PROG_CFLAGS_fp_chain := -O2 -fno-omit-frame-pointer
+PROG_CFLAGS_bssl_peer := -I/usr/include/android
 $(BUILD)/progs/fp_chain: tests/progs/nofp_chain.c
 # tls_probe_dump runs the analyzer's TLS probe finder (tests/integration/test_tls_offsets.sh).
 $(BUILD)/progs/tls_probe_dump: $(BUILD)/obj/tests/progs/tls_probe_dump.o $(BUILD)/obj/analyzer/tls/tls_probe.o \

@@ -4,7 +4,9 @@
 # socket, so plaintext is tied to the socket its thread moves data on) and
 # Go's crypto/tls (built in the test with Debian's golang-go; register ABI,
 # uprobes on the RET instructions of (*Conn).Read/Write, state by goroutine),
-# HTTP/1.1 and HTTP/2 (ALPN h2) for Go.  Each: a server and a client started
+# HTTP/1.1 and HTTP/2 (ALPN h2) for Go; and BoringSSL (Debian's Android build,
+# libssl.so.0: found by its symbols, as BoringSSL linked into an executable
+# would be) under tests/progs/bssl_peer.  Each: a server and a client started
 # after the task began, exact exchange counts and statuses on both sides,
 # is_ssl, and the ciphertext one end wrote is what the other read.
 . "$(dirname "$0")/lib.sh"
@@ -60,5 +62,12 @@ for proto in h1 h2; do
     "'$TMP/go_tls' server 127.0.0.1:$P '$TMP/cert.pem' '$TMP/key.pem'" \
     "'$TMP/go_tls' client https://127.0.0.1:$P/size/3000 40 $proto"
 done
+
+# ---- BoringSSL -------------------------------------------------------------------------
+[ -x "$B/progs/bssl_peer" ] || fail "$B/progs/bssl_peer not built (deploy/install-deps.sh installs android-libboringssl-dev)"
+ldd "$B/progs/bssl_peer" | grep -q 'android/libssl.so.0' || fail "bssl_peer does not use BoringSSL's libssl.so.0"
+P=$(net_port 10)
+run_pair bssl http1 40 "'$B/progs/bssl_peer' server $P '$TMP/cert.pem' '$TMP/key.pem'" "'$B/progs/bssl_peer' client $P 40"
+
 "$EMBER" stats --config "$TMP/ember.yaml" > "$TMP/stats" || fail "ember stats failed"
 awk '$2 ~ /tls_files_go|bpf_net_tls_returns_without_entry/' "$TMP/stats"
