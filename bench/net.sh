@@ -44,6 +44,9 @@ snap() { python3 "$ROOT/bench/lib/bpfstats.py" snap "$1"; }
 delta() { python3 "$ROOT/bench/lib/bpfstats.py" diff "$@"; }
 NETP='net_(enter|exit)_(btf|raw)'
 stat() { "$B/ember" stats --config "$T/ember.yaml" 2>/dev/null | awk -v k="$1" '$1 == "collector" && $2 == k {print $3; exit}'; }
+# One reading of the collector's counters, so that they agree with each other: sv FILE KEY.
+stats_to() { "$B/ember" stats --config "$T/ember.yaml" > "$1" 2>/dev/null; }
+sv() { awk -v k="$2" '$1 == "collector" && $2 == k {print $3; exit}' "$1"; }
 agent_cpu() { local s=0; for p in $(pgrep -f "ember-(collector|analyzer|exporter)" ); do
   s=$(awk -v s="$s" -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); printf "%.3f", s + ($12 + $13) / hz }' "/proc/$p/stat"); done; echo "$s"; }
 run_wrk() { wrk -t 2 -c "$CONNS" -d "${DUR}s" --latency "http://127.0.0.1:$PORT/small.txt" > "$T/wrk.out" 2>&1
@@ -54,14 +57,14 @@ run_ember() {   # $1: the row's name (ember, or ember_stats for the pass with BP
   "$B/ember" profile --config "$T/ember.yaml" --type network --pid "$W" --duration $((DUR + 4))s --out "$T/prof" >/dev/null 2>"$T/prof.err" &
   local P=$!
   for _ in $(seq 100); do grep -q profiling "$T/prof.err" && break; sleep 0.05; done
-  c0=$(agent_cpu); e0=$(stat bpf_net_events); calls0=$(stat bpf_net_socket_calls)
+  c0=$(agent_cpu); stats_to "$T/s0"; e0=$(sv "$T/s0" bpf_net_events); calls0=$(sv "$T/s0" bpf_net_socket_calls)
   # in the kernel (the call has no event) and in the collector (an event it could not pass on)
-  d0=$(( $(stat bpf_net_ringbuf_full_drops) + $(stat bpf_net_inflight_full_drops) )); f0=$(stat net_events_ring_full_drops)
+  d0=$(( $(sv "$T/s0" bpf_net_ringbuf_full_drops) + $(sv "$T/s0" bpf_net_inflight_full_drops) )); f0=$(sv "$T/s0" net_events_ring_full_drops)
   snap "$T/e0"; local t0=$(date +%s%N)
   local r; r=$(run_wrk)
   local t1=$(date +%s%N); snap "$T/e1"
-  c1=$(agent_cpu); e1=$(stat bpf_net_events); calls1=$(stat bpf_net_socket_calls)
-  d1=$(( $(stat bpf_net_ringbuf_full_drops) + $(stat bpf_net_inflight_full_drops) )); f1=$(stat net_events_ring_full_drops)
+  c1=$(agent_cpu); stats_to "$T/s1"; e1=$(sv "$T/s1" bpf_net_events); calls1=$(sv "$T/s1" bpf_net_socket_calls)
+  d1=$(( $(sv "$T/s1" bpf_net_ringbuf_full_drops) + $(sv "$T/s1" bpf_net_inflight_full_drops) )); f1=$(sv "$T/s1" net_events_ring_full_drops)
   wait $P
   echo "${1:-ember} $r $(( (t1 - t0) / 1000000 )) $(echo "$c1 - $c0" | bc) $((e1 - e0)) $((calls1 - calls0)) $((d1 - d0)) $(delta "$T/e0" "$T/e1" "$NETP") $((f1 - f0))" >> "$T/res"
 }
@@ -106,6 +109,27 @@ for i in $(seq "$ROUNDS"); do
 done
 sysctl -qw kernel.bpf_stats_enabled=1
 run_ember ember_stats; run_monitor monitor_stats
+sysctl -qw kernel.bpf_stats_enabled=0
+# Both ends followed (the worker and wrk): the event rate at which every drop is accounted for.
+run_rate() {
+  local e0 calls0 d0 f0 t0 e1 calls1 d1 f1 t1
+  wrk -t 2 -c "$CONNS" -d "$((DUR + 3))s" "http://127.0.0.1:$PORT/small.txt" > "$T/wrk_rate.out" 2>&1 & local WRK=$!
+  sleep 0.3
+  "$B/ember" profile --config "$T/ember.yaml" --type network --pid "$W,$WRK" --duration $((DUR + 1))s --out "$T/rate" >/dev/null 2>"$T/rate.err" &
+  local P=$!
+  for _ in $(seq 100); do grep -q profiling "$T/rate.err" && break; sleep 0.05; done
+  stats_to "$T/r0"; t0=$(date +%s%N)
+  sleep "$DUR"
+  stats_to "$T/r1"; t1=$(date +%s%N)
+  e0=$(sv "$T/r0" bpf_net_events); calls0=$(sv "$T/r0" bpf_net_socket_calls); f0=$(sv "$T/r0" net_events_ring_full_drops)
+  d0=$(( $(sv "$T/r0" bpf_net_ringbuf_full_drops) + $(sv "$T/r0" bpf_net_inflight_full_drops) ))
+  e1=$(sv "$T/r1" bpf_net_events); calls1=$(sv "$T/r1" bpf_net_socket_calls); f1=$(sv "$T/r1" net_events_ring_full_drops)
+  d1=$(( $(sv "$T/r1" bpf_net_ringbuf_full_drops) + $(sv "$T/r1" bpf_net_inflight_full_drops) ))
+  wait $P; wait $WRK
+  echo "rate $(( (t1 - t0) / 1000000 )) $((e1 - e0)) $((calls1 - calls0)) $((d1 - d0)) $((f1 - f0))" >> "$T/res"
+}
+run_rate
+sysctl -qw kernel.bpf_stats_enabled=1
 # The whole host's cost while a task runs elsewhere: an idle process is the target.
 sleep 600 & IDLE=$!
 "$B/ember" profile --config "$T/ember.yaml" --type network --pid "$IDLE" --duration 15s --out "$T/idle" >/dev/null 2>"$T/idle.err" &
@@ -158,6 +182,12 @@ print(f"net_drops_ember: {drops + fwd_drops} counted of {calls} calls ({drops} i
       f"collector could not pass on to a full analyzer ring); unaccounted: {calls - events - drops}")
 es = [r for r in rows if r[0] == 'ember_stats']
 scalls = sum(int(r[6]) for r in es)
+rate = next((x for x in rows if x[0] == 'rate'), None)
+if rate:
+    ms_, ev, rc, rd, rf = (int(v) for v in rate[1:6])
+    print(f"net_events_per_s_both_ends: {ev / (ms_ / 1000) / 1e3:.0f}k (the worker and wrk followed, {ms_ / 1000:.1f} s); "
+          f"drops: {rd + rf} counted ({rd} in the kernel, {rf} by the collector) of {rc} calls; unaccounted: {rc - ev - rd} "
+          f"(a call is counted just before its event: readings may differ by the calls in flight, at most one per CPU)")
 bruns = sum(int(r[8]) for r in es); bns = sum(int(r[9]) for r in es)
 other = next((x for x in rows if x[0] == 'other_rw'), None)
 per_other_run = int(other[2]) / int(other[1]) if other and int(other[1]) else None
