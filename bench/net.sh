@@ -187,7 +187,7 @@ if rate:
     ms_, ev, rc, rd, rf = (int(v) for v in rate[1:6])
     print(f"net_events_per_s_both_ends: {ev / (ms_ / 1000) / 1e3:.0f}k (the worker and wrk followed, {ms_ / 1000:.1f} s); "
           f"drops: {rd + rf} counted ({rd} in the kernel, {rf} by the collector) of {rc} calls; unaccounted: {rc - ev - rd} "
-          f"(a call is counted just before its event: readings may differ by the calls in flight, at most one per CPU)")
+          f"(a call is counted just before its event: readings may differ by the calls in flight at either reading)")
 bruns = sum(int(r[8]) for r in es); bns = sum(int(r[9]) for r in es)
 other = next((x for x in rows if x[0] == 'other_rw'), None)
 per_other_run = int(other[2]) / int(other[1]) if other and int(other[1]) else None
