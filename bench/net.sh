@@ -195,6 +195,14 @@ if scalls and per_other_run is not None:
     print(f"net_bpf_ns_per_target_call_ember: {(bns - (bruns - 2 * scalls) * per_other_run) / scalls:.0f} ns "
           f"(enter + exit with the data copied, in a pass with the kernel's BPF accounting on; "
           f"the load's {bruns - 2 * scalls} other runs at {per_other_run:.0f} ns taken out)")
+    # What the BPF programs alone leave of the throughput: the worker is CPU-bound on one core, so
+    # a request costs it 1/rps alone, plus its socket calls' BPF time under a task.
+    per_call = (bns - (bruns - 2 * scalls) * per_other_run) / scalls
+    reqs = sum(float(r[1]) * int(r[3]) / 1000 for r in ember)
+    cpr = calls / reqs if reqs else 0
+    t_req = 1e9 / base_r
+    print(f"net_throughput_ceiling_from_bpf: {t_req / (t_req + cpr * per_call):.2f}x ({cpr:.2f} traced calls per request at "
+          f"{per_call:.0f} ns against {t_req:.0f} ns per request alone, agent CPU and other syscalls' runs not counted)")
 mon = [r for r in rows if r[0] == 'monitor']
 if mon:
     mr = [float(r[1]) for r in mon]; mp = [ms(r[2]) for r in mon]
