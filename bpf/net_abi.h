@@ -106,7 +106,12 @@ struct net_event {
 	 * which has the task.  Fork and exit events carry it too.
 	 */
 	__u32 root;
-	__u32 pad;
+	/*
+	 * Written by the collector, 0 from the BPF program: the followed process
+	 * at the other end of this TCP connection when that process's events go
+	 * to another analyzer, which is the only one that could link the two.
+	 */
+	__u32 peer_tgid;
 	/* followed by `payload` bytes of the call's data */
 };
 

@@ -829,6 +829,8 @@ static void collect_stats(void)
 		C.stats[CTL_STAT_NET_FORWARDED] = fs.events;
 		C.stats[CTL_STAT_NET_RING_DROPS] = fs.ring_drops;
 		C.stats[CTL_STAT_NET_RING_UNTRACKED] = fs.untracked;
+		C.stats[CTL_STAT_NET_PEERS_ACROSS] = fs.peers_across;
+		C.stats[CTL_STAT_NET_ENDPOINTS_FULL] = fs.endpoints_full;
 	}
 	C.stats[CTL_STAT_RING_RECORDS] = C.stats[CTL_STAT_RING_DROPS] = 0;
 	C.stats[CTL_STAT_RING_DROP_BYTES] = C.stats[CTL_STAT_RING_HOSTILE_CONS] = 0;

@@ -1,8 +1,10 @@
 #include "collector/net_fwd.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "bpf/ember_abi.h"
 #include "common/shard.h"
@@ -13,9 +15,20 @@ struct lost_slot {
 	uint64_t read_bytes, write_bytes;
 };
 
+/* A local TCP endpoint of a followed process (family 0 = free). */
+struct endpoint {
+	uint8_t addr[16];
+	uint16_t port;
+	uint16_t family;
+	uint32_t tgid;
+	uint32_t route;        /* the pid its events are routed by (net_event.root, else tgid) */
+};
+
 struct net_fwd {
 	struct shm_ring **rings;
 	unsigned nshards;
+	struct endpoint *ep;   /* NET_FWD_ENDPOINT_SLOTS, with several shards only */
+	unsigned nep;
 	uint8_t *written;      /* per shard: something to notify */
 	unsigned nlost;        /* slots in use */
 	struct lost_slot lost[NET_FWD_LOST_SLOTS];
@@ -34,6 +47,12 @@ struct net_fwd *net_fwd__new(struct shm_ring **rings, unsigned nshards)
 		errno = ENOMEM;
 		return NULL;
 	}
+	if (nshards > 1 && !(f->ep = calloc(NET_FWD_ENDPOINT_SLOTS, sizeof(*f->ep)))) {
+		free(f->written);
+		free(f);
+		errno = ENOMEM;
+		return NULL;
+	}
 	f->rings = rings;
 	f->nshards = nshards;
 	return f;
@@ -42,6 +61,7 @@ struct net_fwd *net_fwd__new(struct shm_ring **rings, unsigned nshards)
 struct net_fwd *net_fwd__free(struct net_fwd *f)
 {
 	if (f) {
+		free(f->ep);
 		free(f->written);
 		free(f);
 	}
@@ -93,11 +113,98 @@ static void lost_remove(struct net_fwd *f, struct lost_slot *s)
 	}
 }
 
+/* ---- local endpoints (several shards): linear probing, backward-shift deletion ---- */
+
+static unsigned ep_slot(uint16_t family, const uint8_t *addr, uint16_t port)
+{
+	uint64_t h = 1469598103934665603ull ^ family ^ ((uint64_t)port << 16);
+
+	for (unsigned i = 0; i < 16; i++)
+		h = (h ^ addr[i]) * 1099511628211ull;
+	return (unsigned)(h >> 20) & (NET_FWD_ENDPOINT_SLOTS - 1);
+}
+
+static bool ep_is(const struct endpoint *p, uint16_t family, const uint8_t *addr, uint16_t port)
+{
+	return p->family == family && p->port == port && !memcmp(p->addr, addr, 16);
+}
+
+static struct endpoint *ep_find(struct net_fwd *f, uint16_t family, const uint8_t *addr, uint16_t port, bool create)
+{
+	for (unsigned i = ep_slot(family, addr, port), n = 0; n < NET_FWD_ENDPOINT_SLOTS;
+	     i = (i + 1) & (NET_FWD_ENDPOINT_SLOTS - 1), n++) {
+		struct endpoint *p = &f->ep[i];
+
+		if (p->family && ep_is(p, family, addr, port))
+			return p;
+		if (!p->family) {
+			if (!create)
+				return NULL;
+			if (f->nep >= NET_FWD_ENDPOINT_SLOTS * 3 / 4) {
+				f->st.endpoints_full++;
+				return NULL;
+			}
+			f->nep++;
+			p->family = family;
+			p->port = port;
+			memcpy(p->addr, addr, 16);
+			return p;
+		}
+	}
+	return NULL;
+}
+
+static void ep_remove(struct net_fwd *f, struct endpoint *p)
+{
+	unsigned i = (unsigned)(p - f->ep), j = i;
+
+	f->ep[i].family = 0;
+	f->nep--;
+	for (;;) {
+		j = (j + 1) & (NET_FWD_ENDPOINT_SLOTS - 1);
+		if (!f->ep[j].family)
+			return;
+		unsigned home = ep_slot(f->ep[j].family, f->ep[j].addr, f->ep[j].port);
+		if ((j > i && (home <= i || home > j)) || (j < i && home <= i && home > j)) {
+			f->ep[i] = f->ep[j];
+			f->ep[j].family = 0;
+			i = j;
+		}
+	}
+}
+
+/*
+ * Remembers e's local endpoint (forgets it at its close) and returns the
+ * followed process at the other end when another shard has it, else 0.
+ */
+static uint32_t peer_across(struct net_fwd *f, const struct net_event *e, unsigned sh)
+{
+	struct endpoint *p;
+	uint32_t route = e->root ? e->root : e->tgid;
+
+	if (e->type != SOCK_STREAM || (e->family != AF_INET && e->family != AF_INET6))
+		return 0;
+	p = ep_find(f, e->family, e->laddr, e->lport, e->op != NET_OP_CLOSE);
+	if (p && e->op == NET_OP_CLOSE) {
+		if (p->tgid == e->tgid)
+			ep_remove(f, p);
+	} else if (p) {
+		p->tgid = e->tgid;
+		p->route = route;
+	}
+	p = ep_find(f, e->family, e->raddr, e->rport, false);
+	if (!p || shard__of(p->route, f->nshards) == sh)
+		return 0;
+	f->st.peers_across++;
+	return p->tgid;
+}
+
 int net_fwd__event(struct net_fwd *f, const struct net_event *e, uint32_t len)
 {
 	unsigned sh;
 	struct net_event *rec;
 	struct lost_slot *l;
+	uint32_t peer;
 
 	if (len < sizeof(*e) || len - sizeof(*e) < e->payload) {
 		f->st.bad++;
@@ -106,6 +213,7 @@ int net_fwd__event(struct net_fwd *f, const struct net_event *e, uint32_t len)
 	len = sizeof(*e) + e->payload;
 	/* A followed child's events go where its task is: to the process the task named. */
 	sh = shard__of(e->root ? e->root : e->tgid, f->nshards);
+	peer = f->ep ? peer_across(f, e, sh) : 0;
 	l = f->nlost ? lost_find(f, e->ino, 0) : NULL;
 	rec = shm_ring__reserve(f->rings[sh], EMBER_REC_NET, len);
 	if (!rec) {
@@ -124,6 +232,7 @@ int net_fwd__event(struct net_fwd *f, const struct net_event *e, uint32_t len)
 		return 0;
 	}
 	memcpy(rec, e, len);
+	rec->peer_tgid = peer;
 	if (l) {
 		rec->lost_events += l->events;
 		rec->lost_read_bytes += l->read_bytes;

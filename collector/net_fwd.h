@@ -2,7 +2,10 @@
  * Network events from the BPF ring buffer into the analyzers' rings: each
  * event goes, as it is, to the shard of its process (EMBER_REC_NET), or for
  * a child a task follows, to the shard of the process the task named
- * (net_event.root), whose analyzer has the task.  A
+ * (net_event.root), whose analyzer has the task.  With several analyzers
+ * it also remembers the local TCP endpoints of followed processes, so that
+ * an event whose peer is one of them, followed by another analyzer, names
+ * that process (net_event.peer_tgid): no analyzer sees both ends.  A
  * full ring drops the event, but not silently for the parsers: what it
  * carried is remembered per socket and handed to that socket's next event
  * (net_event.lost_*), exactly as the BPF program does for its own ring
@@ -20,12 +23,16 @@
 
 /* Sockets whose losses are remembered at once; over it, losses are counted as untracked. */
 #define NET_FWD_LOST_SLOTS 4096
+/* Local TCP endpoints remembered (several analyzers only); kept below 3/4 full. */
+#define NET_FWD_ENDPOINT_SLOTS 16384
 
 struct net_fwd_stats {
 	uint64_t events;       /* written to a ring */
 	uint64_t ring_drops;   /* dropped: ring full */
 	uint64_t untracked;    /* drops whose socket could not be remembered (table full) */
 	uint64_t bad;          /* events shorter than their header says (never from our program) */
+	uint64_t peers_across; /* events given the peer process another analyzer follows */
+	uint64_t endpoints_full; /* endpoints not remembered: table full */
 };
 
 struct net_fwd;

@@ -63,6 +63,8 @@ static const char *const stat_names[CTL_STAT_MAX] = {
 	[CTL_STAT_TLS_FILES] = "tls_files_probed",
 	[CTL_STAT_TLS_POINTS] = "tls_probe_points",
 	[CTL_STAT_TLS_REFUSED] = "tls_attach_refused",
+	[CTL_STAT_NET_PEERS_ACROSS] = "net_events_peer_across_shards",
+	[CTL_STAT_NET_ENDPOINTS_FULL] = "net_endpoints_full",
 	[CTL_STAT_UNWIND_REFUSED] = "unwind_refused_for_room",
 };
 

@@ -212,6 +212,8 @@ enum ctl_stat {
 	CTL_STAT_TLS_FILES,            /* library files probed */
 	CTL_STAT_TLS_POINTS,           /* probe points attached (entries, returns, RET instructions) */
 	CTL_STAT_TLS_REFUSED,          /* TLS_ATTACH requests refused (bad points, not a target, no room, attach error) */
+	CTL_STAT_NET_PEERS_ACROSS,     /* events told their peer process, followed by another analyzer */
+	CTL_STAT_NET_ENDPOINTS_FULL,   /* local endpoints not remembered for that (table full) */
 	CTL_STAT_MAX,
 };
 struct ctl_stats_ans { int32_t err; uint32_t n; uint64_t v[CTL_STAT_MAX]; };

@@ -103,6 +103,7 @@ struct cstate {
 	bool side_guessed;
 	bool peer_local;
 	uint32_t peer_pid;
+	uint32_t peer_across;     /* the peer process as the collector knows it, followed by another analyzer */
 	struct l7_conn *l7;
 	/*
 	 * TLS: the socket carries records (seen on the wire, or its library's
@@ -457,6 +458,8 @@ static void link_peer(struct netprof *np, struct cstate *cs)
 	o = conntrack__by_local(np->ct, &cs->nc->peer);
 	if (o && !memcmp(&o->peer, &cs->nc->local, sizeof(o->peer)))
 		cs->peer_pid = o->tgid;
+	else if (cs->peer_across)
+		cs->peer_pid = cs->peer_across;  /* its analyzer is another: the collector saw both ends */
 }
 
 static struct flow *flow_of(struct netprof *np, struct ntask *t, struct cstate *cs)
@@ -1310,6 +1313,8 @@ void netprof__record(struct netprof *np, const void *data, uint32_t len)
 	if (!cs)
 		return;
 	conntrack__touch(np->ct, cs->nc, e.ts_ns + e.dur_ns);
+	if (e.peer_tgid && !cs->nc->udp)
+		cs->peer_across = e.peer_tgid;
 	if (e.lost_events) {
 		give_gap(np, cs, false, e.lost_read_bytes, e.ts_ns);
 		give_gap(np, cs, true, e.lost_write_bytes, e.ts_ns);
