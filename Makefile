@@ -130,8 +130,8 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(LIB)
 # PROG_LIBS_<name>: what a workload links beyond libc.
 PROG_LIBS_kafka_mock := -lrdkafka
 # BoringSSL from android-libboringssl-dev (beside the system's OpenSSL, under android/).
-BORINGSSL_LIB := /usr/lib/$(shell gcc -print-multiarch)/android
-PROG_LIBS_bssl_peer := -L$(BORINGSSL_LIB) -Wl,-rpath,$(BORINGSSL_LIB) -lssl -lcrypto
+BORINGSSL_LIB = /usr/lib/$(shell $(CC) -print-multiarch)/android
+PROG_LIBS_bssl_peer = -L$(BORINGSSL_LIB) -Wl,-rpath,$(BORINGSSL_LIB) -lssl -lcrypto
 # PROG_CFLAGS_<name>: a workload built otherwise (later flags win).
 PROG_CFLAGS_nofp_chain := -O2 -fomit-frame-pointer
 PROG_CFLAGS_fp_chain := -O2 -fno-omit-frame-pointer
