@@ -27,6 +27,20 @@ void *l7_framed__new(const struct l7_framed_spec *spec, const struct l7_config *
 	return b;
 }
 
+/*
+ * After a gap: is this chunk of the client's bytes its next turn?  With the
+ * requests' framing intact, any chunk is.  Lost, it is the first chunk after
+ * the server has sent again that starts at a message (spec->req_start).
+ * Until then, more of a cut response or of lost requests is discarded by
+ * its framer, still lost.
+ */
+static bool client_turn(const struct l7_framed *b, const uint8_t *data, size_t len)
+{
+	if (!b->req_lost)
+		return true;
+	return b->fr[L7_DIR_RESP].bytes > b->req_lost_mark && (!b->spec->req_start || b->spec->req_start(data, len));
+}
+
 int l7_framed__feed(void *st, enum l7_dir dir, const uint8_t *data, size_t len, uint64_t ts)
 {
 	struct l7_framed *b = st;
@@ -36,13 +50,21 @@ int l7_framed__feed(void *st, enum l7_dir dir, const uint8_t *data, size_t len, 
 		return -EINVAL;
 	if (b->fatal)
 		return b->fatal;
-	/* (More of a cut response is discarded by its framer, still lost.) */
-	if (b->resp_cut && len && dir == L7_DIR_REQ) {
-		err = b->spec->cut(b, b->fr[L7_DIR_RESP].ts);
-		if (err < 0)
-			return b->fatal = err;
-		l7_framer__reset(&b->fr[L7_DIR_RESP]);
-		b->resp_cut = false;
+	if (len && dir == L7_DIR_REQ && (b->resp_cut || b->req_lost) && client_turn(b, data, len)) {
+		if (b->resp_cut) {
+			err = b->spec->cut(b, b->fr[L7_DIR_RESP].ts);
+			if (err < 0)
+				return b->fatal = err;
+			l7_framer__reset(&b->fr[L7_DIR_RESP]);
+			b->resp_cut = false;
+		}
+		if (b->req_lost) {
+			err = b->spec->req_resume(b);
+			if (err < 0)
+				return b->fatal = err;
+			l7_framer__reset(&b->fr[L7_DIR_REQ]);
+			b->req_lost = false;
+		}
 	}
 	err = l7_framer__feed(&b->fr[dir], data, len, ts);
 	if (err < 0)
@@ -63,9 +85,14 @@ int l7_framed__gap(void *st, enum l7_dir dir, size_t len, uint64_t ts)
 	if (r < 0)
 		return b->fatal = r;
 	if (r == 1 && !b->spec->resync) {
-		if (dir != L7_DIR_RESP || !b->spec->cut)
+		if (dir == L7_DIR_RESP && b->spec->cut) {
+			b->resp_cut = true;
+		} else if (dir == L7_DIR_REQ && b->spec->req_resume) {
+			b->req_lost = true;
+			b->req_lost_mark = b->fr[L7_DIR_RESP].bytes;
+		} else {
 			return b->fatal = -EPROTO;
-		b->resp_cut = true;
+		}
 	}
 	return 0;
 }

@@ -47,15 +47,34 @@ struct l7_framed_spec {
 	 * bounded prefix, and one write can hold many messages).  Called
 	 * when the client next sends (or at the close): a client that waits
 	 * for each answer has had all of it by then, so the parser reports
-	 * the exchange
-	 * whose response was cut (answered at ts, the last response bytes;
-	 * fr[L7_DIR_RESP].bytes counts what went by, lost bytes included),
-	 * resets its response side, and the response framer starts afresh.
-	 * Returns 0, or -EPROTO when it cannot tell (several requests
-	 * outstanding: a pipelining client).  NULL = such a gap ends the
-	 * analysis.
+	 * every exchange still pending: the oldest one's response was cut
+	 * (answered at ts, the last response bytes; fr[L7_DIR_RESP].bytes
+	 * counts what went by, lost bytes included), the later ones' (a
+	 * pipelining client's) went by in the gap.  It resets its response
+	 * side, and the response framer starts afresh.  Returns 0 or -errno.
+	 * NULL = such a gap ends the analysis.
 	 */
 	int (*cut)(void *st, uint64_t ts);
+	/*
+	 * Optional, for FIFO protocols: a gap lost the framing of the
+	 * requests (a pipelining client's write seen in part), so the
+	 * requests in it are unknown.  Answers keep pairing with the requests
+	 * seen before the gap; the parser reports any beyond them as answers
+	 * to lost requests (l7_framed.req_lost is set meanwhile).  At the
+	 * client's first write after the server has sent again (a client
+	 * that waits for its answers has had them all by then), this resets
+	 * the parser's request side and the request framer starts afresh.
+	 * Returns 0 or -errno.  NULL = such a gap ends the analysis.
+	 */
+	int (*req_resume)(void *st);
+	/*
+	 * With req_resume: does this chunk of the client's bytes start at a
+	 * message, by its headers up to the chunk's end?  A server reads a
+	 * long pipeline in parts and may answer between them, so the first
+	 * chunk after an answer can start mid-message; it is discarded, and
+	 * the next one is tried.  NULL = trust the turn.
+	 */
+	bool (*req_start)(const uint8_t *p, size_t len);
 };
 
 struct l7_framed {
@@ -68,6 +87,8 @@ struct l7_framed {
 	struct l7_pendq q;
 	int fatal;                         /* sticky -errno, 0 while parsing */
 	bool resp_cut;                     /* response framing lost: spec->cut at the next request */
+	bool req_lost;                     /* request framing lost: spec->req_resume at the next turn */
+	uint64_t req_lost_mark;            /* fr[L7_DIR_RESP].bytes when the requests' gap came */
 };
 
 /*

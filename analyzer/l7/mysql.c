@@ -19,13 +19,15 @@
  * goes on with auth-switch round trips that wait on the client, and a long
  * result set is written in 16 KB calls.
  *
- * Pairing is FIFO: the classic protocol has no request ids, so after a gap
- * no response can be tied to a request with certainty and the connection is
- * given up (-EPROTO) unless the gap fell inside a discarded row body, or in
- * the response to the only command outstanding (live data: a large result
- * set is written in calls seen only in part): the client's next command
- * then closes that response, with the result its first packet gave and no
- * row count, and the next response is read afresh (l7_framed_spec.cut).
+ * Pairing is FIFO: the classic protocol has no request ids, so a gap
+ * outside a discarded row body is resolved at the client's next turn (live
+ * data: a large result set is written in calls seen only in part).  A gap
+ * in the responses: the client's next command closes the commands
+ * outstanding, the oldest with the result its first packet gave and no row
+ * count, and the next response is read afresh (l7_framed_spec.cut).  A gap
+ * in the commands: responses pair with the commands seen before it, those
+ * beyond are counted in dropped(), and commands are read afresh at the
+ * client's first write after the server's (req_resume).
  */
 #include "analyzer/l7/l7.h"
 #include "analyzer/l7/l7_framed.h"
@@ -669,25 +671,59 @@ static void mysql_unanswered(void *st, void *e)
 	resp_reset(m);
 }
 
-/* The response to the one command outstanding was cut by a gap, and the client sent again. */
+/*
+ * A gap cut the responses, and the client sent again: the oldest command's
+ * response was in progress (with the result its first packet gave), the
+ * later ones' (pipelined) went by in the gap.
+ */
 static int mysql_cut(void *st, uint64_t ts)
 {
 	struct mysql *m = st;
 	struct pend *e;
 
-	if (l7_pendq__count(&m->base.q) > 1)
-		return -EPROTO;   /* pipelined: which response ended where is unknowable */
-	if ((e = l7_pendq__at(&m->base.q, 0))) {
-		if (m->resp_bytes)
-			m->resp_bytes = m->base.fr[L7_DIR_RESP].bytes - m->resp_start;
+	if (m->resp_bytes)
+		m->resp_bytes = m->base.fr[L7_DIR_RESP].bytes - m->resp_start;
+	while ((e = l7_pendq__at(&m->base.q, 0))) {
 		m->cut = true;
 		emit_rec(m, e, true, m->resp1_ts ? m->resp1_ts : ts);
 		l7_pendq__remove(&m->base.q, 0);
+		resp_reset(m);
 	}
 	m->cont[L7_DIR_RESP] = false;
 	m->absorb_eof = false;
 	resp_reset(m);
 	return 0;
+}
+
+/* The client writes again after a gap in its commands: read them afresh. */
+static int mysql_req_resume(void *st)
+{
+	struct mysql *m = st;
+
+	m->cont[L7_DIR_REQ] = false;
+	m->noresp_pending = false;
+	return 0;
+}
+
+/*
+ * After a gap in the client's commands: does this chunk start at one?  A
+ * command is a packet with sequence id 0 and a known command byte; every
+ * packet up to the chunk's end must be one, chained end to end.
+ */
+static bool mysql_req_start(const uint8_t *p, size_t len)
+{
+	size_t off = 0;
+
+	while (len - off >= 5) {
+		uint32_t plen = l7_le24(p + off);
+
+		if (p[off + 3] != 0 || plen < 1 || plen == MYSQL_MAX_PKT || p[off + 4] > COM_RESET_CONNECTION)
+			return false;
+		if (plen >= len - off - 4)
+			return true;   /* it runs to the chunk's end or past it */
+		off += 4 + (size_t)plen;
+	}
+	return off > 0;
 }
 
 static const struct l7_framed_spec mysql_spec = {
@@ -697,6 +733,8 @@ static const struct l7_framed_spec mysql_spec = {
 	.resync = false,   /* FIFO pairing */
 	.unanswered = mysql_unanswered,
 	.cut = mysql_cut,
+	.req_resume = mysql_req_resume,
+	.req_start = mysql_req_start,
 };
 
 static void *mysql_create(const struct l7_config *cfg, l7_emit_fn emit, void *emit_ctx)

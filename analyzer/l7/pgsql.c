@@ -27,13 +27,16 @@
  * Pairing: every Q / F / Sync / StartupMessage is answered by exactly one
  * ReadyForQuery, so requests are numbered by the ReadyForQuery that closes
  * them; that keeps pipelined batches apart.  FIFO pairing without ids cannot
- * survive lost bytes, so a gap ends the analysis of the connection (-EPROTO)
- * unless it fell inside a discarded message body, or in the answer to the
- * only exchange outstanding (live data: a long result is written in 8 KB
- * calls seen only in part): the client's next message then closes that
- * exchange, with the error or tag seen before the gap (none when the
- * CommandComplete went by in it) and no row count, and the next answer is
- * read afresh (l7_framed_spec.cut).
+ * follow lost bytes, so a gap outside a discarded message body is resolved
+ * at the client's next turn (live data: a long result is written in 8 KB
+ * calls, a pipeline in one write, seen only in part).  A gap in the
+ * answers: the client's next message closes the exchanges outstanding, the
+ * oldest with the error or tag seen before the gap (none when the
+ * CommandComplete went by in it), no row count, and the next answer is
+ * read afresh (l7_framed_spec.cut).  A gap in the client's messages: the
+ * answers to the exchanges seen before it pair as usual, those to the lost
+ * ones are counted in dropped(), and the client's messages are read afresh
+ * at its first write after the server's (req_resume).
  */
 #include "analyzer/l7/l7.h"
 #include "analyzer/l7/l7_framed.h"
@@ -403,8 +406,9 @@ static void server_message(struct pgsql *s, uint8_t type, const uint8_t *b, size
 			t->resp_start = s->msg_start;
 		t->got_resp = true;
 		t->resp_bytes += total;
-	} else if (type != 'S' && type != 'N' && type != 'A') {
-		s->dropped++;   /* answers a request from before the capture (async messages aside) */
+	} else if (type != 'S' && type != 'N' && type != 'A' && (type != 'Z' || s->srv_batch >= s->cli_batch)) {
+		/* Answers a request from before the capture or lost in a gap (async messages aside). */
+		s->dropped++;
 	}
 	switch (type) {
 	case 'Z': {
@@ -528,15 +532,17 @@ static void pg_unanswered(void *st, void *t)
 	emit_txn(s, t, false, s->base.fr[L7_DIR_RESP].ts);
 }
 
-/* The answer to the one exchange outstanding was cut by a gap, and the client sent again. */
+/*
+ * A gap cut the answers, and the client sent again: the oldest exchange's
+ * answer was in progress (with the error or tag seen before the gap), the
+ * later ones' (pipelined) went by in the gap.
+ */
 static int pg_cut(void *st, uint64_t ts)
 {
 	struct pgsql *s = st;
 	struct txn *t;
 
-	if (l7_pendq__count(&s->base.q) > 1)
-		return -EPROTO;   /* pipelined: which answer ended where is unknowable */
-	if ((t = l7_pendq__at(&s->base.q, 0))) {
+	while ((t = l7_pendq__at(&s->base.q, 0))) {
 		if (t->got_resp)
 			t->resp_bytes = s->base.fr[L7_DIR_RESP].bytes - t->resp_start;
 		t->got_resp = true;
@@ -550,6 +556,50 @@ static int pg_cut(void *st, uint64_t ts)
 	return 0;
 }
 
+/*
+ * The client writes again after a gap in its messages: every cycle it sent
+ * is answered by now, so the two sides' ReadyForQuery counts agree again,
+ * and the batch it was building is forgotten.
+ */
+static int pg_req_resume(void *st)
+{
+	struct pgsql *s = st;
+
+	s->cli_batch = s->srv_batch;
+	s->batch_execs = 0;
+	s->batch_parse = false;
+	s->have_bound = false;
+	s->cli_untyped = false;
+	return 0;
+}
+
+/*
+ * After a gap in the client's messages: does this chunk start at one?
+ * Every header up to the chunk's end must be a frontend message's type with
+ * a plausible length (exactly 4 for the bodiless ones), chained end to end.
+ */
+static bool pg_req_start(const uint8_t *p, size_t len)
+{
+	static const char types[] = "QPBEDSHCFXdcfp";
+	size_t off = 0;
+
+	while (len - off >= 5) {
+		uint8_t t = p[off];
+		uint32_t l = l7_be32(p + off + 1);
+
+		if (!memchr(types, t, sizeof(types) - 1) || l < 4 || l > PG_MAX_MSG)
+			return false;
+		if ((t == 'S' || t == 'H' || t == 'X' || t == 'c') && l != 4)
+			return false;
+		if ((t == 'D' || t == 'C') && (l < 6 || (len - off > 5 && p[off + 5] != 'S' && p[off + 5] != 'P')))
+			return false;
+		if (l >= len - off - 1)
+			return true;   /* it runs to the chunk's end or past it */
+		off += 1 + (size_t)l;
+	}
+	return off > 0;
+}
+
 static const struct l7_framed_spec pg_spec = {
 	.fops = &pg_fops,
 	.state_size = sizeof(struct pgsql),
@@ -557,6 +607,8 @@ static const struct l7_framed_spec pg_spec = {
 	.resync = false,   /* FIFO pairing */
 	.unanswered = pg_unanswered,
 	.cut = pg_cut,
+	.req_resume = pg_req_resume,
+	.req_start = pg_req_start,
 };
 
 static void *pg_create(const struct l7_config *cfg, l7_emit_fn emit, void *emit_ctx)

@@ -14,11 +14,15 @@
  * RESP3 '>' values and RESP2 pub/sub "message"/"pmessage"/"smessage" arrays
  * are reported as command "(push)".  (P|S)(UN)SUBSCRIBE with N channels
  * gets N replies.  Without request ids a lost byte makes the pairing
- * unknowable, so a gap outside a bulk body ends the analysis (-EPROTO),
- * except in a reply to the only command outstanding (live data: a large
- * array is written in calls seen only in part): the client's next command
- * then closes that reply, summarised by its first token, and the next
- * reply is read afresh (l7_framed_spec.cut).
+ * unknowable, so a gap outside a bulk body is resolved at the client's
+ * next turn (live data: a large array or a long pipeline is written in
+ * calls seen only in part).  A gap in the replies: the client's next
+ * command closes the reply in progress, summarised by its first token, and
+ * the later pipelined commands' replies, which went by in the gap ("?"),
+ * then replies are read afresh (l7_framed_spec.cut).  A gap in the
+ * commands: replies pair with the commands seen before it, the ones beyond
+ * them are reported without a command (gap=request), and commands are read
+ * afresh at the client's first write after a reply (req_resume).
  */
 #include "analyzer/l7/l7.h"
 #include "analyzer/l7/l7_framed.h"
@@ -66,6 +70,7 @@ struct pend {
 	bool got;
 	bool is_error;
 	bool cut;             /* its reply was cut by a gap */
+	bool req_gap;         /* a reply to a command lost in a gap */
 	char name[REDIS_NAME_MAX];
 	char reply[48];
 };
@@ -91,6 +96,8 @@ static void emit_rec(struct redis *r, const struct pend *p, bool has_req)
 		l7_rec_str(&rec, "reply", p->reply);
 		if (p->cut)
 			l7_rec_str(&rec, "gap", "response");
+		else if (p->req_gap)
+			l7_rec_str(&rec, "gap", "request");
 	}
 	l7_framed__emit(&r->base, &rec);
 }
@@ -397,7 +404,8 @@ static int redis_end(void *ctx, struct l7_framer *f)
 		}
 		e = l7_pendq__at(&r->base.q, 0);
 		if (!e) {
-			struct pend orphan = { .got = true, .resp_ts = f->ts, .resp_bytes = bytes, .is_error = d->is_error };
+			struct pend orphan = { .got = true, .resp_ts = f->ts, .resp_bytes = bytes, .is_error = d->is_error,
+					       .req_gap = r->base.req_lost };
 			memcpy(orphan.reply, d->reply, sizeof(orphan.reply));
 			emit_rec(r, &orphan, false);
 			return 0;
@@ -425,34 +433,110 @@ static void redis_unanswered(void *st, void *e)
 	emit_rec(st, e, true);
 }
 
-/* The reply to the one command outstanding was cut by a gap, and the client sent again. */
+/*
+ * A gap cut the replies, and the client sent again: the oldest command's
+ * reply was in progress (summarised by what came before the gap), the
+ * later ones' (pipelined) went by in the gap.
+ */
 static int redis_cut(void *st, uint64_t ts)
 {
 	struct redis *r = st;
 	struct rdir *d = &r->d[L7_DIR_RESP];
 	const struct l7_framer *f = &r->base.fr[L7_DIR_RESP];
+	bool head = d->in_value;
 	struct pend *e;
 
-	if (l7_pendq__count(&r->base.q) > 1)
-		return -EPROTO;   /* pipelined: which reply ended where is unknowable */
-	if ((e = l7_pendq__at(&r->base.q, 0))) {
+	while ((e = l7_pendq__at(&r->base.q, 0))) {
 		if (!e->got) {
 			e->got = true;
-			e->is_error = d->in_value && d->is_error;
-			if (d->in_value)
+			e->is_error = head && d->is_error;
+			if (head)
 				memcpy(e->reply, d->reply, sizeof(e->reply));
 			else
 				memcpy(e->reply, "?", 2);   /* the gap took the reply from its first byte */
 		}
 		e->resp_ts = ts;
 		e->cut = true;
-		if (d->in_value)
+		if (head)
 			e->resp_bytes += f->bytes - d->start;
 		emit_rec(r, e, true);
 		l7_pendq__remove(&r->base.q, 0);
+		head = false;
 	}
 	memset(d, 0, sizeof(*d));
 	return 0;
+}
+
+/* The client writes again after a gap in its commands: read them afresh. */
+static int redis_req_resume(void *st)
+{
+	struct redis *r = st;
+
+	memset(&r->d[L7_DIR_REQ], 0, sizeof(r->d[L7_DIR_REQ]));
+	return 0;
+}
+
+/* A decimal length "N\r\n" at p[0..n): 1 read (*v, *used), 0 cut by the end, -1 not one. */
+static int crlf_len(const uint8_t *p, size_t n, int64_t *v, size_t *used)
+{
+	size_t i = 0;
+
+	*v = 0;
+	while (i < n && p[i] >= '0' && p[i] <= '9') {
+		if (i == 10)
+			return -1;
+		*v = *v * 10 + (p[i++] - '0');
+	}
+	if (i == n || (i + 1 == n && p[i] == '\r'))
+		return i < 11 ? 0 : -1;
+	if (!i || p[i] != '\r' || p[i + 1] != '\n')
+		return -1;
+	*used = i + 2;
+	return 1;
+}
+
+static bool is_inline_cmd(const uint8_t *d, size_t len);
+
+/*
+ * After a gap in the client's commands: does this chunk start at one?
+ * Every command up to the chunk's end must be a well-formed array of bulk
+ * strings ("*N\r\n" then N "$L\r\n" + L bytes + "\r\n"), or the chunk
+ * an inline command.
+ */
+static bool redis_req_start(const uint8_t *p, size_t len)
+{
+	size_t off = 0, u;
+	int64_t argc, l;
+	int r;
+
+	if (len && p[0] != '*')
+		return is_inline_cmd(p, len);
+	while (off < len) {
+		if (p[off] != '*')
+			return false;
+		off++;
+		if ((r = crlf_len(p + off, len - off, &argc, &u)) <= 0)
+			return r == 0;
+		if (argc < 1)
+			return false;
+		off += u;
+		for (int64_t i = 0; i < argc; i++) {
+			if (off == len)
+				return true;
+			if (p[off] != '$')
+				return false;
+			off++;
+			if ((r = crlf_len(p + off, len - off, &l, &u)) <= 0)
+				return r == 0;
+			off += u;
+			if ((uint64_t)l + 2 > len - off)
+				return (uint64_t)l >= len - off || (len - off == (size_t)l + 1 && p[len - 1] == '\r');
+			if (p[off + l] != '\r' || p[off + l + 1] != '\n')
+				return false;
+			off += (size_t)l + 2;
+		}
+	}
+	return off > 0;
 }
 
 static const struct l7_framed_spec redis_spec = {
@@ -462,6 +546,8 @@ static const struct l7_framed_spec redis_spec = {
 	.resync = false,   /* FIFO pairing */
 	.unanswered = redis_unanswered,
 	.cut = redis_cut,
+	.req_resume = redis_req_resume,
+	.req_start = redis_req_start,
 };
 
 static void *redis_create(const struct l7_config *cfg, l7_emit_fn emit, void *emit_ctx)
@@ -493,6 +579,24 @@ static bool digits_crlf(const uint8_t *d, size_t len, size_t *end)
 	return true;
 }
 
+/* An inline command we know, by its first word ("GET k\r\n"), and not HTTP or RTSP. */
+static bool is_inline_cmd(const uint8_t *d, size_t len)
+{
+	const uint8_t *nl = memchr(d, '\n', len);
+	size_t w = 0;
+
+	while (w < len && ((d[w] >= 'A' && d[w] <= 'Z') || (d[w] >= 'a' && d[w] <= 'z')))
+		w++;
+	if (!nl || !w || w >= 16 || (d[w] != ' ' && d[w] != '\r' && d[w] != '\n'))
+		return false;
+	if (memmem(d, (size_t)(nl - d), "HTTP/", 5) || memmem(d, (size_t)(nl - d), "RTSP/", 5))
+		return false;
+	for (size_t i = 0; i < sizeof(inline_cmds) / sizeof(inline_cmds[0]); i++)
+		if (strlen(inline_cmds[i]) == w && !strncasecmp((const char *)d, inline_cmds[i], w))
+			return true;
+	return false;
+}
+
 static int redis_detect(const uint8_t *d, size_t len, enum l7_dir dir, uint16_t port)
 {
 	int score = 0;
@@ -504,19 +608,8 @@ static int redis_detect(const uint8_t *d, size_t len, enum l7_dir dir, uint16_t 
 		if (d[0] == '*' && digits_crlf(d + 1, len - 1, &e) && d[1] != '-' && 1 + e < len && d[1 + e] == '$') {
 			size_t e2;
 			score = digits_crlf(d + 2 + e, len - 2 - e, &e2) ? 85 : 60;
-		} else {
-			const uint8_t *nl = memchr(d, '\n', len);
-			size_t w = 0;
-
-			while (w < len && ((d[w] >= 'A' && d[w] <= 'Z') || (d[w] >= 'a' && d[w] <= 'z')))
-				w++;
-			if (nl && w && w < 16 && (d[w] == ' ' || d[w] == '\r' || d[w] == '\n')) {
-				/* Not HTTP ("GET / HTTP/1.1") nor RTSP and friends. */
-				bool http = memmem(d, (size_t)(nl - d), "HTTP/", 5) || memmem(d, (size_t)(nl - d), "RTSP/", 5);
-				for (size_t i = 0; !http && i < sizeof(inline_cmds) / sizeof(inline_cmds[0]); i++)
-					if (strlen(inline_cmds[i]) == w && !strncasecmp((const char *)d, inline_cmds[i], w))
-						score = 40;
-			}
+		} else if (is_inline_cmd(d, len)) {
+			score = 40;
 		}
 	} else {
 		switch (d[0]) {

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Pipelines longer than what ember sees of a socket call (bpf/net
+# NET_MAX_PAYLOAD, 4 KB; the rest is a gap to the parser).  Redis and
+# PostgreSQL pair answers with requests in order, without ids, so a gap
+# that loses the framing is resolved at the client's next turn:
+#  - redis-benchmark -P 100 SET: each 9 KB pipeline is seen up to 4 KB.
+#    The replies pair with the commands seen; the rest are reported as
+#    replies to lost commands (gap=request).  Every SET is one exchange.
+#  - redis-benchmark -P 20 GET of a 3000-byte value: each 60 KB answer is
+#    read in 16 KB calls seen up to 4 KB.  The next pipeline closes the
+#    replies cut (gap=response).  Every GET is one exchange.
+#  - pgbench, a pipeline of 80 extended-protocol statements (one 10 KB
+#    write) then a marker query: each pipeline's first statements are
+#    reported, the answers to the others counted as dropped, and every
+#    marker query after the gap is reported with its result.
+# Before, the first such gap ended the connection's analysis.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/net_servers.sh"
+need_bpf
+start_agent
+start_redis
+start_postgres
+
+start_net_task redis "$REDIS_PID" 6s
+RB="redis-benchmark -h 127.0.0.1 -p $REDIS_PORT -c 1 -q"
+$RB -n 3000 -P 100 -d 50 -t set >"$TMP/rb-set.out" 2>&1 || { cat "$TMP/rb-set.out"; fail "redis-benchmark SET"; }
+redis-cli -h 127.0.0.1 -p "$REDIS_PORT" SET key:__rand_int__ "$(head -c 3000 /dev/zero | tr '\0' v)" >/dev/null ||
+  fail "redis-cli SET"
+$RB -n 1000 -P 20 -t get >"$TMP/rb-get.out" 2>&1 || { cat "$TMP/rb-get.out"; fail "redis-benchmark GET"; }
+wait_net_task redis
+python3 - "$TMP/redis/network.json" "$REDIS_PID" <<'PY' || fail "redis pipelines were not followed across their gaps"
+import json, sys, collections
+net, pid = sys.argv[1], int(sys.argv[2])
+conns, ex = {}, collections.defaultdict(list)
+for line in open(net):
+    o = json.loads(line)
+    if o.get('pid') != pid: continue
+    if o['type'] == 'connection': conns[o['id']] = o
+    elif o['type'] == 'exchange': ex[o['connection_id']].append(o['fields'])
+bad = 0
+def conn_of(pred):
+    c = [k for k, v in ex.items() if v and pred(v)]
+    return c[0] if len(c) == 1 else None
+set_c = conn_of(lambda v: sum(f.get('command') == 'SET' for f in v) > 100)
+get_c = conn_of(lambda v: sum(f.get('command') == 'GET' for f in v) > 100)
+for name, c, n, cmd in (('SET -P 100', set_c, 3000, 'SET'), ('GET -P 20', get_c, 1000, 'GET')):
+    if c is None: print(f"  {name}: not one connection found"); bad += 1; continue
+    v = ex[c]
+    gaps = collections.Counter(f.get('gap', '-') for f in v)
+    cmds = collections.Counter(f.get('command') for f in v)
+    replies = collections.Counter(f.get('reply') for f in v)
+    print(f"  {name}: {len(v)} exchanges (redis-benchmark sent {n}), commands {dict(cmds)}, "
+          f"gap {dict(gaps)}, replies {dict(replies)}, connection gaps {conns[c]['gaps']}")
+    if len(v) != n: print("    <-- not one exchange per command"); bad += 1
+    if cmd == 'SET':
+        if not gaps.get('request'): print("    <-- no pipeline was cut: the test proves nothing"); bad += 1
+        if set(replies) != {'+OK'}: print("    <-- a reply other than +OK"); bad += 1
+        if set(cmds) != {'SET', '-'}: print("    <-- commands other than SET"); bad += 1
+    else:
+        if not gaps.get('response'): print("    <-- no answer was cut: the test proves nothing"); bad += 1
+        if set(replies) - {'$3000', '?'}: print("    <-- a reply other than $3000"); bad += 1
+        if set(cmds) != {'GET'}: print("    <-- commands other than GET"); bad += 1
+sys.exit(1 if bad else 0)
+PY
+ok "redis pipelines cut by gaps: one exchange per command sent"
+
+# PostgreSQL: the task on the postmaster follows pgbench's backend (test_net_fork).
+PIPE=80 TXNS=25
+{
+  echo '\startpipeline'
+  for i in $(seq $PIPE); do echo "SELECT $i AS n, 'padding to make each statement long enough to fill the pipeline' AS p;"; done
+  echo '\endpipeline'
+  echo "SELECT 'after the pipeline' AS marker;"
+} >"$TMP/pipe.sql"
+start_net_task pgsql "$PG_PID" 8s
+PGAPPNAME=ember-pipe timeout 60 pgbench -h 127.0.0.1 -p "$PG_PORT" -U postgres -n -M extended -f "$TMP/pipe.sql" \
+  -t $TXNS -c 1 postgres >"$TMP/pgbench.out" 2>&1 || { cat "$TMP/pgbench.out"; fail "pgbench failed"; }
+wait_net_task pgsql
+python3 - "$TMP/pgsql/network.json" "$PIPE" "$TXNS" <<'PY' || fail "pgbench's pipelines were not followed across their gaps"
+import json, sys, collections
+net, pipe, txns = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+ex = collections.defaultdict(list)
+for line in open(net):
+    o = json.loads(line)
+    if o['type'] == 'exchange': ex[o['connection_id']].append(o['fields'])
+c = [k for k, v in ex.items() if any('marker' in f.get('query', '') for f in v)]
+if len(c) != 1: print(f"  {len(c)} connections with the marker query"); sys.exit(1)
+v = ex[c[0]]
+markers = [f for f in v if 'marker' in f.get('query', '')]
+piped = [f for f in v if f.get('query', '').startswith('SELECT ') and ' AS n,' in f.get('query', '')]
+print(f"  pgbench: {len(v)} exchanges; marker queries {len(markers)} of {txns}, results "
+      f"{dict(collections.Counter(f.get('result') for f in markers))}; pipelined statements reported "
+      f"{len(piped)} of {pipe * txns}")
+bad = 0
+if len(markers) != txns: print("    <-- not every query after a pipeline was reported"); bad += 1
+if any(f.get('result') != 'SELECT 1' or f.get('kind') != 'EXECUTE' for f in markers): print("    <-- a marker query's result is wrong"); bad += 1
+if len(piped) >= pipe * txns: print("    <-- no pipeline was cut: the test proves nothing"); bad += 1
+if len(piped) < txns: print("    <-- some pipelines reported nothing"); bad += 1
+sys.exit(1 if bad else 0)
+PY
+ok "PostgreSQL pipelines cut by gaps: every query after them is reported"
+stop_agent || fail "agent exited with an error"
