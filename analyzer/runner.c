@@ -269,8 +269,10 @@ int runner__start(struct task_runner *r, struct task_def *def, char *err, size_t
 	/* A monitor's capture needs heads only: first lines and statuses, not bodies. */
 	/* Stacks: held until the unwind tables are in, so that no sample walks without them. */
 	hold = t->kind != EMBER_TASK_NETWORK && r->o.uw;
+	/* Sampled traces that carry their system calls need the packets under each. */
 	e = ctl_client__attach(r->o.cc, t->num_id, t->kind, t->pids, t->npids, t->period_ns, t->min_block_ns,
-			       task_def__is_monitor(t) ? CTL_ATTACH_F_PREFIX : hold ? CTL_ATTACH_F_HOLD : 0, &ans);
+			       (task_def__is_monitor(t) ? CTL_ATTACH_F_PREFIX : hold ? CTL_ATTACH_F_HOLD : 0) |
+			       (task_def__wants_calls(t) ? CTL_ATTACH_F_L2 : 0), &ans);
 	if (!e && hold) {
 		for (uint32_t i = 0; i < t->npids; i++)
 			unwind_pid(r, t->pids[i]);

@@ -343,3 +343,11 @@ bool task_def__is_monitor(const struct task_def *t)
 {
 	return t && !strcmp(t->origin, "monitor");
 }
+
+bool task_def__wants_calls(const struct task_def *t)
+{
+	for (uint32_t i = 0; t && t->kind == EMBER_TASK_NETWORK && i < t->nsamplings && i < TASK_MAX_SAMPLINGS; i++)
+		if (t->samplings[i].complete_request || t->samplings[i].complete_response)
+			return true;
+	return false;
+}

@@ -86,6 +86,12 @@ int task_def__valid_id(const char *id);
  * NETWORK task on its process (whose exchanges feed the monitors as well).
  */
 bool task_def__is_monitor(const struct task_def *t);
+/*
+ * A network task whose sampling rules ask for complete requests or
+ * responses: its sampled traces carry the system calls behind them, with
+ * the packets under each (Rover's "Syscall <name>" events).
+ */
+bool task_def__wants_calls(const struct task_def *t);
 /* Accepts NULL.  Returns NULL. */
 struct task_mgr *task_mgr__free(struct task_mgr *tm);
 

@@ -101,6 +101,13 @@ struct call {
 	__u16 op;
 	__u32 cap;      /* bytes of data to copy: NET_MAX_PAYLOAD, or NET_PREFIX_PAYLOAD (net_target) */
 	__u32 root;     /* net_target.root of the calling process */
+	/* Packets under the call (net_l2_*, while attached): the socket of the first, the last seen. */
+	__u64 l2_sk;
+	__u64 l2_skb;
+	__u32 l2_pkts;
+	__u32 l2_bytes;
+	__u32 l2_ifindex;
+	__u32 l2_pad;
 };
 
 struct {
@@ -649,6 +656,7 @@ static __always_inline void tls_emit(struct tls_call *tc, __u32 tgid, long ret)
 	s->e.ino = tc->ino;
 	s->e.op = tc->fn == NET_TLS_SSL_WRITE || tc->fn == NET_TLS_SSL_WRITE_EX || tc->fn == NET_TLS_GO_WRITE
 			  ? NET_OP_TLS_WRITE : NET_OP_TLS_READ;
+	s->e.syscall = tc->fn;
 	s->e.ret = ret;
 	s->e.tls = tc->obj;
 	s->e.root = tc->root;
@@ -712,6 +720,11 @@ static __always_inline int begin(struct scratch *s, const struct call *c, struct
 	s->e.ret = ret;
 	s->e.ino = ino;
 	s->e.root = c->root;
+	if (c->l2_pkts && c->l2_sk == (__u64)sk) {
+		s->e.l2_pkts = c->l2_pkts;
+		s->e.l2_bytes = c->l2_bytes;
+		s->e.l2_ifindex = c->l2_ifindex;
+	}
 	bpf_get_current_comm(s->e.comm, sizeof(s->e.comm));
 	return 0;
 }
@@ -914,6 +927,68 @@ SEC("tp_btf/sys_exit")
 int BPF_PROG(net_exit_btf, struct pt_regs *regs, long ret)
 {
 	return leave(regs, ret, true);
+}
+
+/*
+ * Packets under a socket call (tp_btf only: the call is in the thread's
+ * storage, found without hashing).  These run on every packet the host
+ * queues to a device or a socket reads, so the collector attaches them only
+ * while a task asks (CTL_ATTACH_F_L2); a thread with no call in flight costs
+ * one storage lookup.
+ */
+static __always_inline struct call *call_now(void)
+{
+	struct call *cp = bpf_task_storage_get(&inflight_ts, bpf_get_current_task_btf(), 0, 0);
+
+	return cp && cp->op ? cp : NULL;
+}
+
+/*
+ * One packet of socket sk under call c.  The call's first packet names its
+ * socket: on loopback the receiving socket's ACK can be queued in the
+ * sender's context, and is not the call's.
+ */
+static __always_inline void l2_add(struct call *c, struct sock *sk, const struct sk_buff *skb, __u32 bytes,
+				   __u32 ifindex)
+{
+	if (!sk)
+		return;
+	if (!c->l2_sk)
+		c->l2_sk = (__u64)sk;
+	else if (c->l2_sk != (__u64)sk)
+		return;
+	if (c->l2_skb != (__u64)skb) {
+		/* (a read can copy one packet in parts: it is one packet) */
+		c->l2_pkts++;
+		c->l2_skb = (__u64)skb;
+		count(NET_CNT_L2_PKTS);
+	}
+	c->l2_bytes += bytes;
+	c->l2_ifindex = ifindex;
+}
+
+SEC("tp_btf/net_dev_queue")
+int BPF_PROG(net_l2_xmit, struct sk_buff *skb)
+{
+	struct call *c = call_now();
+	struct net_device *dev;
+
+	if (!c || c->op != NET_OP_WRITE)
+		return 0;
+	dev = skb->dev;
+	l2_add(c, skb->sk, skb, skb->len, dev ? (__u32)dev->ifindex : 0);
+	return 0;
+}
+
+SEC("tp_btf/skb_copy_datagram_iovec")
+int BPF_PROG(net_l2_copy, const struct sk_buff *skb, int len)
+{
+	struct call *c = call_now();
+
+	if (!c || c->op != NET_OP_READ || len <= 0)
+		return 0;
+	l2_add(c, skb->sk, skb, (__u32)len, (__u32)skb->skb_iif);
+	return 0;
 }
 
 SEC("raw_tp/sys_enter")

@@ -76,7 +76,7 @@ struct net_event {
 	__u32 tid;
 	__s32 fd;
 	__u16 op;             /* enum net_op */
-	__u16 syscall;        /* the syscall's number, 0 for L4 events */
+	__u16 syscall;        /* the syscall's number, 0 for L4 events; TLS ops: enum net_tls_fn */
 	__s64 ret;
 	__u64 ino;            /* the socket's inode: its identity within the host */
 	__u64 sk;             /* kernel address of its struct sock: joins L4 events, never dereferenced */
@@ -112,6 +112,19 @@ struct net_event {
 	 * to another analyzer, which is the only one that could link the two.
 	 */
 	__u32 peer_tgid;
+	/*
+	 * The packets under this call, while a task asks for them
+	 * (CTL_ATTACH_F_L2; Rover's per-syscall detail of sampled traces), else
+	 * 0: a write's packets as its thread queued them to a device
+	 * (net_dev_queue: their length with headers, that device's index), a
+	 * read's as it copied them out (skb_copy_datagram_iovec: the bytes
+	 * copied, the device they came in on).  Packets queued or consumed
+	 * later, off the call (a full window, a softirq), are not the call's.
+	 */
+	__u32 l2_pkts;
+	__u32 l2_bytes;
+	__u32 l2_ifindex;
+	__u32 l2_pad;
 	/* followed by `payload` bytes of the call's data */
 };
 
@@ -150,6 +163,7 @@ enum net_counter {
 	NET_CNT_TLS_INFLIGHT_FULL,/* TLS calls not traced: too many in flight */
 	NET_CNT_TLS_UNBOUND,      /* TLS events sent without a socket (bound by thread in the analyzer) */
 	NET_CNT_TLS_WIRE,         /* syscalls under a TLS call: ciphertext counted, not copied */
+	NET_CNT_L2_PKTS,          /* packets counted into their call's L2 detail */
 	NET_CNT_MAX,
 };
 
@@ -188,7 +202,7 @@ enum net_tls_probe {
 };
 #define NET_TLS_COOKIE(fn, probe) ((__u64)(fn) | (__u64)(probe) << 8)
 
-NET_ASSERT_SIZE(struct net_event, 160);
+NET_ASSERT_SIZE(struct net_event, 176);
 NET_ASSERT_SIZE(struct net_lost, 24);
 NET_ASSERT_SIZE(struct net_target, 16);
 

@@ -22,6 +22,8 @@ struct bpf_net {
 	struct ring_buffer *rb;
 	struct bpf_link *links[NET_PROGS];
 	unsigned users;
+	struct bpf_link *l2_links[2];   /* net_l2_xmit, net_l2_copy */
+	unsigned l2_users;
 	int ap;                     /* CTL_AP_TP_BTF or CTL_AP_RAW_TP: the variant loaded */
 	int tls;                    /* the TLS program loaded (the kernel has uprobe.multi) */
 	int ncpus;
@@ -71,6 +73,9 @@ static struct net_bpf *open_variant(const struct bpf_net_opts *o, int btf, int t
 	/* Task storage is the tp_btf variant's (bpf/net.bpf.c call_keep); the raw_tp one keeps calls by hash. */
 	bpf_map__set_autocreate(skel->maps.inflight_ts, btf);
 	bpf_map__set_autocreate(skel->maps.inflight, !btf);
+	/* The packets under a call: the tp_btf variant's (its calls are in task storage). */
+	bpf_program__set_autoload(skel->progs.net_l2_xmit, btf);
+	bpf_program__set_autoload(skel->progs.net_l2_copy, btf);
 	/* uprobe.multi (6.6+): needs only CAP_BPF + CAP_PERFMON, one link for many offsets. */
 	bpf_program__set_autoload(skel->progs.net_tls, tls);
 	if (tls)
@@ -160,6 +165,36 @@ void bpf_net__detach(struct bpf_net *n)
 		bpf_link__destroy(n->links[i]);
 		n->links[i] = NULL;
 	}
+}
+
+int bpf_net__l2(struct bpf_net *n, bool on)
+{
+	struct bpf_program *p[2] = { n->skel->progs.net_l2_xmit, n->skel->progs.net_l2_copy };
+
+	if (!on) {
+		if (!n->l2_users || --n->l2_users)
+			return 0;
+		for (unsigned i = 0; i < 2; i++) {
+			bpf_link__destroy(n->l2_links[i]);
+			n->l2_links[i] = NULL;
+		}
+		return 0;
+	}
+	if (n->ap != CTL_AP_TP_BTF)
+		return -EOPNOTSUPP;
+	if (n->l2_users++)
+		return 0;
+	for (unsigned i = 0; i < 2; i++) {
+		n->l2_links[i] = bpf_program__attach(p[i]);
+		if (!n->l2_links[i]) {
+			int err = -errno;
+
+			n->l2_users = 1;
+			bpf_net__l2(n, false);
+			return err;
+		}
+	}
+	return 0;
 }
 
 /* The children BPF followed from root (bpf/net.bpf.c on_fork) go with it: one walk, then the deletes. */
@@ -287,6 +322,8 @@ struct bpf_net *bpf_net__free(struct bpf_net *n)
 		return NULL;
 	for (unsigned i = 0; i < NET_PROGS; i++)
 		bpf_link__destroy(n->links[i]);
+	for (unsigned i = 0; i < 2; i++)
+		bpf_link__destroy(n->l2_links[i]);
 	ring_buffer__free(n->rb);
 	net_bpf__destroy(n->skel);
 	free(n);

@@ -28,6 +28,13 @@ struct bpf_net *bpf_net__load(const struct bpf_net_opts *o);
 int bpf_net__attach(struct bpf_net *n);
 void bpf_net__detach(struct bpf_net *n);
 /*
+ * One more (on) or one fewer task that wants the packets under each call
+ * (net_event.l2_*; refcounted): their programs run on every packet the host
+ * queues to a device or a socket reads, so only while asked.  0, or -errno
+ * (-EOPNOTSUPP: the raw_tp variant, whose calls are not in task storage).
+ */
+int bpf_net__l2(struct bpf_net *n, bool on);
+/*
  * Adds / removes one network task's interest in tgid (the same prefix on
  * both): a prefix task wants NET_PREFIX_PAYLOAD bytes of each call's data;
  * the process's calls carry NET_MAX_PAYLOAD while any other task wants it.

@@ -73,6 +73,7 @@ struct task {
 	uint32_t pids[CTL_MAX_PIDS];
 	int used;
 	int held;             /* CTL_ATTACH_F_HOLD: not sampling until START */
+	int l2;               /* CTL_ATTACH_F_L2 granted: holds the packet programs */
 	uint64_t min_block_ns;
 	/* Detached tasks keep their pids open to the fd broker for a while: the
 	 * analyzer symbolizes the final drain after the detach answer. */
@@ -356,6 +357,9 @@ static void task_remove(struct task *t)
 			(void)bpf_net__target(C.net, t->pids[i], 0, t->flags & CTL_ATTACH_F_PREFIX);
 		if (C.tls)
 			tls_links__drop_owner(C.tls, t->id);
+		if (t->l2)
+			(void)bpf_net__l2(C.net, false);
+		t->l2 = 0;
 		bpf_net__detach(C.net);
 	}
 	for (uint32_t i = 0; t->kind != EMBER_TASK_NETWORK && i < t->npids; i++) {
@@ -402,7 +406,8 @@ static int task_attach(struct conn *c, const struct ctl_attach *a, struct ctl_at
 		return -ERANGE;
 	if (a->min_block_ns > CTL_MIN_BLOCK_MAX_NS)
 		return -ERANGE;
-	if (a->flags & ~CTL_ATTACH_F_ALL || ((a->flags & CTL_ATTACH_F_PREFIX) && a->kind != EMBER_TASK_NETWORK) ||
+	if (a->flags & ~CTL_ATTACH_F_ALL ||
+	    ((a->flags & (CTL_ATTACH_F_PREFIX | CTL_ATTACH_F_L2)) && a->kind != EMBER_TASK_NETWORK) ||
 	    ((a->flags & CTL_ATTACH_F_HOLD) && a->kind == EMBER_TASK_NETWORK))
 		return -EINVAL;
 	uint64_t now = timeutil__now_ns(CLOCK_MONOTONIC);
@@ -413,6 +418,7 @@ static int task_attach(struct conn *c, const struct ctl_attach *a, struct ctl_at
 		return -ENOSPC;
 	memset(t, 0, offsetof(struct task, pids));
 	t->detached_at = 0;
+	t->l2 = 0;
 	t->id = a->task_id;
 	t->kind = a->kind;
 	t->flags = a->flags;
@@ -447,6 +453,9 @@ static int task_attach(struct conn *c, const struct ctl_attach *a, struct ctl_at
 		err = bpf_net__attach(C.net);
 		t->attach_point = err > 0 ? (uint32_t)err : CTL_AP_NONE;
 		err = err > 0 ? 0 : err;
+		/* Without the packets (raw_tp variant) the task still runs: its events carry none. */
+		if (!err && (a->flags & CTL_ATTACH_F_L2))
+			t->l2 = !bpf_net__l2(C.net, true);
 		break;
 	}
 	if (err)
@@ -772,7 +781,7 @@ static int store_proc(void *ctx, uint32_t tgid, uint32_t slot, const struct unwi
 }
 
 _Static_assert(CTL_STAT_NET_FORKS_FULL - CTL_STAT_NET_CALLS + 1 == NET_CNT_TLS_CALLS &&
-	       CTL_STAT_NET_TLS_WIRE - CTL_STAT_NET_TLS_CALLS + 1 == NET_CNT_MAX - NET_CNT_TLS_CALLS,
+	       CTL_STAT_NET_L2_PKTS - CTL_STAT_NET_TLS_CALLS + 1 == NET_CNT_MAX - NET_CNT_TLS_CALLS,
 	       "the collector's network stats mirror the BPF program's counters one to one");
 
 static void collect_stats(void)

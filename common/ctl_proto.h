@@ -87,7 +87,13 @@ struct ctl_attach {
  * samples already walk with their tables.
  */
 #define CTL_ATTACH_F_HOLD 2u
-#define CTL_ATTACH_F_ALL (CTL_ATTACH_F_PREFIX | CTL_ATTACH_F_HOLD)
+/*
+ * Network: the packets under each call too (net_event.l2_*): two more
+ * programs, on every packet the host sends or a socket reads, attached only
+ * while a task with this flag runs.
+ */
+#define CTL_ATTACH_F_L2 4u
+#define CTL_ATTACH_F_ALL (CTL_ATTACH_F_PREFIX | CTL_ATTACH_F_HOLD | CTL_ATTACH_F_L2)
 enum ctl_attach_point { CTL_AP_NONE = 0, CTL_AP_PERF_CPU_CLOCK = 1, CTL_AP_TP_BTF = 2,
 	CTL_AP_RAW_TP = 3, CTL_AP_TRACEPOINT = 4, CTL_AP_PERF_PAGE_FAULTS = 5 };
 struct ctl_attach_ans { int32_t err; uint32_t attach_point; uint32_t npids_ok; uint32_t pad; };
@@ -209,6 +215,7 @@ enum ctl_stat {
 	CTL_STAT_NET_TLS_INFLIGHT_FULL,
 	CTL_STAT_NET_TLS_UNBOUND,
 	CTL_STAT_NET_TLS_WIRE,
+	CTL_STAT_NET_L2_PKTS,
 	CTL_STAT_TLS_FILES,            /* library files probed */
 	CTL_STAT_TLS_POINTS,           /* probe points attached (entries, returns, RET instructions) */
 	CTL_STAT_TLS_REFUSED,          /* TLS_ATTACH requests refused (bad points, not a target, no room, attach error) */

@@ -124,6 +124,28 @@ int net_sampled__write_json(const Ember__NetSampledTrace *t, FILE *out)
 	json_object_object_add(o, "fields", fields);
 	put_body(o, "request", &t->request, t->request_truncated);
 	put_body(o, "response", &t->response, t->response_truncated);
+	if (t->n_syscalls) {
+		/* The calls that carried it, with the packets under each. */
+		struct json_object *a = json_object_new_array();
+
+		for (size_t i = 0; a && i < t->n_syscalls; i++) {
+			const Ember__NetSyscall *c = t->syscalls[i];
+			struct json_object *j = json_object_new_object();
+
+			if (!j)
+				break;
+			put_str(j, "name", c->name);
+			put_u64(j, "start_unix_ns", c->start_unix_ns);
+			put_u64(j, "end_unix_ns", c->end_unix_ns);
+			put_u64(j, "packets", c->package_count);
+			put_u64(j, "packet_bytes", c->package_size);
+			put_u64(j, "ifindex", c->ifindex);
+			put_str(j, "ifname", c->ifname);
+			put_u64(j, "rtt_us", c->rtt_us);
+			json_object_array_add(a, j);
+		}
+		json_object_object_add(o, "syscalls", a);
+	}
 	return net_format__write_line(o, out);
 }
 

@@ -29,10 +29,12 @@ void *l7_framed__new(const struct l7_framed_spec *spec, const struct l7_config *
 
 /*
  * After a gap: is this chunk of the client's bytes its next turn?  With the
- * requests' framing intact, any chunk is.  Lost, it is the first chunk after
- * the server has sent again that starts at a message (spec->req_start).
- * Until then, more of a cut response or of lost requests is discarded by
- * its framer, still lost.
+ * requests' framing intact, any chunk is.  Lost, it is a chunk that the
+ * server has answered since the client's previous one and that starts at a
+ * message (spec->req_start): a server reads a long pipeline in parts, and
+ * may answer the first before it reads the next, which can start at a
+ * message in the middle of the pipeline.  Until then, more of a cut
+ * response or of lost requests is discarded by its framer, still lost.
  */
 static bool client_turn(const struct l7_framed *b, const uint8_t *data, size_t len)
 {
@@ -50,7 +52,10 @@ int l7_framed__feed(void *st, enum l7_dir dir, const uint8_t *data, size_t len, 
 		return -EINVAL;
 	if (b->fatal)
 		return b->fatal;
-	if (len && dir == L7_DIR_REQ && (b->resp_cut || b->req_lost) && client_turn(b, data, len)) {
+	if (len && dir == L7_DIR_REQ && b->req_lost && !client_turn(b, data, len)) {
+		/* More of the same pipeline: the turn needs an answer after it. */
+		b->req_lost_mark = b->fr[L7_DIR_RESP].bytes;
+	} else if (len && dir == L7_DIR_REQ && (b->resp_cut || b->req_lost)) {
 		if (b->resp_cut) {
 			err = b->spec->cut(b, b->fr[L7_DIR_RESP].ts);
 			if (err < 0)

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 
 #include "analyzer/l7/l7_conn.h"
 #include "analyzer/net/conntrack.h"
@@ -91,6 +92,23 @@ struct ntask {
 	struct sampler *sampler;     /* HTTP sampling rules, NULL when the task has none */
 	struct l7_config cfg_tcp, cfg_udp; /* the parsers' limits, bodies kept for its sampling rules */
 	bool monitor;                /* a monitor's capture: exchanges go to opts.exchange only */
+	bool calls;                  /* its sampled traces carry their calls (task_def__wants_calls) */
+};
+
+/*
+ * The latest data calls of a connection, for the calls behind a sampled
+ * exchange (only for tasks that want them): a ring, so bounded.
+ */
+#define CALL_RING SAMPLER_MAX_CALLS
+struct dcall {
+	uint64_t ts, end;            /* monotonic: entry, exit */
+	uint32_t pkts, pkt_bytes, ifindex, srtt_us;
+	uint16_t nr;                 /* syscall number; TLS calls: enum net_tls_fn */
+	uint16_t op;                 /* NET_OP_READ, _WRITE, _TLS_READ, _TLS_WRITE */
+};
+struct dcalls {
+	unsigned head, n;
+	struct dcall c[CALL_RING];
 };
 
 /* What netprof keeps per connection (net_conn.user). */
@@ -120,6 +138,7 @@ struct cstate {
 	bool w_active;
 	struct flow *flow;        /* cached for the report gen flow_gen */
 	uint64_t flow_gen;
+	struct dcalls *dc;        /* task->calls: its latest data calls, allocated at the first */
 };
 
 struct netprof {
@@ -164,6 +183,7 @@ static const char *const stat_names[NPS_MAX] = {
 	[NPS_TLS_EVENTS] = "net_tls_events",
 	[NPS_TLS_UNBOUND] = "net_tls_events_unbound",
 	[NPS_TLS_CONNECTIONS] = "net_tls_connections",
+	[NPS_CALLS_NOMEM] = "net_sampled_calls_nomem",
 };
 
 const char *netprof__stat_name(unsigned stat)
@@ -327,6 +347,7 @@ static void cstate_drop(struct netprof *np, struct cstate *cs)
 {
 	l7_conn__free(cs->l7);
 	conntrack__remove(np->ct, cs->nc);
+	free(cs->dc);
 	free(cs);
 }
 
@@ -385,6 +406,7 @@ int netprof__open(struct netprof *np, const struct task_def *def)
 	t->cfg_tcp.max_body_len = sampler__body_limit(t->sampler);
 	t->used = true;
 	t->monitor = task_def__is_monitor(def);
+	t->calls = t->sampler && task_def__wants_calls(def);
 	t->def = def;
 	snprintf(t->id, sizeof(t->id), "%s", def->id);
 	t->report_ms = def->report_interval_ms ? def->report_interval_ms : np->o.default_report_ms;
@@ -642,8 +664,115 @@ static void list_exchange(struct netprof *np, struct cstate *cs, const struct l7
 	t->ex[t->nex++] = x;
 }
 
+/* A data call of the connection, for the calls behind its sampled exchanges. */
+static void record_call(struct netprof *np, struct cstate *cs, const struct net_event *e)
+{
+	struct dcall *d;
+
+	if (!cs->task || !cs->task->calls)
+		return;
+	if (!cs->dc && !(cs->dc = calloc(1, sizeof(*cs->dc)))) {
+		np->st[NPS_CALLS_NOMEM]++;
+		return;
+	}
+	d = &cs->dc->c[cs->dc->head];
+	cs->dc->head = (cs->dc->head + 1) % CALL_RING;
+	if (cs->dc->n < CALL_RING)
+		cs->dc->n++;
+	d->ts = e->ts_ns;
+	d->end = e->ts_ns + e->dur_ns;
+	d->pkts = e->l2_pkts;
+	d->pkt_bytes = e->l2_bytes;
+	d->ifindex = e->l2_ifindex;
+	d->srtt_us = e->srtt_us;
+	d->nr = e->syscall;
+	d->op = e->op;
+}
+
+static bool is_tls_op(uint16_t op)
+{
+	return op == NET_OP_TLS_READ || op == NET_OP_TLS_WRITE;
+}
+
+static bool is_write_op(uint16_t op)
+{
+	return op == NET_OP_WRITE || op == NET_OP_TLS_WRITE;
+}
+
+/* Rover's names of the functions that move a connection's data (SocketFunctionName). */
+static const char *call_name(const struct dcall *d)
+{
+	bool w = is_write_op(d->op);
+
+	if (is_tls_op(d->op))
+		return d->nr == NET_TLS_GO_WRITE || d->nr == NET_TLS_GO_READ ? (w ? "GoTLSWrite" : "GoTLSRead")
+									  : (w ? "SslWrite" : "SslRead");
+	switch (d->nr) {
+	case SYS_read: return "Read";
+	case SYS_write: return "Write";
+	case SYS_readv: return "Readv";
+	case SYS_writev: return "Writev";
+	case SYS_sendto: return "Sendto";
+	case SYS_recvfrom: return "Recvfrom";
+	case SYS_sendmsg: return "SendMsg";
+	case SYS_recvmsg: return "RecvMsg";
+	case SYS_sendmmsg: return "SendMMSg";
+	case SYS_recvmmsg: return "RecvMMsg";
+	case SYS_sendfile: return "SendFile";
+	default: return w ? "Write" : "Read";
+	}
+}
+
+/*
+ * The calls that moved the exchange's bytes: those whose data reached the
+ * parser from the request's first byte to the response's last (a write at
+ * its entry, a read at its exit, as data_call feeds them).  On a TLS
+ * connection the library's calls, each with the packets of the syscalls
+ * under it.  Oldest first; returns how many.
+ */
+static unsigned calls_of(const struct netprof *np, const struct cstate *cs, const struct l7_record *r,
+			 struct sampler_call *out)
+{
+	const struct dcalls *dc = cs->dc;
+	uint64_t from = r->req_ts_ns, to = r->resp_ts_ns;
+	unsigned n = 0;
+
+	if (!dc || !from || to < from)
+		return 0;
+	for (unsigned i = 0; i < dc->n; i++) {
+		const struct dcall *d = &dc->c[(dc->head + CALL_RING - dc->n + i) % CALL_RING];
+		uint64_t at = is_write_op(d->op) ? d->ts : d->end;
+		struct sampler_call *o;
+
+		if (at < from || at > to || is_tls_op(d->op) != cs->tls)
+			continue;
+		o = &out[n++];
+		o->start_unix_ns = to_unix(np, d->ts);
+		o->end_unix_ns = to_unix(np, d->end);
+		o->name = call_name(d);
+		o->pkts = d->pkts;
+		o->pkt_bytes = d->pkt_bytes;
+		o->ifindex = d->ifindex;
+		o->rtt_us = d->srtt_us;
+		for (unsigned j = 0; cs->tls && j < dc->n; j++) {
+			const struct dcall *w = &dc->c[(dc->head + CALL_RING - dc->n + j) % CALL_RING];
+
+			if (is_tls_op(w->op) || w->ts < d->ts || w->end > d->end)
+				continue;
+			o->pkts += w->pkts;
+			o->pkt_bytes += w->pkt_bytes;
+			if (w->ifindex)
+				o->ifindex = w->ifindex;
+			if (w->srtt_us)
+				o->rtt_us = w->srtt_us;
+		}
+	}
+	return n;
+}
+
 static void offer_sample(struct netprof *np, struct cstate *cs, const struct l7_record *r)
 {
+	struct sampler_call calls[CALL_RING];
 	char peer[64], local[64];
 	struct sampler_ctx c = {
 		.pid = cs->nc->tgid,
@@ -658,6 +787,8 @@ static void offer_sample(struct netprof *np, struct cstate *cs, const struct l7_
 
 	link_peer(np, cs);
 	c.peer_pid = cs->peer_pid;
+	c.ncalls = calls_of(np, cs, r, calls);
+	c.calls = calls;
 	sampler__offer(cs->task->sampler, r, &c);
 }
 
@@ -1097,6 +1228,7 @@ static void data_call(struct netprof *np, struct cstate *cs, const struct net_ev
 		mark_tls(np, cs);
 
 	count_call(cs, write ? NC_WRITE : NC_READ, moved, e->dur_ns);
+	record_call(np, cs, e);
 	if (write) {
 		cs->writes++;
 		cs->bytes_written += moved;
@@ -1192,6 +1324,7 @@ static void tls_call(struct netprof *np, const struct net_event *e, const uint8_
 	}
 	if (e->ret <= 0 || ensure_l7(np, cs))
 		return;
+	record_call(np, cs, e);
 	moved = (uint64_t)e->ret;
 	ts = write ? e->ts_ns : e->ts_ns + e->dur_ns;
 	have = e->payload < moved ? e->payload : (uint32_t)moved;

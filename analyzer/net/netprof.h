@@ -83,6 +83,7 @@ enum netprof_stat {
 	NPS_TLS_EVENTS,         /* TLS plaintext events (bpf/net_abi.h NET_OP_TLS_*) */
 	NPS_TLS_UNBOUND,        /* ... whose socket could not be found (no socket activity of the thread yet) */
 	NPS_TLS_CONNECTIONS,    /* connections found to carry TLS (records on the wire or plaintext from probes) */
+	NPS_CALLS_NOMEM,        /* connections whose calls could not be kept for sampled traces (no memory) */
 	NPS_MAX
 };
 

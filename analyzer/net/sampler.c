@@ -1,6 +1,7 @@
 #include "analyzer/net/sampler.h"
 
 #include <errno.h>
+#include <net/if.h>
 #include <regex.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -17,6 +18,8 @@ struct sample {
 	struct sampler_trace tr;
 	uint64_t duration;
 	uint8_t *req, *resp;
+	Ember__NetSyscall sc[SAMPLER_MAX_CALLS], *scp[SAMPLER_MAX_CALLS];
+	char ifname[SAMPLER_MAX_CALLS][IF_NAMESIZE];
 };
 
 struct key {
@@ -346,6 +349,26 @@ static struct sample *sample_new(const struct task_sampling *rule, const struct 
 				   &p->m.response.len, &p->m.response_truncated);
 		p->m.response.data = p->resp;
 	}
+	for (unsigned i = 0; (rule->complete_request || rule->complete_response) && i < c->ncalls &&
+			     i < SAMPLER_MAX_CALLS; i++) {
+		const struct sampler_call *k = &c->calls[i];
+		Ember__NetSyscall *y = &p->sc[i];
+
+		ember__net_syscall__init(y);
+		y->start_unix_ns = k->start_unix_ns;
+		y->end_unix_ns = k->end_unix_ns;
+		y->name = (char *)k->name;
+		y->package_count = k->pkts;
+		y->package_size = k->pkt_bytes;
+		y->ifindex = k->ifindex;
+		/* The device may be gone by now: its index still says which it was. */
+		if (!k->ifindex || !if_indextoname(k->ifindex, p->ifname[i]))
+			p->ifname[i][0] = 0;
+		y->ifname = p->ifname[i];
+		y->rtt_us = k->rtt_us;
+		p->scp[p->m.n_syscalls++] = y;
+	}
+	p->m.syscalls = p->scp;
 	return p;
 }
 

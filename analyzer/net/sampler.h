@@ -30,6 +30,20 @@
 #define SAMPLER_BODY_DEFAULT 4096  /* a rule's max size when it gives none */
 #define SAMPLER_BODY_MAX 65536
 
+/*
+ * A system call (or TLS library call) behind an exchange, with the packets
+ * under it (Rover's "Syscall <name>" events of a sampled trace).
+ */
+#define SAMPLER_MAX_CALLS 16
+struct sampler_call {
+	uint64_t start_unix_ns, end_unix_ns;
+	const char *name;           /* static: "Write", "SslRead", ... */
+	uint32_t pkts;
+	uint64_t pkt_bytes;
+	uint32_t ifindex;           /* named at keep time (if_indextoname) */
+	uint32_t rtt_us;
+};
+
 /* Where an exchange happened, copied into a kept sample. */
 struct sampler_ctx {
 	uint32_t pid;
@@ -41,6 +55,9 @@ struct sampler_ctx {
 	uint64_t req_unix_ns;
 	uint32_t peer_pid;          /* the peer process when followed too, else 0 */
 	bool peer_local;
+	/* The calls from the request's first byte to the response's last, oldest first (kept by rules that want bodies). */
+	const struct sampler_call *calls;
+	unsigned ncalls;
 };
 
 struct sampler;

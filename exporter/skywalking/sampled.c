@@ -17,9 +17,12 @@
  *     "HTTP Request Sampling" / "HTTP Response Sampling" with Rover's tags
  *     and the trace's span as traceContext.
  *
- * Rover also attaches an event "Syscall <name>" per system call that carried
- * a sampled request or response; the analyzers report exchanges, not the
- * calls behind each, so those are not sent.
+ *   - and, for those traces, an event "Syscall <name>" per call that
+ *     carried the request or the response (NetSampledTrace.syscalls:
+ *     Rover's function names, "Write", "Read", "Writev", "SslWrite", ...)
+ *     with Rover's tags: the packets under it (package_size,
+ *     package_count), the device (network_name, network_index), the three
+ *     entity tags, and avg_rtt_time when the connection's RTT is known.
  *
  * A trace whose local process the OAP has no id for cannot be named: it is
  * counted and left out, like such a process's flows.  Text from the network
@@ -33,6 +36,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/cleanup.h"
 #include "common/timeutil.h"
 #include "exporter/skywalking/sw.h"
 #include "exporter/utf8.h"
@@ -433,6 +437,56 @@ static int push_event(const Ember__NetSampledTrace *t, const struct span *sp, bo
 	return r;
 }
 
+/* One "Syscall <name>" event: the call's own times. */
+static int push_syscall(const Ember__NetSyscall *c, const struct span *sp, struct sw_msgs *out)
+{
+	const char *cn = c->name && c->name[0] ? c->name : "Unknown", *ci = c->ifname ? c->ifname : "";
+	_cleanup_free_ char *nm = utf8__sanitize(cn, strlen(cn), NULL, NULL);
+	_cleanup_free_ char *ifn = utf8__sanitize(ci, strlen(ci), NULL, NULL);
+	static const char *const keys[8] = { "package_size", "package_count", "network_name", "network_index",
+					     "service_name", "service_instance_name", "process_name", "avg_rtt_time" };
+	Skywalking__V3__SpanAttachedEvent e = SKYWALKING__V3__SPAN_ATTACHED_EVENT__INIT;
+	Skywalking__V3__KeyStringValuePair kv[8], *kvp[8];
+	Skywalking__V3__Instant ts, te;
+	char size[32], count[16], index[16], rtt[32], name[64];
+	const char *vals[8];
+	unsigned n = 7;
+
+	if (!nm || !ifn)
+		return -ENOMEM;
+
+	bytes_size(c->package_size, size, sizeof(size));
+	snprintf(count, sizeof(count), "%u", c->package_count);
+	snprintf(index, sizeof(index), "%u", c->ifindex);
+	snprintf(name, sizeof(name), "Syscall %s", nm);
+	vals[0] = size;
+	vals[1] = count;
+	vals[2] = ifn;
+	vals[3] = index;
+	vals[4] = sp->service;
+	vals[5] = sp->instance;
+	vals[6] = sp->process;
+	if (c->rtt_us) {
+		snprintf(rtt, sizeof(rtt), "%lluns", (unsigned long long)c->rtt_us * 1000ull);
+		vals[n++] = rtt;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		skywalking__v3__key_string_value_pair__init(&kv[i]);
+		kv[i].key = (char *)keys[i];
+		kv[i].value = (char *)vals[i];
+		kvp[i] = &kv[i];
+	}
+	ts = instant(c->start_unix_ns);
+	te = instant(c->end_unix_ns);
+	e.starttime = &ts;
+	e.endtime = &te;
+	e.event = name;
+	e.n_tags = n;
+	e.tags = kvp;
+	e.tracecontext = (Skywalking__V3__SpanAttachedEvent__SpanReference *)&sp->ref;
+	return sw_msgs__push(out, &e.base);
+}
+
 /* The trace's LogData into logs, its events into events: 0, or -ENOMEM. */
 static int one_trace(struct sw_backend *b, const Ember__NetworkBatch *nb, const Ember__NetSampledTrace *t,
 		     const struct pf_process *me, int64_t ts, struct sw_msgs *logs, struct sw_msgs *events)
@@ -459,6 +513,9 @@ static int one_trace(struct sw_backend *b, const Ember__NetworkBatch *nb, const 
 			b->c[SC_NET_SPAN_EVENTS]++;
 		if (!r && t->response.len && !(r = push_event(t, &sp, false, events, &b->c[SC_NET_CONTENT_CUT])))
 			b->c[SC_NET_SPAN_EVENTS]++;
+		for (size_t i = 0; !r && i < t->n_syscalls; i++)
+			if (!(r = push_syscall(t->syscalls[i], &sp, events)))
+				b->c[SC_NET_SPAN_EVENTS]++;
 	}
 	if (!r)
 		b->c[SC_NET_SAMPLED]++;

@@ -6,7 +6,8 @@
  * task's process and a handful of sockets and ports, so that connections are
  * created, fed to the L7 parsers (payloads, gaps from lost and truncated
  * data, closes, retransmits, TLS plaintext with and without its socket,
- * ciphertext) and published; anything the header claims
+ * ciphertext, sampled traces with the calls behind them) and published;
+ * anything the header claims
  * beyond the record must be refused.  The task ends with each input, so its
  * last report (every connection ended, every message built) is exercised too.
  */
@@ -30,7 +31,14 @@ static struct task_def *task;
 static void init(void)
 {
 	struct task_def def = { .id = "fz", .kind = EMBER_TASK_NETWORK, .npids = 1, .pids = { PID },
-				.start_unix_ms = 1, .duration_ms = 3600000, .report_interval_ms = 3600000 };
+				.start_unix_ms = 1, .duration_ms = 3600000, .report_interval_ms = 3600000,
+				.nsamplings = 1 };
+
+	/* A rule that keeps whole messages: sampled traces carry their calls (and bodies). */
+	def.samplings[0].has_min_duration = true;
+	def.samplings[0].when_4xx = def.samplings[0].when_5xx = true;
+	def.samplings[0].complete_request = def.samplings[0].complete_response = true;
+	def.samplings[0].max_request_size = def.samplings[0].max_response_size = 512;
 
 	zctx = zmq_ctx_new();
 	pull = zmq_socket(zctx, ZMQ_PULL);

@@ -70,7 +70,7 @@ N=$((N + 6))
 sleep 4   # two report intervals, one exporter send
 
 $PY - "$REC" "$N" "$NGINX_PID" <<'PY' || fail "Rover's network meters are not what the OAP expects"
-import json, sys, hashlib, base64
+import json, sys, hashlib, base64, collections
 rec, n, pid = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 rows = [json.loads(l) for l in open(rec) if l.strip()]
 procs = [p for r in rows if r["rpc"] == "reportProcesses" and r["ok"] for p in r["req"].get("processes", [])]
@@ -131,6 +131,20 @@ with500 = [e for e in resp_ev if content(e).startswith("HTTP/1.1 500 Internal Se
 print("sampled traces by reason %s; response sampling events %d (%d with the 500 page)" % (reasons, len(resp_ev), len(with500)))
 if reasons != {"status_5xx": 3, "status_4xx": 2}: bad.append("sampled traces %s, want 3 status_5xx and 2 status_4xx" % reasons)
 if len(resp_ev) != 5 or len(with500) != 3: bad.append("response sampling events %d (%d with the 500 head and page), want 5 (3): %s" % (len(resp_ev), len(with500), [content(e)[:120] for e in resp_ev]))
+# The calls behind each sampled exchange (Rover's "Syscall <name>"): nginx's read of the
+# request and its writes of the response, each with the packets under it, on loopback.
+sc = [e for e in ev if e.get("event", "").startswith("Syscall ")]
+def tags(e): return {t["key"]: t["value"] for t in e.get("tags", [])}
+inb = [e for e in sc if e["event"] in ("Syscall Read", "Syscall Recvfrom", "Syscall Readv", "Syscall RecvMsg")]
+print("syscall events %s" % dict(collections.Counter(e["event"] for e in sc)))
+if len(inb) != 5: bad.append("%d syscall events read a sampled request, want 5 (one per trace)" % len(inb))
+if len(sc) - len(inb) < 5: bad.append("%d syscall events wrote a sampled response, want 5 or more" % (len(sc) - len(inb)))
+for e in sc:
+    t = tags(e)
+    if (t.get("network_name"), t.get("network_index")) != ("lo", "1") or int(t.get("package_count", "0")) < 1 \
+       or not t.get("package_size", "").endswith("B") or t.get("process_name") != "nginx" or t.get("service_name") != "ember-it-nginx":
+        bad.append("syscall event tags %s" % t)
+    if e.get("traceContext", {}).get("traceId") != "trace-ember-1": bad.append("syscall event trace %s" % e.get("traceContext"))
 if conns != n: bad.append("accepts %d, curl connected %d times" % (conns, n))
 if reads < n or hcount != reads: bad.append("reads %d, histogram observations %d" % (reads, hcount))
 if not hist or any(len(m["values"]) != 34 for m in hist): bad.append("read time histogram missing or not 34 buckets")

@@ -413,7 +413,15 @@ static void test_messages_cut_by_gap(void **state)
 	static const size_t mid[] = { 1, 2, 3, 6, 8, 10, 13, 17 };   /* in the Sync, then the Parse after it */
 	for (size_t k = 0; k < sizeof(mid) / sizeof(mid[0]); k++)
 		assert_int_equal(OPS->feed(st, L7_DIR_REQ, q->d + seen + mid[k], q->n - seen - mid[k], 3), 0);
+	/* One at a message, but with no answer since the client's previous chunk: more of it. */
+	assert_int_equal(OPS->feed(st, L7_DIR_REQ, q->d + seen + 5, q->n - seen - 5, 3), 0);
 	assert_int_equal(c.n, 3);
+	{
+		struct tbuf z = { .n = 0 };
+
+		ready(&z);   /* the answer to that rest */
+		assert_int_equal(OPS->feed(st, L7_DIR_RESP, z.d, z.n, 3), 0);
+	}
 	assert_int_equal(OPS->feed(st, L7_DIR_REQ, q2->d, q2->n, 3), 0);
 	assert_int_equal(OPS->feed(st, L7_DIR_RESP, r2->d, r2->n, 4), 0);
 	assert_int_equal(c.n, 4);

@@ -115,9 +115,23 @@ static void test_rules_and_reasons(void **state)
 	r = rec("/api/body", 500, 2, "b3", "aa-bb");
 	r.resp_body = (const uint8_t *)"0123456789";
 	r.resp_body_len = 10;
-	sampler__offer(s, &r, &ctx);
+	{
+		/* The calls behind it go with a rule that keeps bodies, their device named. */
+		static const struct sampler_call calls[2] = {
+			{ .start_unix_ns = 10, .end_unix_ns = 20, .name = "Recvfrom", .pkts = 1, .pkt_bytes = 80, .ifindex = 1 },
+			{ .start_unix_ns = 30, .end_unix_ns = 40, .name = "Writev", .pkts = 3, .pkt_bytes = 4000,
+			  .ifindex = 1, .rtt_us = 12 },
+		};
+		struct sampler_ctx c2 = ctx;
+
+		c2.calls = calls;
+		c2.ncalls = 2;
+		sampler__offer(s, &r, &c2);
+		r = rec("/page", 404, 600, "sw8", SW8);      /* the default rule keeps no body: no calls */
+		sampler__offer(s, &r, &c2);
+	}
 	n = sampler__take(s, &out, &not_kept);
-	assert_int_equal(n, 3);
+	assert_int_equal(n, 4);   /* /page twice */
 	assert_int_equal(not_kept, 0);
 	assert_string_equal(reason_of_uri(out, n, "/api/a"), "status_4xx");
 	assert_string_equal(reason_of_uri(out, n, "/page"), "slow");
@@ -131,7 +145,19 @@ static void test_rules_and_reasons(void **state)
 		assert_true(out[i]->response_truncated);
 		assert_string_equal(out[i]->local_address, "10.0.0.1:80");
 		assert_string_equal(out[i]->exchange->peer_address, "10.0.0.9:5000");
+		assert_int_equal(out[i]->n_syscalls, 2);
+		assert_string_equal(out[i]->syscalls[0]->name, "Recvfrom");
+		assert_int_equal(out[i]->syscalls[0]->package_count, 1);
+		assert_int_equal(out[i]->syscalls[0]->package_size, 80);
+		assert_string_equal(out[i]->syscalls[0]->ifname, "lo");
+		assert_int_equal(out[i]->syscalls[1]->start_unix_ns, 30);
+		assert_int_equal(out[i]->syscalls[1]->end_unix_ns, 40);
+		assert_string_equal(out[i]->syscalls[1]->name, "Writev");
+		assert_int_equal(out[i]->syscalls[1]->rtt_us, 12);
 	}
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(out[i]->uri, "/page"))
+			assert_int_equal(out[i]->n_syscalls, 0);
 	sampler__reset(s);
 	assert_int_equal(sampler__take(s, &out, &not_kept), 0);
 	sampler__free(s);

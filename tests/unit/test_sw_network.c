@@ -536,6 +536,27 @@ static void test_sampled_traces(void **state)
 	a.t.request.len = sizeof(req) - 1;
 	a.t.response.data = (uint8_t *)resp;
 	a.t.response.len = sizeof(resp) - 1;
+	/* the calls that carried it: a read of the request, a write of the response */
+	static Ember__NetSyscall sc[2], *scp[2] = { &sc[0], &sc[1] };
+	ember__net_syscall__init(&sc[0]);
+	ember__net_syscall__init(&sc[1]);
+	sc[0].start_unix_ns = 1700000000999000000ull;
+	sc[0].end_unix_ns = 1700000001000000000ull;
+	sc[0].name = "Read";
+	sc[0].package_count = 1;
+	sc[0].package_size = 120;
+	sc[0].ifindex = 1;
+	sc[0].ifname = "lo";
+	sc[1].start_unix_ns = 1700000001250000000ull;
+	sc[1].end_unix_ns = 1700000001250040000ull;
+	sc[1].name = "Writev";
+	sc[1].package_count = 2;
+	sc[1].package_size = 2200;
+	sc[1].ifindex = 1;
+	sc[1].ifname = "lo\xff";   /* sent as valid UTF-8 */
+	sc[1].rtt_us = 42;
+	a.t.syscalls = scp;
+	a.t.n_syscalls = 2;
 	ttrace_init(&bt, 100, "client", "10.1.2.3:8080", 2, 1500, 200, "slow", "zipkin",
 		    "463ac35c9f6413ad48485a3953bb6124", "", "a2fb4a1d1a96d312", "");
 	ttrace_init(&c, 201, "server", "192.168.1.5:51000", 7, 15, 404, "status_4xx", "skywalking", "t-201", "s-201",
@@ -563,7 +584,7 @@ static void test_sampled_traces(void **state)
 	assert_int_equal(b->c[SC_NET_SAMPLED_UNKNOWN], 1);
 	assert_int_equal(b->c[SC_NET_SAMPLED_BAD], 1);
 	assert_int_equal(b->c[SC_NET_SAMPLED_NOT_KEPT], 3);
-	assert_int_equal(b->c[SC_NET_SPAN_EVENTS], 4);
+	assert_int_equal(b->c[SC_NET_SPAN_EVENTS], 6);
 	assert_int_equal(b->c[SC_NET_CONTENT_CUT], 1);
 
 	/* shop's stream: 101's trace, then 100's */
@@ -622,11 +643,11 @@ static void test_sampled_traces(void **state)
 	skywalking__v3__log_data__free_unpacked(ld, NULL);
 	assert_null(nth_item(b, I_NET_LOGS, 2));
 
-	/* the span events: 101's request and response, 201's request and response */
+	/* the span events: 101's request, response and calls, 201's request and response */
 	it = nth_item(b, I_NET_EVENTS, 0);
 	assert_non_null(it);
 	assert_null(nth_item(b, I_NET_EVENTS, 1));
-	assert_int_equal(it->m.n, 4);
+	assert_int_equal(it->m.n, 6);
 	ev = skywalking__v3__span_attached_event__unpack(NULL, it->m.v[0].len, it->m.v[0].data);
 	assert_non_null(ev);
 	assert_string_equal(ev->event, "HTTP Request Sampling");
@@ -663,10 +684,39 @@ static void test_sampled_traces(void **state)
 	skywalking__v3__span_attached_event__free_unpacked(ev, NULL);
 	ev = skywalking__v3__span_attached_event__unpack(NULL, it->m.v[2].len, it->m.v[2].data);
 	assert_non_null(ev);
+	assert_string_equal(ev->event, "Syscall Read");
+	assert_int_equal(ev->starttime->seconds, 1700000000);
+	assert_int_equal(ev->starttime->nanos, 999000000);
+	assert_int_equal(ev->endtime->seconds, 1700000001);
+	assert_int_equal(ev->endtime->nanos, 0);
+	assert_int_equal(ev->n_tags, 7);   /* no RTT: no avg_rtt_time */
+	check_tag(ev, 0, "package_size", "120B");
+	check_tag(ev, 1, "package_count", "1");
+	check_tag(ev, 2, "network_name", "lo");
+	check_tag(ev, 3, "network_index", "1");
+	check_tag(ev, 4, "service_name", "shop");
+	check_tag(ev, 5, "service_instance_name", "inst-1");
+	check_tag(ev, 6, "process_name", "p-101");
+	assert_string_equal(ev->tracecontext->traceid, "a1b2c3.trace");
+	assert_string_equal(ev->tracecontext->tracesegmentid, "seg-1");
+	assert_string_equal(ev->tracecontext->spanid, "3");
+	skywalking__v3__span_attached_event__free_unpacked(ev, NULL);
+	ev = skywalking__v3__span_attached_event__unpack(NULL, it->m.v[3].len, it->m.v[3].data);
+	assert_non_null(ev);
+	assert_string_equal(ev->event, "Syscall Writev");
+	assert_int_equal(ev->endtime->nanos, 250040000);
+	assert_int_equal(ev->n_tags, 8);
+	check_tag(ev, 0, "package_size", "2.148KiB");
+	check_tag(ev, 1, "package_count", "2");
+	check_tag(ev, 2, "network_name", "lo\xef\xbf\xbd");
+	check_tag(ev, 7, "avg_rtt_time", "42000ns");
+	skywalking__v3__span_attached_event__free_unpacked(ev, NULL);
+	ev = skywalking__v3__span_attached_event__unpack(NULL, it->m.v[4].len, it->m.v[4].data);
+	assert_non_null(ev);
 	assert_string_equal(ev->event, "HTTP Request Sampling");
 	check_tag(ev, 1, "data_content", "[not plain, 16 bytes that are not UTF-8 text]");
 	skywalking__v3__span_attached_event__free_unpacked(ev, NULL);
-	ev = skywalking__v3__span_attached_event__unpack(NULL, it->m.v[3].len, it->m.v[3].data);
+	ev = skywalking__v3__span_attached_event__unpack(NULL, it->m.v[5].len, it->m.v[5].data);
 	assert_non_null(ev);
 	assert_string_equal(ev->event, "HTTP Response Sampling");
 	check_tag(ev, 0, "data_size", "68.36KiB");
