@@ -60,7 +60,10 @@ int l7_framed__feed(void *st, enum l7_dir dir, const uint8_t *data, size_t len, 
 			err = b->spec->cut(b, b->fr[L7_DIR_RESP].ts);
 			if (err < 0)
 				return b->fatal = err;
-			l7_framer__reset(&b->fr[L7_DIR_RESP]);
+			if (b->spec->resp_start)
+				b->resp_wait = true;   /* its framer stays lost until then */
+			else
+				l7_framer__reset(&b->fr[L7_DIR_RESP]);
 			b->resp_cut = false;
 		}
 		if (b->req_lost) {
@@ -70,6 +73,10 @@ int l7_framed__feed(void *st, enum l7_dir dir, const uint8_t *data, size_t len, 
 			l7_framer__reset(&b->fr[L7_DIR_REQ]);
 			b->req_lost = false;
 		}
+	}
+	if (len && dir == L7_DIR_RESP && b->resp_wait && b->spec->resp_start(data, len)) {
+		l7_framer__reset(&b->fr[L7_DIR_RESP]);
+		b->resp_wait = false;
 	}
 	err = l7_framer__feed(&b->fr[dir], data, len, ts);
 	if (err < 0)

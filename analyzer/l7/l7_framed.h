@@ -75,6 +75,13 @@ struct l7_framed_spec {
 	 * the next one is tried.  NULL = trust the turn.
 	 */
 	bool (*req_start)(const uint8_t *p, size_t len);
+	/*
+	 * With cut: does this chunk of the server's bytes start at a message?
+	 * After a cut the answers are read afresh from the first chunk that
+	 * does (the rest of an answer the client did not wait for is dropped,
+	 * not parsed from its middle).  NULL = from the next chunk.
+	 */
+	bool (*resp_start)(const uint8_t *p, size_t len);
 };
 
 struct l7_framed {
@@ -87,6 +94,7 @@ struct l7_framed {
 	struct l7_pendq q;
 	int fatal;                         /* sticky -errno, 0 while parsing */
 	bool resp_cut;                     /* response framing lost: spec->cut at the next request */
+	bool resp_wait;                    /* after a cut: answers resume at a chunk spec->resp_start accepts */
 	bool req_lost;                     /* request framing lost: spec->req_resume at the next turn */
 	uint64_t req_lost_mark;            /* fr[L7_DIR_RESP].bytes when the requests' gap came */
 };

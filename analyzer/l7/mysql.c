@@ -726,6 +726,28 @@ static bool mysql_req_start(const uint8_t *p, size_t len)
 	return off > 0;
 }
 
+/*
+ * After a cut: does this chunk of the server's bytes start at a response?
+ * A response's packets count their sequence ids up from 1; every packet up
+ * to the chunk's end must follow the one before.
+ */
+static bool mysql_resp_start(const uint8_t *p, size_t len)
+{
+	size_t off = 0;
+	uint8_t seq = 1;
+
+	while (len - off >= 4) {
+		uint32_t plen = l7_le24(p + off);
+
+		if (p[off + 3] != seq++ || (!off && !plen))
+			return false;
+		if (plen >= len - off - 4)
+			return true;   /* it runs to the chunk's end or past it */
+		off += 4 + (size_t)plen;
+	}
+	return off > 0;
+}
+
 static const struct l7_framed_spec mysql_spec = {
 	.fops = &mysql_fops,
 	.state_size = sizeof(struct mysql),
@@ -735,6 +757,7 @@ static const struct l7_framed_spec mysql_spec = {
 	.cut = mysql_cut,
 	.req_resume = mysql_req_resume,
 	.req_start = mysql_req_start,
+	.resp_start = mysql_resp_start,
 };
 
 static void *mysql_create(const struct l7_config *cfg, l7_emit_fn emit, void *emit_ctx)

@@ -600,6 +600,33 @@ static bool pg_req_start(const uint8_t *p, size_t len)
 	return off > 0;
 }
 
+/*
+ * After a cut: does this chunk of the server's bytes start at a message?
+ * Every header up to the chunk's end must be a backend message's type with
+ * a plausible length, chained end to end.
+ */
+static bool pg_resp_start(const uint8_t *p, size_t len)
+{
+	static const char types[] = "123cCdDEGHIKnNRsStTVWZAv";
+	size_t off = 0;
+
+	while (len - off >= 5) {
+		uint8_t t = p[off];
+		uint32_t l = l7_be32(p + off + 1);
+
+		if (!memchr(types, t, sizeof(types) - 1) || l < 4 || l > PG_MAX_MSG)
+			return false;
+		if ((t == '1' || t == '2' || t == '3' || t == 'n' || t == 's' || t == 'I' || t == 'c') && l != 4)
+			return false;
+		if (t == 'Z' && (l != 5 || (len - off > 5 && p[off + 5] != 'I' && p[off + 5] != 'T' && p[off + 5] != 'E')))
+			return false;
+		if (l >= len - off - 1)
+			return true;   /* it runs to the chunk's end or past it */
+		off += 1 + (size_t)l;
+	}
+	return off > 0;
+}
+
 static const struct l7_framed_spec pg_spec = {
 	.fops = &pg_fops,
 	.state_size = sizeof(struct pgsql),
@@ -609,6 +636,7 @@ static const struct l7_framed_spec pg_spec = {
 	.cut = pg_cut,
 	.req_resume = pg_req_resume,
 	.req_start = pg_req_start,
+	.resp_start = pg_resp_start,
 };
 
 static void *pg_create(const struct l7_config *cfg, l7_emit_fn emit, void *emit_ctx)

@@ -539,6 +539,37 @@ static bool redis_req_start(const uint8_t *p, size_t len)
 	return off > 0;
 }
 
+/*
+ * After a cut: does this chunk of the server's bytes start at a reply?  Its
+ * first token must be one: a type byte, then a length ("$3", "*-1") or, for
+ * the simple types, a line without CR or LF, ending in CRLF or at the
+ * chunk's end.
+ */
+static bool redis_resp_start(const uint8_t *p, size_t len)
+{
+	int64_t v;
+	size_t u;
+
+	if (!len)
+		return false;
+	switch (p[0]) {
+	case '$': case '!': case '=': case '*': case '%': case '~': case '>': case '|':
+		if (len > 2 && p[1] == '-')
+			return p[2] == '1' && (len == 3 || p[3] == '\r');
+		return crlf_len(p + 1, len - 1, &v, &u) >= 0;
+	case '+': case '-': case ':': case '_': case '#': case ',': case '(':
+		for (size_t i = 1; i < len && i < REDIS_MAX_LINE; i++) {
+			if (p[i] == '\r')
+				return i + 1 == len || p[i + 1] == '\n';
+			if (p[i] == '\n')
+				return false;
+		}
+		return true;
+	default:
+		return false;
+	}
+}
+
 static const struct l7_framed_spec redis_spec = {
 	.fops = &redis_fops,
 	.state_size = sizeof(struct redis),
@@ -548,6 +579,7 @@ static const struct l7_framed_spec redis_spec = {
 	.cut = redis_cut,
 	.req_resume = redis_req_resume,
 	.req_start = redis_req_start,
+	.resp_start = redis_resp_start,
 };
 
 static void *redis_create(const struct l7_config *cfg, l7_emit_fn emit, void *emit_ctx)
