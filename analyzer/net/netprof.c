@@ -783,6 +783,7 @@ static void offer_sample(struct netprof *np, struct cstate *cs, const struct l7_
 		.local = net_endpoint__str(&cs->nc->local, local, sizeof(local)),
 		.req_unix_ns = r->req_ts_ns ? to_unix(np, r->req_ts_ns) : 0,
 		.peer_local = cs->peer_local,
+		.ssl = cs->tls,
 	};
 
 	link_peer(np, cs);

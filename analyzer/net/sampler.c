@@ -317,6 +317,7 @@ static struct sample *sample_new(const struct task_sampling *rule, const struct 
 	p->x.is_client_error = r->is_client_error;
 	p->x.answered = true;
 	p->x.req_seq = r->req_seq;
+	p->x.ssl = c->ssl;
 	for (unsigned i = 0; i < r->nfields && i < L7_MAX_FIELDS; i++) {
 		ember__label__init(&p->lab[i]);
 		snprintf(p->val[i], sizeof(p->val[i]), "%s", r->fields[i].val);

@@ -55,6 +55,7 @@ struct sampler_ctx {
 	uint64_t req_unix_ns;
 	uint32_t peer_pid;          /* the peer process when followed too, else 0 */
 	bool peer_local;
+	bool ssl;                   /* the connection carries TLS (its plaintext came from the TLS probes) */
 	/* The calls from the request's first byte to the response's last, oldest first (kept by rules that want bodies). */
 	const struct sampler_call *calls;
 	unsigned ncalls;

@@ -17,8 +17,18 @@ wait_port() { # port what [tcp|udp]
 }
 
 # nginx, one worker: static files, /fail answers 500.  Sets NGINX_PID (the worker) and NGINX_PORT.
+# With NGINX_TLS_CERT and NGINX_TLS_KEY set, start_nginx also serves the same
+# files over HTTPS on NGINX_TLS_PORT.
+nginx_tls_server() { # root
+  [ -n "${NGINX_TLS_CERT:-}" ] || return 0
+  printf '  server {\n    listen 127.0.0.1:%s ssl;\n    ssl_certificate %s;\n    ssl_certificate_key %s;\n' \
+    "$NGINX_TLS_PORT" "$NGINX_TLS_CERT" "$NGINX_TLS_KEY"
+  printf '    root %s/html;\n    location = /fail { return 500; }\n  }\n' "$1"
+}
+
 start_nginx() {
   NGINX_PORT=$(net_port 1)
+  [ -z "${NGINX_TLS_CERT:-}" ] || NGINX_TLS_PORT=$(net_port 9)
   local d=$TMP/nginx
   mkdir -p "$d/html" "$d/logs"
   head -c 3000 /dev/zero | tr '\0' 'a' > "$d/html/small.txt"
@@ -41,10 +51,12 @@ http {
     location = /fail { return 500; }
     location /copied/ { sendfile off; }   # bodies written from user memory: data ember copies
   }
+$(nginx_tls_server "$d")
 }
 EOF
   nginx -c "$d/nginx.conf" -p "$d" >/dev/null 2>&1 & CLEANUP_PIDS+=("$!")
   wait_port "$NGINX_PORT" nginx
+  [ -z "${NGINX_TLS_PORT:-}" ] || wait_port "$NGINX_TLS_PORT" "nginx (HTTPS)"
   NGINX_PID=$(pgrep -f "nginx: worker process" -P "$(cat "$d/nginx.pid")" | head -1)
   [ -n "$NGINX_PID" ] || fail "nginx worker not found"
 }

@@ -126,6 +126,7 @@ static void test_rules_and_reasons(void **state)
 
 		c2.calls = calls;
 		c2.ncalls = 2;
+		c2.ssl = true;
 		sampler__offer(s, &r, &c2);
 		r = rec("/page", 404, 600, "sw8", SW8);      /* the default rule keeps no body: no calls */
 		sampler__offer(s, &r, &c2);
@@ -145,6 +146,7 @@ static void test_rules_and_reasons(void **state)
 		assert_true(out[i]->response_truncated);
 		assert_string_equal(out[i]->local_address, "10.0.0.1:80");
 		assert_string_equal(out[i]->exchange->peer_address, "10.0.0.9:5000");
+		assert_true(out[i]->exchange->ssl);
 		assert_int_equal(out[i]->n_syscalls, 2);
 		assert_string_equal(out[i]->syscalls[0]->name, "Recvfrom");
 		assert_int_equal(out[i]->syscalls[0]->package_count, 1);
