@@ -1,6 +1,7 @@
 #include "collector/net_fwd.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,24 +94,43 @@ static struct lost_slot *lost_find(struct net_fwd *f, uint64_t ino, int create)
 	return NULL;
 }
 
-static void lost_remove(struct net_fwd *f, struct lost_slot *s)
+/*
+ * Backward-shift deletion in a linear-probing table of mask + 1 slots of esz
+ * bytes (no tombstones): slot i is emptied, then each entry after it moves
+ * back into the hole unless its home slot lies cyclically in (hole, entry].
+ * home() gives an entry's home slot, or UINT_MAX for an empty slot (all
+ * zero bytes: emptied slots are zeroed whole, so none is reused with what
+ * it held).
+ */
+static void probe_remove(void *table, size_t esz, unsigned mask, unsigned i, unsigned (*home)(const void *))
 {
-	unsigned i = (unsigned)(s - f->lost), j = i;
+	uint8_t *t = table;
+	unsigned j = i, h;
 
-	f->lost[i].ino = 0;
-	f->nlost--;
+	memset(t + (size_t)i * esz, 0, esz);
 	for (;;) {
-		j = (j + 1) & (NET_FWD_LOST_SLOTS - 1);
-		if (!f->lost[j].ino)
+		j = (j + 1) & mask;
+		if ((h = home(t + (size_t)j * esz)) == UINT_MAX)
 			return;
-		unsigned home = slot_of(f->lost[j].ino);
-		/* Move j back into the hole at i unless its home lies cyclically in (i, j]. */
-		if ((j > i && (home <= i || home > j)) || (j < i && home <= i && home > j)) {
-			f->lost[i] = f->lost[j];
-			f->lost[j].ino = 0;
+		if ((j > i && (h <= i || h > j)) || (j < i && h <= i && h > j)) {
+			memcpy(t + (size_t)i * esz, t + (size_t)j * esz, esz);
+			memset(t + (size_t)j * esz, 0, esz);
 			i = j;
 		}
 	}
+}
+
+static unsigned lost_home(const void *slot)
+{
+	const struct lost_slot *s = slot;
+
+	return s->ino ? slot_of(s->ino) : UINT_MAX;
+}
+
+static void lost_remove(struct net_fwd *f, struct lost_slot *s)
+{
+	probe_remove(f->lost, sizeof(*f->lost), NET_FWD_LOST_SLOTS - 1, (unsigned)(s - f->lost), lost_home);
+	f->nlost--;
 }
 
 /* ---- local endpoints (several shards): linear probing, backward-shift deletion ---- */
@@ -154,23 +174,17 @@ static struct endpoint *ep_find(struct net_fwd *f, uint16_t family, const uint8_
 	return NULL;
 }
 
+static unsigned ep_home(const void *slot)
+{
+	const struct endpoint *p = slot;
+
+	return p->family ? ep_slot(p->family, p->addr, p->port) : UINT_MAX;
+}
+
 static void ep_remove(struct net_fwd *f, struct endpoint *p)
 {
-	unsigned i = (unsigned)(p - f->ep), j = i;
-
-	f->ep[i].family = 0;
+	probe_remove(f->ep, sizeof(*f->ep), NET_FWD_ENDPOINT_SLOTS - 1, (unsigned)(p - f->ep), ep_home);
 	f->nep--;
-	for (;;) {
-		j = (j + 1) & (NET_FWD_ENDPOINT_SLOTS - 1);
-		if (!f->ep[j].family)
-			return;
-		unsigned home = ep_slot(f->ep[j].family, f->ep[j].addr, f->ep[j].port);
-		if ((j > i && (home <= i || home > j)) || (j < i && home <= i && home > j)) {
-			f->ep[i] = f->ep[j];
-			f->ep[j].family = 0;
-			i = j;
-		}
-	}
 }
 
 /*
