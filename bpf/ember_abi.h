@@ -70,6 +70,7 @@ enum ember_bpf_counter {
 	BPF_CNT_UNWIND_FP_FRAMES, /* frames found through frame pointers, in those walks */
 	BPF_CNT_UNWIND_READ_ERR,  /* walks that ended on an unreadable user stack word */
 	BPF_CNT_UNWIND_TRUNCATED, /* walks cut at EMBER_MAX_STACK_DEPTH frames */
+	BPF_CNT_OFFCPU_TIMED,     /* switch-ins that ended a timed block (the rest: filtered or aggregated) */
 	BPF_CNT_MAX,
 };
 

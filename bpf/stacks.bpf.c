@@ -504,6 +504,7 @@ static __always_inline int on_switch(void *ctx, __u32 next_tid)
 
 		__builtin_memcpy(key.comm, st->comm, sizeof(key.comm));
 		st->ts = 0; /* timed; the entry stays as this thread's stack cache */
+		count(BPF_CNT_OFFCPU_TIMED);
 		if (delta < st->min_ns) {
 			count(BPF_CNT_OFFCPU_BELOW_MIN);
 		} else {

@@ -806,6 +806,7 @@ static void collect_stats(void)
 		C.stats[CTL_STAT_BPF_UNWIND_FP_FRAMES] = bc[BPF_CNT_UNWIND_FP_FRAMES];
 		C.stats[CTL_STAT_BPF_UNWIND_READ_ERR] = bc[BPF_CNT_UNWIND_READ_ERR];
 		C.stats[CTL_STAT_BPF_UNWIND_TRUNCATED] = bc[BPF_CNT_UNWIND_TRUNCATED];
+		C.stats[CTL_STAT_BPF_OFFCPU_TIMED] = bc[BPF_CNT_OFFCPU_TIMED];
 	}
 	if (C.unwind) {
 		struct unwind_store_stats us;

@@ -51,6 +51,7 @@ static const char *const stat_names[CTL_STAT_MAX] = {
 	[CTL_STAT_BPF_UNWIND_FP_FRAMES] = "bpf_unwind_frame_pointer_frames",
 	[CTL_STAT_BPF_UNWIND_READ_ERR] = "bpf_unwind_read_errors",
 	[CTL_STAT_BPF_UNWIND_TRUNCATED] = "bpf_unwind_truncated_stacks",
+	[CTL_STAT_BPF_OFFCPU_TIMED] = "bpf_offcpu_blocks_timed",
 	[CTL_STAT_UNWIND_TABLES] = "unwind_tables",
 	[CTL_STAT_UNWIND_ROWS] = "unwind_rows",
 	[CTL_STAT_UNWIND_ROWS_MAX] = "unwind_rows_max",

@@ -205,6 +205,7 @@ enum ctl_stat {
 	CTL_STAT_BPF_UNWIND_FP_FRAMES,
 	CTL_STAT_BPF_UNWIND_READ_ERR,
 	CTL_STAT_BPF_UNWIND_TRUNCATED,
+	CTL_STAT_BPF_OFFCPU_TIMED,
 	CTL_STAT_UNWIND_TABLES,        /* tables held */
 	CTL_STAT_UNWIND_ROWS,          /* rows held (8 bytes each) */
 	CTL_STAT_UNWIND_ROWS_MAX,      /* the rows' map size (profiling.unwind.max_rows) */

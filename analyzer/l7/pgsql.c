@@ -574,24 +574,21 @@ static int pg_req_resume(void *st)
 }
 
 /*
- * After a gap in the client's messages: does this chunk start at one?
- * Every header up to the chunk's end must be a frontend message's type with
- * a plausible length (exactly 4 for the bodiless ones), chained end to end.
+ * Does p[0..len) start at a message, by its headers?  Every header up to the
+ * chunk's end must be one of the direction's types with a plausible length
+ * (ok() checks what a type fixes: a bodiless message's length, a first body
+ * byte when the chunk has it), chained end to end.
  */
-static bool pg_req_start(const uint8_t *p, size_t len)
+static bool pg_chain(const uint8_t *p, size_t len, const char *types,
+		     bool (*ok)(uint8_t t, uint32_t l, const uint8_t *body, size_t avail))
 {
-	static const char types[] = "QPBEDSHCFXdcfp";
 	size_t off = 0;
 
 	while (len - off >= 5) {
 		uint8_t t = p[off];
 		uint32_t l = l7_be32(p + off + 1);
 
-		if (!memchr(types, t, sizeof(types) - 1) || l < 4 || l > PG_MAX_MSG)
-			return false;
-		if ((t == 'S' || t == 'H' || t == 'X' || t == 'c') && l != 4)
-			return false;
-		if ((t == 'D' || t == 'C') && (l < 6 || (len - off > 5 && p[off + 5] != 'S' && p[off + 5] != 'P')))
+		if (!t || !strchr(types, t) || l < 4 || l > PG_MAX_MSG || !ok(t, l, p + off + 5, len - off - 5))
 			return false;
 		if (l >= len - off - 1)
 			return true;   /* it runs to the chunk's end or past it */
@@ -600,31 +597,34 @@ static bool pg_req_start(const uint8_t *p, size_t len)
 	return off > 0;
 }
 
-/*
- * After a cut: does this chunk of the server's bytes start at a message?
- * Every header up to the chunk's end must be a backend message's type with
- * a plausible length, chained end to end.
- */
+static bool frontend_ok(uint8_t t, uint32_t l, const uint8_t *body, size_t avail)
+{
+	if (t == 'S' || t == 'H' || t == 'X' || t == 'c')
+		return l == 4;
+	if (t == 'D' || t == 'C')
+		return l >= 6 && (!avail || body[0] == 'S' || body[0] == 'P');
+	return true;
+}
+
+static bool backend_ok(uint8_t t, uint32_t l, const uint8_t *body, size_t avail)
+{
+	if (t == '1' || t == '2' || t == '3' || t == 'n' || t == 's' || t == 'I' || t == 'c')
+		return l == 4;
+	if (t == 'Z')
+		return l == 5 && (!avail || body[0] == 'I' || body[0] == 'T' || body[0] == 'E');
+	return true;
+}
+
+/* After a gap in the client's messages: does this chunk start at one? */
+static bool pg_req_start(const uint8_t *p, size_t len)
+{
+	return pg_chain(p, len, "QPBEDSHCFXdcfp", frontend_ok);
+}
+
+/* After a cut: does this chunk of the server's bytes start at a message? */
 static bool pg_resp_start(const uint8_t *p, size_t len)
 {
-	static const char types[] = "123cCdDEGHIKnNRsStTVWZAv";
-	size_t off = 0;
-
-	while (len - off >= 5) {
-		uint8_t t = p[off];
-		uint32_t l = l7_be32(p + off + 1);
-
-		if (!memchr(types, t, sizeof(types) - 1) || l < 4 || l > PG_MAX_MSG)
-			return false;
-		if ((t == '1' || t == '2' || t == '3' || t == 'n' || t == 's' || t == 'I' || t == 'c') && l != 4)
-			return false;
-		if (t == 'Z' && (l != 5 || (len - off > 5 && p[off + 5] != 'I' && p[off + 5] != 'T' && p[off + 5] != 'E')))
-			return false;
-		if (l >= len - off - 1)
-			return true;   /* it runs to the chunk's end or past it */
-		off += 1 + (size_t)l;
-	}
-	return off > 0;
+	return pg_chain(p, len, "123cCdDEGHIKnNRsStTVWZAv", backend_ok);
 }
 
 static const struct l7_framed_spec pg_spec = {

@@ -130,3 +130,64 @@ wait_net_task() { # name
   wait "$NET_TASK" || { cat "$TMP/$1.err"; fail "the $1 task failed"; }
   [ -s "$TMP/$1/network.json" ] || { cat "$TMP/$1.err"; ls -la "$TMP/$1"; fail "the $1 task wrote no network.json"; }
 }
+
+# ---- an agent reporting nginx's worker to the stand-in OAP (tests/oap_receiver.py) ----
+# start_oap_nginx_agent: the receiver (REC: what it got, TASKS: what it hands
+# out), then an agent that reports nginx's worker (NGINX_PID, started before)
+# as service ember-it-nginx, reporting network meters every second; returns
+# once the OAP has the process.  Sets PY, REC, TASKS, AGENT_PID.
+start_oap_nginx_agent() {
+  PY=/usr/bin/python3   # Debian's python3 has the Debian grpc modules
+  $PY -c "import grpc, grpc_tools.protoc, google.protobuf" 2>/dev/null ||
+    fail "python3-grpcio / python3-grpc-tools / python3-protobuf missing (deploy/install-deps.sh installs them)"
+  local port token=ember-test-token-$RANDOM
+  port=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  REC=$TMP/rec.jsonl TASKS=$TMP/tasks.json
+  : > "$REC"; echo '[]' > "$TASKS"
+  $PY "$ROOT/tests/oap_receiver.py" --port "$port" --record "$REC" --tasks "$TASKS" --auth "$token" \
+    >"$TMP/receiver.log" 2>&1 & CLEANUP_PIDS+=("$!")
+  for _ in $(seq 100); do grep -q "listening on" "$TMP/receiver.log" 2>/dev/null && break; sleep 0.1; done
+  grep -q "listening on" "$TMP/receiver.log" || { cat "$TMP/receiver.log"; fail "receiver did not start"; }
+  cat > "$TMP/ember.yaml" <<YAML
+ember: { run_dir: $TMP/run, output_dir: $TMP/out }
+exporter: { backends: [file, skywalking] }
+core: { backend: { addr: "127.0.0.1:$port", check_period: 1, authentication: $token } }
+process_discovery:
+  heartbeat_period: 2s
+  scanner:
+    mode: REGEX
+    regex:
+      - match_cmd: "^nginx: worker process"
+        layer: OS_LINUX
+        service_name: "ember-it-nginx"
+        instance_name: "{{.Rover.HostName}}"
+        process_name: "nginx"
+profiling:
+  check_interval: 1s
+  flush_interval: 1s
+  task: { network: { report_interval: 1s } }
+  continuous: { policies: [] }
+YAML
+  "$EMBER" run --config "$TMP/ember.yaml" >"$TMP/agent.log" 2>&1 & AGENT_PID=$!; CLEANUP_PIDS+=("$AGENT_PID")
+  local _i
+  for _i in $(seq 150); do
+    grep -q '"rpc": "reportProcesses", "t": [0-9]*, "ok": true' "$REC" && grep -q '"pid": "\?'"$NGINX_PID" "$REC" && return 0
+    sleep 0.1
+  done
+  tail "$TMP/agent.log"; fail "nginx worker $NGINX_PID not reported to the OAP"
+}
+
+# oap_network_task SAMPLINGS-JSON: the OAP hands out a 30 s NETWORK task for
+# ember-it-nginx with those sampling rules (escaped for the extension
+# string); returns once the analyzer runs it.  Sets T0 (its start, ms).
+oap_network_task() {
+  T0=$(date +%s%3N)
+  echo "[{\"taskId\": \"net-$T0\", \"serviceName\": \"ember-it-nginx\", \"targetType\": \"NETWORK\", \"startTime\": $T0,
+  \"duration\": 30, \"updateTime\": $T0, \"extension\": \"$1\"}]" > "$TASKS.tmp"
+  mv "$TASKS.tmp" "$TASKS"
+  for _ in $(seq 100); do grep -q "OAP task net-$T0: network profiling" "$TMP/agent.log" && break; sleep 0.1; done
+  grep -q "OAP task net-$T0: network profiling of 1 process(es) of ember-it-nginx/" "$TMP/agent.log" ||
+    { tail -20 "$TMP/agent.log"; fail "NETWORK task not taken for nginx's instance"; }
+  for _ in $(seq 100); do grep -q "task sw-.*started: kind 4" "$TMP/agent.log" && break; sleep 0.1; done
+  grep -q "task sw-.*started: kind 4" "$TMP/agent.log" || { tail -20 "$TMP/agent.log"; fail "the analyzer did not start the network task"; }
+}

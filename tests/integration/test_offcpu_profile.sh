@@ -13,6 +13,15 @@ EMBER_TEST_GO=$TMP/go "$PROGS/offcpu_wait" 5 > "$TMP/w.out" & W=$!; CLEANUP_PIDS
 profile_gated --config "$TMP/ember.yaml" --pid "$W" --type offcpu --duration 30s --out "$TMP/prof"
 wait "$W"
 grep -o '"attach_point":"[^"]*"' "$TMP/p.err" || true
+# What the programs counted, shown if a check fails: a block lost without a trace is a defect.
+"$EMBER" stats --config "$TMP/ember.yaml" > "$TMP/stats.txt" 2>&1 || true
+bpftool prog show 2>/dev/null | grep -A4 "offcpu" > "$TMP/progs.txt" || true
+diagnose() {
+  echo "collector counters:"; grep -E "offcpu|hstack|agg_|drain|stack" "$TMP/stats.txt" | grep -v " 0$" | head -40
+  echo "analyzer:"; grep "finished" "$AGENT_OUT/../agent.log" "$TMP/agent.log" 2>/dev/null | tail -2
+  echo "programs (recursion_misses):"; cat "$TMP/progs.txt"
+  echo "stacks by weight:"; awk '{print $NF, substr($0, 1, 160)}' "$TMP/prof/offcpu.folded" | sort -rn | head -12
+}
 for f in offcpu.folded offcpu.svg offcpu.count.folded offcpu.count.svg; do
   [ -s "$TMP/prof/$f" ] || fail "missing $f"
 done
@@ -27,7 +36,7 @@ check() { # label regex measured_ns
   local want=$(( $3 / 1000 ))
   echo "$1: ember ${us} us, program measured ${want} us"
   awk -v a="$us" -v b="$want" 'BEGIN { d=(a-b)/b; if (d<0) d=-d; exit !(b > 0 && d <= 0.005) }' \
-    || fail "$1: blocked time off by more than 0.5%"
+    || { diagnose; fail "$1: blocked time off by more than 0.5%"; }
 }
 check wait_on_pipe '^offcpu_wait;(.*;)?waiter;wait_on_pipe;read_pipe;(.*;)?anon_pipe_read_\[k\]' \
   "$(awk '$1 == "blocked_ns" && $2 == "wait_on_pipe" {print $3}' "$TMP/w.out")"
@@ -46,7 +55,7 @@ count_check() { # label regex calls-label thread
   echo "$1 switches: $sw, calls: $calls, thread switches: $vol voluntary, $invol involuntary"
   [[ "$vol" =~ ^[0-9]+$ && "$invol" =~ ^[0-9]+$ ]] || fail "$1: the program printed no switch counts"
   [ "$sw" -ge "$vol" ] && [ "$sw" -le $((vol + invol)) ] \
-    || fail "$1: $sw switches counted, the thread switched $vol times voluntarily and $invol involuntarily"
+    || { diagnose; fail "$1: $sw switches counted, the thread switched $vol times voluntarily and $invol involuntarily"; }
 }
 # The sleeper's thread blocks only in nanosleep; the waiter's only in read
 # (an unblocked read, byte already there, is no switch, and so no count).

@@ -10,55 +10,10 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/net_servers.sh"
 need_bpf
-PY=/usr/bin/python3   # Debian's python3 has the Debian grpc modules
-$PY -c "import grpc, grpc_tools.protoc, google.protobuf" 2>/dev/null || fail "python3-grpcio / python3-grpc-tools / python3-protobuf missing (deploy/install-deps.sh installs them)"
-PORT=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-REC=$TMP/rec.jsonl TASKS=$TMP/tasks.json TOKEN=ember-test-token-$RANDOM
-: > "$REC"; echo '[]' > "$TASKS"
-$PY "$ROOT/tests/oap_receiver.py" --port "$PORT" --record "$REC" --tasks "$TASKS" --auth "$TOKEN" >"$TMP/receiver.log" 2>&1 &
-CLEANUP_PIDS+=("$!")
-for _ in $(seq 100); do grep -q "listening on" "$TMP/receiver.log" 2>/dev/null && break; sleep 0.1; done
-grep -q "listening on" "$TMP/receiver.log" || { cat "$TMP/receiver.log"; fail "receiver did not start"; }
-
 start_nginx
-AGENT_RUN=$TMP/run
-cat > "$TMP/ember.yaml" <<YAML
-ember: { run_dir: $AGENT_RUN, output_dir: $TMP/out }
-exporter: { backends: [file, skywalking] }
-core: { backend: { addr: "127.0.0.1:$PORT", check_period: 1, authentication: $TOKEN } }
-process_discovery:
-  heartbeat_period: 2s
-  scanner:
-    mode: REGEX
-    regex:
-      - match_cmd: "^nginx: worker process"
-        layer: OS_LINUX
-        service_name: "ember-it-nginx"
-        instance_name: "{{.Rover.HostName}}"
-        process_name: "nginx"
-profiling:
-  check_interval: 1s
-  flush_interval: 1s
-  task: { network: { report_interval: 1s } }
-  continuous: { policies: [] }
-YAML
-"$EMBER" run --config "$TMP/ember.yaml" >"$TMP/agent.log" 2>&1 & AGENT_PID=$!; CLEANUP_PIDS+=("$AGENT_PID")
-now_ms() { date +%s%3N; }
-reported() { grep -q '"rpc": "reportProcesses", "t": [0-9]*, "ok": true' "$REC" && grep -q '"pid": "\?'"$NGINX_PID" "$REC"; }
-for _ in $(seq 150); do reported && break; sleep 0.1; done
-reported || { tail "$TMP/agent.log"; fail "nginx worker $NGINX_PID not reported to the OAP"; }
-
-T0=$(now_ms)
+start_oap_nginx_agent
 # Sample 4xx and 5xx of traced requests, with their responses.
-SAMPLINGS='{\"NetworkSamplings\": [{\"When4xx\": true, \"When5xx\": true, \"Settings\": {\"RequireCompleteResponse\": true, \"MaxResponseSize\": 2048}}]}'
-echo "[{\"taskId\": \"net-$T0\", \"serviceName\": \"ember-it-nginx\", \"targetType\": \"NETWORK\", \"startTime\": $T0,
-  \"duration\": 30, \"updateTime\": $T0, \"extension\": \"$SAMPLINGS\"}]" > "$TASKS.tmp"
-mv "$TASKS.tmp" "$TASKS"
-for _ in $(seq 100); do grep -q "task net-$T0.*started\|OAP task net-$T0: network profiling" "$TMP/agent.log" && break; sleep 0.1; done
-grep -q "OAP task net-$T0: network profiling of 1 process(es) of ember-it-nginx/" "$TMP/agent.log" ||
-  { tail -20 "$TMP/agent.log"; fail "NETWORK task not taken for nginx's instance"; }
-for _ in $(seq 100); do grep -q "task sw-.*started: kind 4" "$TMP/agent.log" && break; sleep 0.1; done
-grep -q "task sw-.*started: kind 4" "$TMP/agent.log" || { tail -20 "$TMP/agent.log"; fail "the analyzer did not start the network task"; }
+oap_network_task '{\"NetworkSamplings\": [{\"When4xx\": true, \"When5xx\": true, \"Settings\": {\"RequireCompleteResponse\": true, \"MaxResponseSize\": 2048}}]}'
 N=40
 for _ in $(seq $N); do curl -s -o /dev/null "http://127.0.0.1:$NGINX_PORT/small.txt" || fail "curl failed"; done
 # Traced requests: sw8 = 1-base64(trace-ember-1)-base64(seg-1)-3-...: 3 answered 500, 2 answered 404,

@@ -9,53 +9,11 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/net_servers.sh"
 need_bpf
-PY=/usr/bin/python3   # Debian's python3 has the Debian grpc modules
-$PY -c "import grpc, grpc_tools.protoc, google.protobuf" 2>/dev/null || fail "python3-grpcio / python3-grpc-tools / python3-protobuf missing (deploy/install-deps.sh installs them)"
-PORT=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-REC=$TMP/rec.jsonl TASKS=$TMP/tasks.json TOKEN=ember-test-token-$RANDOM
-: > "$REC"; echo '[]' > "$TASKS"
-$PY "$ROOT/tests/oap_receiver.py" --port "$PORT" --record "$REC" --tasks "$TASKS" --auth "$TOKEN" >"$TMP/receiver.log" 2>&1 &
-CLEANUP_PIDS+=("$!")
-for _ in $(seq 100); do grep -q "listening on" "$TMP/receiver.log" 2>/dev/null && break; sleep 0.1; done
-grep -q "listening on" "$TMP/receiver.log" || { cat "$TMP/receiver.log"; fail "receiver did not start"; }
-
 openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=localhost -days 2 -keyout "$TMP/key.pem" -out "$TMP/cert.pem" \
   >/dev/null 2>&1 || fail "openssl could not make a test certificate"
 NGINX_TLS_CERT=$TMP/cert.pem NGINX_TLS_KEY=$TMP/key.pem start_nginx
-AGENT_RUN=$TMP/run
-cat > "$TMP/ember.yaml" <<YAML
-ember: { run_dir: $AGENT_RUN, output_dir: $TMP/out }
-exporter: { backends: [file, skywalking] }
-core: { backend: { addr: "127.0.0.1:$PORT", check_period: 1, authentication: $TOKEN } }
-process_discovery:
-  heartbeat_period: 2s
-  scanner:
-    mode: REGEX
-    regex:
-      - match_cmd: "^nginx: worker process"
-        layer: OS_LINUX
-        service_name: "ember-it-nginx"
-        instance_name: "{{.Rover.HostName}}"
-        process_name: "nginx"
-profiling:
-  check_interval: 1s
-  flush_interval: 1s
-  task: { network: { report_interval: 1s } }
-  continuous: { policies: [] }
-YAML
-"$EMBER" run --config "$TMP/ember.yaml" >"$TMP/agent.log" 2>&1 & AGENT_PID=$!; CLEANUP_PIDS+=("$AGENT_PID")
-now_ms() { date +%s%3N; }
-reported() { grep -q '"rpc": "reportProcesses", "t": [0-9]*, "ok": true' "$REC" && grep -q '"pid": "\?'"$NGINX_PID" "$REC"; }
-for _ in $(seq 150); do reported && break; sleep 0.1; done
-reported || { tail "$TMP/agent.log"; fail "nginx worker $NGINX_PID not reported to the OAP"; }
-
-T0=$(now_ms)
-SAMPLINGS='{\"NetworkSamplings\": [{\"When5xx\": true, \"Settings\": {\"RequireCompleteResponse\": true, \"MaxResponseSize\": 2048}}]}'
-echo "[{\"taskId\": \"net-$T0\", \"serviceName\": \"ember-it-nginx\", \"targetType\": \"NETWORK\", \"startTime\": $T0,
-  \"duration\": 30, \"updateTime\": $T0, \"extension\": \"$SAMPLINGS\"}]" > "$TASKS.tmp"
-mv "$TASKS.tmp" "$TASKS"
-for _ in $(seq 100); do grep -q "task sw-.*started: kind 4" "$TMP/agent.log" && break; sleep 0.1; done
-grep -q "task sw-.*started: kind 4" "$TMP/agent.log" || { tail -20 "$TMP/agent.log"; fail "the analyzer did not start the network task"; }
+start_oap_nginx_agent
+oap_network_task '{\"NetworkSamplings\": [{\"When5xx\": true, \"Settings\": {\"RequireCompleteResponse\": true, \"MaxResponseSize\": 2048}}]}'
 # The TLS probes are attached once the analyzer found libssl in nginx: wait for them.
 for _ in $(seq 100); do "$EMBER" stats --config "$TMP/ember.yaml" 2>/dev/null | awk '$2 == "tls_probe_points" && $3 > 0 {f=1} END {exit !f}' && break; sleep 0.1; done
 SW8="1-$(printf trace-tls-1 | base64)-$(printf seg-1 | base64)-3-$(printf svc | base64)-$(printf inst | base64)-$(printf /ep | base64)-$(printf h:80 | base64)"
