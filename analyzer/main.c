@@ -251,7 +251,7 @@ static int setup_symbolizer(void)
 		const char *dir = A.cfg->symbolizer.debuginfod.cache_dir;
 
 		if (!dir || !dir[0]) {
-			snprintf(cache, sizeof(cache), "%s/debuginfod", A.cfg->ember.run_dir);
+			snprintf(cache, sizeof(cache), "%s/" BUS_ANALYZER_DIR "/debuginfod", A.cfg->ember.run_dir);
 			dir = cache;
 		}
 		A.dinfod = debuginfod__new(A.cfg->symbolizer.debuginfod.urls, dir);

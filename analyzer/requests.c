@@ -35,7 +35,7 @@ struct request_server *requests__new(void *zctx, const char *endpoint, const str
 	zmq_setsockopt(s->sock, ZMQ_MAXMSGSIZE, &maxmsg, sizeof(maxmsg));
 	zmq_setsockopt(s->sock, ZMQ_LINGER, &zero, sizeof(zero));
 	unlink(endpoint + strlen("ipc://"));
-	old = umask(0077); /* only our uid and root may submit tasks */
+	old = umask(0007); /* our uid, the exporter (our group) and root may submit tasks */
 	r = zmq_bind(s->sock, endpoint);
 	umask(old);
 	if (r)

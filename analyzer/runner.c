@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "bpf/ember_abi.h"
+#include "common/bus.h"
 #include "common/cleanup.h"
 #include "common/fileutil.h"
 #include "common/log.h"
@@ -67,7 +68,7 @@ struct task_runner *runner__new(const struct runner_opts *o)
 	if (!r)
 		return NULL;
 	r->o = *o;
-	snprintf(r->state_dir, sizeof(r->state_dir), "%s", o->run_dir);
+	snprintf(r->state_dir, sizeof(r->state_dir), "%s/" BUS_ANALYZER_DIR, o->run_dir);
 	snprintf(r->state_name, sizeof(r->state_name), "analyzer-%u.tasks", o->shard);
 	return r;
 }
@@ -220,6 +221,9 @@ static void attach_error(const struct task_def *t, int r, char *err, size_t errl
 		snprintf(err, errlen, "on-CPU sampling already runs with another period for a task on this host; "
 			 "give this task the same period (%llu ms asked) or start it when that task ends",
 			 (unsigned long long)t->period_ns / 1000000);
+	else if (r == -EPERM)
+		snprintf(err, errlen, "the collector refused the task: its target policy excludes a process "
+			 "(ember's own, a kernel thread, or outside ember.targets.users / ember.targets.cgroups)");
 	else
 		snprintf(err, errlen, "the collector refused the task: %s", strerror(-r));
 }

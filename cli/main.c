@@ -120,7 +120,7 @@ static int cmd_run(int argc, char **argv)
 		return 1;
 	}
 	if (dump) {
-		r = config__dump(cfg, stdout);
+		r = config__dump(cfg, stdout, CONFIG_DUMP_REDACT);
 		config__free(cfg);
 		return r ? 1 : 0;
 	}

@@ -9,7 +9,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
@@ -28,6 +27,7 @@
 #include "common/bus.h"
 #include "common/cleanup.h"
 #include "common/config.h"
+#include "common/fileutil.h"
 #include "common/ctl_proto.h"
 #include "common/log.h"
 #include "common/profile_files.h"
@@ -265,47 +265,65 @@ static int wait_done(struct agent *ag, const struct profile_req *q, const char *
 	return 0;
 }
 
-static int copy_file(const char *from, const char *to)
+static int copy_fd(FILE *out, void *ctx)
 {
-	_cleanup_close_ int in = open(from, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	_cleanup_close_ int out = -1;
+	int in = *(int *)ctx;
 	char buf[65536];
 	ssize_t n;
 
-	if (in < 0)
-		return -errno;
-	out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (out < 0)
-		return -errno;
 	while ((n = read(in, buf, sizeof(buf))) > 0)
-		if (write(out, buf, n) != n)
+		if (fwrite(buf, 1, (size_t)n, out) != (size_t)n)
 			return -EIO;
 	return n < 0 ? -errno : 0;
+}
+
+/*
+ * name from the task's directory (the exporter's: opened without following
+ * links, a regular file only) into --out, as a new file renamed into place
+ * (root writes nothing through a link planted there).  0, -ENOENT or -errno.
+ */
+static int copy_file(int taskfd, int outfd, const char *name)
+{
+	_cleanup_close_ int in = openat(taskfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	struct stat st;
+
+	if (in < 0)
+		return -errno;
+	if (fstat(in, &st) || !S_ISREG(st.st_mode))
+		return -EINVAL;
+	return fileutil__write_atomic_at(outfd, name, copy_fd, &in);
 }
 
 /* The task's files, named as the exporter names them, into --out; task.json's line to stderr. */
 static int copy_outputs(const struct agent *ag, const struct profile_req *q, const char *task_id)
 {
-	char name[64], from[1400], to[PATH_MAX + 80], line[512] = "";
+	_cleanup_close_ int outdir = -1, taskfd = -1, outfd = -1, done = -1;
+	char name[64], line[512] = "";
 	FILE *f;
 	int r;
 
+	outdir = open(ag->ai.output_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	taskfd = outdir < 0 ? -1 : openat(outdir, task_id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	outfd = open(q->out, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (taskfd < 0 || outfd < 0) {
+		fprintf(stderr, "ember profile: cannot open %s/%s or %s: %m\n", ag->ai.output_dir, task_id, q->out);
+		return -EIO;
+	}
 	for (int pf = 0; pf < PF_TASK_JSON; pf++) {
 		if (profile_files__name(q->kind, (enum profile_file)pf, name, sizeof(name)) < 0)
 			continue;
-		snprintf(from, sizeof(from), "%s/%s/%s", ag->ai.output_dir, task_id, name);
-		if (access(from, F_OK))
+		r = copy_file(taskfd, outfd, name);
+		if (r == -ENOENT)
 			continue;
-		snprintf(to, sizeof(to), "%s/%s", q->out, name);
-		if ((r = copy_file(from, to))) {
-			fprintf(stderr, "ember profile: cannot write %s: %s\n", to, strerror(-r));
+		if (r) {
+			fprintf(stderr, "ember profile: cannot write %s/%s: %s\n", q->out, name, strerror(-r));
 			return r;
 		}
-		printf("%s\n", to);
+		printf("%s/%s\n", q->out, name);
 	}
-	snprintf(from, sizeof(from), "%s/%s/%s", ag->ai.output_dir, task_id, PROFILE_FILES_DONE);
-	f = fopen(from, "re");
-	if (f) {
+	done = openat(taskfd, PROFILE_FILES_DONE, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (done >= 0 && (f = fdopen(done, "r"))) {
+		done = -1;
 		if (fgets(line, sizeof(line), f))
 			fprintf(stderr, "ember: %s", line);
 		fclose(f);
@@ -313,10 +331,38 @@ static int copy_outputs(const struct agent *ag, const struct profile_req *q, con
 	return 0;
 }
 
-static int rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+/* The private agent's run directory, root's, removed through descriptors. */
+static void remove_private_run(const char *dir)
 {
-	(void)sb; (void)flag; (void)ftw;
-	return remove(path);
+	const char *slash = strrchr(dir, '/');
+	char parent[256];
+	_cleanup_close_ int pfd = -1;
+
+	if (!slash || slash == dir || (size_t)(slash - dir) >= sizeof(parent))
+		return;
+	memcpy(parent, dir, (size_t)(slash - dir));
+	parent[slash - dir] = '\0';
+	pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (pfd >= 0)
+		(void)fileutil__remove_tree_at(pfd, slash + 1);
+}
+
+/* --out must take files before the profile runs, not after. */
+static int check_out_dir(const char *out)
+{
+	char probe[64];
+	_cleanup_close_ int dfd = open(out, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int fd;
+
+	if (dfd < 0)
+		return -errno;
+	snprintf(probe, sizeof(probe), ".ember-probe-%d", (int)getpid());
+	fd = openat(dfd, probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	unlinkat(dfd, probe, 0);
+	return 0;
 }
 
 int cmd_profile(int argc, char **argv)
@@ -341,6 +387,12 @@ int cmd_profile(int argc, char **argv)
 		fprintf(stderr, "ember profile: cannot create output directory '%s': %m\n", q.out);
 		goto cleanup;
 	}
+	if ((rc = check_out_dir(q.out))) {
+		fprintf(stderr, "ember profile: cannot write into the output directory '%s': %s\n", q.out, strerror(-rc));
+		rc = 1;
+		goto cleanup;
+	}
+	rc = 1;
 	log__init("ember", (enum log_level)cfg->ember.log_level);
 	if (find_or_start_agent(cfg, &ag))
 		goto cleanup;
@@ -359,7 +411,7 @@ cleanup:
 		waitpid(ag.priv, &st, 0);
 	}
 	if (ag.priv_run[0])
-		nftw(ag.priv_run, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+		remove_private_run(ag.priv_run);
 	if (zctx)
 		zmq_ctx_term(zctx);
 	config__free(cfg);

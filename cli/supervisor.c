@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/bus.h"
 #include "common/privs.h"
 #include "common/cleanup.h"
 #include "common/fileutil.h"
@@ -39,20 +40,22 @@ static const char *role_name(enum role r)
 	return r == ROLE_COLLECTOR ? "collector" : r == ROLE_EXPORTER ? "exporter" : "analyzer";
 }
 
-int supervisor__ensure_user(const char *name, unsigned *ret_uid, unsigned *ret_gid)
+int supervisor__ensure_user(const char *name, long group, unsigned *ret_uid, unsigned *ret_gid)
 {
 	struct passwd *pw = getpwnam(name);
 
 	if (!pw) {
-		char cmd[512];
+		char cmd[512], grp[48] = "--user-group";
 		int r;
 		for (const char *c = name; *c; c++)
 			if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '_' || *c == '-'))
 				return -EINVAL;
+		if (group >= 0)
+			snprintf(grp, sizeof(grp), "--gid %ld", group);
 		log_info("creating system user '%s' for the unprivileged processes", name);
 		snprintf(cmd, sizeof(cmd),
-			 "useradd --system --user-group --no-create-home --home-dir /nonexistent "
-			 "--shell /usr/sbin/nologin '%s'", name);
+			 "useradd --system %s --no-create-home --home-dir /nonexistent "
+			 "--shell /usr/sbin/nologin '%s'", grp, name);
 		r = system(cmd);
 		if (r != 0)
 			return -EPERM;
@@ -70,20 +73,54 @@ int supervisor__ensure_user(const char *name, unsigned *ret_uid, unsigned *ret_g
 struct sup {
 	const struct ember_config *cfg;
 	const char *bin_dir;
-	unsigned uid, gid;
+	unsigned uid, gid;      /* ember.user: the analyzers; gid is the group both users share */
+	unsigned xuid;          /* ember.exporter_user: the exporter (with gid) */
+	mode_t umask;           /* the unprivileged processes': ember.output_access */
+	int runfd;              /* the run directory, root's alone */
+	char **allow;           /* the collector's --allow-uid / --allow-cgroup arguments */
+	unsigned nallow;
 	char effective[600];
-	char info_path[600];
-	char stats_path[600];
 	struct child *kids;
 	unsigned nkids;
 	uint64_t collector_restarts;
 };
 
+/* The collector's command line: fixed options, then the target policy. */
+static void exec_collector(struct sup *s, const char *exe)
+{
+	char shards[16], ring[32], uid[16], xuid[16], flush[32], stacks[16], pids[16], netbuf[32], urows[24], uprocs[16];
+	const char *lvl[] = { "error", "warn", "info", "debug" };
+	const struct ember_config *cfg = s->cfg;
+	int ll = cfg->ember.log_level;
+	const char *argv[64];
+	unsigned n = 0;
+
+	snprintf(shards, sizeof(shards), "%lld", (long long)cfg->ember.analyzers);
+	snprintf(ring, sizeof(ring), "%llu", (unsigned long long)cfg->ember.ring_size);
+	snprintf(uid, sizeof(uid), "%u", s->uid);
+	snprintf(xuid, sizeof(xuid), "%u", s->xuid);
+	snprintf(flush, sizeof(flush), "%llu", (unsigned long long)(cfg->profiling.flush_interval_ns / 1000000));
+	snprintf(stacks, sizeof(stacks), "%lld", (long long)cfg->ember.max_stack_entries);
+	snprintf(pids, sizeof(pids), "%lld", (long long)cfg->ember.max_task_pids);
+	snprintf(netbuf, sizeof(netbuf), "%llu",
+		 (unsigned long long)cfg->profiling.task.network.protocol_analyze.per_cpu_buffer);
+	snprintf(urows, sizeof(urows), "%lld", cfg->profiling.unwind.tables ? (long long)cfg->profiling.unwind.max_rows : 0ll);
+	snprintf(uprocs, sizeof(uprocs), "%lld", (long long)cfg->profiling.unwind.max_processes);
+	const char *fixed[] = { exe, "--run-dir", cfg->ember.run_dir, "--shards", shards, "--ring-size", ring,
+				"--analyzer-uid", uid, "--exporter-uid", xuid, "--flush-ms", flush, "--max-stacks", stacks,
+				"--max-pids", pids, "--net-buffer", netbuf, "--unwind-rows", urows, "--unwind-procs", uprocs,
+				"--log-level", lvl[ll >= 0 && ll < 4 ? ll : 2] };
+	for (unsigned i = 0; i < ARRAY_SIZE(fixed); i++)
+		argv[n++] = fixed[i];
+	for (unsigned i = 0; i < s->nallow && n + 1 < ARRAY_SIZE(argv); i++)
+		argv[n++] = s->allow[i];
+	argv[n] = NULL;
+	execv(exe, (char *const *)argv);
+}
+
 static pid_t spawn(struct sup *s, struct child *c)
 {
-	char exe[600], shards[16], ring[32], uid[16], flush[32], stacks[16], pids[16], shard[16], netbuf[32], urows[24], uprocs[16];
-	const char *lvl[] = { "error", "warn", "info", "debug" };
-	int ll = s->cfg->ember.log_level;
+	char exe[600], shard[16];
 	pid_t pid;
 
 	snprintf(exe, sizeof(exe), "%s/ember-%s", s->bin_dir, role_name(c->role));
@@ -108,27 +145,16 @@ static pid_t spawn(struct sup *s, struct child *c)
 	signal(SIGTERM, SIG_DFL);
 	signal(SIGINT, SIG_IGN); /* Ctrl-C reaches the whole group: only the supervisor decides the order */
 	if (c->role == ROLE_COLLECTOR) {
-		snprintf(shards, sizeof(shards), "%lld", (long long)s->cfg->ember.analyzers);
-		snprintf(ring, sizeof(ring), "%llu", (unsigned long long)s->cfg->ember.ring_size);
-		snprintf(uid, sizeof(uid), "%u", s->uid);
-		snprintf(flush, sizeof(flush), "%llu", (unsigned long long)(s->cfg->profiling.flush_interval_ns / 1000000));
-		snprintf(stacks, sizeof(stacks), "%lld", (long long)s->cfg->ember.max_stack_entries);
-		snprintf(pids, sizeof(pids), "%lld", (long long)s->cfg->ember.max_task_pids);
-		snprintf(netbuf, sizeof(netbuf), "%llu",
-			 (unsigned long long)s->cfg->profiling.task.network.protocol_analyze.per_cpu_buffer);
-		snprintf(urows, sizeof(urows), "%lld",
-			 s->cfg->profiling.unwind.tables ? (long long)s->cfg->profiling.unwind.max_rows : 0ll);
-		snprintf(uprocs, sizeof(uprocs), "%lld", (long long)s->cfg->profiling.unwind.max_processes);
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
-		execl(exe, exe, "--run-dir", s->cfg->ember.run_dir, "--shards", shards, "--ring-size", ring,
-		      "--analyzer-uid", uid, "--flush-ms", flush, "--max-stacks", stacks, "--max-pids", pids,
-		      "--net-buffer", netbuf, "--unwind-rows", urows, "--unwind-procs", uprocs, "--log-level", lvl[ll >= 0 && ll < 4 ? ll : 2], (char *)NULL);
+		exec_collector(s, exe);
 	} else {
-		int r = privs__become_user(s->uid, s->gid);
+		/* The exporter has a user of its own: it cannot signal an analyzer nor pass the collector's check. */
+		int r = privs__become_user(c->role == ROLE_EXPORTER ? s->xuid : s->uid, s->gid);
 		if (r) {
 			fprintf(stderr, "ember: cannot drop privileges for %s: %s\n", role_name(c->role), strerror(-r));
 			_exit(126);
 		}
+		umask(s->umask);
 		/* After the uid change, which clears it. */
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
 		if (c->role == ROLE_EXPORTER) {
@@ -142,13 +168,11 @@ static pid_t spawn(struct sup *s, struct child *c)
 	_exit(127);
 }
 
-static void write_stats(struct sup *s)
+static int put_stats(FILE *f, void *ctx)
 {
-	FILE *f = fopen(s->stats_path, "we");
+	struct sup *s = ctx;
 	uint64_t a = 0, e = 0;
 
-	if (!f)
-		return;
 	for (unsigned i = 0; i < s->nkids; i++) {
 		if (s->kids[i].role == ROLE_ANALYZER)
 			a += s->kids[i].restarts;
@@ -158,7 +182,13 @@ static void write_stats(struct sup *s)
 	fprintf(f, "supervisor_analyzer_restarts %llu\nsupervisor_exporter_restarts %llu\n"
 		   "supervisor_collector_restarts %llu\n",
 		(unsigned long long)a, (unsigned long long)e, (unsigned long long)s->collector_restarts);
-	fclose(f);
+	return 0;
+}
+
+/* Root's files go into root's directory only, each a new file renamed into place. */
+static void write_stats(struct sup *s)
+{
+	(void)fileutil__write_atomic_mode_at(s->runfd, "supervisor.stats", 0644, 0, 0, put_stats, s);
 }
 
 static int wait_for_file(const char *path, pid_t pid, unsigned timeout_ms)
@@ -203,7 +233,7 @@ static int start_collector(struct sup *s)
 	int r;
 
 	snprintf(sock, sizeof(sock), "%s/collector.sock", s->cfg->ember.run_dir);
-	unlink(sock);
+	unlinkat(s->runfd, "collector.sock", 0);
 	if (spawn(s, &s->kids[0]) < 0)
 		return -errno;
 	r = wait_for_file(sock, s->kids[0].pid, 20000);
@@ -241,48 +271,137 @@ int supervisor__find_agent(const char *run_dir, struct agent_info *ret)
 	return 0;
 }
 
-/* The user, the directories the children write, the effective configuration.  0 or -errno (logged). */
+static int put_config(FILE *f, void *ctx)
+{
+	return config__dump(ctx, f, 0);
+}
+
+static int put_agent_info(FILE *f, void *ctx)
+{
+	const struct ember_config *cfg = ctx;
+
+	fprintf(f, "pid=%d\nanalyzers=%lld\noutput_dir=%s\n", (int)getpid(), (long long)cfg->ember.analyzers,
+		cfg->ember.output_dir);
+	return 0;
+}
+
+/* ember.targets.* as the collector's --allow-uid / --allow-cgroup arguments.  0 or -EINVAL (logged). */
+static int target_policy(struct sup *s)
+{
+	const struct ember_config *cfg = s->cfg;
+	size_t n = 2 * (cfg->ember.targets.users.n + cfg->ember.targets.cgroups.n);
+
+	s->allow = calloc(n ? n : 1, sizeof(*s->allow));
+	if (!s->allow)
+		return -ENOMEM;
+	for (size_t i = 0; i < cfg->ember.targets.users.n; i++) {
+		const char *u = cfg->ember.targets.users.v[i];
+		struct passwd *pw = getpwnam(u);
+		char *end, buf[24];
+		unsigned long v;
+
+		errno = 0;
+		v = strtoul(u, &end, 10);
+		if (!pw && (errno || end == u || *end || v >= 0xffffffffUL)) {
+			log_error("ember.targets.users: no user '%s'", u);
+			return -EINVAL;
+		}
+		snprintf(buf, sizeof(buf), "%lu", pw ? (unsigned long)pw->pw_uid : v);
+		s->allow[s->nallow++] = strdup("--allow-uid");
+		s->allow[s->nallow++] = strdup(buf);
+	}
+	for (size_t i = 0; i < cfg->ember.targets.cgroups.n; i++) {
+		const char *c = cfg->ember.targets.cgroups.v[i];
+
+		if (c[0] != '/' || strlen(c) > 1024) {
+			log_error("ember.targets.cgroups: '%s' is not a cgroup v2 path (as /proc/PID/cgroup shows it)", c);
+			return -EINVAL;
+		}
+		s->allow[s->nallow++] = strdup("--allow-cgroup");
+		s->allow[s->nallow++] = strdup(c);
+	}
+	for (unsigned i = 0; i < s->nallow; i++)
+		if (!s->allow[i])
+			return -ENOMEM;
+	return 0;
+}
+
+/*
+ * The users, the directories, the effective configuration.  Root keeps its
+ * files in the run directory, which only root can write; each unprivileged
+ * user gets a directory of its own under it (common/bus.h); the output
+ * directories are made theirs through descriptors.  0 or -errno (logged).
+ */
 static int prepare(struct sup *s)
 {
 	const struct ember_config *cfg = s->cfg;
-	FILE *f;
-	int r;
+	mode_t dmode = cfg->ember.output_access == CONFIG_OUTPUT_ALL ? 0775 : 0770;
+	char why[512];
+	unsigned xgid;
+	int r, fd;
 
-	r = supervisor__ensure_user(cfg->ember.user, &s->uid, &s->gid);
+	s->runfd = -1;
+	s->umask = cfg->ember.output_access == CONFIG_OUTPUT_ALL ? 0002 : 0007;
+	r = supervisor__ensure_user(cfg->ember.user, -1, &s->uid, &s->gid);
 	if (r) {
 		log_error("cannot find or create the unprivileged user '%s': %s", cfg->ember.user, strerror(-r));
 		return r;
 	}
-	r = fileutil__mkdirs(cfg->ember.run_dir, 0755);
-	if (!r)
-		r = fileutil__mkdirs(cfg->ember.output_dir, 0755);
+	r = supervisor__ensure_user(cfg->ember.exporter_user, (long)s->gid, &s->xuid, &xgid);
+	if (!r && s->xuid == s->uid)
+		r = -EINVAL;
 	if (r) {
-		log_error("cannot create %s or %s: %s", cfg->ember.run_dir, cfg->ember.output_dir, strerror(-r));
+		log_error("cannot find or create the exporter's user '%s' (a user of its own, not ember.user): %s",
+			  cfg->ember.exporter_user, strerror(-r));
 		return r;
 	}
-	/* The run dir holds the analyzers' and exporter's sockets: they need to write it. */
-	if (chown(cfg->ember.run_dir, 0, s->gid) || chmod(cfg->ember.run_dir, 0775) ||
-	    chown(cfg->ember.output_dir, s->uid, s->gid)) {
-		log_error("cannot set ownership of %s / %s: %m", cfg->ember.run_dir, cfg->ember.output_dir);
-		return -errno;
+	if ((r = target_policy(s)))
+		return r;
+	s->runfd = fileutil__open_root_dir(cfg->ember.run_dir, 0755, 1, why, sizeof(why));
+	if (s->runfd < 0) {
+		log_error("run directory: %s (%s)", why, strerror(-s->runfd));
+		return s->runfd;
 	}
+	for (unsigned i = 0; i < 2; i++) {
+		fd = fileutil__open_owned_dir_at(s->runfd, i ? BUS_EXPORTER_DIR : BUS_ANALYZER_DIR, 0750,
+						 i ? s->xuid : s->uid, s->gid);
+		if (fd < 0) {
+			log_error("cannot prepare %s/%s: %s", cfg->ember.run_dir, i ? BUS_EXPORTER_DIR : BUS_ANALYZER_DIR,
+				  strerror(-fd));
+			return fd;
+		}
+		close(fd);
+	}
+	fd = fileutil__open_owned_dir(cfg->ember.output_dir, dmode, s->xuid, s->gid, why, sizeof(why));
+	if (fd < 0) {
+		log_error("output directory: %s (%s)", why, strerror(-fd));
+		return fd;
+	}
+	close(fd);
 	/* The REST flamegraph feature's default directories (gala-gopher's), for its unprivileged writers. */
 	if (cfg->ember.rest_api.enabled) {
-		static const char *const dirs[] = { "/var/log/gala-gopher", "/var/log/gala-gopher/stacktrace",
-						    "/var/log/gala-gopher/flamegraph" };
+		fd = fileutil__open_owned_dir("/var/log/gala-gopher", dmode, s->xuid, s->gid, why, sizeof(why));
+		for (unsigned i = 0; fd >= 0 && i < 2; i++) {
+			int sub = fileutil__open_owned_dir_at(fd, i ? "flamegraph" : "stacktrace", dmode, s->xuid, s->gid);
 
-		for (unsigned i = 0; i < 3; i++)
-			if (fileutil__mkdirs(dirs[i], 0755) || chown(dirs[i], s->uid, s->gid))
-				log_warn("cannot prepare %s for the REST API's flame graphs: %m", dirs[i]);
+			if (sub < 0)
+				log_warn("cannot prepare /var/log/gala-gopher/%s for the REST API's flame graphs: %s",
+					 i ? "flamegraph" : "stacktrace", strerror(-sub));
+			else
+				close(sub);
+		}
+		if (fd < 0)
+			log_warn("cannot prepare /var/log/gala-gopher for the REST API's flame graphs: %s", why);
+		else
+			close(fd);
 	}
+	/* The token is in it: root and the ember group only. */
 	snprintf(s->effective, sizeof(s->effective), "%s/effective.yaml", cfg->ember.run_dir);
-	f = fopen(s->effective, "we");
-	if (!f || config__dump(cfg, f) || fclose(f)) {
-		log_error("cannot write %s: %m", s->effective);
-		return -EIO;
+	r = fileutil__write_atomic_mode_at(s->runfd, "effective.yaml", 0640, 0, s->gid, put_config, (void *)cfg);
+	if (r) {
+		log_error("cannot write %s: %s", s->effective, strerror(-r));
+		return r;
 	}
-	chmod(s->effective, 0644);
-	snprintf(s->stats_path, sizeof(s->stats_path), "%s/supervisor.stats", cfg->ember.run_dir);
 	s->nkids = 2 + (unsigned)cfg->ember.analyzers;
 	s->kids = calloc(s->nkids, sizeof(*s->kids));
 	if (!s->kids)
@@ -294,6 +413,16 @@ static int prepare(struct sup *s)
 		s->kids[i].shard = i - 2;
 	}
 	return 0;
+}
+
+static void sup_free(struct sup *s)
+{
+	for (unsigned i = 0; i < s->nallow; i++)
+		free(s->allow[i]);
+	free(s->allow);
+	free(s->kids);
+	if (s->runfd >= 0)
+		close(s->runfd);
 }
 
 /* A child died: the collector takes everyone with it; the others come back with backoff.  0 or -EIO. */
@@ -327,13 +456,12 @@ static int on_exit_of(struct sup *s, struct child *c, pid_t pid, int st, uint64_
 
 int supervisor__run(const struct ember_config *cfg, const char *bin_dir)
 {
-	struct sup s = { .cfg = cfg, .bin_dir = bin_dir };
+	struct sup s = { .cfg = cfg, .bin_dir = bin_dir, .runfd = -1 };
 	struct sigaction sa = { .sa_handler = on_stop };
-	FILE *f;
 	int r, err = 0;
 
 	if ((r = prepare(&s))) {
-		free(s.kids);
+		sup_free(&s);
 		return r;
 	}
 	sigaction(SIGTERM, &sa, NULL);
@@ -341,18 +469,12 @@ int supervisor__run(const struct ember_config *cfg, const char *bin_dir)
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGHUP, SIG_IGN);
 	if (start_collector(&s)) {
-		free(s.kids);
+		sup_free(&s);
 		return -EIO;
 	}
 	for (unsigned i = 1; i < s.nkids; i++)
 		spawn(&s, &s.kids[i]);
-	snprintf(s.info_path, sizeof(s.info_path), "%s/agent.info", cfg->ember.run_dir);
-	f = fopen(s.info_path, "we");
-	if (f) {
-		fprintf(f, "pid=%d\nanalyzers=%lld\noutput_dir=%s\n", (int)getpid(), (long long)cfg->ember.analyzers,
-			cfg->ember.output_dir);
-		fclose(f);
-	}
+	(void)fileutil__write_atomic_mode_at(s.runfd, "agent.info", 0644, 0, 0, put_agent_info, (void *)cfg);
 	write_stats(&s);
 	log_info("agent running: output in %s; stop with Ctrl-C or SIGTERM", cfg->ember.output_dir);
 	while (!stop_requested) {
@@ -380,8 +502,8 @@ int supervisor__run(const struct ember_config *cfg, const char *bin_dir)
 		stop_child(&s.kids[i], 20000);
 	stop_child(&s.kids[1], 20000);
 	stop_child(&s.kids[0], 10000);
-	unlink(s.info_path);
+	unlinkat(s.runfd, "agent.info", 0);
 	write_stats(&s);
-	free(s.kids);
+	sup_free(&s);
 	return err;
 }

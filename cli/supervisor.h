@@ -22,7 +22,8 @@ struct agent_info {
 };
 /* 0 if an agent is running with this run_dir, -ENOENT otherwise. */
 int supervisor__find_agent(const char *run_dir, struct agent_info *ret);
-/* Creates the unprivileged user if missing; returns its uid/gid. */
-int supervisor__ensure_user(const char *name, unsigned *ret_uid, unsigned *ret_gid);
+/* Creates the unprivileged system user if missing (in group gid when >= 0,
+ * else in a group of its own name); returns its uid and primary gid. */
+int supervisor__ensure_user(const char *name, long gid, unsigned *ret_uid, unsigned *ret_gid);
 
 #endif

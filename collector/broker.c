@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -13,15 +14,107 @@
 
 #include "common/cleanup.h"
 #include "common/debugpath.h"
+#include "common/proc_status.h"
 
-int broker__open_maps(uint32_t pid)
+struct broker {
+	struct broker_stats st;
+};
+
+/* What the broker knows of one target, for one request. */
+struct target {
+	int procfd;         /* /proc/<pid>: later opens cannot reach a process that reused the pid */
+	uint32_t uids[4];   /* real, effective, saved, filesystem */
+	unsigned nuids;
+	uint32_t nspid;     /* 0: unknown */
+};
+
+/* Rules for a file found by a pattern (not the kernel's own mapping). */
+enum { RULE_OWNER = 1, RULE_ONE_LINK = 2 };
+
+struct broker *broker__new(void)
 {
-	char path[64];
-	int fd;
+	return calloc(1, sizeof(struct broker));
+}
 
-	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	return fd < 0 ? -errno : fd;
+struct broker *broker__free(struct broker *b)
+{
+	free(b);
+	return NULL;
+}
+
+void broker__stats(const struct broker *b, struct broker_stats *ret)
+{
+	*ret = b->st;
+}
+
+/* Every answer is counted once, here: the fd, or why not. */
+static int count(struct broker *b, int r)
+{
+	if (r >= 0)
+		b->st.opens++;
+	else if (r == -ENOENT || r == -ESRCH || r == -ENOTDIR)
+		b->st.missing++;
+	else if (r == -ELOOP)
+		b->st.symlink++;
+	else if (r == -BROKER_ENOTREG)
+		b->st.not_regular++;
+	else if (r == -EPERM)
+		b->st.owner++;
+	else if (r == -ESTALE)
+		b->st.stale++;
+	else
+		b->st.other++;
+	return r;
+}
+
+static void target_close(struct target *t)
+{
+	if (t->procfd >= 0)
+		close(t->procfd);
+	t->procfd = -1;
+}
+
+/* /proc/<pid> and, with ids, the target's uids and innermost pid.  0 or -errno. */
+static int target_open(uint32_t pid, struct target *t, int ids)
+{
+	char path[32], status[16384];
+	long n;
+	int r;
+
+	memset(t, 0, sizeof(*t));
+	t->procfd = -1;
+	if (!pid)
+		return -ESRCH;
+	snprintf(path, sizeof(path), "/proc/%u", pid);
+	t->procfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (t->procfd < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	if (!ids)
+		return 0;
+	n = proc_status__read_at(t->procfd, "status", status, sizeof(status));
+	if (n == -EFBIG)
+		n = sizeof(status) - 1;	/* a long Groups: line; Uid: comes before it */
+	if (n < 0) {
+		target_close(t);
+		return (int)n;
+	}
+	r = proc_status__ids(status, (size_t)n, "Uid:", t->uids, 4);
+	if (r < 1) {
+		target_close(t);
+		return -ESRCH;
+	}
+	t->nuids = (unsigned)r;
+	if (debugpath__parse_nspid(status, (size_t)n, &t->nspid))
+		t->nspid = 0;
+	return 0;
+}
+
+static int target_has_uid(const struct target *t, uint32_t uid)
+{
+	for (unsigned i = 0; i < t->nuids; i++)
+		if (t->uids[i] == uid)
+			return 1;
+	return 0;
 }
 
 static int hexval(char c)
@@ -58,19 +151,21 @@ static int parse_prefix(const char *s, size_t n, uint64_t *lo, uint64_t *hi, cha
 }
 
 /*
- * The maps line of pid's mapping [start, end) into line (NUL-terminated, cut
+ * The maps line of the mapping [start, end) into line (NUL-terminated, cut
  * at len - 1) when it is executable: 0, -ENOENT (no such mapping) or -EACCES
  * (not executable).
  */
-static int exec_mapping_line(uint32_t pid, uint64_t start, uint64_t end, char *line, size_t len)
+static int exec_mapping_line(int procfd, uint64_t start, uint64_t end, char *line, size_t len)
 {
-	_cleanup_close_ int fd = broker__open_maps(pid);
+	_cleanup_close_ int fd = openat(procfd, "maps", O_RDONLY | O_CLOEXEC);
 	char buf[8192];
 	size_t have = 0;
 	int at_line_start = 1;
 
 	if (fd < 0)
-		return fd;
+		return errno == ENOENT ? -ESRCH : -errno;
+	if (start >= end)
+		return -ENOENT;
 	for (;;) {
 		ssize_t r = read(fd, buf + have, sizeof(buf) - have);
 		if (r < 0)
@@ -113,175 +208,323 @@ static int exec_mapping_line(uint32_t pid, uint64_t start, uint64_t end, char *l
 	}
 }
 
-int broker__is_exec_mapping(uint32_t pid, uint64_t start, uint64_t end)
-{
-	return exec_mapping_line(pid, start, end, NULL, 0);
-}
-
-/* /proc/<pid>/map_files/<start>-<end> of an executable mapping of pid, checked first.  0 or -errno. */
-static int map_file_path(uint32_t pid, uint64_t start, uint64_t end, char *buf, size_t len)
-{
-	int r;
-
-	if (start >= end)
-		return -EINVAL;
-	r = broker__is_exec_mapping(pid, start, end);
-	if (r < 0)
-		return r;
-	snprintf(buf, len, "/proc/%u/map_files/%llx-%llx", pid, (unsigned long long)start, (unsigned long long)end);
-	return 0;
-}
-
-static int open_in_root(uint32_t pid, const char *path);
-
-/*
- * The file of a mapping through the target's root when its map_files are
- * closed to the collector: a process running as another user owns its
- * /proc/<pid>/map_files (mode 0500), and the collector keeps no
- * CAP_DAC_READ_SEARCH.  The kernel-formatted maps line gives the device,
- * inode and path; the path resolves inside the target's root only, and the
- * file opened must be that device and inode, or nothing is returned.
- */
-static int open_mapped_by_path(uint32_t pid, uint64_t start, uint64_t end)
-{
+/* The mapping's device, inode and path from its maps line.  0 or -errno. */
+struct mapping {
+	dev_t dev;
+	ino_t ino;
+	const char *path;   /* absolute, inside the target's root; points into line */
 	char line[4096 + 128];
+};
+
+static int mapping_of(int procfd, uint64_t start, uint64_t end, struct mapping *m)
+{
 	unsigned maj, min;
 	unsigned long long ino;
-	const char *path;
-	struct stat st;
-	int n = 0, fd, r;
+	int n = 0, r;
+	size_t len;
 
-	r = exec_mapping_line(pid, start, end, line, sizeof(line));
+	r = exec_mapping_line(procfd, start, end, m->line, sizeof(m->line));
 	if (r)
 		return r;
 	/* "start-end perms offset maj:min inode   path" */
-	if (sscanf(line, "%*s %*s %*s %x:%x %llu %n", &maj, &min, &ino, &n) != 3 || !n || !ino)
+	if (sscanf(m->line, "%*s %*s %*s %x:%x %llu %n", &maj, &min, &ino, &n) != 3 || !n || !ino)
 		return -ENOENT;
-	path = line + n;
-	while (*path == ' ')
-		path++;
-	n = (int)strlen(path);
-	if (path[0] != '/' || (n > 10 && !strcmp(path + n - 10, " (deleted)")))
+	m->path = m->line + n;
+	while (*m->path == ' ')
+		m->path++;
+	len = strlen(m->path);
+	/* A deleted file's name may be reused: nothing is opened by it. */
+	if (m->path[0] != '/' || (len > 10 && !strcmp(m->path + len - 10, " (deleted)")))
 		return -ENOENT;
-	fd = open_in_root(pid, path);
+	m->dev = makedev(maj, min);
+	m->ino = (ino_t)ino;
+	return 0;
+}
+
+static int sys_openat2(int dirfd, const char *path, uint64_t flags, uint64_t resolve)
+{
+	struct open_how how = { .flags = flags, .resolve = resolve };
+	int fd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+
+	return fd < 0 ? -errno : fd;
+}
+
+/*
+ * path under dirfd, O_PATH: no symlink followed anywhere (a trailing one
+ * comes back as itself and is refused here), in_root: absolute paths and
+ * ".." stay inside dirfd.  Returns the O_PATH fd, or -errno (-ELOOP: a
+ * symlink).
+ */
+static int open_path(int dirfd, const char *path, int in_root, int dir)
+{
+	uint64_t resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | (in_root ? RESOLVE_IN_ROOT : RESOLVE_BENEATH);
+	uint64_t flags = O_PATH | O_CLOEXEC | (dir ? O_DIRECTORY : O_NOFOLLOW);
+	struct stat st;
+	int fd = sys_openat2(dirfd, path, flags, resolve);
+
 	if (fd < 0)
 		return fd;
-	if (fstat(fd, &st) || st.st_ino != ino || major(st.st_dev) != maj || minor(st.st_dev) != min) {
+	if (fstat(fd, &st)) {
+		int err = -errno;
+		close(fd);
+		return err;
+	}
+	if (S_ISLNK(st.st_mode)) {
+		close(fd);
+		return -ELOOP;
+	}
+	return fd;
+}
+
+/* The O_PATH fd pfd (checked by the caller) opened for reading: the same inode, or -errno. */
+static int reopen(int pfd, const struct stat *want)
+{
+	char self[48];
+	struct stat st;
+	int fd;
+
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", pfd);
+	fd = open(self, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || st.st_dev != want->st_dev || st.st_ino != want->st_ino) {
 		close(fd);
 		return -ESTALE;
 	}
 	return fd;
 }
 
-int broker__open_file(uint32_t pid, uint64_t start, uint64_t end)
+/* A regular file, owned as rules ask.  0, -BROKER_ENOTREG or -EPERM. */
+static int check_file(const struct target *t, const struct stat *st, unsigned rules)
 {
-	char path[96];
-	int fd, r;
+	if (!S_ISREG(st->st_mode))
+		return -BROKER_ENOTREG;
+	if (rules & RULE_OWNER) {
+		/* Root's own files only if anyone may read them: a link cannot lend root's secrets. */
+		if (st->st_uid == 0 ? !target_has_uid(t, 0) && !(st->st_mode & S_IROTH) : !target_has_uid(t, st->st_uid))
+			return -EPERM;
+	}
+	if ((rules & RULE_ONE_LINK) && st->st_nlink != 1)
+		return -EPERM;
+	return 0;
+}
 
-	if ((r = map_file_path(pid, start, end, path, sizeof(path))))
+/* path (a pattern's) under dirfd checked by rules and reopened for reading.  fd or -errno. */
+static int open_checked(const struct target *t, int dirfd, const char *path, int in_root, unsigned rules)
+{
+	_cleanup_close_ int pfd = open_path(dirfd, path, in_root, 0);
+	struct stat st;
+	int r;
+
+	if (pfd < 0)
+		return pfd;
+	if (fstat(pfd, &st))
+		return -errno;
+	if ((r = check_file(t, &st, rules)))
 		return r;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	if (fd < 0 && errno == EACCES)
-		return open_mapped_by_path(pid, start, end);
+	return reopen(pfd, &st);
+}
+
+static int open_root(const struct target *t)
+{
+	int fd = openat(t->procfd, "root", O_PATH | O_DIRECTORY | O_CLOEXEC);
+
 	return fd < 0 ? -errno : fd;
 }
 
-int broker__open_kallsyms(void)
+int broker__open_maps(struct broker *b, uint32_t pid)
 {
-	int fd = open("/proc/kallsyms", O_RDONLY | O_CLOEXEC);
-	return fd < 0 ? -errno : fd;
+	struct target t;
+	int fd, r = target_open(pid, &t, 0);
+
+	if (r)
+		return count(b, r);
+	fd = openat(t.procfd, "maps", O_RDONLY | O_CLOEXEC);
+	r = fd < 0 ? -errno : fd;
+	target_close(&t);
+	return count(b, r);
 }
 
 /*
- * Opens path (absolute, inside the target's root) as a regular file.  With
- * openat2(RESOLVE_IN_ROOT) every symlink, absolute ones included, resolves
- * inside /proc/<pid>/root -- a container cannot point the collector at the
- * host's files.  Kernels without openat2 (< 5.6): the last component must not
- * be a symlink (O_NOFOLLOW), the best plain open() offers.
+ * The mapped file by its maps line's path when map_files is closed: O_PATH
+ * inside the target's root, no symlinks, and the mapping's device and inode
+ * before anything is opened for reading.
  */
-static int open_in_root(uint32_t pid, const char *path)
+static int open_mapped_by_path(const struct target *t, const struct mapping *m)
 {
-	struct open_how how = {
-		.flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK,
-		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
-	};
-	char root[64], full[4096 + 600];
-	_cleanup_close_ int dfd = -1;
+	_cleanup_close_ int root = open_root(t), pfd = -1;
 	struct stat st;
-	int fd;
 
-	snprintf(root, sizeof(root), "/proc/%u/root", pid);
-	dfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
+	if (root < 0)
+		return root;
+	pfd = open_path(root, m->path, 1, 0);
+	if (pfd < 0)
+		return pfd;
+	if (fstat(pfd, &st))
 		return -errno;
-	fd = (int)syscall(SYS_openat2, dfd, path, &how, sizeof(how));
-	if (fd < 0 && errno == ENOSYS) {
-		if ((size_t)snprintf(full, sizeof(full), "%s%s", root, path) >= sizeof(full))
-			return -ENAMETOOLONG;
-		fd = open(full, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW);
-	}
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return -EACCES;
-	}
-	return fd;
+	if (!S_ISREG(st.st_mode))
+		return -BROKER_ENOTREG;
+	if (st.st_ino != m->ino || st.st_dev != m->dev)
+		return -ESTALE;
+	return reopen(pfd, &st);
 }
 
-int broker__open_perf_map(uint32_t pid)
+static int open_file(struct target *t, uint64_t start, uint64_t end)
 {
-	char path[128], status[4096];
-	_cleanup_close_ int sfd = -1;
-	uint32_t nspid;
-	ssize_t n;
+	_cleanup_close_ int pfd = -1;
+	struct mapping *m = NULL;
+	char mf[64];
+	struct stat st;
 	int r;
 
-	snprintf(path, sizeof(path), "/proc/%u/status", pid);
-	sfd = open(path, O_RDONLY | O_CLOEXEC);
-	if (sfd < 0)
-		return -errno;
-	n = read(sfd, status, sizeof(status));
-	if (n <= 0)
-		return n < 0 ? -errno : -ENOENT;
-	if (debugpath__parse_nspid(status, (size_t)n, &nspid))
-		return -ENOENT;
-	r = debugpath__perf_map(path, sizeof(path), "", nspid);
-	return r < 0 ? r : open_in_root(pid, path);
+	m = malloc(sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	r = mapping_of(t->procfd, start, end, m);
+	if (r)
+		goto cleanup;
+	snprintf(mf, sizeof(mf), "map_files/%llx-%llx", (unsigned long long)start, (unsigned long long)end);
+	/* O_PATH follows the magic link to the mapped file: nothing is opened for reading yet. */
+	pfd = openat(t->procfd, mf, O_PATH | O_CLOEXEC);
+	if (pfd < 0) {
+		r = errno == EACCES || errno == EPERM ? open_mapped_by_path(t, m) : -errno;
+		goto cleanup;
+	}
+	if (fstat(pfd, &st)) {
+		r = -errno;
+		goto cleanup;
+	}
+	r = !S_ISREG(st.st_mode) ? -BROKER_ENOTREG : reopen(pfd, &st);
+cleanup:
+	free(m);
+	return r;
 }
 
-int broker__open_debug_build_id(uint32_t pid, const uint8_t *build_id, size_t len)
+int broker__open_file(struct broker *b, uint32_t pid, uint64_t start, uint64_t end)
 {
+	struct target t;
+	int r = target_open(pid, &t, 0);
+
+	if (!r)
+		r = open_file(&t, start, end);
+	target_close(&t);
+	return count(b, r);
+}
+
+int broker__open_kallsyms(struct broker *b)
+{
+	int fd = open("/proc/kallsyms", O_RDONLY | O_CLOEXEC);
+
+	return count(b, fd < 0 ? -errno : fd);
+}
+
+int broker__open_perf_map(struct broker *b, uint32_t pid)
+{
+	_cleanup_close_ int root = -1;
+	char path[64];
+	struct target t;
+	int r = target_open(pid, &t, 1);
+
+	if (r)
+		return count(b, r);
+	r = t.nspid ? debugpath__perf_map(path, sizeof(path), "", t.nspid) : -ENOENT;
+	if (r >= 0 && (r = root = open_root(&t)) >= 0)
+		r = open_checked(&t, root, path, 1, RULE_OWNER | RULE_ONE_LINK);
+	target_close(&t);
+	return count(b, r);
+}
+
+int broker__open_debug_build_id(struct broker *b, uint32_t pid, const uint8_t *build_id, size_t len)
+{
+	_cleanup_close_ int root = -1;
 	char path[256];
-	int r;
+	struct target t;
+	int r = debugpath__build_id(path, sizeof(path), "", build_id, len);
 
-	r = debugpath__build_id(path, sizeof(path), "", build_id, len);
-	return r < 0 ? r : open_in_root(pid, path);
+	if (r < 0)
+		return count(b, r);
+	if ((r = target_open(pid, &t, 1)))
+		return count(b, r);
+	if ((r = root = open_root(&t)) >= 0)
+		r = open_checked(&t, root, path, 1, RULE_OWNER);
+	target_close(&t);
+	return count(b, r);
 }
 
-int broker__open_debuglink(uint32_t pid, uint64_t start, uint64_t end, const char *name)
+/*
+ * The directory of the mapping's file, O_PATH: the directory named by the
+ * maps line, accepted only if its entry of that name is the mapped file.
+ */
+static int binary_dir(int root, const struct mapping *m, const char **ret_dir_end)
 {
-	char mf[96], bin[4096], path[4096 + 512];
-	ssize_t n;
-	int r = -ENOENT;
+	const char *slash = strrchr(m->path, '/');
+	char dir[4096];
+	_cleanup_close_ int dfd = -1, pfd = -1;
+	struct stat st;
+	size_t dl = (size_t)(slash - m->path);
+	int r;
+
+	if (dl >= sizeof(dir) || !slash[1])
+		return -ENOENT;
+	memcpy(dir, m->path, dl);
+	dir[dl] = '\0';
+	dfd = open_path(root, dl ? dir : "/", 1, 1);
+	if (dfd < 0)
+		return dfd;
+	pfd = open_path(dfd, slash + 1, 0, 0);
+	if (pfd < 0)
+		return pfd;
+	if (fstat(pfd, &st))
+		return -errno;
+	if (st.st_ino != m->ino || st.st_dev != m->dev)
+		return -ESTALE;
+	*ret_dir_end = slash;
+	r = dfd;
+	dfd = -1;
+	return r;
+}
+
+static int open_debuglink(struct target *t, uint64_t start, uint64_t end, const char *name)
+{
+	_cleanup_close_ int root = -1, dir = -1;
+	struct mapping *m = malloc(sizeof(struct mapping));
+	char path[4096 + 600];
+	const char *dir_end = NULL;
+	int r;
+
+	if (!m)
+		return -ENOMEM;
+	if ((r = mapping_of(t->procfd, start, end, m)) || (r = root = open_root(t)) < 0 ||
+	    (r = dir = binary_dir(root, m, &dir_end)) < 0)
+		goto cleanup;
+	/* Beside the binary, in its .debug/, then under /usr/lib/debug<dir>/: the first that exists. */
+	r = open_checked(t, dir, name, 0, RULE_OWNER);
+	if (r == -ENOENT) {
+		snprintf(path, sizeof(path), ".debug/%s", name);
+		r = open_checked(t, dir, path, 0, RULE_OWNER);
+	}
+	if (r == -ENOENT) {
+		if (snprintf(path, sizeof(path), "/usr/lib/debug%.*s/%s", (int)(dir_end - m->path), m->path, name) >=
+		    (int)sizeof(path))
+			r = -ENAMETOOLONG;
+		else
+			r = open_checked(t, root, path, 1, RULE_OWNER);
+	}
+cleanup:
+	free(m);
+	return r;
+}
+
+int broker__open_debuglink(struct broker *b, uint32_t pid, uint64_t start, uint64_t end, const char *name)
+{
+	struct target t;
+	int r;
 
 	if (!debugpath__valid_link_name(name))
-		return -EINVAL;
-	if ((r = map_file_path(pid, start, end, mf, sizeof(mf))))
-		return r;
-	n = readlink(mf, bin, sizeof(bin) - 1);
-	if (n <= 0)
-		return n < 0 ? -errno : -ENOENT;
-	bin[n] = '\0';
-	/* A deleted binary's directory may be gone or reused: do not guess. */
-	if (n > 10 && !strcmp(bin + n - 10, " (deleted)"))
-		return -ENOENT;
-	for (unsigned i = 0; i < DEBUGPATH_LINK_DIRS; i++) {
-		if (debugpath__link(path, sizeof(path), "", bin, name, i) < 0)
-			return -EINVAL;
-		r = open_in_root(pid, path);
-		if (r >= 0)
-			return r;
-	}
-	return r;
+		return count(b, -EINVAL);
+	if ((r = target_open(pid, &t, 1)))
+		return count(b, r);
+	r = open_debuglink(&t, start, end, name);
+	target_close(&t);
+	return count(b, r);
 }

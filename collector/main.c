@@ -37,6 +37,7 @@
 #include "collector/bpf_stacks.h"
 #include "collector/broker.h"
 #include "collector/net_fwd.h"
+#include "collector/target_policy.h"
 #include "collector/tls_links.h"
 #include "collector/unwind_store.h"
 #include "common/privs.h"
@@ -94,6 +95,7 @@ static struct {
 	unsigned nshards;
 	uint64_t ring_size;
 	uid_t analyzer_uid;
+	uid_t exporter_uid;         /* ember's other user: never served, never a target */
 	uint64_t flush_ns;
 	struct bpf_stacks_opts bpf_opts;
 	uint64_t net_buffer;        /* BPF ring buffer bytes per CPU for socket events */
@@ -105,6 +107,8 @@ static struct {
 	struct tls_links *tls;      /* TLS probes of network tasks (with net) */
 	struct unwind_store *unwind;
 	struct net_fwd *fwd;
+	struct broker *broker;
+	struct target_policy *policy;
 	struct conn listen_src, timer_src, signal_src, net_src, net_timer_src, drain_src;
 	/* The stack drain's RCU grace period is waited for by a thread, so this loop keeps
 	 * forwarding network events meanwhile: requests and completions through eventfds. */
@@ -429,8 +433,14 @@ static int task_attach(struct conn *c, const struct ctl_attach *a, struct ctl_at
 		uint32_t pid = a->pids[i];
 		if (pid == 0 || shard__of(pid, C.nshards) != c->shard)
 			return -EINVAL;
-		if (kill((pid_t)pid, 0) && errno == ESRCH)
+		err = target_policy__check(C.policy, pid);
+		if (err == -ESRCH)
 			continue; /* gone already: not an error for a multi-pid task */
+		if (err) {
+			log_warn("task %llu: pid %u is not a target the policy allows (%s)", (unsigned long long)a->task_id,
+				 pid, strerror(-err));
+			return err == -EPERM ? -EPERM : -ESRCH;
+		}
 		t->pids[t->npids++] = pid;
 	}
 	if (!t->npids)
@@ -491,7 +501,7 @@ static int task_attach(struct conn *c, const struct ctl_attach *a, struct ctl_at
  * task follows (bpf/net.bpf.c on_fork) is its named process's target: its
  * events go to that shard (net_fwd), whose analyzer reads its mappings.
  */
-static int pid_allowed(const struct conn *c, uint32_t pid)
+static int pid_targeted(const struct conn *c, uint32_t pid)
 {
 	uint32_t root = 0;
 	int looked = 0;
@@ -508,6 +518,35 @@ static int pid_allowed(const struct conn *c, uint32_t pid)
 		for (uint32_t j = 0; j < t->npids; j++)
 			if (t->pids[j] == pid || (root && t->kind == EMBER_TASK_NETWORK && t->pids[j] == root))
 				return 1;
+	}
+	return 0;
+}
+
+/*
+ * May this analyzer have pid's files?  Only a target of one of its tasks (a
+ * child a network task follows included), and only while the target policy
+ * still allows it (a followed child may have exec'd a setuid program).
+ */
+static int pid_allowed(const struct conn *c, uint32_t pid)
+{
+	if (!pid_targeted(c, pid) || target_policy__check(C.policy, pid) == -EPERM) {
+		C.stats[CTL_STAT_FD_BROKER_NOT_TARGET]++;
+		return 0;
+	}
+	return 1;
+}
+
+/* Does this analyzer's shard hold a stack task, attached or in its final drain? */
+static int shard_has_stack_task(const struct conn *c)
+{
+	uint64_t now = timeutil__now_ns(CLOCK_MONOTONIC);
+
+	for (unsigned i = 0; i < MAX_TASKS; i++) {
+		const struct task *t = &C.tasks[i];
+
+		if (t->used && t->shard == c->shard && t->kind != EMBER_TASK_NETWORK &&
+		    (!t->detached_at || now - t->detached_at <= DETACHED_GRACE_NS))
+			return 1;
 	}
 	return 0;
 }
@@ -609,7 +648,7 @@ static int h_open_maps(struct conn *c, const struct ctl_msg *m)
 		C.stats[CTL_STAT_FD_BROKER_REFUSED]++;
 		return reply_err(c, m, -EPERM, -1);
 	}
-	fd = broker__open_maps(r.pid);
+	fd = broker__open_maps(C.broker, r.pid);
 	C.stats[fd < 0 ? CTL_STAT_FD_BROKER_REFUSED : CTL_STAT_FD_BROKER_OPENS]++;
 	return reply_err(c, m, fd < 0 ? fd : 0, fd);
 }
@@ -624,7 +663,7 @@ static int h_open_file(struct conn *c, const struct ctl_msg *m)
 		C.stats[CTL_STAT_FD_BROKER_REFUSED]++;
 		return reply_err(c, m, -EPERM, -1);
 	}
-	fd = broker__open_file(r.pid, r.start, r.end);
+	fd = broker__open_file(C.broker, r.pid, r.start, r.end);
 	C.stats[fd < 0 ? CTL_STAT_FD_BROKER_REFUSED : CTL_STAT_FD_BROKER_OPENS]++;
 	return reply_err(c, m, fd < 0 ? fd : 0, fd);
 }
@@ -639,7 +678,7 @@ static int h_open_perf_map(struct conn *c, const struct ctl_msg *m)
 		C.stats[CTL_STAT_FD_BROKER_REFUSED]++;
 		return reply_err(c, m, -EPERM, -1);
 	}
-	fd = broker__open_perf_map(r.pid);
+	fd = broker__open_perf_map(C.broker, r.pid);
 	C.stats[fd < 0 ? CTL_STAT_FD_BROKER_REFUSED : CTL_STAT_FD_BROKER_OPENS]++;
 	return reply_err(c, m, fd < 0 ? fd : 0, fd);
 }
@@ -654,7 +693,7 @@ static int h_open_debug_build_id(struct conn *c, const struct ctl_msg *m)
 		C.stats[CTL_STAT_FD_BROKER_REFUSED]++;
 		return reply_err(c, m, r.len < 2 || r.len > CTL_MAX_BUILD_ID ? -EINVAL : -EPERM, -1);
 	}
-	fd = broker__open_debug_build_id(r.pid, r.build_id, r.len);
+	fd = broker__open_debug_build_id(C.broker, r.pid, r.build_id, r.len);
 	C.stats[fd < 0 ? CTL_STAT_FD_BROKER_REFUSED : CTL_STAT_FD_BROKER_OPENS]++;
 	return reply_err(c, m, fd < 0 ? fd : 0, fd);
 }
@@ -674,14 +713,22 @@ static int h_open_debuglink(struct conn *c, const struct ctl_msg *m)
 		C.stats[CTL_STAT_FD_BROKER_REFUSED]++;
 		return reply_err(c, m, -EINVAL, -1);
 	}
-	fd = broker__open_debuglink(r.pid, r.start, r.end, r.name);
+	fd = broker__open_debuglink(C.broker, r.pid, r.start, r.end, r.name);
 	C.stats[fd < 0 ? CTL_STAT_FD_BROKER_REFUSED : CTL_STAT_FD_BROKER_OPENS]++;
 	return reply_err(c, m, fd < 0 ? fd : 0, fd);
 }
 
+/* Kernel addresses only to an analyzer with a stack task: it already sees kernel frames' addresses then. */
 static int h_open_kallsyms(struct conn *c, const struct ctl_msg *m)
 {
-	int fd = broker__open_kallsyms();
+	int fd;
+
+	if (!shard_has_stack_task(c)) {
+		C.stats[CTL_STAT_FD_BROKER_KALLSYMS]++;
+		C.stats[CTL_STAT_FD_BROKER_REFUSED]++;
+		return reply_err(c, m, -EPERM, -1);
+	}
+	fd = broker__open_kallsyms(C.broker);
 	C.stats[fd < 0 ? CTL_STAT_FD_BROKER_REFUSED : CTL_STAT_FD_BROKER_OPENS]++;
 	return reply_err(c, m, fd < 0 ? fd : 0, fd);
 }
@@ -757,7 +804,11 @@ static int h_tls_attach(struct conn *c, const struct ctl_msg *m)
 	}
 	if (!r->npoints || r->npoints > CTL_TLS_MAX_POINTS)
 		return reply_err(c, m, -EINVAL, -1);
-	fd = broker__open_file(r->pid, r->start, r->end);
+	if (target_policy__check(C.policy, r->pid) == -EPERM) {
+		C.stats[CTL_STAT_CTL_DENIED]++;
+		return reply_err(c, m, -EPERM, -1);
+	}
+	fd = broker__open_file(C.broker, r->pid, r->start, r->end);
 	if (fd < 0)
 		return reply_err(c, m, fd, -1);
 	err = tls_links__add(C.tls, r->task_id, fd, r->pid, r->pts, r->npoints);
@@ -841,6 +892,22 @@ static void collect_stats(void)
 		C.stats[CTL_STAT_NET_RING_UNTRACKED] = fs.untracked;
 		C.stats[CTL_STAT_NET_PEERS_ACROSS] = fs.peers_across;
 		C.stats[CTL_STAT_NET_ENDPOINTS_FULL] = fs.endpoints_full;
+	}
+	{
+		struct broker_stats b;
+		struct target_policy_stats p;
+
+		broker__stats(C.broker, &b);
+		C.stats[CTL_STAT_FD_BROKER_MISSING] = b.missing;
+		C.stats[CTL_STAT_FD_BROKER_SYMLINK] = b.symlink;
+		C.stats[CTL_STAT_FD_BROKER_NOT_REGULAR] = b.not_regular;
+		C.stats[CTL_STAT_FD_BROKER_OWNER] = b.owner;
+		C.stats[CTL_STAT_FD_BROKER_STALE] = b.stale;
+		target_policy__stats(C.policy, &p);
+		C.stats[CTL_STAT_ATTACH_REFUSED_OWN] = p.refused_own;
+		C.stats[CTL_STAT_ATTACH_REFUSED_KTHREAD] = p.refused_kthread;
+		C.stats[CTL_STAT_ATTACH_REFUSED_USER] = p.refused_user;
+		C.stats[CTL_STAT_ATTACH_REFUSED_CGROUP] = p.refused_cgroup;
 	}
 	C.stats[CTL_STAT_RING_RECORDS] = C.stats[CTL_STAT_RING_DROPS] = 0;
 	C.stats[CTL_STAT_RING_DROP_BYTES] = C.stats[CTL_STAT_RING_HOSTILE_CONS] = 0;
@@ -947,7 +1014,7 @@ static void on_accept(void)
 		if (fd < 0)
 			return;
 		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) ||
-		    (cred.uid != C.analyzer_uid && cred.uid != 0)) {
+		    (cred.uid != C.analyzer_uid && cred.uid != 0) || cred.uid == C.exporter_uid) {
 			C.stats[CTL_STAT_CTL_DENIED]++;
 			log_warn("refused control connection from uid %u", (unsigned)cred.uid);
 			close(fd);
@@ -1000,8 +1067,13 @@ static int setup_socket(void)
 	if (fd < 0)
 		return -errno;
 	unlink(C.sock_path);
-	/* Anyone may connect; SO_PEERCRED decides who is served. */
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || chmod(C.sock_path, 0666) || listen(fd, 16)) {
+	/* Anyone may connect; SO_PEERCRED decides who is served.  The mode comes from the
+	 * umask at bind: no chmod by path afterwards (the run dir is root's, and stays so). */
+	mode_t old = umask(0111);
+	int r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+
+	umask(old);
+	if (r || listen(fd, 16)) {
 		int err = -errno;
 		close(fd);
 		return err;
@@ -1018,6 +1090,9 @@ static void usage(FILE *f)
 		"  --shards N             ring shards = analyzers (default 1)\n"
 		"  --ring-size BYTES      per shard, power of two (default 8388608)\n"
 		"  --analyzer-uid UID     the only uid served the full control protocol\n"
+		"  --exporter-uid UID     the exporter's uid: never served, never a target\n"
+		"  --allow-uid UID        tasks may target only these users' processes (repeatable; default all)\n"
+		"  --allow-cgroup PATH    ... and only processes in these cgroup v2 subtrees (repeatable; default all)\n"
 		"  --flush-ms MS          drain period (default 5000)\n"
 		"  --max-stacks N         stack map entries (default 8192)\n"
 		"  --max-pids N           target pids (default 1024)\n"
@@ -1053,9 +1128,11 @@ static int parse_args(int argc, char **argv, enum log_level *lvl, int *done)
 		{ "max-pids", required_argument, 0, 'p' }, { "log-level", required_argument, 0, 'l' },
 		{ "net-buffer", required_argument, 0, 'n' },
 		{ "unwind-rows", required_argument, 0, 'U' }, { "unwind-procs", required_argument, 0, 'P' },
+		{ "exporter-uid", required_argument, 0, 'x' }, { "allow-uid", required_argument, 0, 'A' },
+		{ "allow-cgroup", required_argument, 0, 'G' },
 		{ "help", no_argument, 0, 'h' }, { 0 },
 	};
-	uint64_t v, uid = (uint64_t)-1;
+	uint64_t v, uid = (uint64_t)-1, xuid = (uint64_t)-1;
 	int opt;
 
 	*done = 1;
@@ -1074,6 +1151,11 @@ static int parse_args(int argc, char **argv, enum log_level *lvl, int *done)
 				fprintf(stderr, "ember-collector: --ring-size must be a power of two\n"); return 2; }
 			C.ring_size = v; break;
 		case 'u': if (parse_u64("analyzer-uid", optarg, 0, 0xfffffffe, &uid)) return 2; break;
+		case 'x': if (parse_u64("exporter-uid", optarg, 1, 0xfffffffe, &xuid)) return 2; break;
+		case 'A': if (parse_u64("allow-uid", optarg, 0, 0xfffffffe, &v) || target_policy__allow_uid(C.policy, v)) {
+				fprintf(stderr, "ember-collector: bad or too many --allow-uid\n"); return 2; } break;
+		case 'G': if (target_policy__allow_cgroup(C.policy, optarg)) {
+				fprintf(stderr, "ember-collector: bad or too many --allow-cgroup '%s'\n", optarg); return 2; } break;
 		case 'f': if (parse_u64("flush-ms", optarg, 10, 3600000, &v)) return 2; C.flush_ns = v * 1000000; break;
 		case 'k': if (parse_u64("max-stacks", optarg, 64, 1 << 20, &v)) return 2;
 			C.bpf_opts.max_stacks = v; C.bpf_opts.max_agg = 2 * v; break;
@@ -1091,6 +1173,8 @@ static int parse_args(int argc, char **argv, enum log_level *lvl, int *done)
 		return 2;
 	}
 	C.analyzer_uid = uid;
+	C.exporter_uid = xuid == (uint64_t)-1 ? uid : xuid;
+	target_policy__set_ember_uids(C.policy, C.analyzer_uid, C.exporter_uid);
 	*done = 0;
 	return 0;
 }
@@ -1298,6 +1382,12 @@ int main(int argc, char **argv)
 	enum log_level lvl = LOG_LVL_INFO;
 	int rc, done;
 
+	C.policy = target_policy__new(getpid(), getppid());
+	C.broker = broker__new();
+	if (!C.policy || !C.broker) {
+		fprintf(stderr, "ember-collector: out of memory\n");
+		return 1;
+	}
 	rc = parse_args(argc, argv, &lvl, &done);
 	if (done)
 		return rc;
@@ -1306,8 +1396,13 @@ int main(int argc, char **argv)
 	if (setup())
 		return 1;
 	C.last_drain_real_ns = timeutil__now_ns(CLOCK_REALTIME);
-	log_info("ready: %u shard(s) of %llu bytes, control socket %s, kept capabilities %s", C.nshards,
-		 (unsigned long long)C.ring_size, C.sock_path, PRIVS_KEPT_DESC);
+	{
+		char pol[512];
+
+		target_policy__describe(C.policy, pol, sizeof(pol));
+		log_info("ready: %u shard(s) of %llu bytes, control socket %s, kept capabilities %s; targets: %s",
+			 C.nshards, (unsigned long long)C.ring_size, C.sock_path, PRIVS_KEPT_DESC, pol);
+	}
 	run();
 	log_info("stopping: final drain");
 	drain();
@@ -1322,6 +1417,8 @@ int main(int argc, char **argv)
 	C.tls = tls_links__free(C.tls);
 	C.fwd = net_fwd__free(C.fwd);
 	C.net = bpf_net__free(C.net);
+	C.broker = broker__free(C.broker);
+	C.policy = target_policy__free(C.policy);
 	free(shard_rings());
 	for (unsigned s = 0; s < C.nshards; s++)
 		shm_ring__free(C.shards[s].ring);

@@ -9,17 +9,17 @@
 
 void bus__exporter_endpoint(const char *run_dir, char *buf, size_t len)
 {
-	snprintf(buf, len, "ipc://%s/exporter.sock", run_dir);
+	snprintf(buf, len, "ipc://%s/" BUS_EXPORTER_DIR "/exporter.sock", run_dir);
 }
 
 void bus__exporter_ctl_endpoint(const char *run_dir, char *buf, size_t len)
 {
-	snprintf(buf, len, "ipc://%s/exporter.ctl", run_dir);
+	snprintf(buf, len, "ipc://%s/" BUS_EXPORTER_DIR "/exporter.ctl", run_dir);
 }
 
 void bus__analyzer_endpoint(const char *run_dir, unsigned shard, char *buf, size_t len)
 {
-	snprintf(buf, len, "ipc://%s/analyzer-%u.ctl", run_dir, shard);
+	snprintf(buf, len, "ipc://%s/" BUS_ANALYZER_DIR "/analyzer-%u.ctl", run_dir, shard);
 }
 
 static int send_packed(void *sock, size_t len, void (*pack)(const void *, uint8_t *), const void *msg, int flags)

@@ -14,6 +14,15 @@
 
 #define BUS_MAX_MSG (64u << 20) /* received messages above this are refused by ZeroMQ */
 
+/*
+ * The run directory is root's (the collector's socket, the supervisor's
+ * files); each unprivileged user binds its sockets and keeps its state in a
+ * directory of its own under it, which the other may only traverse (group):
+ * neither can replace the other's sockets, and root writes nothing there.
+ */
+#define BUS_ANALYZER_DIR "analyzer"   /* ember.user's: analyzer-N.ctl, analyzer-N.tasks, debuginfod/ */
+#define BUS_EXPORTER_DIR "exporter"   /* ember.exporter_user's: exporter.sock, exporter.ctl */
+
 /* Endpoint names under run_dir (buf >= 160 bytes). */
 void bus__exporter_endpoint(const char *run_dir, char *buf, size_t len);
 void bus__analyzer_endpoint(const char *run_dir, unsigned shard, char *buf, size_t len);

@@ -32,6 +32,8 @@ static const char *const type_names[] = {
 #define F_NONEMPTY 0x2u	/* string must not be empty */
 #define F_ABSPATH  0x4u	/* string must be an absolute path */
 #define F_COMPAT   0x8u	/* accepted so Rover configs load; nothing reads it yet */
+#define F_SECRET   0x10u	/* never printed: --dump-config shows "<redacted>" */
+#define F_URLCRED  0x20u	/* URLs whose user:password@ part --dump-config hides */
 
 struct cfg_entry {
 	const char *key;
@@ -90,6 +92,8 @@ static const char *const w_log_level[] = { "error", "warn", "info", "debug", NUL
 static const char *const w_rover_log[] = { "panic", "fatal", "error", "warn", "info", "debug", "trace", NULL };
 static const char *const w_backends[] = { "file", "prometheus", "skywalking", "kafka", "pyroscope", NULL };
 static const char *const w_formats[] = { "folded", "svg", "json", NULL };
+/* Same order as enum config_output_access. */
+static const char *const w_output_access[] = { "group", "all", NULL };
 static const char *const w_scan_mode[] = { "AGENT_SENSOR", "REGEX", NULL };
 /* librdkafka's compression.codec values. */
 static const char *const w_kafka_codecs[] = { "none", "gzip", "snappy", "lz4", "zstd", NULL };
@@ -108,7 +112,11 @@ static const struct cfg_entry entries[] = {
 	E_STR("ember.run_dir", ember.run_dir, "/run/ember", "EMBER_RUN_DIR", F_ABSPATH,
 	      "Directory for control sockets and pid files."),
 	E_STR("ember.user", ember.user, "ember", "EMBER_USER", F_NONEMPTY,
-	      "Unprivileged user the analyzer and exporter processes run as."),
+	      "Unprivileged user the analyzers run as (created as a system user when missing)."),
+	E_STR("ember.exporter_user", ember.exporter_user, "ember-exporter", "EMBER_EXPORTER_USER", F_NONEMPTY,
+	      "Unprivileged user the exporter runs as, in ember.user's group: a user of its own, so the process "
+	      "that talks to the network can neither signal an analyzer nor speak to the collector (created as a "
+	      "system user when missing; must differ from ember.user)."),
 	E_INT("ember.analyzers", ember.analyzers, "1", 1, 64, "EMBER_ANALYZERS", 0,
 	      "Analyzer processes, one shared-memory ring shard each (events are sharded by tgid)."),
 	E_SIZE("ember.ring_size", ember.ring_size, "8MiB", 64 * KIB, GIB, "EMBER_RING_SIZE", F_POW2,
@@ -121,6 +129,16 @@ static const struct cfg_entry entries[] = {
 	      "EMBER_MAX_STACK_ENTRIES", 0, "Entries of the BPF stack trace map."),
 	E_INT("ember.max_task_pids", ember.max_task_pids, "1024", 1, 1 << 20, "EMBER_MAX_TASK_PIDS", 0,
 	      "Processes that profiling tasks may target at once (BPF filter map size)."),
+	E_ENUM("ember.output_access", ember.output_access, "group", w_output_access, "EMBER_OUTPUT_ACCESS", 0,
+	       "Who besides root may read the output directories and files (flame graphs, network.json with "
+	       "queries and URIs): group = members of ember.user's group (directories 0770, files 0660), "
+	       "all = every local user (0775, 0664)."),
+	E_STRV("ember.targets.users", ember.targets.users, "", NULL, "EMBER_TARGETS_USERS", 0,
+	       "Users (names or uids) whose processes tasks may target, enforced by the privileged collector; "
+	       "empty = every user.  ember's own processes and kernel threads are never targets."),
+	E_STRV("ember.targets.cgroups", ember.targets.cgroups, "", NULL, "EMBER_TARGETS_CGROUPS", 0,
+	       "cgroup v2 paths (as in /proc/PID/cgroup, e.g. /system.slice/nginx.service) whose processes, "
+	       "and their descendants' cgroups, tasks may target; empty = every cgroup."),
 	E_BOOL("ember.rest_api.enabled", ember.rest_api.enabled, "false", "EMBER_REST_API_ENABLED", 0,
 	       "Serve gala-gopher's REST control API (PUT/GET /flamegraph ...) from the first analyzer: any client "
 	       "that reaches it may profile any process, so it is off unless asked for, and ssl_auth is for "
@@ -159,7 +177,7 @@ static const struct cfg_entry entries[] = {
 	      "EMBER_EXPORTER_FLAMEGRAPH_MAX_NODES", 0,
 	      "Nodes per flame graph; stacks beyond it are merged into [truncated] and counted."),
 	E_STR("exporter.pyroscope.server", exporter.pyroscope.server, "localhost:4040",
-	      "EMBER_EXPORTER_PYROSCOPE_SERVER", F_NONEMPTY,
+	      "EMBER_EXPORTER_PYROSCOPE_SERVER", F_NONEMPTY | F_URLCRED,
 	      "Pyroscope server: host:port (gala-gopher's pyroscope_server) or an http(s):// URL; profiles go to its "
 	      "/ingest."),
 	E_STR("exporter.pyroscope.app_name", exporter.pyroscope.app_name, "ember", "EMBER_EXPORTER_PYROSCOPE_APP_NAME",
@@ -220,7 +238,8 @@ static const struct cfg_entry entries[] = {
 	E_INT("core.backend.check_period", core.backend.check_period, "5", 1, 3600,
 	      "ROVER_BACKEND_CHECK_PERIOD", 0, "Connection state check period, in seconds (a number, as in Rover)."),
 	E_STR("core.backend.authentication", core.backend.authentication, "", "ROVER_BACKEND_AUTHENTICATION",
-	      0, "Token sent as Authentication metadata on every call."),
+	      F_SECRET, "Token sent as Authentication metadata on every call (a secret: --dump-config hides it, and the "
+	      "agent's copy of its configuration is readable by root and ember.user's group only)."),
 
 	E_DUR("process_discovery.heartbeat_period", process_discovery.heartbeat_period_ns, "20s", NS_S, 24 * NS_H,
 	      "ROVER_PROCESS_DISCOVERY_HEARTBEAT_PERIOD", 0, "Process report / keep-alive period."),
@@ -372,11 +391,11 @@ static const struct cfg_entry entries[] = {
 	      "Queue size of each protocol analyzer."),
 	E_BOOL("symbolizer.debuginfod.enabled", symbolizer.debuginfod.enabled, "false", "EMBER_SYMBOLIZER_DEBUGINFOD_ENABLED", 0,
 	       "Fetch debug files of stripped binaries by build id from debuginfod servers (the analyzer needs network access to them)."),
-	E_STR("symbolizer.debuginfod.urls", symbolizer.debuginfod.urls, "", "EMBER_SYMBOLIZER_DEBUGINFOD_URLS", 0,
+	E_STR("symbolizer.debuginfod.urls", symbolizer.debuginfod.urls, "", "EMBER_SYMBOLIZER_DEBUGINFOD_URLS", F_URLCRED,
 	      "debuginfod server URLs, space-separated."),
 	E_STR("symbolizer.debuginfod.cache_dir", symbolizer.debuginfod.cache_dir, "", "EMBER_SYMBOLIZER_DEBUGINFOD_CACHE_DIR",
 	      0,
-	      "Download cache of debuginfod files; empty = <ember.run_dir>/debuginfod."),
+	      "Download cache of debuginfod files; empty = <ember.run_dir>/analyzer/debuginfod."),
 };
 
 #define N_ENTRIES ARRAY_SIZE(entries)
@@ -2027,7 +2046,37 @@ static size_t split_key(const char *key, const char *seg[], size_t len[])
 	return n;
 }
 
-int config__dump(const struct ember_config *cfg, FILE *out)
+/* b's text from mark on, with every "scheme://user:secret@" userinfo written as "scheme://<redacted>@". */
+static void redact_urls(struct sbuf *b, size_t mark)
+{
+	size_t n = b->len - mark, i = 0;
+	char *src;
+
+	if (!b->p || !n || !(src = malloc(n)))
+		return;
+	memcpy(src, b->p + mark, n);
+	b->len = mark;
+	while (i < n) {
+		size_t j, at = 0;
+
+		if (i + 3 > n || memcmp(src + i, "://", 3)) {
+			sb_putn(b, src + i++, 1);
+			continue;
+		}
+		for (j = i + 3; j < n && src[j] != '/' && src[j] != ' ' && src[j] != '"' && src[j] != '\n'; j++)
+			if (src[j] == '@')
+				at = j;
+		sb_putn(b, "://", 3);
+		if (at) {
+			sb_puts(b, "<redacted>");
+			i = at;
+		} else
+			i += 3;
+	}
+	free(src);
+}
+
+int config__dump(const struct ember_config *cfg, FILE *out, unsigned flags)
 {
 	const char *pseg[MAX_SEGMENTS] = { 0 };
 	size_t plen[MAX_SEGMENTS] = { 0 }, pn = 0;
@@ -2059,7 +2108,16 @@ int config__dump(const struct ember_config *cfg, FILE *out)
 			sb_puts(&b, "]");
 		}
 		sb_printf(&b, "\n%*s%.*s: ", (int)(2 * (n - 1)), "", (int)len[n - 1], seg[n - 1]);
-		format_val(&b, e, cfield(cfg, e));
+		if ((flags & CONFIG_DUMP_REDACT) && (e->flags & F_SECRET) && *(char *const *)cfield(cfg, e) &&
+		    **(char *const *)cfield(cfg, e))
+			sb_puts(&b, "\"<redacted>\"");
+		else {
+			size_t mark = b.len;
+
+			format_val(&b, e, cfield(cfg, e));
+			if ((flags & CONFIG_DUMP_REDACT) && (e->flags & F_URLCRED) && !b.err)
+				redact_urls(&b, mark);
+		}
 		sb_puts(&b, "\n");
 		if (b.err) {
 			free(b.p);

@@ -46,6 +46,12 @@
 #define CONFIG_MAX_LIST_ITEMS  64
 #define CONFIG_MAX_YAMLSEQ_LEN (64u << 10)
 
+/* Who may read the agent's output directories and files, besides root. */
+enum config_output_access {
+	CONFIG_OUTPUT_GROUP = 0,	/* the ember users' group: directories 0770, files 0660 */
+	CONFIG_OUTPUT_ALL = 1,		/* every user: 0775, 0664 */
+};
+
 struct config_strv {
 	char **v;	/* n strings, each owned */
 	size_t n;
@@ -56,12 +62,18 @@ struct ember_config {
 	struct {
 		char *run_dir;
 		char *user;
+		char *exporter_user;
 		int64_t analyzers;
 		uint64_t ring_size;
 		char *output_dir;
 		int log_level;			/* enum log_level (common/log.h) */
 		int64_t max_stack_entries;
 		int64_t max_task_pids;
+		int output_access;		/* enum config_output_access */
+		struct {
+			struct config_strv users;	/* names or numeric uids; empty: every user */
+			struct config_strv cgroups;	/* cgroup v2 paths; empty: every cgroup */
+		} targets;
 		struct {
 			bool enabled;
 			char *address;
@@ -267,9 +279,15 @@ const char *config__key_at(size_t i, const char **ret_env);
 
 /* Every key: type, default, bounds/words, environment variable, description. */
 int config__help(FILE *out);
-/* The effective configuration as YAML (with the help as comments) that
- * config__load_file accepts back unchanged.  -EIO on a write error. */
-int config__dump(const struct ember_config *cfg, FILE *out);
+/*
+ * The effective configuration as YAML (with the help as comments) that
+ * config__load_file accepts back unchanged.  -EIO on a write error.  With
+ * CONFIG_DUMP_REDACT, secrets (the OAP token, passwords in URLs) are
+ * written as "<redacted>": what --dump-config prints; the file the agent's
+ * processes read is dumped whole.
+ */
+#define CONFIG_DUMP_REDACT 1u
+int config__dump(const struct ember_config *cfg, FILE *out, unsigned flags);
 
 /* Value parsers shared with the CLI: 0, -EINVAL (syntax) or -ERANGE (overflow). */
 int config__parse_bool(const char *s, bool *ret);

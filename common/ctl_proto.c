@@ -67,6 +67,17 @@ static const char *const stat_names[CTL_STAT_MAX] = {
 	[CTL_STAT_TLS_REFUSED] = "tls_attach_refused",
 	[CTL_STAT_NET_PEERS_ACROSS] = "net_events_peer_across_shards",
 	[CTL_STAT_NET_ENDPOINTS_FULL] = "net_endpoints_full",
+	[CTL_STAT_FD_BROKER_MISSING] = "fd_broker_missing",
+	[CTL_STAT_FD_BROKER_SYMLINK] = "fd_broker_refused_symlink",
+	[CTL_STAT_FD_BROKER_NOT_REGULAR] = "fd_broker_refused_not_regular",
+	[CTL_STAT_FD_BROKER_OWNER] = "fd_broker_refused_owner",
+	[CTL_STAT_FD_BROKER_STALE] = "fd_broker_refused_stale",
+	[CTL_STAT_FD_BROKER_NOT_TARGET] = "fd_broker_refused_not_target",
+	[CTL_STAT_FD_BROKER_KALLSYMS] = "fd_broker_refused_kallsyms",
+	[CTL_STAT_ATTACH_REFUSED_OWN] = "attach_refused_ember_process",
+	[CTL_STAT_ATTACH_REFUSED_KTHREAD] = "attach_refused_kernel_thread",
+	[CTL_STAT_ATTACH_REFUSED_USER] = "attach_refused_user",
+	[CTL_STAT_ATTACH_REFUSED_CGROUP] = "attach_refused_cgroup",
 	[CTL_STAT_UNWIND_REFUSED] = "unwind_refused_for_room",
 };
 

@@ -222,6 +222,17 @@ enum ctl_stat {
 	CTL_STAT_TLS_REFUSED,          /* TLS_ATTACH requests refused (bad points, not a target, no room, attach error) */
 	CTL_STAT_NET_PEERS_ACROSS,     /* events told their peer process, followed by another analyzer */
 	CTL_STAT_NET_ENDPOINTS_FULL,   /* local endpoints not remembered for that (table full) */
+	CTL_STAT_FD_BROKER_MISSING,    /* from here: the fd broker's answers by reason (collector/broker.h) */
+	CTL_STAT_FD_BROKER_SYMLINK,
+	CTL_STAT_FD_BROKER_NOT_REGULAR,
+	CTL_STAT_FD_BROKER_OWNER,
+	CTL_STAT_FD_BROKER_STALE,
+	CTL_STAT_FD_BROKER_NOT_TARGET, /* a pid no task of the asking analyzer targets */
+	CTL_STAT_FD_BROKER_KALLSYMS,   /* kallsyms asked for without a stack task */
+	CTL_STAT_ATTACH_REFUSED_OWN,   /* from here: the target policy (collector/target_policy.h) */
+	CTL_STAT_ATTACH_REFUSED_KTHREAD,
+	CTL_STAT_ATTACH_REFUSED_USER,
+	CTL_STAT_ATTACH_REFUSED_CGROUP,
 	CTL_STAT_MAX,
 };
 struct ctl_stats_ans { int32_t err; uint32_t n; uint64_t v[CTL_STAT_MAX]; };

@@ -190,7 +190,7 @@ static void *file_init(const struct ember_config *cfg, char *err, size_t errlen)
 		fb->want_folded |= !strcmp(cfg->exporter.file.formats.v[i], "folded");
 		fb->want_svg |= !strcmp(cfg->exporter.file.formats.v[i], "svg");
 	}
-	if (!fb->dir || (mkdir(fb->dir, 0755) && errno != EEXIST)) {
+	if (!fb->dir || (mkdir(fb->dir, 0777) && errno != EEXIST)) {
 		snprintf(err, errlen, "cannot create output directory '%s': %s", cfg->ember.output_dir,
 			 strerror(errno));
 		free(fb->dir);
@@ -348,7 +348,7 @@ static void write_flame_files(struct file_backend *fb, struct ftask *t)
 		snprintf(suffix, sizeof(suffix), "_%u", t->flame.part);
 	snprintf(sdir, sizeof(sdir), "%s/%s", t->flame.svg_dir, type);
 	snprintf(fdir, sizeof(fdir), "%s/%s", t->flame.flame_dir, type);
-	if (fileutil__mkdirs(sdir, 0755) || fileutil__mkdirs(fdir, 0755)) {
+	if (fileutil__mkdirs(sdir, 0777) || fileutil__mkdirs(fdir, 0777)) {
 		fb->write_errors++;
 		return;
 	}
@@ -374,7 +374,7 @@ static void write_task(struct file_backend *fb, struct ftask *t, const char *fin
 	}
 
 	snprintf(dir, sizeof(dir), "%s/%s", fb->dir, t->id);
-	if (mkdir(dir, 0755) && errno != EEXIST) {
+	if (mkdir(dir, 0777) && errno != EEXIST) {
 		fb->write_errors++;
 		return;
 	}
@@ -432,11 +432,11 @@ static int append_json(struct file_backend *fb, struct ftask *t, const Ember__Ne
 	FILE *f;
 
 	snprintf(path, sizeof(path), "%s/%s", fb->dir, t->id);
-	if (mkdir(path, 0755) && errno != EEXIST)
+	if (mkdir(path, 0777) && errno != EEXIST)
 		return -errno;
 	if ((r = task_path(fb, t, PF_NETWORK_JSON, path, sizeof(path))))
 		return r;
-	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
 	if (fd < 0)
 		return -errno;
 	f = fdopen(fd, "a");

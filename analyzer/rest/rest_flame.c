@@ -243,7 +243,7 @@ int rest_flame__check_dirs(const struct rest_doc *d, char *err, size_t errlen)
 	const char *dirs[2] = { d->svg_dir, d->flame_dir };
 
 	for (unsigned i = 0; i < 2; i++) {
-		int r = fileutil__mkdirs(dirs[i], 0755);
+		int r = fileutil__mkdirs(dirs[i], 0777);
 
 		if (!r && access(dirs[i], W_OK))
 			r = -errno;

@@ -9,6 +9,6 @@ exporter: { backends: [file] }
 profiling: { continuous: { policies: [] } }
 YAML
   "$B/ember" run --config "$T/ember.yaml" > "$T/agent.log" 2>&1 & AGENT=$!
-  for _ in $(seq 100); do [ -S "$T/run/analyzer-0.ctl" ] && return 0; sleep 0.1; done
+  for _ in $(seq 100); do [ -S "$T/run/analyzer/analyzer-0.ctl" ] && return 0; sleep 0.1; done
   echo "bench: the agent did not come up" >&2; cat "$T/agent.log" >&2; return 1
 }

@@ -20,7 +20,7 @@ static char *dump(const struct ember_config *c)
 
 	if (!f)
 		abort();
-	if (config__dump(c, f) != 0)
+	if (config__dump(c, f, 0) != 0)
 		abort();
 	fclose(f);
 	return buf;

@@ -59,7 +59,7 @@ YAML
   AGENT_PID=$!
   CLEANUP_PIDS+=("$AGENT_PID")
   for _ in $(seq 100); do
-    [ -S "$AGENT_RUN/analyzer-0.ctl" ] && [ -f "$AGENT_RUN/agent.info" ] && return 0
+    [ -S "$AGENT_RUN/analyzer/analyzer-0.ctl" ] && [ -f "$AGENT_RUN/agent.info" ] && return 0
     kill -0 "$AGENT_PID" 2>/dev/null || { cat "$TMP/agent.log"; fail "agent exited at start"; }
     sleep 0.1
   done

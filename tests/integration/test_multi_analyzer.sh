@@ -5,7 +5,7 @@
 . "$(dirname "$0")/lib.sh"
 need_bpf
 start_agent --set ember.analyzers=2
-[ -S "$AGENT_RUN/analyzer-1.ctl" ] || { sleep 1; [ -S "$AGENT_RUN/analyzer-1.ctl" ] || fail "no second analyzer"; }
+[ -S "$AGENT_RUN/analyzer/analyzer-1.ctl" ] || { sleep 1; [ -S "$AGENT_RUN/analyzer/analyzer-1.ctl" ] || fail "no second analyzer"; }
 # One workload on each shard (shard = pid % 2): start until both parities are there.
 A=; B=
 for _ in $(seq 20); do

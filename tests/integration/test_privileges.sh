@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# The analyzer and exporter run as the unprivileged user with no capabilities;
-# the collector keeps exactly the documented set (common/privs.h) with no_new_privs.
+# The analyzer runs as the unprivileged user, the exporter as a user of its own
+# (in the same group), both with no capabilities; the exporter cannot signal
+# the analyzer; the collector keeps exactly the documented set (common/privs.h)
+# with no_new_privs.
 . "$(dirname "$0")/lib.sh"
 need_bpf
 start_agent
@@ -14,9 +16,18 @@ for p in "$A" "$X"; do
   [ "$eff" = 0000000000000000 ] || fail "$name has effective capabilities $eff"
   [ "$prm" = 0000000000000000 ] || fail "$name has permitted capabilities $prm"
   [ "$bnd_nnp" = 1 ] || fail "$name does not have no_new_privs"
-  [ "$(getent passwd "$uid" | cut -d: -f1)" = ember ] || fail "$name runs as uid $uid, not the ember user"
+  want_user=ember; [ "$p" = "$X" ] && want_user=ember-exporter
+  [ "$(getent passwd "$uid" | cut -d: -f1)" = "$want_user" ] || fail "$name runs as uid $uid, not the $want_user user"
   ok "$name: uid $uid ($(getent passwd "$uid" | cut -d: -f1)), CapEff $eff, NoNewPrivs 1"
 done
+# The exporter talks to the network: owning it must not give the analyzers' shard or signals.
+xuid=$(st "$X" Uid); auid=$(st "$A" Uid)
+[ "$xuid" != "$auid" ] || fail "the exporter and the analyzer share uid $xuid"
+if setpriv --reuid="$xuid" --regid=ember --clear-groups kill -0 "$A" 2>/dev/null; then
+  fail "the exporter's uid may signal the analyzer"
+fi
+setpriv --reuid="$auid" --regid=ember --clear-groups kill -0 "$A" || fail "setpriv kill -0 as the analyzer's uid failed (the check above proves nothing)"
+ok "the exporter's uid $xuid cannot signal the analyzer (uid $auid)"
 # CAP_SYS_PTRACE 19, CAP_SYSLOG 34, CAP_PERFMON 38, CAP_BPF 39, CAP_CHECKPOINT_RESTORE 40
 want=$(printf '%016x' $(( (1<<19) | (1<<34) | (1<<38) | (1<<39) | (1<<40) )))
 eff=$(st "$C" CapEff); prm=$(st "$C" CapPrm); bnd=$(st "$C" CapBnd)

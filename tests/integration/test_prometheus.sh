@@ -53,7 +53,7 @@ free_port() {
 EPORT=$(free_port)
 PPORT=$(free_port)
 while [ "$PPORT" = "$EPORT" ]; do PPORT=$(free_port); done
-mkdir -p "$T/run" "$T/out" "$T/run2" "$T/tsdb"
+mkdir -p "$T/run/exporter" "$T/out" "$T/run2/exporter" "$T/tsdb"
 
 cat >"$T/ember.yaml" <<EOF
 ember:
@@ -81,7 +81,7 @@ echo "exporter serving on $URL"
 
 # One Envelope{meters} as an analyzer sends it, protobuf encoded by hand
 # (proto/ember.proto field numbers), pushed into the exporter's PULL socket.
-"$PY" - "ipc://$T/run/exporter.sock" <<'EOF' || fail "pushing the MeterBatch"
+"$PY" - "ipc://$T/run/exporter/exporter.sock" <<'EOF' || fail "pushing the MeterBatch"
 import struct, sys, time, zmq
 
 def varint(v):

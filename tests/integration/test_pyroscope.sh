@@ -83,7 +83,7 @@ python3 "$ROOT/tests/pyroscope_receiver.py" --port "$PORT2" --record "$REC2" >"$
 for _ in $(seq 100); do grep -q listening "$TMP/pyro2.log" && break; sleep 0.1; done
 start_rest_agent --set exporter.pyroscope.push_period=2s
 "$EMBER" profile --config "$TMP/ember.yaml" --pid "$C" --type offcpu --duration 2s --out "$TMP/off2" >/dev/null 2>&1 || fail "a plain profile failed"
-chmod 755 "$TMP"; mkdir -p "$TMP/svg" "$TMP/flame"; chown ember "$TMP/svg" "$TMP/flame" 2>/dev/null || true
+chmod 755 "$TMP"; mkdir -p "$TMP/svg" "$TMP/flame"; chown ember:ember "$TMP/svg" "$TMP/flame"; chmod 770 "$TMP/svg" "$TMP/flame"
 r=$(curl -s -w ' %{http_code}' -X PUT "http://127.0.0.1:$REST_PORT/flamegraph" --data-urlencode json="{\"cmd\": {\"probe\": [\"oncpu\"]},
   \"snoopers\": {\"proc_id\": [$C]}, \"params\": {\"svg_period\": 30, \"pyroscope_server\": \"127.0.0.1:$PORT2\",
   \"svg_dir\": \"$TMP/svg\", \"flame_dir\": \"$TMP/flame\"}, \"state\": \"running\"}")

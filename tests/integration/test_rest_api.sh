@@ -17,7 +17,7 @@
 need_bpf
 EMBER_USER=$("$EMBER" run --dump-config 2>/dev/null | awk '/^  user:/ {print $2; exit}'); EMBER_USER=${EMBER_USER:-ember}
 SVG=$TMP/svg FLAME=$TMP/flame
-mkdir -p "$SVG" "$FLAME"; chown "$EMBER_USER" "$SVG" "$FLAME"; chmod 755 "$TMP"
+mkdir -p "$SVG" "$FLAME"; chown "$EMBER_USER:$EMBER_USER" "$SVG" "$FLAME"; chmod 770 "$SVG" "$FLAME"; chmod 755 "$TMP"
 AGENT_PROFILING_YAML=""
 start_rest_agent
 PORT=$REST_PORT

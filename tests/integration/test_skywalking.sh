@@ -69,7 +69,7 @@ YAML
 AGENT_PID=$!
 CLEANUP_PIDS+=("$AGENT_PID")
 for _ in $(seq 100); do
-  [ -S "$AGENT_RUN/analyzer-0.ctl" ] && break
+  [ -S "$AGENT_RUN/analyzer/analyzer-0.ctl" ] && break
   kill -0 "$AGENT_PID" 2>/dev/null || { cat "$TMP/agent.log"; fail "agent exited at start"; }
   sleep 0.1
 done

@@ -35,7 +35,7 @@ static char *dump_str(const struct ember_config *c)
 	FILE *f = open_memstream(&buf, &len);
 
 	assert_non_null(f);
-	assert_int_equal(config__dump(c, f), 0);
+	assert_int_equal(config__dump(c, f, 0), 0);
 	fclose(f);
 	return buf;
 }
