@@ -142,6 +142,11 @@ $(BUILD)/progs/tls_probe_dump: $(BUILD)/obj/tests/progs/tls_probe_dump.o $(BUILD
 		$(BUILD)/obj/symbolizer/gopclntab.o
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) $^ -o $@ -lelf
+# ctl_hostile speaks the collector's control protocol as a compromised analyzer (test_hostile_peer.sh).
+$(BUILD)/progs/ctl_hostile: $(BUILD)/obj/tests/progs/ctl_hostile.o $(BUILD)/obj/common/ctl_client.o \
+		$(BUILD)/obj/common/ctl_proto.o
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) $^ -o $@
 $(BUILD)/progs/%: tests/progs/%.c tests/progs/start_gate.h
 	@mkdir -p $(@D)
 	$(CC) -O0 -g -fno-omit-frame-pointer -fno-inline -fno-optimize-sibling-calls -Wall -Werror -pthread $(PROG_CFLAGS_$*) $< -o $@ $(PROG_LIBS_$*)
