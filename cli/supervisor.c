@@ -363,8 +363,14 @@ static int prepare(struct sup *s)
 		return s->runfd;
 	}
 	for (unsigned i = 0; i < 2; i++) {
-		fd = fileutil__open_owned_dir_at(s->runfd, i ? BUS_EXPORTER_DIR : BUS_ANALYZER_DIR, 0750,
-						 i ? s->xuid : s->uid, s->gid);
+		const char *name = i ? BUS_EXPORTER_DIR : BUS_ANALYZER_DIR;
+
+		fd = fileutil__open_owned_dir_at(s->runfd, name, 0750, i ? s->xuid : s->uid, s->gid);
+		/* Not a directory (a link left when the run dir was writable by others): root's dir, root's call. */
+		if (fd == -ELOOP && !unlinkat(s->runfd, name, 0)) {
+			log_warn("replaced %s/%s, which was not a directory", cfg->ember.run_dir, name);
+			fd = fileutil__open_owned_dir_at(s->runfd, name, 0750, i ? s->xuid : s->uid, s->gid);
+		}
 		if (fd < 0) {
 			log_error("cannot prepare %s/%s: %s", cfg->ember.run_dir, i ? BUS_EXPORTER_DIR : BUS_ANALYZER_DIR,
 				  strerror(-fd));

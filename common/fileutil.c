@@ -307,7 +307,8 @@ int fileutil__open_root_dir(const char *path, mode_t mode, int create, char *why
 	int fd = walk(path, mode, create, WALK_ROOT, why, whylen);
 	struct stat st;
 
-	if (fd >= 0 && !fstat(fd, &st) && (st.st_mode & 07777) != mode && fchmod(fd, mode)) {
+	if (fd >= 0 && !fstat(fd, &st) &&
+	    ((st.st_gid != 0 && fchown(fd, 0, 0)) || ((st.st_mode & 07777) != mode && fchmod(fd, mode)))) {
 		int err = -errno;
 		close(fd);
 		return err;

@@ -42,7 +42,7 @@ int fileutil__write_atomic_mode_at(int dirfd, const char *name, mode_t mode, uid
  * "/" (a symlink is followed only when root owns it), and must be a
  * directory owned by root that no other user can write, except a sticky
  * one (/tmp) above the last; the last is created with mode when missing and
- * create is set, and its mode is made mode when it differs (an older
+ * create is set, and it is made root:root with mode when it differs (an older
  * group-writable directory, or one created under another umask).  -EPERM
  * names a component another user owns or can write (why says which, may be
  * NULL), -ELOOP too many symlinks.
