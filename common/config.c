@@ -110,7 +110,7 @@ static const char *const w_kafka_codecs[] = { "none", "gzip", "snappy", "lz4", "
  */
 static const struct cfg_entry entries[] = {
 	E_STR("ember.run_dir", ember.run_dir, "/run/ember", "EMBER_RUN_DIR", F_ABSPATH,
-	      "Directory for control sockets and pid files."),
+	      "Directory for the control sockets and the agent's state: root's alone (each unprivileged user gets a directory of its own under it); every directory above it must be root's and not writable by others."),
 	E_STR("ember.user", ember.user, "ember", "EMBER_USER", F_NONEMPTY,
 	      "Unprivileged user the analyzers run as (created as a system user when missing)."),
 	E_STR("ember.exporter_user", ember.exporter_user, "ember-exporter", "EMBER_EXPORTER_USER", F_NONEMPTY,

@@ -741,6 +741,35 @@ static void test_rover_config(void **state)
 
 /* ---- dump / help -------------------------------------------------------- */
 
+/* --dump-config's form hides the token and URL credentials; the agent's own dump keeps them. */
+static void test_dump_redacts_secrets(void **state)
+{
+	struct ember_config *c = new_cfg();
+	char *buf = NULL, *whole;
+	size_t len = 0;
+	FILE *f;
+
+	assert_int_equal(load(c, "core: {backend: {authentication: tok-123456}}\n"
+				 "exporter: {pyroscope: {server: 'https://alice:pw-secret@pyro:4040/x'}}\n"
+				 "symbolizer: {debuginfod: {urls: 'http://u:p@d1/ https://d2/'}}\n"), 0);
+	f = open_memstream(&buf, &len);
+	assert_non_null(f);
+	assert_int_equal(config__dump(c, f, CONFIG_DUMP_REDACT), 0);
+	fclose(f);
+	assert_null(strstr(buf, "tok-123456"));
+	assert_null(strstr(buf, "pw-secret"));
+	assert_null(strstr(buf, "u:p@"));
+	assert_non_null(strstr(buf, "authentication: \"<redacted>\""));
+	assert_non_null(strstr(buf, "https://<redacted>@pyro:4040/x"));
+	assert_non_null(strstr(buf, "http://<redacted>@d1/ https://d2/"));
+	whole = dump_str(c);
+	assert_non_null(strstr(whole, "tok-123456"));
+	assert_non_null(strstr(whole, "https://alice:pw-secret@pyro:4040/x"));
+	free(whole);
+	free(buf);
+	config__free(c);
+}
+
 static void test_dump_round_trip(void **state)
 {
 	struct ember_config *c = new_cfg(), *d = new_cfg(), *e;
@@ -857,6 +886,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_dump_redacts_secrets),
 		cmocka_unit_test(test_table),
 		cmocka_unit_test(test_parse_bool),
 		cmocka_unit_test(test_parse_duration),
