@@ -1,0 +1,81 @@
+/*
+ * Network profiling: the socket-call programs (collector/bpf_net.h), their
+ * packet programs while a task asks for them (CTL_ATTACH_F_L2), and the TLS
+ * probes tasks gained (collector/tls_links.h), dropped with the task.  A
+ * network task follows the children its processes fork.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "bpf/ember_abi.h"
+#include "collector/bpf_net.h"
+#include "collector/kinds.h"
+#include "collector/tls_links.h"
+
+/* The kind's own allocation (kinds__free frees it), pointing at the shared environment. */
+struct net_kind {
+	struct kinds_env *env;
+};
+
+static int attach(void *impl, struct task *t)
+{
+	struct kinds_env *env = ((struct net_kind *)impl)->env;
+	int r = bpf_net__attach(env->net);
+
+	t->attach_point = r > 0 ? (uint32_t)r : CTL_AP_NONE;
+	if (r <= 0)
+		return r;
+	/* Without the packets (raw_tp variant) the task still runs: its events carry none. */
+	if (t->flags & CTL_ATTACH_F_L2)
+		t->l2 = !bpf_net__l2(env->net, true);
+	return 0;
+}
+
+static void detach(void *impl, struct task *t)
+{
+	struct kinds_env *env = ((struct net_kind *)impl)->env;
+
+	if (env->tls)
+		tls_links__drop_owner(env->tls, t->id);
+	if (t->l2)
+		(void)bpf_net__l2(env->net, false);
+	t->l2 = false;
+	bpf_net__detach(env->net);
+}
+
+static int target(void *impl, const struct task *t, uint32_t pid, bool on)
+{
+	struct kinds_env *env = ((struct net_kind *)impl)->env;
+
+	return bpf_net__target(env->net, pid, on, t->flags & CTL_ATTACH_F_PREFIX);
+}
+
+static uint32_t follows(void *impl, uint32_t pid)
+{
+	struct kinds_env *env = ((struct net_kind *)impl)->env;
+
+	return bpf_net__root(env->net, pid);
+}
+
+struct collector_kind *kind_net__new(struct kinds_env *env, uint32_t kind)
+{
+	struct collector_kind *k;
+	struct net_kind *n;
+
+	if (!env->net) {
+		errno = ENODEV;
+		return NULL;
+	}
+	k = calloc(1, sizeof(*k));
+	n = calloc(1, sizeof(*n));
+	if (!k || !n) {
+		free(k);
+		free(n);
+		return NULL;
+	}
+	n->env = env;
+	*k = (struct collector_kind){ .kind = kind, .name = "network", .flags = CTL_ATTACH_F_PREFIX | CTL_ATTACH_F_L2,
+				      .attach = attach, .detach = detach, .target = target, .follows = follows,
+				      .impl = n };
+	return k;
+}

@@ -1,0 +1,94 @@
+/*
+ * On-CPU, off-CPU and memory profiling: the stack-sampling programs
+ * (collector/bpf_stacks.h), each kind switched on while a task of it runs.
+ * Their data is aggregated in the stack maps and drained by the loop.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "bpf/ember_abi.h"
+#include "collector/bpf_stacks.h"
+#include "collector/kinds.h"
+#include "collector/unwind_store.h"
+
+struct stacks_kind {
+	struct kinds_env *env;
+	uint32_t kind;
+};
+
+static int check(void *impl, const struct ctl_attach *a)
+{
+	struct stacks_kind *s = impl;
+
+	if (s->kind == EMBER_TASK_ONCPU && (a->period_ns < CTL_PERIOD_MIN_NS || a->period_ns > CTL_PERIOD_MAX_NS))
+		return -ERANGE;
+	return 0;
+}
+
+static int attach(void *impl, struct task *t)
+{
+	struct stacks_kind *s = impl;
+	int r;
+
+	s->env->stacks_dirty = true;
+	switch (s->kind) {
+	case EMBER_TASK_ONCPU:
+		t->attach_point = CTL_AP_PERF_CPU_CLOCK;
+		return bpf_stacks__attach_oncpu(s->env->bpf, t->period_ns);
+	case EMBER_TASK_OFFCPU:
+		r = bpf_stacks__attach_offcpu(s->env->bpf);
+		t->attach_point = r > 0 ? (uint32_t)r : CTL_AP_NONE;
+		return r > 0 ? 0 : r;
+	default:
+		t->attach_point = CTL_AP_PERF_PAGE_FAULTS;
+		return bpf_stacks__attach_mem(s->env->bpf);
+	}
+}
+
+static void detach(void *impl, struct task *t)
+{
+	struct stacks_kind *s = impl;
+
+	(void)t;
+	if (s->kind == EMBER_TASK_ONCPU)
+		bpf_stacks__detach_oncpu(s->env->bpf);
+	else if (s->kind == EMBER_TASK_OFFCPU)
+		bpf_stacks__detach_offcpu(s->env->bpf);
+	else
+		bpf_stacks__detach_mem(s->env->bpf);
+}
+
+#define STACK_KINDS ((1u << EMBER_TASK_ONCPU) | (1u << EMBER_TASK_OFFCPU) | (1u << EMBER_TASK_MEM))
+
+static int target(void *impl, const struct task *t, uint32_t pid, bool on)
+{
+	struct stacks_kind *s = impl;
+	int r = bpf_stacks__target(s->env->bpf, pid, s->kind, on, t->min_block_ns);
+
+	if (on)
+		s->env->stacks_dirty = true;
+	/* A process no stack task watches any more walks without its tables. */
+	else if (s->env->unwind && !tasks__pid_elsewhere(s->env->tasks, t, STACK_KINDS, pid))
+		unwind_store__forget(s->env->unwind, pid);
+	return r;
+}
+
+struct collector_kind *kind_stacks__new(struct kinds_env *env, uint32_t kind)
+{
+	static const char *const names[] = { [EMBER_TASK_ONCPU] = "oncpu", [EMBER_TASK_OFFCPU] = "offcpu",
+					     [EMBER_TASK_MEM] = "mem" };
+	struct collector_kind *k = calloc(1, sizeof(*k));
+	struct stacks_kind *s = calloc(1, sizeof(*s));
+
+	if (!env->bpf || !k || !s || kind < EMBER_TASK_ONCPU || kind > EMBER_TASK_MEM) {
+		free(k);
+		free(s);
+		errno = ENODEV;
+		return NULL;
+	}
+	s->env = env;
+	s->kind = kind;
+	*k = (struct collector_kind){ .kind = kind, .name = names[kind], .flags = CTL_ATTACH_F_HOLD, .stacks = true,
+				      .check = check, .attach = attach, .detach = detach, .target = target, .impl = s };
+	return k;
+}

@@ -1,0 +1,37 @@
+/*
+ * The profiler kinds' privileged halves (collector/tasks.h struct
+ * collector_kind), built from what the collector loaded.  Adding a kind: a
+ * collector/kind_<name>.c with its builder, and one line in kinds.c's table.
+ */
+#ifndef EMBER_COLLECTOR_KINDS_H
+#define EMBER_COLLECTOR_KINDS_H
+
+#include <stdbool.h>
+
+#include "collector/tasks.h"
+
+struct bpf_stacks;
+struct bpf_net;
+struct tls_links;
+struct unwind_store;
+
+/* What kinds are built from; owned by the caller, alive as long as the kinds. */
+struct kinds_env {
+	struct bpf_stacks *bpf;
+	struct bpf_net *net;        /* NULL: the network program did not load, no network kind */
+	struct tls_links *tls;      /* NULL: no TLS probes */
+	struct unwind_store *unwind;/* NULL: frame pointers only */
+	struct tasks *tasks;        /* set once the table exists: a kind asks it whether a pid is watched elsewhere */
+	bool stacks_dirty;          /* a stack task attached or started since the loop last drained */
+};
+
+/* A kind's builder: NULL (and errno) when it cannot run here, which is not an error for the others. */
+typedef struct collector_kind *(*kind_builder_fn)(struct kinds_env *env, uint32_t kind);
+struct collector_kind *kind_stacks__new(struct kinds_env *env, uint32_t kind);
+struct collector_kind *kind_net__new(struct kinds_env *env, uint32_t kind);
+
+/* Builds every kind that can run here into ret[enum ember_task_kind]; returns the array's length. */
+unsigned kinds__build(struct kinds_env *env, struct collector_kind **ret, unsigned max);
+void kinds__free(struct collector_kind **kinds, unsigned n);
+
+#endif
