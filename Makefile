@@ -139,7 +139,7 @@ PROG_CFLAGS_bssl_peer := -I/usr/include/android
 $(BUILD)/progs/fp_chain: tests/progs/nofp_chain.c
 # tls_probe_dump runs the analyzer's TLS probe finder (tests/integration/test_tls_offsets.sh).
 $(BUILD)/progs/tls_probe_dump: $(BUILD)/obj/tests/progs/tls_probe_dump.o $(BUILD)/obj/analyzer/tls/tls_probe.o \
-		$(BUILD)/obj/symbolizer/gopclntab.o
+		$(BUILD)/obj/symbolizer/gopclntab.o $(BUILD)/obj/common/tls_code.o $(BUILD)/obj/common/x86_insn.o
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) $^ -o $@ -lelf
 $(BUILD)/progs/%: tests/progs/%.c tests/progs/start_gate.h

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "analyzer/tls/tls_probe.h"
+#include "common/x86_insn.h"
 
 static int points(int fd)
 {
@@ -115,7 +116,7 @@ static int insns(int fd, const uint8_t *img, size_t size)
 		       sh.sh_size);
 		syms = symbols_in(elf, elf_ndxscn(scn), &nsyms);
 		for (uint64_t pos = 0; pos < sh.sh_size;) {
-			int len = tls_probe__insn_len(img + sh.sh_offset + pos, sh.sh_size - pos);
+			int len = x86_insn__len(img + sh.sh_offset + pos, sh.sh_size - pos);
 			uint64_t next = pos + (len > 0 ? (uint64_t)len : 1);
 
 			printf("%" PRIx64 " %d\n", sh.sh_offset + pos, len);
@@ -142,7 +143,7 @@ static int at(const uint8_t *img, size_t size)
 		if (end == line)
 			continue;
 		if (off < size)
-			printf("%" PRIx64 " %d %02x\n", off, tls_probe__insn_len(img + off, size - off), img[off]);
+			printf("%" PRIx64 " %d %02x\n", off, x86_insn__len(img + off, size - off), img[off]);
 		else
 			printf("%" PRIx64 " -1 -1\n", off);
 	}
