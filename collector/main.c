@@ -747,6 +747,7 @@ static int tls_task_follows(const struct conn *c, uint64_t task_id, uint32_t pid
 static int h_tls_attach(struct conn *c, const struct ctl_msg *m)
 {
 	const struct ctl_tls_attach *r = m->payload;
+	struct tls_verify_verdict v;
 	int fd, err;
 
 	if (!C.tls)
@@ -760,9 +761,13 @@ static int h_tls_attach(struct conn *c, const struct ctl_msg *m)
 	fd = broker__open_file(r->pid, r->start, r->end);
 	if (fd < 0)
 		return reply_err(c, m, fd, -1);
-	err = tls_links__add(C.tls, r->task_id, fd, r->pid, r->pts, r->npoints);
+	err = tls_links__add(C.tls, r->task_id, fd, r->pid, r->pts, r->npoints, &v);
 	close(fd);
-	if (err)
+	if (err && v.why != TLS_VERIFY_OK)
+		log_warn("TLS probes for task %llu in pid %u refused: point %u (offset 0x%llx, cookie 0x%llx): %s",
+			 (unsigned long long)r->task_id, r->pid, v.index, (unsigned long long)r->pts[v.index].off,
+			 (unsigned long long)r->pts[v.index].cookie, tls_verify__why_name(v.why));
+	else if (err)
 		log_warn("TLS probes for task %llu in pid %u refused: %s", (unsigned long long)r->task_id, r->pid,
 			 strerror(-err));
 	return reply_err(c, m, err, -1);
@@ -783,6 +788,9 @@ static int store_proc(void *ctx, uint32_t tgid, uint32_t slot, const struct unwi
 _Static_assert(CTL_STAT_NET_FORKS_FULL - CTL_STAT_NET_CALLS + 1 == NET_CNT_TLS_CALLS &&
 	       CTL_STAT_NET_L2_PKTS - CTL_STAT_NET_TLS_CALLS + 1 == NET_CNT_MAX - NET_CNT_TLS_CALLS,
 	       "the collector's network stats mirror the BPF program's counters one to one");
+
+_Static_assert(CTL_STAT_TLS_REFUSED_INSN - CTL_STAT_TLS_REFUSED_COOKIE + 1 == TLS_VERIFY_WHY_MAX - 1,
+	       "one collector counter per reason collector/tls_verify refuses a point for");
 
 static void collect_stats(void)
 {
@@ -831,6 +839,13 @@ static void collect_stats(void)
 		C.stats[CTL_STAT_TLS_FILES] = ts.files;
 		C.stats[CTL_STAT_TLS_POINTS] = ts.points;
 		C.stats[CTL_STAT_TLS_REFUSED] = ts.refused;
+		C.stats[CTL_STAT_TLS_REFUSED_COOKIE] = ts.refused_cookie;
+		C.stats[CTL_STAT_TLS_REFUSED_FILE] = ts.refused_file;
+		C.stats[CTL_STAT_TLS_REFUSED_SEGMENT] = ts.refused_segment;
+		C.stats[CTL_STAT_TLS_REFUSED_FUNCTION] = ts.refused_function;
+		C.stats[CTL_STAT_TLS_REFUSED_OUTSIDE] = ts.refused_outside;
+		C.stats[CTL_STAT_TLS_REFUSED_BOUNDARY] = ts.refused_boundary;
+		C.stats[CTL_STAT_TLS_REFUSED_INSN] = ts.refused_insn;
 	}
 	if (C.fwd) {
 		struct net_fwd_stats fs;
