@@ -60,6 +60,8 @@ UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 TPROG_SRCS:= $(wildcard tests/progs/*.c)
 TPROG_BINS:= $(patsubst tests/progs/%.c,$(BUILD)/progs/%,$(TPROG_SRCS))
+# The Go TLS workload, with symbols and stripped (tests/unit/test_tls_verify), where Go is installed.
+GO_BINS   := $(if $(shell command -v go 2>/dev/null),$(BUILD)/progs/go_tls $(BUILD)/progs/go_tls_stripped)
 BENCH_SRCS:= $(wildcard bench/bench_*.c)
 BENCH_BINS:= $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
 
@@ -70,7 +72,7 @@ BENCH_BINS:= $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
 
 all: programs tests
 programs: $(PROGRAMS)
-tests: $(UNIT_BINS) $(TPROG_BINS) $(BENCH_BINS)
+tests: $(UNIT_BINS) $(TPROG_BINS) $(GO_BINS) $(BENCH_BINS)
 
 # ---- generated code -------------------------------------------------------
 $(BUILD)/gen/vmlinux.h:
@@ -142,6 +144,14 @@ $(BUILD)/progs/tls_probe_dump: $(BUILD)/obj/tests/progs/tls_probe_dump.o $(BUILD
 		$(BUILD)/obj/symbolizer/gopclntab.o $(BUILD)/obj/common/tls_code.o $(BUILD)/obj/common/x86_insn.o
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) $^ -o $@ -lelf
+# Standard library only: no network; the build cache under build/ keeps later builds fast.
+GO_BUILD = GOCACHE=$(abspath $(BUILD))/go-cache GO111MODULE=off CGO_ENABLED=0 GOPROXY=off go build
+$(BUILD)/progs/go_tls: tests/progs/go_tls/main.go
+	@mkdir -p $(@D)
+	$(GO_BUILD) -o $@ $<
+$(BUILD)/progs/go_tls_stripped: tests/progs/go_tls/main.go
+	@mkdir -p $(@D)
+	$(GO_BUILD) -ldflags="-s -w" -o $@ $<
 $(BUILD)/progs/%: tests/progs/%.c tests/progs/start_gate.h
 	@mkdir -p $(@D)
 	$(CC) -O0 -g -fno-omit-frame-pointer -fno-inline -fno-optimize-sibling-calls -Wall -Werror -pthread $(PROG_CFLAGS_$*) $< -o $@ $(PROG_LIBS_$*)
