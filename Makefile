@@ -139,9 +139,11 @@ PROG_CFLAGS_nofp_chain := -O2 -fomit-frame-pointer
 PROG_CFLAGS_fp_chain := -O2 -fno-omit-frame-pointer
 PROG_CFLAGS_bssl_peer := -I/usr/include/android
 $(BUILD)/progs/fp_chain: tests/progs/nofp_chain.c
-# tls_probe_dump runs the analyzer's TLS probe finder (tests/integration/test_tls_offsets.sh).
+# tls_probe_dump runs the analyzer's TLS probe finder, and the collector's check of its points
+# (tests/integration/test_tls_offsets.sh).
 $(BUILD)/progs/tls_probe_dump: $(BUILD)/obj/tests/progs/tls_probe_dump.o $(BUILD)/obj/analyzer/tls/tls_probe.o \
-		$(BUILD)/obj/symbolizer/gopclntab.o $(BUILD)/obj/common/tls_code.o $(BUILD)/obj/common/x86_insn.o
+		$(BUILD)/obj/symbolizer/gopclntab.o $(BUILD)/obj/common/tls_code.o $(BUILD)/obj/common/x86_insn.o \
+		$(BUILD)/obj/collector/tls_verify.o
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) $^ -o $@ -lelf
 # Standard library only: no network; the build cache under build/ keeps later builds fast.
