@@ -23,6 +23,8 @@
 #define PCLN_MAGIC_118 0xfffffff0u
 #define PCLN_MAGIC_120 0xfffffff1u
 
+_Static_assert(sizeof("crypto/tls.(*Conn).Write") == NAME_MAX_LEN, "NAME_MAX_LEN: the longest name looked for, with its NUL");
+
 /* Names by enum net_tls_fn. */
 static const char *const fn_names[NET_TLS_FN_MAX + 1] = {
 	[NET_TLS_SSL_WRITE] = "SSL_write",
