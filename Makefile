@@ -60,6 +60,8 @@ UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 TPROG_SRCS:= $(wildcard tests/progs/*.c)
 TPROG_BINS:= $(patsubst tests/progs/%.c,$(BUILD)/progs/%,$(TPROG_SRCS))
+# The Go TLS workload, with symbols and stripped (tests/unit/test_tls_verify), where Go is installed.
+GO_BINS   := $(if $(shell command -v go 2>/dev/null),$(BUILD)/progs/go_tls $(BUILD)/progs/go_tls_stripped)
 BENCH_SRCS:= $(wildcard bench/bench_*.c)
 BENCH_BINS:= $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
 
@@ -70,7 +72,7 @@ BENCH_BINS:= $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
 
 all: programs tests
 programs: $(PROGRAMS)
-tests: $(UNIT_BINS) $(TPROG_BINS) $(BENCH_BINS)
+tests: $(UNIT_BINS) $(TPROG_BINS) $(GO_BINS) $(BENCH_BINS)
 
 # ---- generated code -------------------------------------------------------
 $(BUILD)/gen/vmlinux.h:
@@ -137,9 +139,11 @@ PROG_CFLAGS_nofp_chain := -O2 -fomit-frame-pointer
 PROG_CFLAGS_fp_chain := -O2 -fno-omit-frame-pointer
 PROG_CFLAGS_bssl_peer := -I/usr/include/android
 $(BUILD)/progs/fp_chain: tests/progs/nofp_chain.c
-# tls_probe_dump runs the analyzer's TLS probe finder (tests/integration/test_tls_offsets.sh).
+# tls_probe_dump runs the analyzer's TLS probe finder, and the collector's check of its points
+# (tests/integration/test_tls_offsets.sh).
 $(BUILD)/progs/tls_probe_dump: $(BUILD)/obj/tests/progs/tls_probe_dump.o $(BUILD)/obj/analyzer/tls/tls_probe.o \
-		$(BUILD)/obj/symbolizer/gopclntab.o
+		$(BUILD)/obj/symbolizer/gopclntab.o $(BUILD)/obj/common/tls_code.o $(BUILD)/obj/common/x86_insn.o \
+		$(BUILD)/obj/collector/tls_verify.o
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) $^ -o $@ -lelf
 # ctl_hostile speaks the collector's control protocol as a compromised analyzer (test_hostile_peer.sh).
@@ -147,6 +151,14 @@ $(BUILD)/progs/ctl_hostile: $(BUILD)/obj/tests/progs/ctl_hostile.o $(BUILD)/obj/
 		$(BUILD)/obj/common/ctl_proto.o
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) $^ -o $@
+# Standard library only: no network; the build cache under build/ keeps later builds fast.
+GO_BUILD = GOCACHE=$(abspath $(BUILD))/go-cache GO111MODULE=off CGO_ENABLED=0 GOPROXY=off go build
+$(BUILD)/progs/go_tls: tests/progs/go_tls/main.go
+	@mkdir -p $(@D)
+	$(GO_BUILD) -o $@ $<
+$(BUILD)/progs/go_tls_stripped: tests/progs/go_tls/main.go
+	@mkdir -p $(@D)
+	$(GO_BUILD) -ldflags="-s -w" -o $@ $<
 $(BUILD)/progs/%: tests/progs/%.c tests/progs/start_gate.h
 	@mkdir -p $(@D)
 	$(CC) -O0 -g -fno-omit-frame-pointer -fno-inline -fno-optimize-sibling-calls -Wall -Werror -pthread $(PROG_CFLAGS_$*) $< -o $@ $(PROG_LIBS_$*)

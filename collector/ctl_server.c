@@ -11,6 +11,7 @@
 #include "collector/target_policy.h"
 #include "collector/tasks.h"
 #include "collector/tls_links.h"
+#include "collector/tls_verify.h"
 #include "collector/unwind_store.h"
 #include "common/cleanup.h"
 #include "common/log.h"
@@ -253,6 +254,7 @@ static int h_unwind_proc(struct collector *c, struct ctl_conn *cc, const struct 
 static int h_tls_attach(struct collector *c, struct ctl_conn *cc, const struct ctl_msg *m)
 {
 	const struct ctl_tls_attach *r = m->payload;
+	struct tls_verify_verdict v;
 	int fd, err;
 
 	if (!c->tls)
@@ -267,13 +269,20 @@ static int h_tls_attach(struct collector *c, struct ctl_conn *cc, const struct c
 	fd = broker__open_file(c->broker, r->pid, r->start, r->end);
 	if (fd < 0)
 		return reply_err(cc, m, fd, -1);
-	err = tls_links__add(c->tls, r->task_id, fd, r->pid, r->pts, r->npoints);
+	err = tls_links__add(c->tls, r->task_id, fd, r->pid, r->pts, r->npoints, &v);
 	close(fd);
-	if (err)
+	if (err && v.why != TLS_VERIFY_OK)
+		log_warn("TLS probes for task %llu in pid %u refused: point %u (offset 0x%llx, cookie 0x%llx): %s",
+			 (unsigned long long)r->task_id, r->pid, v.index, (unsigned long long)r->pts[v.index].off,
+			 (unsigned long long)r->pts[v.index].cookie, tls_verify__why_name(v.why));
+	else if (err)
 		log_warn("TLS probes for task %llu in pid %u refused: %s", (unsigned long long)r->task_id, r->pid,
 			 strerror(-err));
 	return reply_err(cc, m, err, -1);
 }
+
+_Static_assert(CTL_STAT_TLS_REFUSED_INSN - CTL_STAT_TLS_REFUSED_COOKIE + 1 == TLS_VERIFY_WHY_MAX - 1,
+	       "one collector counter per reason collector/tls_verify refuses a point for");
 
 void ctl_server__collect_stats(struct collector *c)
 {
@@ -300,6 +309,13 @@ void ctl_server__collect_stats(struct collector *c)
 		c->stats[CTL_STAT_TLS_FILES] = ts.files;
 		c->stats[CTL_STAT_TLS_POINTS] = ts.points;
 		c->stats[CTL_STAT_TLS_REFUSED] = ts.refused;
+		c->stats[CTL_STAT_TLS_REFUSED_COOKIE] = ts.refused_cookie;
+		c->stats[CTL_STAT_TLS_REFUSED_FILE] = ts.refused_file;
+		c->stats[CTL_STAT_TLS_REFUSED_SEGMENT] = ts.refused_segment;
+		c->stats[CTL_STAT_TLS_REFUSED_FUNCTION] = ts.refused_function;
+		c->stats[CTL_STAT_TLS_REFUSED_OUTSIDE] = ts.refused_outside;
+		c->stats[CTL_STAT_TLS_REFUSED_BOUNDARY] = ts.refused_boundary;
+		c->stats[CTL_STAT_TLS_REFUSED_INSN] = ts.refused_insn;
 	}
 	broker__stats(c->broker, &b);
 	c->stats[CTL_STAT_FD_BROKER_MISSING] = b.missing;

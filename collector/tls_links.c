@@ -26,6 +26,7 @@ struct tls_links {
 	unsigned max;
 	struct tls_file *files;
 	uint64_t refused;
+	uint64_t refused_why[TLS_VERIFY_WHY_MAX];
 };
 
 struct tls_links *tls_links__new(struct bpf_net *net, unsigned max)
@@ -57,21 +58,6 @@ static void file_unprobe(struct tls_links *l, struct tls_file *f)
 	bpf_net__tls_on(l->net, false);
 }
 
-/* A point the TLS program can serve: its function, a side that function has, inside the file. */
-static int point_ok(const struct ctl_tls_point *p, uint64_t size)
-{
-	uint64_t fn = p->cookie & 0xff, kind = (p->cookie >> 8) & 0xff;
-	int go = fn == NET_TLS_GO_WRITE || fn == NET_TLS_GO_READ;
-
-	if (p->cookie >> 16 || !fn || fn > NET_TLS_FN_MAX || p->off >= size)
-		return 0;
-	if (kind == NET_TLS_P_ENTRY)
-		return 1;
-	if (kind == NET_TLS_P_RETURN || kind == NET_TLS_P_CALL || kind == NET_TLS_P_AFTER_CALL)
-		return !go;        /* never uretprobes on Go: it moves goroutine stacks */
-	return kind == NET_TLS_P_RET_INSN && go;
-}
-
 static int add_owner(struct tls_file *f, uint64_t owner)
 {
 	for (unsigned i = 0; i < f->nowners; i++)
@@ -84,15 +70,18 @@ static int add_owner(struct tls_file *f, uint64_t owner)
 }
 
 int tls_links__add(struct tls_links *l, uint64_t owner, int fd, uint32_t pid, const struct ctl_tls_point *pts,
-		   uint32_t n)
+		   uint32_t n, struct tls_verify_verdict *ret_verdict)
 {
 	uint64_t offs[2][CTL_TLS_MAX_POINTS], cookies[2][CTL_TLS_MAX_POINTS];
 	uint32_t cnt[2] = { 0, 0 };
+	struct tls_verify_verdict v = { TLS_VERIFY_OK, 0 };
 	struct tls_file *f = NULL;
 	char path[64];
 	struct stat st;
 	int err;
 
+	if (ret_verdict)
+		*ret_verdict = v;
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || !n || n > CTL_TLS_MAX_POINTS) {
 		l->refused++;
 		return -EINVAL;
@@ -108,6 +97,16 @@ int tls_links__add(struct tls_links *l, uint64_t owner, int fd, uint32_t pid, co
 		if (!g->used && !f)
 			f = g;
 	}
+	/* Every point where its cookie says, in the file as the broker opened it (collector/tls_verify.h). */
+	err = tls_verify__points(fd, pts, n, &v);
+	if (ret_verdict)
+		*ret_verdict = v;
+	if (err) {
+		l->refused++;
+		if (err == -EINVAL && v.why < TLS_VERIFY_WHY_MAX)
+			l->refused_why[v.why]++;
+		return err;
+	}
 	/* Full: the probes of processes that exited go first (a forking server's short-lived children). */
 	for (unsigned i = 0; !f && i < l->max; i++)
 		if (kill((pid_t)l->files[i].pid, 0) && errno == ESRCH) {
@@ -121,10 +120,6 @@ int tls_links__add(struct tls_links *l, uint64_t owner, int fd, uint32_t pid, co
 	for (uint32_t i = 0; i < n; i++) {
 		int ret = ((pts[i].cookie >> 8) & 0xff) == NET_TLS_P_RETURN;
 
-		if (!point_ok(&pts[i], (uint64_t)st.st_size)) {
-			l->refused++;
-			return -EINVAL;
-		}
 		offs[ret][cnt[ret]] = pts[i].off;
 		cookies[ret][cnt[ret]++] = pts[i].cookie;
 	}
@@ -181,6 +176,13 @@ void tls_links__stats(const struct tls_links *l, struct tls_links_stats *ret)
 {
 	memset(ret, 0, sizeof(*ret));
 	ret->refused = l->refused;
+	ret->refused_cookie = l->refused_why[TLS_VERIFY_COOKIE];
+	ret->refused_file = l->refused_why[TLS_VERIFY_FILE];
+	ret->refused_segment = l->refused_why[TLS_VERIFY_SEGMENT];
+	ret->refused_function = l->refused_why[TLS_VERIFY_FUNCTION];
+	ret->refused_outside = l->refused_why[TLS_VERIFY_OUTSIDE];
+	ret->refused_boundary = l->refused_why[TLS_VERIFY_BOUNDARY];
+	ret->refused_insn = l->refused_why[TLS_VERIFY_INSN];
 	for (unsigned i = 0; i < l->max; i++)
 		if (l->files[i].used) {
 			ret->files++;

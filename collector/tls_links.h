@@ -11,14 +11,16 @@
  * many processes map it.
  *
  * The points come from the analyzer (CTL_REQ_TLS_ATTACH), which parsed the
- * ELF file; the collector parses nothing.  It checks what it can without
- * parsing: the file is a regular file the broker opened from the target's
- * own executable mapping, every offset lies inside it, every cookie names a
- * known function and a side that function has (returns for OpenSSL's int
- * functions, RET instructions for Go's), and the counts are bounded.  The
- * kernel checks the rest (an offset must decode as an instruction it can
- * probe).  A wrong offset inside a valid file can only misplace a probe in a
- * process the analyzer's task already profiles.
+ * ELF file to find them; the collector does not take its word for any of
+ * them.  The file is a regular file the broker opened from the target's own
+ * executable mapping (the fd, never a path), the counts are bounded, and
+ * every point is checked against that file by collector/tls_verify before
+ * anything is attached: inside an executable segment, inside the function
+ * its cookie names (found by name in the file's own tables), at an
+ * instruction start, and on the instruction its probe kind goes on, the rule
+ * the analyzer places points by (common/tls_code).  One point refused and
+ * the request is; each refusal is counted by its reason.  A file already
+ * probed in that process only gains an owner: nothing new is attached.
  */
 #ifndef EMBER_COLLECTOR_TLS_LINKS_H
 #define EMBER_COLLECTOR_TLS_LINKS_H
@@ -26,6 +28,7 @@
 #include <stdint.h>
 
 #include "collector/bpf_net.h"
+#include "collector/tls_verify.h"
 #include "common/ctl_proto.h"
 
 struct tls_links;
@@ -33,7 +36,15 @@ struct tls_links;
 struct tls_links_stats {
 	uint64_t files;     /* (file, process) pairs probed now */
 	uint64_t points;    /* probe points attached now */
-	uint64_t refused;   /* requests refused (points, room, attach errors) */
+	uint64_t refused;   /* requests refused: all reasons (the ones below, counts, room, attach errors) */
+	/* ... of which by the first point tls_verify refused (enum tls_verify_why) */
+	uint64_t refused_cookie;     /* a function or side the TLS program does not have */
+	uint64_t refused_file;       /* not an x86-64 ELF file the verifier reads */
+	uint64_t refused_segment;    /* not in an executable segment's file bytes (or past the end of the file) */
+	uint64_t refused_function;   /* the cookie's function not found by name (or too large) */
+	uint64_t refused_outside;    /* not inside that function */
+	uint64_t refused_boundary;   /* not at an instruction start */
+	uint64_t refused_insn;       /* not the instruction its probe kind goes on */
 };
 
 /* Up to max probed (file, process) pairs at once.  NULL + errno. */
@@ -41,11 +52,12 @@ struct tls_links *tls_links__new(struct bpf_net *net, unsigned max);
 /*
  * Probes the file open at fd (not taken) at pts in process pid for owner (a
  * task id); a file already probed there gains owner.  0, or -EINVAL (a point
- * or the file does not check), -ENOSPC (table or owners full), -EOPNOTSUPP
- * (no uprobe.multi), or the kernel's error from the attach.
+ * or the file does not check: *ret_verdict, if not NULL, says which point
+ * and why), -ENOSPC (table or owners full), -ENOMEM, -EOPNOTSUPP (no
+ * uprobe.multi), or the kernel's error from the attach.
  */
 int tls_links__add(struct tls_links *l, uint64_t owner, int fd, uint32_t pid, const struct ctl_tls_point *pts,
-		   uint32_t n);
+		   uint32_t n, struct tls_verify_verdict *ret_verdict);
 /* owner's interest ends everywhere: files without owners lose their probes. */
 void tls_links__drop_owner(struct tls_links *l, uint64_t owner);
 void tls_links__stats(const struct tls_links *l, struct tls_links_stats *ret);

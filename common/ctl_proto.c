@@ -79,6 +79,13 @@ static const char *const stat_names[CTL_STAT_MAX] = {
 	[CTL_STAT_ATTACH_REFUSED_USER] = "attach_refused_user",
 	[CTL_STAT_ATTACH_REFUSED_CGROUP] = "attach_refused_cgroup",
 	[CTL_STAT_UNWIND_REFUSED] = "unwind_refused_for_room",
+	[CTL_STAT_TLS_REFUSED_COOKIE] = "tls_attach_refused_bad_cookie",
+	[CTL_STAT_TLS_REFUSED_FILE] = "tls_attach_refused_unparseable_file",
+	[CTL_STAT_TLS_REFUSED_SEGMENT] = "tls_attach_refused_not_executable",
+	[CTL_STAT_TLS_REFUSED_FUNCTION] = "tls_attach_refused_function_not_found",
+	[CTL_STAT_TLS_REFUSED_OUTSIDE] = "tls_attach_refused_outside_function",
+	[CTL_STAT_TLS_REFUSED_BOUNDARY] = "tls_attach_refused_not_instruction_start",
+	[CTL_STAT_TLS_REFUSED_INSN] = "tls_attach_refused_wrong_instruction",
 };
 
 const char *ctl__attach_point_name(uint32_t ap)

@@ -219,7 +219,7 @@ enum ctl_stat {
 	CTL_STAT_NET_L2_PKTS,
 	CTL_STAT_TLS_FILES,            /* library files probed */
 	CTL_STAT_TLS_POINTS,           /* probe points attached (entries, returns, RET instructions) */
-	CTL_STAT_TLS_REFUSED,          /* TLS_ATTACH requests refused (bad points, not a target, no room, attach error) */
+	CTL_STAT_TLS_REFUSED,          /* TLS_ATTACH requests refused, all reasons (CTL_STAT_TLS_REFUSED_*, counts, room, attach errors) */
 	CTL_STAT_NET_PEERS_ACROSS,     /* events told their peer process, followed by another analyzer */
 	CTL_STAT_NET_ENDPOINTS_FULL,   /* local endpoints not remembered for that (table full) */
 	CTL_STAT_FD_BROKER_MISSING,    /* from here: the fd broker's answers by reason (collector/broker.h) */
@@ -233,6 +233,13 @@ enum ctl_stat {
 	CTL_STAT_ATTACH_REFUSED_KTHREAD,
 	CTL_STAT_ATTACH_REFUSED_USER,
 	CTL_STAT_ATTACH_REFUSED_CGROUP,
+	CTL_STAT_TLS_REFUSED_COOKIE,   /* from here: TLS_ATTACH refused for a point (collector/tls_verify.h): its function or side unknown */
+	CTL_STAT_TLS_REFUSED_FILE,     /* ... the file not an x86-64 ELF file the collector reads */
+	CTL_STAT_TLS_REFUSED_SEGMENT,  /* ... not in an executable segment's file bytes */
+	CTL_STAT_TLS_REFUSED_FUNCTION, /* ... its function not found by name in the file */
+	CTL_STAT_TLS_REFUSED_OUTSIDE,  /* ... outside that function */
+	CTL_STAT_TLS_REFUSED_BOUNDARY, /* ... not at an instruction start */
+	CTL_STAT_TLS_REFUSED_INSN,     /* ... not the instruction its probe kind goes on */
 	CTL_STAT_MAX,
 };
 struct ctl_stats_ans { int32_t err; uint32_t n; uint64_t v[CTL_STAT_MAX]; };

@@ -2,14 +2,16 @@
  * analyzer/tls/tls_probe runs in the analyzer on any binary a profiled
  * process maps.  The first input byte picks what the rest is: even, a whole
  * ELF image for tls_probe__find_mem(); odd, bytes for the instruction
- * decoder alone (a sweep with tls_probe__insn_len/_class at every step), so
- * that mutations reach the decoder's tables without an ELF around them.
+ * decoder alone (common/x86_insn: a sweep with x86_insn__len/_class/_op at
+ * every step), so that mutations reach the decoder's tables without an ELF
+ * around them.
  * The input is an exact-size heap copy (ASan sees any read past it).
  *
  * Invariants: points only on success, inside the image, with valid ids, an
- * OpenSSL ENTRY always followed by its RETURN at the same offset, a Go
+ * OpenSSL ENTRY always followed by its RETURN at the same offset, a CALL
+ * (SSL_read, SSL_write: a call rel32) by its AFTER_CALL (a jcc 7 bytes on), a Go
  * function's ENTRY first and RET_INSN points only on a ret; each point's
- * class what tls_probe__insn_class() says there.  The decoder reads exactly
+ * class what x86_insn__class() says there.  The decoder reads exactly
  * the bytes of an instruction: one fewer is -1, the class does not change
  * with the bytes after it, and a class exists only for a decodable one.
  */
@@ -19,6 +21,7 @@
 #include <string.h>
 
 #include "analyzer/tls/tls_probe.h"
+#include "common/x86_insn.h"
 
 static void check_points(const uint8_t *img, size_t size, int r, const struct tls_probe_set *s)
 {
@@ -31,16 +34,28 @@ static void check_points(const uint8_t *img, size_t size, int r, const struct tl
 		const struct tls_point *p = &s->pts[i];
 		int cls;
 
-		if (p->off >= size || p->kind > TLS_PROBE_RET_INSN || p->insn > TLS_INSN_STEPPED)
+		if (p->off >= size || p->kind > TLS_PROBE_AFTER_CALL || p->insn > X86_INSN_STEPPED)
 			abort();
-		cls = tls_probe__insn_class(img + p->off, size - p->off);
+		cls = x86_insn__class(img + p->off, size - p->off);
 		if (cls != p->insn)
 			abort();
 		if (s->lib == TLS_LIB_OPENSSL) {
-			if (p->fn < TLS_FN_SSL_WRITE || p->fn > TLS_FN_SSL_READ_EX || p->kind != TLS_PROBE_ENTRY ||
-			    i + 1 >= s->n || s->pts[i + 1].kind != TLS_PROBE_RETURN || s->pts[i + 1].off != p->off ||
-			    s->pts[i + 1].fn != p->fn)
+			const struct tls_point *q = i + 1 < s->n ? &s->pts[i + 1] : NULL;
+
+			if (p->fn < TLS_FN_SSL_WRITE || p->fn > TLS_FN_SSL_READ_EX || !q || q->fn != p->fn)
 				abort();
+			if (p->kind == TLS_PROBE_ENTRY) {
+				if (q->kind != TLS_PROBE_RETURN || q->off != p->off)
+					abort();
+			} else if (p->kind == TLS_PROBE_CALL) {
+				/* the wrapper shape: a call, test %eax,%eax, a jcc */
+				if ((p->fn != TLS_FN_SSL_READ && p->fn != TLS_FN_SSL_WRITE) || q->kind != TLS_PROBE_AFTER_CALL ||
+				    q->off != p->off + 7 || x86_insn__op(img + p->off, size - p->off) != X86_OP_CALL_REL32 ||
+				    x86_insn__op(img + q->off, size - q->off) != X86_OP_JCC)
+					abort();
+			} else {
+				abort();
+			}
 			i++;
 			continue;
 		}
@@ -65,16 +80,19 @@ static void check_points(const uint8_t *img, size_t size, int r, const struct tl
 static void check_decoder(const uint8_t *p, size_t n)
 {
 	for (size_t pos = 0; pos < n;) {
-		int len = tls_probe__insn_len(p + pos, n - pos), cls = tls_probe__insn_class(p + pos, n - pos);
+		int len = x86_insn__len(p + pos, n - pos), cls = x86_insn__class(p + pos, n - pos);
+		int op = x86_insn__op(p + pos, n - pos);
 
 		if (len == 0 || len < -1 || len > 15 || (len > 0 && (size_t)len > n - pos))
 			abort();
-		if (cls < -1 || cls > TLS_INSN_STEPPED || (len < 0 && cls >= 0))
+		if (cls < -1 || cls > X86_INSN_STEPPED || (len < 0 && cls >= 0))
+			abort();
+		if (op < -1 || op > X86_OP_JCC || (len < 0) != (op < 0))
 			abort();
 		if (len > 0) {
-			if (tls_probe__insn_len(p + pos, (size_t)len) != len ||
-			    tls_probe__insn_len(p + pos, (size_t)len - 1) != -1 ||
-			    tls_probe__insn_class(p + pos, (size_t)len) != cls)
+			if (x86_insn__len(p + pos, (size_t)len) != len ||
+			    x86_insn__len(p + pos, (size_t)len - 1) != -1 ||
+			    x86_insn__class(p + pos, (size_t)len) != cls)
 				abort();
 		}
 		pos += len > 0 ? (size_t)len : 1;

@@ -13,7 +13,10 @@
 #  - libssl's 8 points at the offsets readelf -Ws and the PT_LOAD math give;
 #  - the Go program's Read/Write: ENTRY on the prologue's stack-check jump, a RET_INSN point at
 #    exactly each of objdump's ret lines, the same from .gopclntab when the
-#    binary is stripped; and the program serves HTTPS (h2, HTTP/1.1).
+#    binary is stripped; and the program serves HTTPS (h2, HTTP/1.1);
+#  - every point found in libssl.so.3, the Go program (both), and, where
+#    installed, BoringSSL's libssl.so.0 and node passes the collector's own
+#    check of it (collector/tls_verify, as on a TLS_ATTACH).
 . "$(dirname "$0")/lib.sh"
 DUMP=$PROGS/tls_probe_dump
 [ -x "$DUMP" ] || fail "$DUMP not built (make $DUMP)"
@@ -248,6 +251,21 @@ for p in sorted(want ^ got):
 sys.exit(0 if want == got and rets >= 2 else 1)
 PY
 ok "Go: ENTRY on (*Conn).Read/Write's stack-check jump, a RET_INSN point on each of objdump's rets; the same from .gopclntab when stripped"
+
+# ---- the collector's check ---------------------------------------------------------------
+# Each file's points as the analyzer sends them, checked as the collector checks a TLS_ATTACH.
+# (node: NodeSource's has OpenSSL inside, Debian's none of its own.)
+verified=()
+for f in "$LIBSSL" "$TMP/go_tls" "$TMP/go_tls_stripped" /usr/lib/x86_64-linux-gnu/android/libssl.so.0 /usr/bin/node; do
+  [ -r "$f" ] || continue
+  "$DUMP" --verify "$f" > "$TMP/verify.out" || { cat "$TMP/verify.out"; fail "the collector refuses a point of $f"; }
+  v=$(tail -1 "$TMP/verify.out")
+  n=$(awk '/^lib /{print $6}' "$TMP/verify.out")
+  [ "$v" = "verify ok $n" ] || { cat "$TMP/verify.out"; fail "$f: '$v' for $n points"; }
+  [ "$n" -gt 0 ] || [ "$f" = /usr/bin/node ] || { cat "$TMP/verify.out"; fail "$f: no points"; }
+  verified+=("$(basename "$f"): $n")
+done
+ok "the collector's check accepts every point: ${verified[*]}"
 
 # The program itself, for the live tests: HTTPS with h2 and HTTP/1.1.
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=localhost -days 1 \

@@ -46,7 +46,10 @@ stat_of() { awk -v k="$1" '$2 == k {print $3; exit}' "$TMP/stats.py"; }
 [ "$(stat_of ember_tls_attach_requests)" = 2 ] || fail "$(stat_of ember_tls_attach_requests) attach requests, 2 expected (libssl in 2 processes)"
 [ "$(stat_of tls_files_probed)" = 0 ] && [ "$(stat_of tls_probe_points)" = 0 ] ||
   fail "probes left after the task: $(stat_of tls_files_probed) files, $(stat_of tls_probe_points) points"
-ok "libssl examined once, probed in both processes, probes removed when the task ended"
+# The collector checked libssl's points against the file itself and refused none.
+awk '$2 ~ /^tls_attach_refused/ {print $1, $2, $3}' "$TMP/stats.py"
+[ "$(stat_of tls_attach_refused)" = 0 ] || fail "the collector refused $(stat_of tls_attach_refused) TLS attach requests"
+ok "libssl examined once, probed in both processes (no point refused), probes removed when the task ended"
 
 # ---- nginx over HTTPS: curl, HTTP/1.1 keep-alive and HTTP/2 ---------------------------
 NPORT=$(net_port 8)
@@ -121,3 +124,8 @@ check("connections per protocol, all TLS", sorted((c['ssl'], c['protocol']) for 
 sys.exit(1 if bad else 0)
 PYC
 ok "nginx over HTTPS: HTTP/1.1 and HTTP/2 exchanges match the access log, all is_ssl"
+"$EMBER" stats --config "$TMP/ember.yaml" > "$TMP/stats.end" || fail "ember stats failed"
+awk '$2 ~ /^(ember_tls_attach_requests|tls_attach_refused)/ {print $1, $2, $3}' "$TMP/stats.end"
+[ "$(awk '$2 == "tls_attach_refused" {print $3; exit}' "$TMP/stats.end")" = 0 ] ||
+  fail "the collector refused a TLS attach request (see tls_attach_refused_* above)"
+ok "no TLS probe point refused by the collector"

@@ -70,4 +70,8 @@ P=$(net_port 10)
 run_pair bssl http1 40 "'$B/progs/bssl_peer' server $P '$TMP/cert.pem' '$TMP/key.pem'" "'$B/progs/bssl_peer' client $P 40"
 
 "$EMBER" stats --config "$TMP/ember.yaml" > "$TMP/stats" || fail "ember stats failed"
-awk '$2 ~ /tls_files_go|bpf_net_tls_returns_without_entry/' "$TMP/stats"
+awk '$2 ~ /tls_files_go|bpf_net_tls_returns_without_entry|ember_tls_attach_requests|^tls_attach_refused/' "$TMP/stats"
+# node's OpenSSL, the Go program (h1, h2) and BoringSSL: the collector checked every point itself and refused none.
+[ "$(awk '$2 == "tls_attach_refused" {print $3; exit}' "$TMP/stats")" = 0 ] ||
+  fail "the collector refused a TLS attach request (see tls_attach_refused_* above)"
+ok "no TLS probe point refused by the collector"

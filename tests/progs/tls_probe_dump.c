@@ -14,6 +14,10 @@
  *   tls_probe_dump --at FILE      reads hex file offsets on stdin, prints "OFF LEN BYTE" for
  *                                 each (the decoder alone, at boundaries another tool chose;
  *                                 BYTE: the first byte there, in hex)
+ *   tls_probe_dump --verify FILE  the points, then the collector's check of them on the same
+ *                                 file (collector/tls_verify), as it checks a TLS_ATTACH:
+ *                                   verify ok N
+ *                                   verify refused INDEX OFF COOKIE WHY   (exit 1)
  *
  * Exit 0, or 1 with a message on stderr.
  */
@@ -30,6 +34,9 @@
 #include <unistd.h>
 
 #include "analyzer/tls/tls_probe.h"
+#include "bpf/net_abi.h"
+#include "collector/tls_verify.h"
+#include "common/x86_insn.h"
 
 static int points(int fd)
 {
@@ -40,6 +47,30 @@ static int points(int fd)
 	for (size_t i = 0; i < set.n; i++)
 		printf("point %" PRIx64 " %u %u %u\n", set.pts[i].off, set.pts[i].fn, set.pts[i].kind, set.pts[i].insn);
 	return rc && rc != -ENOTSUP ? 1 : 0;
+}
+
+static int verify(int fd)
+{
+	struct ctl_tls_point pts[TLS_MAX_POINTS];
+	struct tls_verify_verdict v;
+	struct tls_probe_set set;
+	int rc = points(fd), err;
+
+	if (tls_probe__find_fd(fd, &set))
+		set.n = 0;
+	for (size_t i = 0; i < set.n; i++)
+		pts[i] = (struct ctl_tls_point){ set.pts[i].off, NET_TLS_COOKIE(set.pts[i].fn, set.pts[i].kind) };
+	err = tls_verify__points(fd, pts, (uint32_t)set.n, &v);
+	if (!err) {
+		printf("verify ok %zu\n", set.n);
+		return rc;
+	}
+	if (err == -EINVAL)
+		printf("verify refused %u %" PRIx64 " %" PRIx64 " %s\n", v.index, pts[v.index].off, pts[v.index].cookie,
+		       tls_verify__why_name(v.why));
+	else
+		printf("verify error %s\n", strerror(-err));
+	return 1;
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -115,7 +146,7 @@ static int insns(int fd, const uint8_t *img, size_t size)
 		       sh.sh_size);
 		syms = symbols_in(elf, elf_ndxscn(scn), &nsyms);
 		for (uint64_t pos = 0; pos < sh.sh_size;) {
-			int len = tls_probe__insn_len(img + sh.sh_offset + pos, sh.sh_size - pos);
+			int len = x86_insn__len(img + sh.sh_offset + pos, sh.sh_size - pos);
 			uint64_t next = pos + (len > 0 ? (uint64_t)len : 1);
 
 			printf("%" PRIx64 " %d\n", sh.sh_offset + pos, len);
@@ -142,7 +173,7 @@ static int at(const uint8_t *img, size_t size)
 		if (end == line)
 			continue;
 		if (off < size)
-			printf("%" PRIx64 " %d %02x\n", off, tls_probe__insn_len(img + off, size - off), img[off]);
+			printf("%" PRIx64 " %d %02x\n", off, x86_insn__len(img + off, size - off), img[off]);
 		else
 			printf("%" PRIx64 " -1 -1\n", off);
 	}
@@ -156,8 +187,9 @@ int main(int argc, char **argv)
 	uint8_t *img;
 	int fd, rc;
 
-	if ((argc != 2 && argc != 3) || (mode && strcmp(mode, "--insns") && strcmp(mode, "--at"))) {
-		fprintf(stderr, "usage: tls_probe_dump [--insns|--at] FILE\n");
+	if ((argc != 2 && argc != 3) ||
+	    (mode && strcmp(mode, "--insns") && strcmp(mode, "--at") && strcmp(mode, "--verify"))) {
+		fprintf(stderr, "usage: tls_probe_dump [--insns|--at|--verify] FILE\n");
 		return 2;
 	}
 	fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -166,8 +198,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	elf_version(EV_CURRENT);
-	if (!mode) {
-		rc = points(fd);
+	if (!mode || !strcmp(mode, "--verify")) {
+		rc = mode ? verify(fd) : points(fd);
 		close(fd);
 		return rc;
 	}

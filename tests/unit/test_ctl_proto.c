@@ -193,7 +193,7 @@ static void test_layout(void **state)
 
 static void test_roundtrip_fixed(void **state)
 {
-	_Alignas(8) uint8_t payload[1024], frame[CTL_MAX_FRAME];
+	_Alignas(8) uint8_t payload[CTL_MAX_FRAME], frame[CTL_MAX_FRAME];
 	struct ctl_msg m;
 
 	for (size_t i = 0; i < ARRAY_SIZE(fixed_types); i++) {

@@ -1,7 +1,7 @@
 /*
- * analyzer/tls/tls_probe: the x86-64 length decoder on hand-written
- * encodings (each length checked against objdump when written), the kernel's
- * view of an instruction, probe points of hand-built ELF images (OpenSSL
+ * analyzer/tls/tls_probe and what it is built on: the x86-64 length decoder
+ * (common/x86_insn) on hand-written encodings (each length checked against
+ * objdump when written), the kernel's view of an instruction, probe points of hand-built ELF images (OpenSSL
  * names, Go with both .go.buildinfo layouts, refused functions, limits) and
  * of the system's libssl.so.3 and node, against offsets computed here with
  * libelf.
@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "analyzer/tls/tls_probe.h"
+#include "common/x86_insn.h"
 
 /* ---- the decoder ---------------------------------------------------------- */
 
@@ -108,45 +109,45 @@ static void test_insn_len(void **state)
 
 	for (size_t i = 0; i < sizeof(lengths) / sizeof(lengths[0]); i++) {
 		size_t n = unhex(lengths[i].hex, b, sizeof(b));
-		int got = tls_probe__insn_len(b, n);
+		int got = x86_insn__len(b, n);
 
 		if (got != lengths[i].len)
 			fail_msg("%s: length %d, expected %d", lengths[i].hex, got, lengths[i].len);
 		if (got <= 0)
 			continue;
 		/* Exactly its bytes are read: one fewer is truncated, more changes nothing. */
-		assert_int_equal(tls_probe__insn_len(b, (size_t)got - 1), -1);
+		assert_int_equal(x86_insn__len(b, (size_t)got - 1), -1);
 		memset(b + n, 0x90, sizeof(b) - n);
-		assert_int_equal(tls_probe__insn_len(b, sizeof(b)), got);
+		assert_int_equal(x86_insn__len(b, sizeof(b)), got);
 	}
-	assert_int_equal(tls_probe__insn_len(NULL, 0), -1);
-	assert_int_equal(tls_probe__insn_len(b, 0), -1);
+	assert_int_equal(x86_insn__len(NULL, 0), -1);
+	assert_int_equal(x86_insn__len(b, 0), -1);
 	/* 15 bytes at most: 14 prefixes + nop is one instruction, 15 + nop is none. */
 	memset(b, 0x66, 15);
 	b[14] = 0x90;
-	assert_int_equal(tls_probe__insn_len(b, sizeof(b)), 15);
+	assert_int_equal(x86_insn__len(b, sizeof(b)), 15);
 	b[15] = 0x90;
 	b[14] = 0x66;
-	assert_int_equal(tls_probe__insn_len(b, sizeof(b)), -1);
+	assert_int_equal(x86_insn__len(b, sizeof(b)), -1);
 }
 
 static const struct vec classes[] = {
-	{ "90", TLS_INSN_NOP }, { "66 90", TLS_INSN_NOP }, { "0f 1f 44 00 00", TLS_INSN_NOP },
-	{ "66 0f 1f 84 00 00 00 00 00", TLS_INSN_NOP }, { "f3 90", TLS_INSN_STEPPED }, { "0f 1f c8", TLS_INSN_STEPPED },
-	{ "e8 44 33 22 11", TLS_INSN_EMULATED }, { "e9 44 33 22 11", TLS_INSN_EMULATED }, { "eb 05", TLS_INSN_EMULATED },
-	{ "74 05", TLS_INSN_EMULATED }, { "0f 84 44 33 22 11", TLS_INSN_EMULATED }, { "f2 e8 44 33 22 11", TLS_INSN_EMULATED },
-	{ "55", TLS_INSN_EMULATED }, { "41 57", TLS_INSN_EMULATED }, { "50", TLS_INSN_EMULATED },
-	{ "48 55", TLS_INSN_STEPPED }, { "66 55", TLS_INSN_STEPPED }, { "48 83 ec 18", TLS_INSN_STEPPED },
-	{ "f3 0f 1e fa", TLS_INSN_STEPPED }, { "c3", TLS_INSN_STEPPED }, { "c2 08 00", TLS_INSN_STEPPED },
-	{ "49 3b 66 10", TLS_INSN_STEPPED }, { "48 8b 05 44 33 22 11", TLS_INSN_STEPPED }, { "ff d0", TLS_INSN_STEPPED },
-	{ "0f 05", TLS_INSN_STEPPED }, { "66 0f 38 00 c1", TLS_INSN_STEPPED }, { "c5 fc 28 c1", TLS_INSN_STEPPED },
-	{ "62 f1 7c 48 28 c1", TLS_INSN_STEPPED }, { "64 48 8b 04 25 28 00 00 00", TLS_INSN_STEPPED },
+	{ "90", X86_INSN_NOP }, { "66 90", X86_INSN_NOP }, { "0f 1f 44 00 00", X86_INSN_NOP },
+	{ "66 0f 1f 84 00 00 00 00 00", X86_INSN_NOP }, { "f3 90", X86_INSN_STEPPED }, { "0f 1f c8", X86_INSN_STEPPED },
+	{ "e8 44 33 22 11", X86_INSN_EMULATED }, { "e9 44 33 22 11", X86_INSN_EMULATED }, { "eb 05", X86_INSN_EMULATED },
+	{ "74 05", X86_INSN_EMULATED }, { "0f 84 44 33 22 11", X86_INSN_EMULATED }, { "f2 e8 44 33 22 11", X86_INSN_EMULATED },
+	{ "55", X86_INSN_EMULATED }, { "41 57", X86_INSN_EMULATED }, { "50", X86_INSN_EMULATED },
+	{ "48 55", X86_INSN_STEPPED }, { "66 55", X86_INSN_STEPPED }, { "48 83 ec 18", X86_INSN_STEPPED },
+	{ "f3 0f 1e fa", X86_INSN_STEPPED }, { "c3", X86_INSN_STEPPED }, { "c2 08 00", X86_INSN_STEPPED },
+	{ "49 3b 66 10", X86_INSN_STEPPED }, { "48 8b 05 44 33 22 11", X86_INSN_STEPPED }, { "ff d0", X86_INSN_STEPPED },
+	{ "0f 05", X86_INSN_STEPPED }, { "66 0f 38 00 c1", X86_INSN_STEPPED }, { "c5 fc 28 c1", X86_INSN_STEPPED },
+	{ "62 f1 7c 48 28 c1", X86_INSN_STEPPED }, { "64 48 8b 04 25 28 00 00 00", X86_INSN_STEPPED },
 	/* refused by the kernel */
 	{ "cc", -1 }, { "cd 80", -1 }, { "f4", -1 }, { "e4 10", -1 }, { "6c", -1 }, { "f0 48 0f b1 0a", -1 },
 	{ "2e 74 05", -1 }, { "3e ff e0", -1 }, { "66 2e 0f 1f 84 00 00 00 00 00", -1 }, { "66 74 05", -1 },
 	{ "8e d0", -1 }, { "41 90", -1 },
 	/* VEX opcodes the kernel would take for a branch or nop, or off its table */
-	{ "c5 f9 70 c1 1b", -1 }, { "c5 f8 77", -1 }, { "c5 f9 fe c0", TLS_INSN_STEPPED }, { "c5 f9 eb c0", -1 },
+	{ "c5 f9 70 c1 1b", -1 }, { "c5 f8 77", -1 }, { "c5 f9 fe c0", X86_INSN_STEPPED }, { "c5 f9 eb c0", -1 },
 	{ "c5 f9 ef c0", -1 },
 	{ "c5 f9 6f c1", -1 }, { "8f e9 78 90 c1", -1 },
 	/* not decodable */
@@ -159,7 +160,7 @@ static void test_insn_class(void **state)
 
 	for (size_t i = 0; i < sizeof(classes) / sizeof(classes[0]); i++) {
 		size_t n = unhex(classes[i].hex, b, sizeof(b));
-		int got = tls_probe__insn_class(b, n);
+		int got = x86_insn__class(b, n);
 
 		if (got != classes[i].len)
 			fail_msg("%s: class %d, expected %d", classes[i].hex, got, classes[i].len);
@@ -330,10 +331,10 @@ static void test_openssl(void **state)
 		assert_int_equal(set.go_version, 0);
 		assert_int_equal(set.n, 4);
 		/* past endbr64, both kinds at the same offset */
-		point_is(&set.pts[0], TEXT_OFF + 4, TLS_FN_SSL_WRITE, TLS_PROBE_ENTRY, TLS_INSN_EMULATED);
-		point_is(&set.pts[1], TEXT_OFF + 4, TLS_FN_SSL_WRITE, TLS_PROBE_RETURN, TLS_INSN_EMULATED);
-		point_is(&set.pts[2], TEXT_OFF + 16, TLS_FN_SSL_READ, TLS_PROBE_ENTRY, TLS_INSN_STEPPED);
-		point_is(&set.pts[3], TEXT_OFF + 16, TLS_FN_SSL_READ, TLS_PROBE_RETURN, TLS_INSN_STEPPED);
+		point_is(&set.pts[0], TEXT_OFF + 4, TLS_FN_SSL_WRITE, TLS_PROBE_ENTRY, X86_INSN_EMULATED);
+		point_is(&set.pts[1], TEXT_OFF + 4, TLS_FN_SSL_WRITE, TLS_PROBE_RETURN, X86_INSN_EMULATED);
+		point_is(&set.pts[2], TEXT_OFF + 16, TLS_FN_SSL_READ, TLS_PROBE_ENTRY, X86_INSN_STEPPED);
+		point_is(&set.pts[3], TEXT_OFF + 16, TLS_FN_SSL_READ, TLS_PROBE_RETURN, X86_INSN_STEPPED);
 	}
 
 	/*
@@ -361,12 +362,12 @@ static void test_openssl(void **state)
 	build(&m, wrap, sizeof(wrap), wsyms, 3, false, NULL, 0);
 	assert_int_equal(tls_probe__find_mem(m.b, m.n, &set), 0);
 	assert_int_equal(set.n, 6);
-	point_is(&set.pts[0], TEXT_OFF + 40, TLS_FN_SSL_WRITE, TLS_PROBE_ENTRY, TLS_INSN_STEPPED);
-	point_is(&set.pts[1], TEXT_OFF + 40, TLS_FN_SSL_WRITE, TLS_PROBE_RETURN, TLS_INSN_STEPPED);
-	point_is(&set.pts[2], TEXT_OFF + 30, TLS_FN_SSL_READ, TLS_PROBE_CALL, TLS_INSN_EMULATED);
-	point_is(&set.pts[3], TEXT_OFF + 37, TLS_FN_SSL_READ, TLS_PROBE_AFTER_CALL, TLS_INSN_EMULATED);
-	point_is(&set.pts[4], TEXT_OFF + 60, TLS_FN_SSL_READ_EX, TLS_PROBE_ENTRY, TLS_INSN_STEPPED);
-	point_is(&set.pts[5], TEXT_OFF + 60, TLS_FN_SSL_READ_EX, TLS_PROBE_RETURN, TLS_INSN_STEPPED);
+	point_is(&set.pts[0], TEXT_OFF + 40, TLS_FN_SSL_WRITE, TLS_PROBE_ENTRY, X86_INSN_STEPPED);
+	point_is(&set.pts[1], TEXT_OFF + 40, TLS_FN_SSL_WRITE, TLS_PROBE_RETURN, X86_INSN_STEPPED);
+	point_is(&set.pts[2], TEXT_OFF + 30, TLS_FN_SSL_READ, TLS_PROBE_CALL, X86_INSN_EMULATED);
+	point_is(&set.pts[3], TEXT_OFF + 37, TLS_FN_SSL_READ, TLS_PROBE_AFTER_CALL, X86_INSN_EMULATED);
+	point_is(&set.pts[4], TEXT_OFF + 60, TLS_FN_SSL_READ_EX, TLS_PROBE_ENTRY, X86_INSN_STEPPED);
+	point_is(&set.pts[5], TEXT_OFF + 60, TLS_FN_SSL_READ_EX, TLS_PROBE_RETURN, X86_INSN_STEPPED);
 
 	/* A function running past its segment's file bytes, one of size 0, one not STT_FUNC: none. */
 	const struct sym bad[] = {
@@ -459,9 +460,9 @@ static void test_go(void **state)
 	/* Write: entry + two RETs; Read: dropped (an instruction not decodable) */
 	assert_int_equal(set.n, 3);
 	/* the entry on the stack check's jbe (emulated), not the cmp (single-stepped) */
-	point_is(&set.pts[0], TEXT_OFF + 4, TLS_FN_GO_WRITE, TLS_PROBE_ENTRY, TLS_INSN_EMULATED);
-	point_is(&set.pts[1], TEXT_OFF + 6, TLS_FN_GO_WRITE, TLS_PROBE_RET_INSN, TLS_INSN_STEPPED);
-	point_is(&set.pts[2], TEXT_OFF + 8, TLS_FN_GO_WRITE, TLS_PROBE_RET_INSN, TLS_INSN_STEPPED);
+	point_is(&set.pts[0], TEXT_OFF + 4, TLS_FN_GO_WRITE, TLS_PROBE_ENTRY, X86_INSN_EMULATED);
+	point_is(&set.pts[1], TEXT_OFF + 6, TLS_FN_GO_WRITE, TLS_PROBE_RET_INSN, X86_INSN_STEPPED);
+	point_is(&set.pts[2], TEXT_OFF + 8, TLS_FN_GO_WRITE, TLS_PROBE_RET_INSN, X86_INSN_STEPPED);
 
 	/* Versions: devel builds, go1.17 (the first with the register ABI), older ones refused. */
 	n = buildinfo_new(bi, "devel go1.22-a1b2c3 Mon Jan 1");
@@ -510,9 +511,9 @@ static void test_go(void **state)
 	assert_int_equal(set.go_version, 119);
 	assert_int_equal(set.n, 3);
 	/* the entry on the stack check's jbe (emulated), not the cmp (single-stepped) */
-	point_is(&set.pts[0], TEXT_OFF + 4, TLS_FN_GO_WRITE, TLS_PROBE_ENTRY, TLS_INSN_EMULATED);
-	point_is(&set.pts[1], TEXT_OFF + 6, TLS_FN_GO_WRITE, TLS_PROBE_RET_INSN, TLS_INSN_STEPPED);
-	point_is(&set.pts[2], TEXT_OFF + 8, TLS_FN_GO_WRITE, TLS_PROBE_RET_INSN, TLS_INSN_STEPPED);
+	point_is(&set.pts[0], TEXT_OFF + 4, TLS_FN_GO_WRITE, TLS_PROBE_ENTRY, X86_INSN_EMULATED);
+	point_is(&set.pts[1], TEXT_OFF + 6, TLS_FN_GO_WRITE, TLS_PROBE_RET_INSN, X86_INSN_STEPPED);
+	point_is(&set.pts[2], TEXT_OFF + 8, TLS_FN_GO_WRITE, TLS_PROBE_RET_INSN, X86_INSN_STEPPED);
 	/* The same without a version: the table's magic says 1.18+. */
 	build_x(&m, go_code, sizeof(go_code), NULL, 0, false, secs, 1);
 	assert_int_equal(tls_probe__find_mem(m.b, m.n, &set), 0);
@@ -534,7 +535,7 @@ static void test_go(void **state)
 	assert_int_equal(tls_probe__find_mem(m.b, m.n, &set), 0);
 	assert_int_equal(set.lib, TLS_LIB_OPENSSL);
 	assert_int_equal(set.n, 2);
-	point_is(&set.pts[0], TEXT_OFF, TLS_FN_SSL_WRITE, TLS_PROBE_ENTRY, TLS_INSN_STEPPED);
+	point_is(&set.pts[0], TEXT_OFF, TLS_FN_SSL_WRITE, TLS_PROBE_ENTRY, X86_INSN_STEPPED);
 
 	/* A Go binary without crypto/tls: nothing, not an error. */
 	n = buildinfo_new(bi, "go1.21.0");
@@ -576,8 +577,8 @@ static void test_limits(void **state)
 	build(&m, code, sizeof(code), syms, 1, false, bi, n);
 	assert_int_equal(tls_probe__find_mem(m.b, m.n, &set), 0);
 	assert_int_equal(set.n, 2);
-	point_is(&set.pts[0], TEXT_OFF, TLS_FN_GO_WRITE, TLS_PROBE_ENTRY, TLS_INSN_NOP);
-	point_is(&set.pts[1], TEXT_OFF + 5, TLS_FN_GO_WRITE, TLS_PROBE_RET_INSN, TLS_INSN_STEPPED);
+	point_is(&set.pts[0], TEXT_OFF, TLS_FN_GO_WRITE, TLS_PROBE_ENTRY, X86_INSN_NOP);
+	point_is(&set.pts[1], TEXT_OFF + 5, TLS_FN_GO_WRITE, TLS_PROBE_RET_INSN, X86_INSN_STEPPED);
 	/* A function ending inside an instruction is dropped (the sweep must end on a boundary). */
 	memset(code, 0x90, sizeof(code));
 	code[0] = 0xe8;   /* call rel32: 5 bytes */
@@ -711,15 +712,15 @@ static void check_file(const char *path, const char *const *names, size_t nnames
 			assert_int_equal(pread(fd, c, sizeof(c), (off_t)set.pts[at].off), (ssize_t)sizeof(c));
 			assert_int_equal(c[0], 0xe8);
 			assert_true(c[5] == 0x85 && c[6] == 0xc0 && c[7] >= 0x70 && c[7] <= 0x7f);
-			assert_int_equal(set.pts[at].insn, TLS_INSN_EMULATED);
-			assert_int_equal(set.pts[at + 1].insn, TLS_INSN_EMULATED);
+			assert_int_equal(set.pts[at].insn, X86_INSN_EMULATED);
+			assert_int_equal(set.pts[at + 1].insn, X86_INSN_EMULATED);
 			continue;
 		}
 		assert_int_equal(set.pts[at].off, off);
 		assert_int_equal(set.pts[at].kind, TLS_PROBE_ENTRY);
 		assert_int_equal(set.pts[at + 1].off, off);
 		assert_int_equal(set.pts[at + 1].kind, TLS_PROBE_RETURN);
-		assert_int_equal(set.pts[at].insn, tls_probe__insn_class(first, sizeof(first)));
+		assert_int_equal(set.pts[at].insn, x86_insn__class(first, sizeof(first)));
 	}
 	assert_int_equal(set.n, 2 * found);
 	assert_true(found >= min_found);
@@ -752,7 +753,7 @@ static void test_system_files(void **state)
 	assert_memory_equal(&a, &b, sizeof(a));
 	for (size_t i = 0; i < a.n; i++)
 		if (a.pts[i].fn == TLS_FN_SSL_READ && !memcmp(img + a.pts[i].off, "\x48\x83\xec\x18", 4))
-			assert_int_equal(a.pts[i].insn, TLS_INSN_STEPPED);
+			assert_int_equal(a.pts[i].insn, X86_INSN_STEPPED);
 	free(img);
 	close(fd);
 	/*
