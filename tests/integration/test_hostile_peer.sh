@@ -94,7 +94,9 @@ want fd_broker_refused_not_target 1
 want fd_broker_refused_kallsyms 1
 want attach_refused_ember_process 2
 want attach_refused_kernel_thread 1
-[ "$(cval tls_attach_refused)" -ge 2 ] || fail "TLS offsets refused: $(cval tls_attach_refused), expected >= 2"
+want tls_attach_refused 2
+want tls_attach_refused_not_instruction_start 1
+want tls_attach_refused_not_executable 1
 [ "$(cval tls_probe_points)" = 0 ] || fail "TLS probe points attached: $(cval tls_probe_points)"
 [ "$(cval ctl_denied_requests)" -ge 1 ] || fail "the exporter's HELLO was not counted as denied"
 # served: maps twice (the debuglink's and the TLS target's mappings), the mapped file, the legitimate debuglink
