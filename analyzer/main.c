@@ -257,7 +257,10 @@ static int setup_symbolizer(void)
 		A.dinfod = debuginfod__new(A.cfg->symbolizer.debuginfod.urls, dir);
 		if (A.dinfod) {
 			so.open_debuginfod = cb_open_debuginfod;
-			log_info("debuginfod: %s (cache %s)", A.cfg->symbolizer.debuginfod.urls, dir);
+			char shown[1024];
+
+			config__redact_urls(A.cfg->symbolizer.debuginfod.urls, shown, sizeof(shown));
+			log_info("debuginfod: %s (cache %s)", shown, dir);
 		} else {
 			log_warn("debuginfod disabled: %s", errno == ENOENT ? "libdebuginfod.so.1 not available" :
 				 errno == EINVAL ? "symbolizer.debuginfod.urls is empty" : strerror(errno));

@@ -2076,6 +2076,18 @@ static void redact_urls(struct sbuf *b, size_t mark)
 	free(src);
 }
 
+void config__redact_urls(const char *s, char *buf, size_t len)
+{
+	struct sbuf b = { .max = SIZE_MAX };
+
+	if (!len)
+		return;
+	sb_puts(&b, s ? s : "");
+	redact_urls(&b, 0);
+	snprintf(buf, len, "%.*s", b.p && !b.err ? (int)b.len : 0, b.p ? b.p : "");
+	free(b.p);
+}
+
 int config__dump(const struct ember_config *cfg, FILE *out, unsigned flags)
 {
 	const char *pseg[MAX_SEGMENTS] = { 0 };

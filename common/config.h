@@ -287,6 +287,8 @@ int config__help(FILE *out);
  * processes read is dumped whole.
  */
 #define CONFIG_DUMP_REDACT 1u
+/* s with the user:password@ part of every URL in it written as "<redacted>@", into buf (cut to len). */
+void config__redact_urls(const char *s, char *buf, size_t len);
 int config__dump(const struct ember_config *cfg, FILE *out, unsigned flags);
 
 /* Value parsers shared with the CLI: 0, -EINVAL (syntax) or -ERANGE (overflow). */

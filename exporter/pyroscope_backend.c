@@ -36,6 +36,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/config.h"
 #include "common/log.h"
 #include "common/timeutil.h"
 #include "exporter/backend.h"
@@ -321,8 +322,12 @@ static void reap(struct pyroscope_backend *pb)
 		if (m->data.result == CURLE_OK && code >= 200 && code < 300) {
 			pb->c[PC_PUSHES_OK]++;
 			pb->c[PC_BYTES_SENT] += q ? q->bytes : 0;
-			if (pb->failing)
-				log_info("pyroscope: pushes to %s succeed again", pb->url);
+			if (pb->failing) {
+				char shown[sizeof(pb->url)];
+
+				config__redact_urls(pb->url, shown, sizeof(shown));
+				log_info("pyroscope: pushes to %s succeed again", shown);
+			}
 			pb->failing = false;
 		} else {
 			char why[CURL_ERROR_SIZE + 32];
@@ -333,9 +338,13 @@ static void reap(struct pyroscope_backend *pb)
 					 q && q->err[0] ? q->err : curl_easy_strerror(m->data.result));
 			else
 				snprintf(why, sizeof(why), "HTTP status %ld", code);
-			if (!pb->failing)
+			if (!pb->failing) {
+				char shown[sizeof(pb->url)];
+
+				config__redact_urls(pb->url, shown, sizeof(shown));
 				log_warn("pyroscope: a push to %s failed: %s (further failures are counted in "
-					 "pyroscope_pushes_failed)", pb->url, why);
+					 "pyroscope_pushes_failed)", shown, why);
+			}
 			pb->failing = true;
 		}
 		curl_multi_remove_handle(pb->multi, m->easy_handle);
