@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <fcntl.h>
+#include <sys/ioctl.h>
 #include <linux/membarrier.h>
 #include <linux/perf_event.h>
 #include <sys/syscall.h>
@@ -14,11 +16,23 @@
 #include "common/cleanup.h"
 #include "common/ctl_proto.h"
 
+#define EMBER_MAX_CPUS 8192
+
+/*
+ * One software perf event per CPU, opened when the object loads (the
+ * collector is still root: a kernel with perf_event_paranoid 3, Debian's
+ * default, refuses CAP_PERFMON alone), disabled, with its program attached
+ * for good; a task enables them, with its period, and the last one disables
+ * them.  A CPU offline at load has no event (-1) until one can be opened.
+ */
 struct perf_set {
 	int *fds;
 	struct bpf_link **links;
+	struct bpf_program *prog;
+	uint64_t config;
 	unsigned users;
 	uint64_t period;      /* of the events while users > 0 */
+	int open_err;         /* why the last open failed (0: none failed) */
 };
 
 struct bpf_stacks {
@@ -33,6 +47,8 @@ struct bpf_stacks {
 	struct hstack *hs; /* scratch for hashed stacks */
 	uint64_t unwind_gen;
 };
+
+static void perf_set_init(struct bpf_stacks *b, struct perf_set *ps, struct bpf_program *prog, uint64_t config);
 
 struct bpf_stacks *bpf_stacks__load(const struct bpf_stacks_opts *opts)
 {
@@ -80,6 +96,8 @@ struct bpf_stacks *bpf_stacks__load(const struct bpf_stacks_opts *opts)
 		for (int i = 0; i < b->ncpus; i++)
 			ps->fds[i] = -1;
 	}
+	perf_set_init(b, &b->oncpu, b->skel->progs.oncpu_sample, PERF_COUNT_SW_CPU_CLOCK);
+	perf_set_init(b, &b->mem, b->skel->progs.mem_fault, PERF_COUNT_SW_PAGE_FAULTS);
 	return b;
 fail:
 	bpf_stacks__free(b);
@@ -87,23 +105,134 @@ fail:
 	return NULL;
 }
 
+/* The event of one CPU, disabled, running the set's program.  0, or -errno (-ENODEV: the CPU is offline). */
+static int perf_set_open_cpu(struct perf_set *ps, int cpu)
+{
+	struct perf_event_attr attr = {
+		.type = PERF_TYPE_SOFTWARE,
+		.config = ps->config,
+		.size = sizeof(attr),
+		.sample_period = ps->config == PERF_COUNT_SW_CPU_CLOCK ? 10000000 : 1, /* set again at enable */
+		.disabled = 1,
+	};
+	int fd = syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC), dup_fd;
+
+	if (fd < 0)
+		return -errno;
+	/* libbpf's link owns (and closes) the descriptor it is given: the event lives on ours. */
+	dup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	if (dup_fd < 0) {
+		close(fd);
+		return -errno;
+	}
+	ps->links[cpu] = bpf_program__attach_perf_event(ps->prog, dup_fd);
+	if (!ps->links[cpu]) {
+		int err = -errno;
+		close(dup_fd);
+		close(fd);
+		return err;
+	}
+	/* The attach enabled it: off until a task asks. */
+	ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
+	ps->fds[cpu] = fd;
+	return 0;
+}
+
+static void perf_set_init(struct bpf_stacks *b, struct perf_set *ps, struct bpf_program *prog, uint64_t config)
+{
+	ps->prog = prog;
+	ps->config = config;
+	for (int cpu = 0; cpu < b->ncpus; cpu++) {
+		int r = perf_set_open_cpu(ps, cpu);
+
+		if (r && r != -ENODEV)
+			ps->open_err = r;
+	}
+}
+
+/* Online CPUs (/sys/devices/system/cpu/online, "0-3,5") into a mask of ncpus bits.  0 or -errno. */
+static int online_cpus(int ncpus, uint8_t *mask)
+{
+	char buf[4096];
+	int fd = open("/sys/devices/system/cpu/online", O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+	char *p, *end;
+
+	memset(mask, 0, (size_t)(ncpus + 7) / 8);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -EIO;
+	buf[n] = '\0';
+	for (p = buf; *p && *p != '\n';) {
+		long lo = strtol(p, &end, 10), hi = lo;
+
+		if (end == p)
+			return -EBADMSG;
+		p = end;
+		if (*p == '-') {
+			hi = strtol(p + 1, &end, 10);
+			if (end == p + 1)
+				return -EBADMSG;
+			p = end;
+		}
+		for (long c = lo; c <= hi && c < ncpus; c++)
+			if (c >= 0)
+				mask[c / 8] |= (uint8_t)(1u << (c % 8));
+		if (*p == ',')
+			p++;
+	}
+	return 0;
+}
+
+/* Opens the events of CPUs that came online since; returns how many online CPUs still have none. */
+static unsigned perf_set_catch_up(struct bpf_stacks *b, struct perf_set *ps)
+{
+	uint8_t mask[(EMBER_MAX_CPUS + 7) / 8];
+	unsigned missing = 0;
+
+	if (b->ncpus > EMBER_MAX_CPUS || online_cpus(b->ncpus, mask))
+		return 0;
+	for (int cpu = 0; cpu < b->ncpus; cpu++) {
+		if (!(mask[cpu / 8] & (1u << (cpu % 8))) || ps->fds[cpu] >= 0)
+			continue;
+		if (perf_set_open_cpu(ps, cpu)) {
+			missing++;
+			continue;
+		}
+		if (ps->users) {
+			ioctl(ps->fds[cpu], PERF_EVENT_IOC_PERIOD, &ps->period);
+			ioctl(ps->fds[cpu], PERF_EVENT_IOC_ENABLE, 0);
+		}
+	}
+	return missing;
+}
+
 static void perf_set_detach(struct bpf_stacks *b, struct perf_set *ps, int force)
 {
 	if (!ps->users || (--ps->users && !force))
 		return;
 	ps->users = 0;
-	for (int cpu = 0; cpu < b->ncpus; cpu++) {
+	for (int cpu = 0; cpu < b->ncpus; cpu++)
+		if (ps->fds[cpu] >= 0)
+			ioctl(ps->fds[cpu], PERF_EVENT_IOC_DISABLE, 0);
+}
+
+static void perf_set_close(struct bpf_stacks *b, struct perf_set *ps)
+{
+	for (int cpu = 0; ps->fds && cpu < b->ncpus; cpu++) {
 		bpf_link__destroy(ps->links[cpu]);
 		ps->links[cpu] = NULL;
 		zclose(&ps->fds[cpu]);
 	}
 }
 
-/* One software perf event per CPU, each running prog. */
-static int perf_set_attach(struct bpf_stacks *b, struct perf_set *ps, struct bpf_program *prog, uint64_t config,
-			   uint64_t period)
+/* The set's events on, at period (cpu-clock: ns; page faults: faults). */
+static int perf_set_attach(struct bpf_stacks *b, struct perf_set *ps, uint64_t period)
 {
-	int attached = 0, err = 0;
+	int enabled = 0, err = 0;
 
 	if (ps->users) {
 		if (period != ps->period)
@@ -113,46 +242,38 @@ static int perf_set_attach(struct bpf_stacks *b, struct perf_set *ps, struct bpf
 	}
 	ps->users = 1;
 	ps->period = period;
-	for (int cpu = 0; cpu < b->ncpus; cpu++) {
-		struct perf_event_attr attr = {
-			.type = PERF_TYPE_SOFTWARE,
-			.config = config,
-			.size = sizeof(attr),
-			.sample_period = period, /* cpu-clock: ns; page-faults: faults */
-		};
-		int fd = syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
-		if (fd < 0) {
-			/* An offline CPU has no event: skip it, fail only if none works. */
-			if (errno == ENODEV)
-				continue;
+	(void)perf_set_catch_up(b, ps);
+	for (int cpu = 0; cpu < b->ncpus && !err; cpu++) {
+		if (ps->fds[cpu] < 0)
+			continue;
+		if (ioctl(ps->fds[cpu], PERF_EVENT_IOC_PERIOD, &period) ||
+		    ioctl(ps->fds[cpu], PERF_EVENT_IOC_ENABLE, 0))
 			err = -errno;
-			break;
-		}
-		ps->fds[cpu] = fd;
-		ps->links[cpu] = bpf_program__attach_perf_event(prog, fd);
-		if (!ps->links[cpu]) {
-			err = -errno;
-			break;
-		}
-		attached++;
+		else
+			enabled++;
 	}
-	if (!err && !attached)
-		err = -ENODEV;
+	if (!err && !enabled)
+		err = ps->open_err ? ps->open_err : -ENODEV;
 	if (err)
 		perf_set_detach(b, ps, 1);
 	return err;
 }
 
+unsigned bpf_stacks__cpus_unsampled(struct bpf_stacks *b)
+{
+	return perf_set_catch_up(b, &b->oncpu) + perf_set_catch_up(b, &b->mem);
+}
+
 int bpf_stacks__attach_oncpu(struct bpf_stacks *b, uint64_t period_ns)
 {
-	return perf_set_attach(b, &b->oncpu, b->skel->progs.oncpu_sample, PERF_COUNT_SW_CPU_CLOCK, period_ns);
+	return perf_set_attach(b, &b->oncpu, period_ns);
 }
 
 void bpf_stacks__detach_oncpu(struct bpf_stacks *b) { perf_set_detach(b, &b->oncpu, 0); }
 
 int bpf_stacks__attach_mem(struct bpf_stacks *b)
 {
-	return perf_set_attach(b, &b->mem, b->skel->progs.mem_fault, PERF_COUNT_SW_PAGE_FAULTS, 1);
+	return perf_set_attach(b, &b->mem, 1);
 }
 
 void bpf_stacks__detach_mem(struct bpf_stacks *b) { perf_set_detach(b, &b->mem, 0); }
@@ -432,6 +553,8 @@ struct bpf_stacks *bpf_stacks__free(struct bpf_stacks *b)
 	if (b->skel) {
 		perf_set_detach(b, &b->oncpu, 1);
 		perf_set_detach(b, &b->mem, 1);
+		perf_set_close(b, &b->oncpu);
+		perf_set_close(b, &b->mem);
 		if (b->offcpu_users) {
 			b->offcpu_users = 1;
 			bpf_stacks__detach_offcpu(b);

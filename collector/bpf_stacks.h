@@ -19,13 +19,18 @@ struct bpf_stacks_opts {
 	uint32_t unwind_procs; /* processes walked with unwind tables */
 };
 
-/* Loads (does not attach).  NULL + errno. */
+/*
+ * Loads, and opens the perf events on-CPU and memory profiling need (a
+ * cpu-clock and a page-fault event per CPU, disabled, their programs
+ * attached): the caller is still privileged then, and a kernel with
+ * perf_event_paranoid 3 refuses them to CAP_PERFMON later.  NULL + errno.
+ */
 struct bpf_stacks *bpf_stacks__load(const struct bpf_stacks_opts *opts);
 /*
- * Opens a cpu-clock perf event per online CPU with the given period and
- * attaches.  The events are shared: a second call while attached counts a
- * user if it asks for the same period, and returns -EBUSY otherwise (a
- * task's period is never replaced by another's).
+ * Enables the cpu-clock events with the given period.  The events are
+ * shared: a second call while attached counts a user if it asks for the
+ * same period, and returns -EBUSY otherwise (a task's period is never
+ * replaced by another's).
  */
 int bpf_stacks__attach_oncpu(struct bpf_stacks *b, uint64_t period_ns);
 void bpf_stacks__detach_oncpu(struct bpf_stacks *b);
@@ -36,6 +41,13 @@ void bpf_stacks__detach_oncpu(struct bpf_stacks *b);
  */
 int bpf_stacks__attach_offcpu(struct bpf_stacks *b);
 void bpf_stacks__detach_offcpu(struct bpf_stacks *b);
+/*
+ * Online CPUs without an on-CPU or memory event (each counted once per
+ * set), after trying to open the missing ones: a CPU that came online after
+ * load, on a kernel that refuses perf_event_open now.  The caller restarts
+ * the collector (which opens them as root) when nothing is running.
+ */
+unsigned bpf_stacks__cpus_unsampled(struct bpf_stacks *b);
 /* Memory: a page-fault software perf event per CPU (every fault is a sample). */
 int bpf_stacks__attach_mem(struct bpf_stacks *b);
 void bpf_stacks__detach_mem(struct bpf_stacks *b);

@@ -55,6 +55,7 @@
 #include "common/timeutil.h"
 
 #define COLLECTOR_NICE (-10)
+#define COLLECTOR_EXIT_RESTART 75   /* EX_TEMPFAIL: the supervisor starts a new collector */
 #define ORPHAN_GRACE_NS (60ull * 1000000000ull)
 #define STACK_KINDS ((1u << EMBER_TASK_ONCPU) | (1u << EMBER_TASK_OFFCPU) | (1u << EMBER_TASK_MEM))
 #define KINDS_MAX 16
@@ -90,6 +91,7 @@ static struct {
 	uint64_t drain_end_real_ns; /* the pending window's end: the flip */
 	uint64_t last_drain_real_ns;
 	int stop;
+	int exit_code;
 	char sock_path[108];
 } C;
 
@@ -331,6 +333,7 @@ static void collect_bpf_stats(void *ctx, uint64_t *stats)
 		stats[CTL_STAT_BPF_UNWIND_TRUNCATED] = bc[BPF_CNT_UNWIND_TRUNCATED];
 		stats[CTL_STAT_BPF_OFFCPU_TIMED] = bc[BPF_CNT_OFFCPU_TIMED];
 	}
+	stats[CTL_STAT_PERF_CPUS_UNSAMPLED] = bpf_stacks__cpus_unsampled(C.bpf);
 	if (C.net && !bpf_net__counters(C.net, nc)) {
 		for (unsigned i = 0; i < NET_CNT_TLS_CALLS; i++)
 			stats[CTL_STAT_NET_CALLS + i] = nc[i];
@@ -405,6 +408,14 @@ static void on_timer(void)
 		if (tasks__detach_shard(C.col.tasks, s))
 			tasks_changed(NULL);
 		sh->orphaned_since = 0;
+	}
+	/* A CPU came online after start and this kernel lets only root open its events: while
+	 * nothing runs, the supervisor restarts the collector, which opens them as root. */
+	if (!tasks__count(C.col.tasks, TASKS_ANY) && bpf_stacks__cpus_unsampled(C.bpf)) {
+		log_warn("CPU(s) came online after start and their perf events need root to open "
+			 "(perf_event_paranoid): restarting the collector to sample them");
+		C.stop = 1;
+		C.exit_code = COLLECTOR_EXIT_RESTART;
 	}
 }
 
@@ -785,5 +796,5 @@ int main(int argc, char **argv)
 	for (unsigned s = 0; s < C.col.nshards; s++)
 		shm_ring__free(C.col.shards[s].ring);
 	free(C.col.shards);
-	return 0;
+	return C.exit_code;
 }
