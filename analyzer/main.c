@@ -175,6 +175,7 @@ static void collect_meters(struct bus_meter_set *ms, int with_collector)
 		bus__meter_set_add(ms, "tls_attach_requests", tf.attached, 1, ts);
 		bus__meter_set_add(ms, "tls_attach_refused", tf.refused, 1, ts);
 		bus__meter_set_add(ms, "tls_file_errors", tf.errors, 1, ts);
+		bus__meter_set_add(ms, "tls_unsupported_processes", tf.unsupported, 1, ts);
 	}
 	if (A.uw) {
 		struct unwinder_stats us;

@@ -1,6 +1,7 @@
 #include "analyzer/runner.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,7 @@
 struct task_runner {
 	struct runner_opts o;
 	char state_dir[512], state_name[64];
+	bool tls_unsupported_said;
 	struct runner_stats st;
 	uint64_t unwind_checked_ms, tls_checked_ms;
 };
@@ -47,7 +49,13 @@ static void tls_pid(struct task_runner *r, const struct task_def *t, uint32_t pi
 	if (!r->o.tls || task_def__is_monitor(t))
 		return;
 	e = tls_finder__process(r->o.tls, t->num_id, pid);
-	if (e && e != -ESRCH && e != -ENOENT && e != -EPERM)
+	if (e == -EOPNOTSUPP) {
+		/* Said once: the collector warned at its start, and every process is counted. */
+		if (!r->tls_unsupported_said)
+			log_warn("TLS plaintext is not captured on this kernel (no uprobe.multi links: Linux 6.6+): "
+				 "TLS connections are profiled at L4 only (ember_tls_unsupported_processes)");
+		r->tls_unsupported_said = true;
+	} else if (e && e != -ESRCH && e != -ENOENT && e != -EPERM)
 		log_warn("TLS probes for pid %u: %s", pid, strerror(-e));
 }
 

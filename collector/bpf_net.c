@@ -125,6 +125,17 @@ struct bpf_net *bpf_net__load(const struct bpf_net_opts *o)
 		err = n->skel ? -EINVAL : -errno;
 		goto fail;
 	}
+	/* Kernels before 6.6 load the TLS program but have no uprobe.multi link: decided by attaching one
+	 * (this process, its own executable's first byte, which no executable mapping holds). */
+	if (n->tls) {
+		uint64_t off = 0, cookie = 0;
+		int fd = bpf_net__tls_link(n, "/proc/self/exe", &off, &cookie, 1, false, (uint32_t)getpid());
+
+		if (fd < 0)
+			n->tls = false;
+		else
+			close(fd);
+	}
 	n->rb = ring_buffer__new(bpf_map__fd(n->skel->maps.net_events), on_sample, n, NULL);
 	if (!n->rb) {
 		err = -errno;

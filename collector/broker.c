@@ -9,6 +9,7 @@
 
 #include <linux/openat2.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/sysmacros.h>
 #include <sys/syscall.h>
 
@@ -346,6 +347,174 @@ int broker__open_maps(struct broker *b, uint32_t pid)
 }
 
 /*
+ * Overlay filesystems (containers): before Linux 6.8 a mapping of a file on
+ * overlayfs names, in its maps line, the device and inode of the file in the
+ * layer underneath, while a path through the overlay gives the overlay's.
+ * The layers are in the target's mountinfo (upperdir, lowerdir); the file at
+ * the same relative path in one of them is the mapped one exactly when its
+ * device and inode are the maps line's, which is the only file ever served.
+ * Layer paths are as the mounter saw them: the host's (the collector's root)
+ * or, for a container that mounted its own overlay, the target's root.
+ */
+#define OVERLAYFS_MAGIC 0x794c7630
+#define MOUNTINFO_MAX (512u << 10)
+#define LAYERS_MAX 128
+
+static int on_overlay(int fd)
+{
+	struct statfs sf;
+
+	return !fstatfs(fd, &sf) && (unsigned long)sf.f_type == OVERLAYFS_MAGIC;
+}
+
+/* mountinfo's octal escapes (\040) undone in place; overlay's own backslash escapes kept. */
+static void unescape(char *s)
+{
+	char *o = s;
+
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
+			*o++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+			s += 3;
+		} else
+			*o++ = *s;
+	}
+	*o = '\0';
+}
+
+/* Is the file at layer/rel, under dirfd, the mapping's (device and inode)?  An O_PATH fd or -errno. */
+static int layer_file(int dirfd, const char *layer, const char *rel, const struct mapping *m)
+{
+	char path[8192];
+	struct stat st;
+	int fd;
+
+	if (layer[0] != '/' || (size_t)snprintf(path, sizeof(path), "%s/%s", layer, rel) >= sizeof(path))
+		return -ENAMETOOLONG;
+	/* Links may be followed here: nothing but the mapped inode itself passes the check below. */
+	fd = sys_openat2(dirfd, path, O_PATH | O_CLOEXEC, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+	if (fd < 0)
+		return fd;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_ino != m->ino || st.st_dev != m->dev) {
+		close(fd);
+		return -ESTALE;
+	}
+	return fd;
+}
+
+/* Splits an overlay option's value (a:b:c, with \: and \, escaped) into layers, in place. */
+static unsigned split_layers(char *v, char **out, unsigned max, unsigned n)
+{
+	char *o = v, *start = v;
+
+	for (char *s = v;; s++) {
+		if (*s == '\\' && s[1]) {
+			*o++ = *++s;
+			continue;
+		}
+		if (*s == ':' || *s == '\0') {
+			int end = *s == '\0';
+
+			*o++ = '\0';
+			if (*start && n < max)
+				out[n++] = start;
+			start = o;
+			if (end)
+				break;
+			continue;
+		}
+		*o++ = *s;
+	}
+	return n;
+}
+
+/* The mapped file found in the layers of the overlay mount that holds m->path: an O_PATH fd or -ESTALE. */
+static int open_in_layers(const struct target *t, const struct mapping *m)
+{
+	char *buf = malloc(MOUNTINFO_MAX), *line, *save = NULL, *layers[LAYERS_MAX], *opts = NULL;
+	_cleanup_close_ int host = -1, root = -1;
+	size_t best_len = 0;
+	const char *rel;
+	unsigned nl = 0;
+	int r = -ESTALE;
+	long n;
+
+	if (!buf)
+		return -ENOMEM;
+	n = proc_status__read_at(t->procfd, "mountinfo", buf, MOUNTINFO_MAX);
+	if (n < 0) {
+		free(buf);
+		return (int)n;
+	}
+	/*
+	 * "id parent maj:min root mountpoint options [optional...] - fstype source superoptions":
+	 * the overlay mount with the longest mount point that holds the path.
+	 */
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *sep = strstr(line, " - "), *mp, *end, *o;
+		size_t ml;
+
+		if (!sep || strncmp(sep + 3, "overlay ", 8))
+			continue;
+		*sep = '\0';
+		mp = line;
+		for (int f = 0; f < 4 && mp; f++)
+			mp = (mp = strchr(mp, ' ')) ? mp + 1 : NULL;
+		if (!mp || !(end = strchr(mp, ' ')))
+			continue;
+		*end = '\0';
+		unescape(mp);
+		ml = strlen(mp);
+		if (strncmp(m->path, mp, ml) || (ml > 1 && m->path[ml] != '/') || (opts && ml <= best_len))
+			continue;
+		o = strrchr(sep + 3, ' ');	/* the super options are the last field */
+		if (!o)
+			continue;
+		opts = o + 1;
+		best_len = ml;
+	}
+	if (!opts)
+		goto out;
+	rel = m->path + (best_len > 1 ? best_len : 0);
+	while (*rel == '/')
+		rel++;
+	save = NULL;
+	for (char *o = strtok_r(opts, ",", &save); o; o = strtok_r(NULL, ",", &save)) {
+		unescape(o);
+		if (!strncmp(o, "upperdir=", 9))
+			nl = split_layers(o + 9, layers, LAYERS_MAX, nl);
+		else if (!strncmp(o, "lowerdir=", 9) || !strncmp(o, "lowerdir+=", 10))
+			nl = split_layers(strchr(o, '=') + 1, layers, LAYERS_MAX, nl);
+	}
+	host = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	root = open_root(t);
+	for (unsigned i = 0; i < nl && r < 0; i++) {
+		r = host >= 0 ? layer_file(host, layers[i], rel, m) : -ESTALE;
+		if (r < 0 && root >= 0)
+			r = layer_file(root, layers[i], rel, m);
+	}
+out:
+	free(buf);
+	return r < 0 ? -ESTALE : r;
+}
+
+/* Is pfd (an O_PATH fd of a file found by the mapping's path) the mapped file, directly or through overlay layers? */
+static int is_mapped_file(const struct target *t, const struct mapping *m, int pfd, const struct stat *st)
+{
+	int lfd;
+
+	if (st->st_ino == m->ino && st->st_dev == m->dev)
+		return 1;
+	if (!on_overlay(pfd))
+		return 0;
+	lfd = open_in_layers(t, m);
+	if (lfd < 0)
+		return 0;
+	close(lfd);
+	return 1;
+}
+
+/*
  * The mapped file by its maps line's path when map_files is closed: O_PATH
  * inside the target's root, no symlinks, and the mapping's device and inode
  * before anything is opened for reading.
@@ -364,8 +533,19 @@ static int open_mapped_by_path(const struct target *t, const struct mapping *m)
 		return -errno;
 	if (!S_ISREG(st.st_mode))
 		return -BROKER_ENOTREG;
-	if (st.st_ino != m->ino || st.st_dev != m->dev)
-		return -ESTALE;
+	if (st.st_ino != m->ino || st.st_dev != m->dev) {
+		/* On overlayfs, the layer's file itself: that is the inode the kernel named. */
+		int lfd;
+		struct stat lst;
+
+		if (!on_overlay(pfd) || (lfd = open_in_layers(t, m)) < 0)
+			return -ESTALE;
+		close(pfd);
+		pfd = lfd;
+		if (fstat(pfd, &lst))
+			return -errno;
+		return reopen(pfd, &lst);
+	}
 	return reopen(pfd, &st);
 }
 
@@ -455,7 +635,7 @@ int broker__open_debug_build_id(struct broker *b, uint32_t pid, const uint8_t *b
  * The directory of the mapping's file, O_PATH: the directory named by the
  * maps line, accepted only if its entry of that name is the mapped file.
  */
-static int binary_dir(int root, const struct mapping *m, const char **ret_dir_end)
+static int binary_dir(const struct target *t, int root, const struct mapping *m, const char **ret_dir_end)
 {
 	const char *slash = strrchr(m->path, '/');
 	char dir[4096];
@@ -476,7 +656,7 @@ static int binary_dir(int root, const struct mapping *m, const char **ret_dir_en
 		return pfd;
 	if (fstat(pfd, &st))
 		return -errno;
-	if (st.st_ino != m->ino || st.st_dev != m->dev)
+	if (!is_mapped_file(t, m, pfd, &st))
 		return -ESTALE;
 	*ret_dir_end = slash;
 	r = dfd;
@@ -495,7 +675,7 @@ static int open_debuglink(struct target *t, uint64_t start, uint64_t end, const 
 	if (!m)
 		return -ENOMEM;
 	if ((r = mapping_of(t->procfd, start, end, m)) || (r = root = open_root(t)) < 0 ||
-	    (r = dir = binary_dir(root, m, &dir_end)) < 0)
+	    (r = dir = binary_dir(t, root, m, &dir_end)) < 0)
 		goto cleanup;
 	/* Beside the binary, in its .debug/, then under /usr/lib/debug<dir>/: the first that exists. */
 	r = open_checked(t, dir, name, 0, RULE_OWNER);

@@ -30,6 +30,7 @@
 #include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <sys/un.h>
+#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
@@ -334,6 +335,7 @@ static void collect_bpf_stats(void *ctx, uint64_t *stats)
 		stats[CTL_STAT_BPF_OFFCPU_TIMED] = bc[BPF_CNT_OFFCPU_TIMED];
 	}
 	stats[CTL_STAT_PERF_CPUS_UNSAMPLED] = bpf_stacks__cpus_unsampled(C.bpf);
+	stats[CTL_STAT_TLS_UNSUPPORTED] = C.net && !bpf_net__has_tls(C.net);
 	if (C.net && !bpf_net__counters(C.net, nc)) {
 		for (unsigned i = 0; i < NET_CNT_TLS_CALLS; i++)
 			stats[CTL_STAT_NET_CALLS + i] = nc[i];
@@ -561,8 +563,14 @@ static void load_net(void)
 		log_warn("cannot load the network BPF program (%m): network profiling tasks will be refused");
 		return;
 	}
-	if (!bpf_net__has_tls(C.net))
-		log_warn("this kernel has no uprobe.multi links: TLS plaintext will not be captured");
+	if (!bpf_net__has_tls(C.net)) {
+		struct utsname u;
+
+		uname(&u);
+		log_warn("this kernel (%s) has no uprobe.multi links (Linux 6.6+): TLS plaintext is not captured; "
+			 "TLS connections are profiled at L4 (is_ssl from their records; tls_unsupported in ember stats)",
+			 u.release);
+	}
 	else if (!(C.col.tls = tls_links__new(C.net, 1024)))
 		log_warn("TLS probes unavailable: %m");
 }

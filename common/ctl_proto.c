@@ -80,6 +80,7 @@ static const char *const stat_names[CTL_STAT_MAX] = {
 	[CTL_STAT_ATTACH_REFUSED_CGROUP] = "attach_refused_cgroup",
 	[CTL_STAT_UNWIND_REFUSED] = "unwind_refused_for_room",
 	[CTL_STAT_PERF_CPUS_UNSAMPLED] = "perf_cpus_unsampled",
+	[CTL_STAT_TLS_UNSUPPORTED] = "tls_unsupported",
 	[CTL_STAT_TLS_REFUSED_COOKIE] = "tls_attach_refused_bad_cookie",
 	[CTL_STAT_TLS_REFUSED_FILE] = "tls_attach_refused_unparseable_file",
 	[CTL_STAT_TLS_REFUSED_SEGMENT] = "tls_attach_refused_not_executable",

@@ -1,6 +1,7 @@
 #include "analyzer/tls/tls_finder.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -36,6 +37,7 @@ struct tls_finder {
 	struct tasked asked[MAX_ASKED];
 	size_t nasked;
 	struct tls_finder_stats st;
+	bool unsupported;              /* the collector answered EOPNOTSUPP: this kernel has no uprobe.multi */
 };
 
 struct tls_finder *tls_finder__new(const struct tls_finder_opts *o)
@@ -173,6 +175,10 @@ static int ask(struct tls_finder *f, uint64_t task_id, uint32_t pid, const struc
 	memcpy(r->pts, t->pts, t->npoints * sizeof(*t->pts));
 	err = ctl_client__tls_attach(f->o.cc, r);
 	free(r);
+	if (err == -EOPNOTSUPP) {
+		f->unsupported = true;
+		return err;
+	}
 	if (err) {
 		f->st.refused++;
 		return err;
@@ -202,6 +208,10 @@ int tls_finder__process(struct tls_finder *f, uint64_t task_id, uint32_t pid)
 	uint64_t sig;
 	int fd, err = 0;
 
+	if (f->unsupported) {
+		f->st.unsupported++;
+		return -EOPNOTSUPP;
+	}
 	fd = ctl_client__open_maps(f->o.cc, pid);
 	if (fd < 0)
 		return fd;
@@ -229,6 +239,11 @@ int tls_finder__process(struct tls_finder *f, uint64_t task_id, uint32_t pid)
 		if (!t || t->lib <= TLS_LIB_NONE)
 			continue;
 		r = ask(f, task_id, pid, e, t);
+		if (r == -EOPNOTSUPP) {
+			f->st.unsupported++;
+			err = r;
+			break;
+		}
 		if (r && !err)
 			err = r;
 	}

@@ -36,13 +36,19 @@ struct tls_finder_stats {
 	uint64_t attached;         /* TLS_ATTACH requests the collector took */
 	uint64_t refused;          /* ... it refused */
 	uint64_t errors;           /* files unreadable or malformed */
+	uint64_t unsupported;      /* processes not probed: the collector cannot attach TLS probes on this kernel */
 };
 
 struct tls_finder;
 
 /* NULL + errno. */
 struct tls_finder *tls_finder__new(const struct tls_finder_opts *o);
-/* Looks at pid's executable mappings for network task task_id (the collector's id).  0 or -errno. */
+/*
+ * Looks at pid's executable mappings for network task task_id (the
+ * collector's id).  0 or -errno; -EOPNOTSUPP once the collector said it
+ * cannot attach TLS probes here (no uprobe.multi): from then on nothing is
+ * asked, and each process is counted in unsupported.
+ */
 int tls_finder__process(struct tls_finder *f, uint64_t task_id, uint32_t pid);
 /* task_id ended: what it asked for is forgotten (the collector drops its probes itself). */
 void tls_finder__forget_task(struct tls_finder *f, uint64_t task_id);

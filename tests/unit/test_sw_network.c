@@ -160,6 +160,8 @@ static struct sw_backend *backend(struct env *e)
 	assert_non_null(b);
 	snprintf(proc, sizeof(proc), "%s/proc", root);
 	mkdir(proc, 0755);
+	snprintf(ep, sizeof(ep), "%s/" BUS_ANALYZER_DIR, root);
+	mkdir(ep, 0755);
 	fake_proc(100, ARGV("/opt/shop/bin/server"));
 	fake_proc(101, ARGV("/opt/shop/bin/server"));
 	fake_proc(102, ARGV("/opt/shop/bin/server"));

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Inside a kernel-matrix guest (tests/kernels/matrix.sh), as root, at the
+# kernel's default sysctls: runs one integration test per feature and writes
+# "<feature> PASS|FAIL|SKIP <why>" lines to /mnt/results/results, each test's
+# output to /mnt/results/<feature>.log.
+#   guest.sh CHECKOUT FEATURES(all|comma list) KERNEL_LINE
+ROOT=$1; FEATS=$2; KLINE=$3
+set -u
+mount -t proc proc /proc 2>/dev/null; mount -t sysfs sys /sys 2>/dev/null
+mount -t devtmpfs dev /dev 2>/dev/null; mkdir -p /dev/pts; mount -t devpts devpts /dev/pts 2>/dev/null
+mount -t tmpfs tmpfs /tmp; mount -t tmpfs tmpfs /run; chmod 1777 /tmp
+mount -t cgroup2 cgroup2 /sys/fs/cgroup 2>/dev/null || { mkdir -p /sys/fs/cgroup/unified; mount -t cgroup2 cgroup2 /sys/fs/cgroup/unified; }
+ip link set lo up 2>/dev/null || true
+hostname ember-guest 2>/dev/null || true
+R=/mnt/results
+: > "$R/results"
+echo "kernel $(uname -r) paranoid=$(cat /proc/sys/kernel/perf_event_paranoid) unpriv_bpf=$(cat /proc/sys/kernel/unprivileged_bpf_disabled)" > "$R/facts"
+export EMBER_ROOT=$ROOT EMBER_BUILD=$ROOT/build SHARED=$ROOT/../shared HOME=/root
+declare -A TEST=(
+  [startup]=test_privileges
+  [oncpu]=test_oncpu_profile
+  [offcpu]=test_offcpu_profile
+  [mem]=test_mem_profile
+  [network]=test_net_http
+  [network-raw_tp]=test_net_raw_tp
+  [tls]=test_tls_openssl
+  [policy]=test_continuous_default
+)
+ORDER="startup oncpu offcpu mem network network-raw_tp tls policy"
+[ "$FEATS" = all ] && FEATS=${ORDER// /,}
+IFS=, read -r -a want <<<"$FEATS"
+for f in "${want[@]}"; do
+  t=${TEST[$f]:-}
+  if [ -z "$t" ]; then echo "$f FAIL unknown feature" >> "$R/results"; continue; fi
+  echo "guest: $f ($t) on $(uname -r)"
+  start=$SECONDS
+  timeout "${EMBER_FEATURE_TIMEOUT:-900}" bash "$ROOT/tests/integration/$t.sh" > "$R/$f.log" 2>&1
+  rc=$?
+  why=$(grep -E '^(FAIL|SKIP|ok):' "$R/$f.log" | tail -1 | cut -c1-160)
+  case $rc in
+    0) echo "$f PASS $((SECONDS - start))s ${why#ok: }" >> "$R/results" ;;
+    77) echo "$f SKIP ${why#SKIP: }" >> "$R/results" ;;
+    *) echo "$f FAIL rc=$rc ${why#FAIL: }" >> "$R/results" ;;
+  esac
+  tail -3 "$R/$f.log"
+done
+echo "guest: done"
