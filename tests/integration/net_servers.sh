@@ -121,6 +121,8 @@ stop_capture() { sleep 0.3; kill -INT "$CAP_PID" 2>/dev/null; wait "$CAP_PID" 2>
 # ember profile --type network of the given pids in the background, started when it says so.
 start_net_task() { # name pids duration [extra options]
   local name=$1 pids=$2 dur=$3; shift 3
+  # Slow machines (software emulation: EMBER_TIME_SCALE) get longer tasks for the same workload.
+  [[ "$dur" =~ ^[0-9]+s$ ]] && dur=$(( ${dur%s} * ${EMBER_TIME_SCALE:-1} ))s
   "$EMBER" profile --config "$TMP/ember.yaml" --type network --pid "$pids" --duration "$dur" \
     --out "$TMP/$name" "$@" >"$TMP/$name.out" 2>"$TMP/$name.err" & NET_TASK=$!
   for _ in $(seq 200); do grep -q "profiling" "$TMP/$name.err" 2>/dev/null && return 0; sleep 0.05; done

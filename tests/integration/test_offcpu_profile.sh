@@ -35,8 +35,11 @@ check() { # label regex measured_ns
   [[ "$3" =~ ^[0-9]+$ ]] || fail "$1: the program printed no blocked time"
   local want=$(( $3 / 1000 ))
   echo "$1: ember ${us} us, program measured ${want} us"
-  awk -v a="$us" -v b="$want" 'BEGIN { d=(a-b)/b; if (d<0) d=-d; exit !(b > 0 && d <= 0.005) }' \
-    || { diagnose; fail "$1: blocked time off by more than 0.5%"; }
+  # Under software emulation (EMBER_EMULATED=1) a syscall's own path costs milliseconds, which the
+  # program's clock counts as blocked and the scheduler does not: 3% there.
+  local tol=0.005; [ "${EMBER_EMULATED:-0}" = 1 ] && tol=0.03
+  awk -v a="$us" -v b="$want" -v t="$tol" 'BEGIN { d=(a-b)/b; if (d<0) d=-d; exit !(b > 0 && d <= t) }' \
+    || { diagnose; fail "$1: blocked time off by more than $tol"; }
 }
 check wait_on_pipe '^offcpu_wait;(.*;)?waiter;wait_on_pipe;read_pipe;(.*;)?anon_pipe_read_\[k\]' \
   "$(awk '$1 == "blocked_ns" && $2 == "wait_on_pipe" {print $3}' "$TMP/w.out")"

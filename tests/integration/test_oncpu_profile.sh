@@ -39,8 +39,11 @@ awk '$1 !~ /^oncpu_chain(;|$)/ {bad++} END {exit bad>0}' "$F" || fail "a stack d
 # twice: above 1.01 is a bug.
 expect=$(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN { printf "%d", (b - a) / 0.001 }')
 echo "CPU time during the profile: $(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN{print b-a}') s -> $expect samples of 1 ms"
-awk -v t="$total" -v e="$expect" 'BEGIN { exit !(t >= 0.95 * e && t <= 1.01 * e) }' \
-  || fail "sample count $total does not match the CPU time used ($expect samples of 1 ms; 0.95..1.01 allowed)"
+# Under software emulation (the kernel matrix, EMBER_EMULATED=1) the cpu-clock timer fires late and
+# the kernel takes one sample per late firing: the lower bound is the emulator's, the upper stays.
+lo=0.95; [ "${EMBER_EMULATED:-0}" = 1 ] && lo=0.5
+awk -v t="$total" -v e="$expect" -v lo="$lo" 'BEGIN { exit !(t >= lo * e && t <= 1.01 * e) }' \
+  || fail "sample count $total does not match the CPU time used ($expect samples of 1 ms; $lo..1.01 allowed)"
 ok "sample count $total matches the process's CPU time ($expect ms)"
 # Frame pointers everywhere in the workload: every sample in leaf carries the
 # whole chain (one that landed on leaf's two-instruction prologue would not,

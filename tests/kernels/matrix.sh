@@ -16,13 +16,17 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 CACHE=${EMBER_KERNEL_CACHE:-/var/cache/ember-kernels}
 MIRROR=${EMBER_DEBIAN_MIRROR:-http://deb.debian.org/debian}
-kernels=6.1,6.12,5.10; features=""; out=""; mem=${EMBER_VM_MEM:-3072}; cpus=${EMBER_VM_CPUS:-2}
+kernels=6.1,6.12,5.10; features=""; out=""; script=""; mem=${EMBER_VM_MEM:-3072}; cpus=${EMBER_VM_CPUS:-2}
 timeout_s=${EMBER_VM_TIMEOUT:-3600}
+# Guest time from the instructions it ran (-icount): timers fire when the guest's own clock says, as
+# on hardware, so sampling and blocked-time checks hold under emulation; one host thread (slower).
+icount=${EMBER_VM_ICOUNT:-1}
 while [ $# -gt 0 ]; do
   case "$1" in
     --kernels) kernels=$2; shift ;;
     --features) features=$2; shift ;;
     --out) out=$2; shift ;;
+    --script) script=$2; features=script; shift ;;
     -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *) echo "matrix: unknown option $1" >&2; exit 2 ;;
   esac
@@ -46,15 +50,33 @@ fi
 suite_of() { case "$1" in 6.1) echo bookworm ;; 6.12) echo bookworm-backports ;; 5.10) echo bullseye ;;
   *) echo "matrix: unknown kernel line $1 (6.1, 6.12, 5.10)" >&2; return 1 ;; esac; }
 
-# The newest linux-image-<line>.*-amd64 package of the suite: "name filename".
+# The newest linux-image-<line>.*-amd64 package of the suite: "name filename".  Debian 12's own
+# line comes from this machine's apt sources (its newest, security updates included); the others
+# from the mirror's suite index.
 pick_package() { # line suite
-  local idx="$CACHE/Packages-$2" v=${1//./\\.}
+  if [ "$2" = bookworm ]; then
+    local pkg
+    pkg=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-6\.1\./ {print $2; exit}')
+    if [ -n "$pkg" ]; then echo "$pkg apt"; return; fi
+  fi
+  local idx="$CACHE/Packages-$2"
   if [ ! -s "$idx" ] || [ -n "$(find "$idx" -mmin +1440)" ]; then
     curl -fsS "$MIRROR/dists/$2/main/binary-amd64/Packages.xz" | xz -d > "$idx.tmp" && mv "$idx.tmp" "$idx"
   fi
-  awk -v re="^linux-image-$v\\.[0-9]+(-[0-9]+)?(\\+bpo)?-amd64$" '
-    /^Package: / { p = $2 } /^Version: / { ver = $2 } /^Filename: / { f = $2 }
-    /^$/ { if (p ~ re) print ver, p, f; p = "" }' "$idx" | sort -V | tail -1 | cut -d' ' -f2-
+  python3 - "$idx" "$1" <<'PY'
+import re, sys
+line = re.escape(sys.argv[2])
+want = re.compile(r"^linux-image-" + line + r"\.[0-9]+(-[0-9]+)?(\+bpo)?-amd64$")
+best = None
+for stanza in open(sys.argv[1]).read().split("\n\n"):
+    f = dict(l.split(": ", 1) for l in stanza.splitlines() if ": " in l and not l.startswith(" "))
+    if want.match(f.get("Package", "")):
+        key = [int(x) for x in re.findall(r"\d+", f["Version"])]
+        if best is None or key > best[0]:
+            best = (key, f["Package"], f["Filename"])
+if best:
+    print(best[1], best[2])
+PY
 }
 
 # Unpacks the kernel package once: $CACHE/<pkg>/{vmlinuz,initrd.img,release}.
@@ -67,7 +89,11 @@ prepare_kernel() { # line -> prints the directory
   if [ ! -s "$dir/initrd.img" ]; then
     rm -rf "$dir"; mkdir -p "$dir"
     echo "matrix: fetching $pkg ($suite)" >&2
-    curl -fsS -o "$dir/pkg.deb" "$MIRROR/$file"
+    if [ "$file" = apt ]; then
+      (cd "$dir" && apt-get download -q "$pkg" >/dev/null 2>&1 && mv ./*.deb pkg.deb)
+    else
+      curl -fsS -o "$dir/pkg.deb" "$MIRROR/$file"
+    fi
     dpkg-deb -x "$dir/pkg.deb" "$dir/x"
     rel=$(ls "$dir/x/lib/modules")
     cp "$dir/x/boot/vmlinuz-$rel" "$dir/vmlinuz"
@@ -101,12 +127,15 @@ run_kernel() { # line
   dir=$(prepare_kernel "$1") || return 1
   rel=$(cat "$dir/release")
   res=$out/$1; rm -rf "$res"; mkdir -p "$res"; chmod 777 "$res"
+  [ -n "$script" ] && cp "$script" "$res/script.sh"
   log=$res/console.log
   echo "matrix: booting $rel (features: ${features:-all})" >&2
-  timeout "$timeout_s" qemu-system-x86_64 -machine q35 -cpu max -smp "$cpus" -m "$mem" -nographic -no-reboot \
+  local accel=(-accel tcg,thread=multi)
+  [ "$icount" = 1 ] && accel=(-accel tcg -icount shift=auto,sleep=on)
+  timeout "$timeout_s" qemu-system-x86_64 -machine q35 -cpu max "${accel[@]}" -smp "$cpus" -m "$mem" -nographic -no-reboot \
     -kernel "$dir/vmlinuz" -initrd "$dir/initrd.img" \
     -append "console=ttyS0 panic=-1 quiet ember.root=$ROOT ember.features=${features:-all} ember.kernel=$1" \
-    -virtfs "local,path=/,mount_tag=hostroot,security_model=passthrough,readonly=on" \
+    -virtfs "local,path=/,mount_tag=hostroot,security_model=passthrough,readonly=on,multidevs=remap" \
     -virtfs "local,path=$res,mount_tag=results,security_model=passthrough" \
     -netdev user,id=n0 -device virtio-net-pci,netdev=n0 >"$log" 2>&1 || true
   [ -s "$res/results" ] || echo "boot FAIL the guest wrote no results (see $log)" > "$res/results"
