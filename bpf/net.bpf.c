@@ -309,7 +309,8 @@ static __always_inline int enter(struct pt_regs *regs, long nr, const bool btf)
 /* The socket behind fd in the current task, with its inode; NULL if fd is no socket. */
 static __always_inline struct sock *sock_of_fd(int fd, __u64 *ino, const bool btf)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
+	/* The raw_tp variant calls no helper that kernels before 5.11 lack. */
+	struct task_struct *task = btf ? bpf_get_current_task_btf() : (struct task_struct *)bpf_get_current_task();
 	struct file **fds, *f = NULL;
 	struct socket *sock;
 	unsigned int max;
@@ -1129,6 +1130,27 @@ int BPF_PROG(net_drop_raw, struct sk_buff *skb, void *location, enum skb_drop_re
 
 	if (sk)
 		sock_event(sk, NET_OP_DROP, (long)reason, false);
+	return 0;
+}
+
+/* Kernels before 5.17: kfree_skb has no reason (the collector loads these there, by the tracepoint's BTF). */
+SEC("tp_btf/kfree_skb")
+int BPF_PROG(net_drop_btf_noreason, struct sk_buff *skb, void *location)
+{
+	struct sock *sk = skb->sk;
+
+	if (sk)
+		sock_event(sk, NET_OP_DROP, 0, true);
+	return 0;
+}
+
+SEC("raw_tp/kfree_skb")
+int BPF_PROG(net_drop_raw_noreason, struct sk_buff *skb, void *location)
+{
+	struct sock *sk = BPF_CORE_READ(skb, sk);
+
+	if (sk)
+		sock_event(sk, NET_OP_DROP, 0, false);
 	return 0;
 }
 

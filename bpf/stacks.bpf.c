@@ -377,11 +377,18 @@ static __always_inline __u64 unwind_user(__u32 tgid)
 	return h;
 }
 
-static __always_inline int record(void *ctx, __u32 tgid, __u32 kind, __u64 weight)
+/*
+ * legacy: the programs for kernels without bpf_loop, task BTF and
+ * bpf_task_pt_regs (before 5.17): user stacks walk frame pointers
+ * (bpf_get_stackid), and nothing in them refers to the table walker (a
+ * bpf_loop callback is a subprogram those kernels refuse to count).
+ */
+static __always_inline int record(void *ctx, __u32 tgid, __u32 kind, __u64 weight, const bool legacy)
 {
 	struct stack_key key = {};
 	struct stack_val one = { .count = 1, .weight = weight }, *val;
-	struct task_struct *task = (struct task_struct *)bpf_get_current_task_btf();
+	struct task_struct *task = legacy ? (struct task_struct *)bpf_get_current_task()
+					  : (struct task_struct *)bpf_get_current_task_btf();
 	void *stacks, *agg;
 
 	if (active) {
@@ -399,7 +406,7 @@ static __always_inline int record(void *ctx, __u32 tgid, __u32 kind, __u64 weigh
 	/* -EFAULT: the sample was taken in user mode, there is no kernel stack. */
 	if (key.kstack_id < 0 && key.kstack_id != -14)
 		count(key.kstack_id == -17 || key.kstack_id == -12 ? BPF_CNT_STACKMAP_FULL : BPF_CNT_KSTACK_ERR);
-	key.uhash = unwind_user(tgid);
+	key.uhash = legacy ? 0 : unwind_user(tgid);
 	key.ustack_id = key.uhash ? -1 : bpf_get_stackid(ctx, stacks, BPF_F_USER_STACK);
 	if (key.ustack_id < 0 && !key.uhash)
 		count(key.ustack_id == -17 || key.ustack_id == -12 ? BPF_CNT_STACKMAP_FULL : BPF_CNT_USTACK_ERR);
@@ -423,8 +430,7 @@ static __always_inline int record(void *ctx, __u32 tgid, __u32 kind, __u64 weigh
 	return 0;
 }
 
-SEC("perf_event")
-int oncpu_sample(struct bpf_perf_event_data *ctx)
+static __always_inline int oncpu(struct bpf_perf_event_data *ctx, const bool legacy)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32;
@@ -436,11 +442,10 @@ int oncpu_sample(struct bpf_perf_event_data *ctx)
 	if (!tv || !(tv->mask & (1u << EMBER_TASK_ONCPU)))
 		return 0;
 	count(BPF_CNT_SAMPLES);
-	return record(ctx, tgid, EMBER_TASK_ONCPU, 1);
+	return record(ctx, tgid, EMBER_TASK_ONCPU, 1, legacy);
 }
 
-SEC("perf_event")
-int mem_fault(struct bpf_perf_event_data *ctx)
+static __always_inline int mem(struct bpf_perf_event_data *ctx, const bool legacy)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32;
@@ -450,8 +455,17 @@ int mem_fault(struct bpf_perf_event_data *ctx)
 	if (!tv || !(tv->mask & (1u << EMBER_TASK_MEM)))
 		return 0;
 	count(BPF_CNT_FAULTS);
-	return record(ctx, tgid, EMBER_TASK_MEM, 1);
+	return record(ctx, tgid, EMBER_TASK_MEM, 1, legacy);
 }
+
+SEC("perf_event")
+int oncpu_sample(struct bpf_perf_event_data *ctx) { return oncpu(ctx, false); }
+SEC("perf_event")
+int oncpu_sample_legacy(struct bpf_perf_event_data *ctx) { return oncpu(ctx, true); }
+SEC("perf_event")
+int mem_fault(struct bpf_perf_event_data *ctx) { return mem(ctx, false); }
+SEC("perf_event")
+int mem_fault_legacy(struct bpf_perf_event_data *ctx) { return mem(ctx, true); }
 
 /* ---- off-CPU ------------------------------------------------------------- */
 
@@ -487,7 +501,7 @@ static __always_inline __u64 hash_stack(void *ctx, __u64 flags)
  * walked here; next's block ends now.  Non-target threads cost one hash
  * lookup on each side.
  */
-static __always_inline int on_switch(void *ctx, __u32 next_tid)
+static __always_inline int on_switch(void *ctx, __u32 next_tid, const bool legacy)
 {
 	__u64 id = bpf_get_current_pid_tgid(), now = bpf_ktime_get_ns();
 	__u32 tgid = id >> 32, tid = (__u32)id;
@@ -529,6 +543,19 @@ static __always_inline int on_switch(void *ctx, __u32 next_tid)
 	if (!tv || !(tv->mask & (1u << EMBER_TASK_OFFCPU)))
 		return 0;
 	count(BPF_CNT_OFFCPU_SWITCHES);
+	if (legacy) {
+		/* No user registers at hand: both stacks are walked at every switch-out. */
+		struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+		struct offcpu_start s = { .tgid = tgid, .min_ns = tv->offcpu_min_ns };
+
+		s.khash = hash_stack(ctx, 0);
+		s.uhash = hash_stack(ctx, BPF_F_USER_STACK);
+		BPF_CORE_READ_STR_INTO(&s.comm, task, group_leader, comm);
+		s.ts = bpf_ktime_get_ns();
+		if (bpf_map_update_elem(&offcpu_starts, &tid, &s, BPF_ANY))
+			count(BPF_CNT_OFFCPU_START_FULL);
+		return 0;
+	}
 	{
 		struct task_struct *task = (struct task_struct *)bpf_get_current_task_btf();
 		struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
@@ -595,17 +622,35 @@ static __always_inline int on_switch(void *ctx, __u32 next_tid)
 SEC("tp_btf/sched_switch")
 int BPF_PROG(offcpu_tp_btf, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	return on_switch(ctx, next->pid);
+	return on_switch(ctx, next->pid, false);
 }
 
 SEC("raw_tp/sched_switch")
 int BPF_PROG(offcpu_raw_tp, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	return on_switch(ctx, BPF_CORE_READ(next, pid));
+	return on_switch(ctx, BPF_CORE_READ(next, pid), false);
 }
 
 SEC("tracepoint/sched/sched_switch")
 int offcpu_tracepoint(struct trace_event_raw_sched_switch *ctx)
 {
-	return on_switch(ctx, (__u32)ctx->next_pid);
+	return on_switch(ctx, (__u32)ctx->next_pid, false);
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(offcpu_tp_btf_legacy, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	return on_switch(ctx, next->pid, true);
+}
+
+SEC("raw_tp/sched_switch")
+int BPF_PROG(offcpu_raw_tp_legacy, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	return on_switch(ctx, BPF_CORE_READ(next, pid), true);
+}
+
+SEC("tracepoint/sched/sched_switch")
+int offcpu_tracepoint_legacy(struct trace_event_raw_sched_switch *ctx)
+{
+	return on_switch(ctx, (__u32)ctx->next_pid, true);
 }

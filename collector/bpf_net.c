@@ -7,6 +7,7 @@
 #include <sys/syscall.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <bpf/btf.h>
 
 #include "bpf/net.skel.h"
 #include "common/ctl_proto.h"
@@ -40,18 +41,46 @@ static uint64_t pow2_at_least(uint64_t v)
 	return p;
 }
 
+/*
+ * kfree_skb's arguments in this kernel's BTF (its btf_trace_kfree_skb
+ * typedef, whose prototype has the context first): 5.17 added the drop
+ * reason, and a program that reads an argument the tracepoint lacks is
+ * refused at load (tp_btf) or at attach (raw_tp).  1, 0, or 1 when unknown.
+ */
+static int kfree_skb_has_reason(void)
+{
+	struct btf *vmlinux = btf__load_vmlinux_btf();
+	const struct btf_type *t;
+	int id, r = 1;
+
+	if (!vmlinux)
+		return 1;
+	id = btf__find_by_name_kind(vmlinux, "btf_trace_kfree_skb", BTF_KIND_TYPEDEF);
+	t = id > 0 ? btf__type_by_id(vmlinux, id) : NULL;
+	if (t)
+		t = btf__type_by_id(vmlinux, t->type);   /* pointer */
+	if (t && btf_is_ptr(t))
+		t = btf__type_by_id(vmlinux, t->type);   /* function prototype */
+	if (t && btf_is_func_proto(t))
+		r = btf_vlen(t) >= 4;                 /* ctx, skb, location, reason */
+	btf__free(vmlinux);
+	return r;
+}
+
 /* The programs of one variant, in attach order. */
 static void variant_progs(struct net_bpf *skel, int btf, struct bpf_program *p[NET_PROGS])
 {
-	struct bpf_program *b[NET_PROGS] = { skel->progs.net_enter_btf, skel->progs.net_exit_btf,
-					     skel->progs.net_retransmit_btf, skel->progs.net_drop_btf,
-					     skel->progs.net_fork_btf, skel->progs.net_pexit_btf,
-					     skel->progs.net_exec_btf };
-	struct bpf_program *r[NET_PROGS] = { skel->progs.net_enter_raw, skel->progs.net_exit_raw,
-					     skel->progs.net_retransmit_raw, skel->progs.net_drop_raw,
-					     skel->progs.net_fork_raw, skel->progs.net_pexit_raw,
-					     skel->progs.net_exec_raw };
+	static int reason = -1;
+	struct bpf_program *b[NET_PROGS], *r[NET_PROGS];
 
+	if (reason < 0)
+		reason = kfree_skb_has_reason();
+	memcpy(b, (struct bpf_program *[NET_PROGS]){ skel->progs.net_enter_btf, skel->progs.net_exit_btf,
+		skel->progs.net_retransmit_btf, reason ? skel->progs.net_drop_btf : skel->progs.net_drop_btf_noreason,
+		skel->progs.net_fork_btf, skel->progs.net_pexit_btf, skel->progs.net_exec_btf }, sizeof(b));
+	memcpy(r, (struct bpf_program *[NET_PROGS]){ skel->progs.net_enter_raw, skel->progs.net_exit_raw,
+		skel->progs.net_retransmit_raw, reason ? skel->progs.net_drop_raw : skel->progs.net_drop_raw_noreason,
+		skel->progs.net_fork_raw, skel->progs.net_pexit_raw, skel->progs.net_exec_raw }, sizeof(r));
 	memcpy(p, btf ? b : r, sizeof(b));
 }
 
@@ -66,9 +95,14 @@ static struct net_bpf *open_variant(const struct bpf_net_opts *o, int btf, int t
 		return NULL;
 	variant_progs(skel, btf, mine);
 	variant_progs(skel, !btf, other);
+	/* Both drop programs of each variant off, then the chosen ones on. */
+	bpf_program__set_autoload(skel->progs.net_drop_btf, false);
+	bpf_program__set_autoload(skel->progs.net_drop_btf_noreason, false);
+	bpf_program__set_autoload(skel->progs.net_drop_raw, false);
+	bpf_program__set_autoload(skel->progs.net_drop_raw_noreason, false);
 	for (unsigned i = 0; i < NET_PROGS; i++) {
-		bpf_program__set_autoload(mine[i], true);
 		bpf_program__set_autoload(other[i], false);
+		bpf_program__set_autoload(mine[i], true);
 	}
 	/* Task storage is the tp_btf variant's (bpf/net.bpf.c call_keep); the raw_tp one keeps calls by hash. */
 	bpf_map__set_autocreate(skel->maps.inflight_ts, btf);

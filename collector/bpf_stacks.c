@@ -1,6 +1,7 @@
 #include "collector/bpf_stacks.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -37,6 +38,7 @@ struct perf_set {
 
 struct bpf_stacks {
 	struct stacks_bpf *skel;
+	bool legacy;          /* the frame-pointer programs: no bpf_loop, task BTF, bpf_task_pt_regs (before 5.17) */
 	int ncpus;
 	struct perf_set oncpu, mem;
 	struct bpf_link *offcpu_link;
@@ -47,6 +49,49 @@ struct bpf_stacks {
 	struct hstack *hs; /* scratch for hashed stacks */
 	uint64_t unwind_gen;
 };
+
+static void perf_set_init(struct bpf_stacks *b, struct perf_set *ps, struct bpf_program *prog, uint64_t config);
+
+/* The object with one set of programs: the table walker's, or the legacy ones.  0 or -errno. */
+static int open_and_load(struct bpf_stacks *b, const struct bpf_stacks_opts *opts, bool legacy)
+{
+	struct stacks_bpf *k = stacks_bpf__open();
+	struct bpf_program *modern[] = { k ? k->progs.oncpu_sample : NULL, k ? k->progs.mem_fault : NULL,
+					 k ? k->progs.offcpu_tp_btf : NULL, k ? k->progs.offcpu_raw_tp : NULL,
+					 k ? k->progs.offcpu_tracepoint : NULL };
+	struct bpf_program *old[] = { k ? k->progs.oncpu_sample_legacy : NULL, k ? k->progs.mem_fault_legacy : NULL,
+				      k ? k->progs.offcpu_tp_btf_legacy : NULL, k ? k->progs.offcpu_raw_tp_legacy : NULL,
+				      k ? k->progs.offcpu_tracepoint_legacy : NULL };
+	int err;
+
+	if (!k)
+		return -errno;
+	for (unsigned i = 0; i < ARRAY_SIZE(modern); i++) {
+		bpf_program__set_autoload(modern[i], !legacy);
+		bpf_program__set_autoload(old[i], legacy);
+	}
+	/* Map sizes are set between open and load (the libbpf lifecycle). */
+	bpf_map__set_max_entries(k->maps.stacks0, opts->max_stacks);
+	bpf_map__set_max_entries(k->maps.stacks1, opts->max_stacks);
+	bpf_map__set_max_entries(k->maps.agg0, opts->max_agg);
+	bpf_map__set_max_entries(k->maps.agg1, opts->max_agg);
+	bpf_map__set_max_entries(k->maps.targets, opts->max_pids);
+	bpf_map__set_max_entries(k->maps.hstacks, opts->max_stacks);
+	bpf_map__set_max_entries(k->maps.unwind_rows, opts->unwind_rows && !legacy ? opts->unwind_rows : 1);
+	bpf_map__set_max_entries(k->maps.unwind_slot, opts->unwind_procs ? opts->unwind_procs : 1);
+	bpf_map__set_max_entries(k->maps.unwind_procs, opts->unwind_procs ? opts->unwind_procs : 1);
+	bpf_map__set_max_entries(k->maps.unwind_maps, (opts->unwind_procs ? opts->unwind_procs : 1) * UNWIND_MAX_MAPS);
+	bpf_map__set_max_entries(k->maps.offagg0, opts->max_agg);
+	bpf_map__set_max_entries(k->maps.offagg1, opts->max_agg);
+	err = stacks_bpf__load(k);
+	if (err) {
+		stacks_bpf__destroy(k);
+		return err;
+	}
+	b->skel = k;
+	b->legacy = legacy;
+	return 0;
+}
 
 static void perf_set_init(struct bpf_stacks *b, struct perf_set *ps, struct bpf_program *prog, uint64_t config);
 
@@ -64,25 +109,10 @@ struct bpf_stacks *bpf_stacks__load(const struct bpf_stacks_opts *opts)
 		err = b->ncpus <= 0 ? b->ncpus : -ENOMEM;
 		goto fail;
 	}
-	b->skel = stacks_bpf__open();
-	if (!b->skel) {
-		err = -errno;
-		goto fail;
-	}
-	/* Map sizes are set between open and load (the libbpf lifecycle). */
-	bpf_map__set_max_entries(b->skel->maps.stacks0, opts->max_stacks);
-	bpf_map__set_max_entries(b->skel->maps.stacks1, opts->max_stacks);
-	bpf_map__set_max_entries(b->skel->maps.agg0, opts->max_agg);
-	bpf_map__set_max_entries(b->skel->maps.agg1, opts->max_agg);
-	bpf_map__set_max_entries(b->skel->maps.targets, opts->max_pids);
-	bpf_map__set_max_entries(b->skel->maps.hstacks, opts->max_stacks);
-	bpf_map__set_max_entries(b->skel->maps.unwind_rows, opts->unwind_rows ? opts->unwind_rows : 1);
-	bpf_map__set_max_entries(b->skel->maps.unwind_slot, opts->unwind_procs ? opts->unwind_procs : 1);
-	bpf_map__set_max_entries(b->skel->maps.unwind_procs, opts->unwind_procs ? opts->unwind_procs : 1);
-	bpf_map__set_max_entries(b->skel->maps.unwind_maps, (opts->unwind_procs ? opts->unwind_procs : 1) * UNWIND_MAX_MAPS);
-	bpf_map__set_max_entries(b->skel->maps.offagg0, opts->max_agg);
-	bpf_map__set_max_entries(b->skel->maps.offagg1, opts->max_agg);
-	err = stacks_bpf__load(b->skel);
+	/* Decided by loading: the table walker's programs, else those older kernels take. */
+	err = open_and_load(b, opts, false);
+	if (err)
+		err = open_and_load(b, opts, true);
 	if (err)
 		goto fail;
 	for (int s = 0; s < 2; s++) {
@@ -96,13 +126,20 @@ struct bpf_stacks *bpf_stacks__load(const struct bpf_stacks_opts *opts)
 		for (int i = 0; i < b->ncpus; i++)
 			ps->fds[i] = -1;
 	}
-	perf_set_init(b, &b->oncpu, b->skel->progs.oncpu_sample, PERF_COUNT_SW_CPU_CLOCK);
-	perf_set_init(b, &b->mem, b->skel->progs.mem_fault, PERF_COUNT_SW_PAGE_FAULTS);
+	perf_set_init(b, &b->oncpu, b->legacy ? b->skel->progs.oncpu_sample_legacy : b->skel->progs.oncpu_sample,
+		      PERF_COUNT_SW_CPU_CLOCK);
+	perf_set_init(b, &b->mem, b->legacy ? b->skel->progs.mem_fault_legacy : b->skel->progs.mem_fault,
+		      PERF_COUNT_SW_PAGE_FAULTS);
 	return b;
 fail:
 	bpf_stacks__free(b);
 	errno = -err;
 	return NULL;
+}
+
+bool bpf_stacks__legacy(const struct bpf_stacks *b)
+{
+	return b->legacy;
 }
 
 /* The event of one CPU, disabled, running the set's program.  0, or -errno (-ENODEV: the CPU is offline). */
@@ -282,9 +319,9 @@ int bpf_stacks__attach_offcpu(struct bpf_stacks *b)
 {
 	/* Decided by attaching, not by probing features: the first that works wins. */
 	struct { struct bpf_program *prog; int ap; } chain[] = {
-		{ b->skel->progs.offcpu_tp_btf, CTL_AP_TP_BTF },
-		{ b->skel->progs.offcpu_raw_tp, CTL_AP_RAW_TP },
-		{ b->skel->progs.offcpu_tracepoint, CTL_AP_TRACEPOINT },
+		{ b->legacy ? b->skel->progs.offcpu_tp_btf_legacy : b->skel->progs.offcpu_tp_btf, CTL_AP_TP_BTF },
+		{ b->legacy ? b->skel->progs.offcpu_raw_tp_legacy : b->skel->progs.offcpu_raw_tp, CTL_AP_RAW_TP },
+		{ b->legacy ? b->skel->progs.offcpu_tracepoint_legacy : b->skel->progs.offcpu_tracepoint, CTL_AP_TRACEPOINT },
 	};
 	int err = -ENOENT;
 

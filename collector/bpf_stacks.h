@@ -5,6 +5,7 @@
 #ifndef EMBER_BPF_STACKS_H
 #define EMBER_BPF_STACKS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include "bpf/ember_abi.h"
 #include "bpf/unwind_abi.h"
@@ -26,6 +27,12 @@ struct bpf_stacks_opts {
  * perf_event_paranoid 3 refuses them to CAP_PERFMON later.  NULL + errno.
  */
 struct bpf_stacks *bpf_stacks__load(const struct bpf_stacks_opts *opts);
+/*
+ * Whether the object loaded its legacy programs (a kernel without bpf_loop,
+ * task BTF or bpf_task_pt_regs, before 5.17): user stacks walk frame
+ * pointers only, and unwind tables are not used.
+ */
+bool bpf_stacks__legacy(const struct bpf_stacks *b);
 /*
  * Enables the cpu-clock events with the given period.  The events are
  * shared: a second call while attached counts a user if it asks for the

@@ -96,10 +96,17 @@ static struct {
 	char sock_path[108];
 } C;
 
-/* libbpf's messages go to our log: warnings as warnings, the rest as debug. */
+/*
+ * libbpf's messages go to our log: warnings as warnings, the rest as debug.
+ * While the objects load, a variant that an older kernel refuses is
+ * expected (the next one is tried, and the outcome is said in one line):
+ * its verifier log is debug then (log_level debug shows it).
+ */
+static int libbpf_quiet;
+
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
-	log__vmsg(level == LIBBPF_WARN ? LOG_LVL_WARN : LOG_LVL_DEBUG, NULL, fmt, ap);
+	log__vmsg(level == LIBBPF_WARN && !libbpf_quiet ? LOG_LVL_WARN : LOG_LVL_DEBUG, NULL, fmt, ap);
 	return 0;
 }
 
@@ -560,7 +567,8 @@ static void load_net(void)
 	o.force_raw_tp = ap && !strcmp(ap, "raw_tp");
 	C.net = bpf_net__load(&o);
 	if (!C.net) {
-		log_warn("cannot load the network BPF program (%m): network profiling tasks will be refused");
+		log_warn("cannot load the network BPF program (%m): network profiling tasks will be refused "
+			 "(log_level debug shows the verifier's logs)");
 		return;
 	}
 	if (!bpf_net__has_tls(C.net)) {
@@ -610,10 +618,20 @@ static int setup(void)
 		log_error("cannot create run directory %s: %m", C.run_dir);
 		return -1;
 	}
+	libbpf_quiet = 1;
 	C.bpf = bpf_stacks__load(&C.bpf_opts);
+	libbpf_quiet = 0;
 	if (!C.bpf) {
-		log_error("cannot load the stack-sampling BPF program: %m");
+		log_error("cannot load the stack-sampling BPF program: %m (log_level debug shows the verifier's logs)");
 		return -1;
+	}
+	if (bpf_stacks__legacy(C.bpf)) {
+		struct utsname u;
+
+		uname(&u);
+		log_warn("this kernel (%s) lacks bpf_loop, task BTF or bpf_task_pt_regs (Linux 5.17+): user stacks "
+			 "are walked by frame pointers only (binaries built without them show their leaf frames)", u.release);
+		C.bpf_opts.unwind_rows = 0;
 	}
 	if (C.bpf_opts.unwind_rows) {
 		struct unwind_store_ops ops = { .write_rows = store_rows, .set_proc = store_proc };
@@ -624,7 +642,9 @@ static int setup(void)
 			return -1;
 		}
 	}
+	libbpf_quiet = 1;
 	load_net();
+	libbpf_quiet = 0;
 	/* libbpf's copy of the kernel BTF is freed after load: give it back to the
 	 * kernel before the rings are mapped, so the two never add up. */
 	malloc_trim(0);

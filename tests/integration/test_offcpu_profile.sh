@@ -41,7 +41,7 @@ check() { # label regex measured_ns
   awk -v a="$us" -v b="$want" -v t="$tol" 'BEGIN { d=(a-b)/b; if (d<0) d=-d; exit !(b > 0 && d <= t) }' \
     || { diagnose; fail "$1: blocked time off by more than $tol"; }
 }
-check wait_on_pipe '^offcpu_wait;(.*;)?waiter;wait_on_pipe;read_pipe;(.*;)?anon_pipe_read_\[k\]' \
+check wait_on_pipe '^offcpu_wait;(.*;)?waiter;wait_on_pipe;read_pipe;(.*;)?(anon_)?pipe_read_\[k\]' \
   "$(awk '$1 == "blocked_ns" && $2 == "wait_on_pipe" {print $3}' "$TMP/w.out")"
 check sleeper '^offcpu_wait;(.*;)?main;sleeper;do_nanosleep;(.*;)?(hrtimer_nanosleep|do_nanosleep)_\[k\]' \
   "$(awk '$1 == "blocked_ns" && $2 == "sleeper" {print $3}' "$TMP/w.out")"
@@ -63,7 +63,7 @@ count_check() { # label regex calls-label thread
 # The sleeper's thread blocks only in nanosleep; the waiter's only in read
 # (an unblocked read, byte already there, is no switch, and so no count).
 count_check sleeper '^offcpu_wait;(.*;)?main;sleeper;do_nanosleep;(.*;)?(hrtimer_nanosleep|do_nanosleep)_\[k\]' sleeper main
-count_check "pipe read" '^offcpu_wait;(.*;)?waiter;wait_on_pipe;read_pipe;(.*;)?anon_pipe_read_\[k\]' wait_on_pipe waiter
+count_check "pipe read" '^offcpu_wait;(.*;)?waiter;wait_on_pipe;read_pipe;(.*;)?(anon_)?pipe_read_\[k\]' wait_on_pipe waiter
 grep -q 'bpf_prog_\|bpf_trace_run' "$TMP/prof/offcpu.folded" && fail "BPF's own frames leak into the stacks"
 ok "off-CPU time and counts match the program's own measurements"
 stop_agent || fail "agent exited with an error"

@@ -11,6 +11,9 @@ mount -t proc proc /proc || echo "guest: cannot mount /proc"
 mount -t sysfs sys /sys || echo "guest: cannot mount /sys"
 mount -t devtmpfs dev /dev || echo "guest: cannot mount /dev"
 mkdir -p /dev/pts /dev/shm; mount -t devpts devpts /dev/pts; mount -t tmpfs tmpfs /dev/shm
+# what udev would add: bash's process substitution needs /dev/fd
+ln -sfn /proc/self/fd /dev/fd; ln -sfn /proc/self/fd/0 /dev/stdin; ln -sfn /proc/self/fd/1 /dev/stdout
+ln -sfn /proc/self/fd/2 /dev/stderr
 mount -t tmpfs tmpfs /tmp; mount -t tmpfs tmpfs /run; chmod 1777 /tmp /dev/shm
 mount -t bpf bpf /sys/fs/bpf 2>/dev/null
 mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
@@ -23,6 +26,7 @@ echo "kernel $(uname -r) paranoid=$(cat /proc/sys/kernel/perf_event_paranoid) un
 export EMBER_ROOT=$ROOT EMBER_BUILD=$ROOT/build SHARED=$ROOT/../shared HOME=/root
 # Software emulation: timers fire late and everything takes longer (the tests' documented slack).
 export EMBER_EMULATED=1 EMBER_TIME_SCALE=${EMBER_TIME_SCALE:-6}
+echo "guest: ready on $(uname -r); root $ROOT; features $FEATS"
 declare -A TEST=(
   [startup]=test_privileges
   [oncpu]=test_oncpu_profile
