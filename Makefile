@@ -65,7 +65,7 @@ GO_BINS   := $(if $(shell command -v go 2>/dev/null),$(BUILD)/progs/go_tls $(BUI
 BENCH_SRCS:= $(wildcard bench/bench_*.c)
 BENCH_BINS:= $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
 
-.PHONY: all programs tests clean test unit-test fuzz bench deps run
+.PHONY: all programs tests clean test unit-test fuzz bench deps run test-kernels
 .DELETE_ON_ERROR:
 # Generated headers and objects are kept (they are not throwaway intermediates).
 .SECONDARY:
@@ -209,6 +209,12 @@ unit-test:
 bench: deps
 	$(MAKE) -j$(NPROC) programs tests
 	bench/run.sh
+
+# Debian's kernels (bookworm 6.1, its backports' 6.12, bullseye 5.10) booted under qemu, a
+# feature x kernel table (tests/kernels/matrix.sh; KERNELS=6.1,6.12 FEATURES=oncpu,mem narrow it).
+test-kernels: deps
+	$(MAKE) -j$(NPROC) programs tests
+	tests/kernels/matrix.sh $(if $(KERNELS),--kernels $(KERNELS)) $(if $(FEATURES),--features $(FEATURES))
 
 clean:
 	rm -rf build

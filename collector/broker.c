@@ -498,15 +498,53 @@ out:
 	return r < 0 ? -ESTALE : r;
 }
 
-/* Is pfd (an O_PATH fd of a file found by the mapping's path) the mapped file, directly or through overlay layers? */
+/*
+ * The device of the superblock fd's file is on, from its mount (statx's
+ * mount id, then that mount's maj:min in the target's mountinfo: mount ids
+ * are global).  On overlayfs with layers on several filesystems a file's
+ * st_dev is a per-layer device, while a mapping's maps line (6.8+) names
+ * the overlay's own.  0 or -errno.
+ */
+static int mount_dev(const struct target *t, int fd, dev_t *ret)
+{
+	struct statx sx;
+	char *buf, *line, *save = NULL;
+	long n;
+	int r = -ENOENT;
+
+	if (statx(fd, "", AT_EMPTY_PATH, STATX_MNT_ID, &sx) || !(sx.stx_mask & STATX_MNT_ID))
+		return -EOPNOTSUPP;
+	buf = malloc(MOUNTINFO_MAX);
+	if (!buf)
+		return -ENOMEM;
+	n = proc_status__read_at(t->procfd, "mountinfo", buf, MOUNTINFO_MAX);
+	for (line = n > 0 ? strtok_r(buf, "\n", &save) : NULL; line && r; line = strtok_r(NULL, "\n", &save)) {
+		unsigned long long id;
+		unsigned maj, min;
+
+		if (sscanf(line, "%llu %*u %u:%u", &id, &maj, &min) == 3 && id == sx.stx_mnt_id) {
+			*ret = makedev(maj, min);
+			r = 0;
+		}
+	}
+	free(buf);
+	return r;
+}
+
+/* Is pfd (an O_PATH fd of a file found by the mapping's path) the mapped file? */
 static int is_mapped_file(const struct target *t, const struct mapping *m, int pfd, const struct stat *st)
 {
+	dev_t sb;
 	int lfd;
 
 	if (st->st_ino == m->ino && st->st_dev == m->dev)
 		return 1;
 	if (!on_overlay(pfd))
 		return 0;
+	/* 6.8+: the maps line names the overlay and the inode's number. */
+	if (st->st_ino == m->ino && !mount_dev(t, pfd, &sb) && sb == m->dev)
+		return 1;
+	/* Before 6.8: the layer's file itself. */
 	lfd = open_in_layers(t, m);
 	if (lfd < 0)
 		return 0;
@@ -534,11 +572,16 @@ static int open_mapped_by_path(const struct target *t, const struct mapping *m)
 	if (!S_ISREG(st.st_mode))
 		return -BROKER_ENOTREG;
 	if (st.st_ino != m->ino || st.st_dev != m->dev) {
-		/* On overlayfs, the layer's file itself: that is the inode the kernel named. */
+		/* On overlayfs: the overlay's file (6.8+), or the layer's file itself (before). */
 		int lfd;
 		struct stat lst;
+		dev_t sb;
 
-		if (!on_overlay(pfd) || (lfd = open_in_layers(t, m)) < 0)
+		if (!on_overlay(pfd))
+			return -ESTALE;
+		if (st.st_ino == m->ino && !mount_dev(t, pfd, &sb) && sb == m->dev)
+			return reopen(pfd, &st);
+		if ((lfd = open_in_layers(t, m)) < 0)
 			return -ESTALE;
 		close(pfd);
 		pfd = lfd;

@@ -1,6 +1,6 @@
 #!/bin/sh
 # /init of the kernel matrix's initramfs (tests/kernels/matrix.sh): mounts the
-# host's root (9p, read-only) under a tmpfs overlay, the results share, and runs
+# host's root (9p, read-only) with tmpfs where tests write, the results share, and runs
 # tests/kernels/guest.sh of the checkout in it; then powers off.
 PATH=/bin
 mount -t proc proc /proc
@@ -15,17 +15,19 @@ for w in $(cat /proc/cmdline); do
     ember.kernel=*) kern=${w#ember.kernel=} ;;
   esac
 done
-mkdir -p /mnt/lower /mnt/rw
-# A large msize (what the kernel takes: 5.10's virtio transport tops out lower), page cache on.
+# The host's root itself (read-only), with tmpfs where tests write: no overlay, so that a
+# file's device and inode are the same through its path and through a mapping (as on a host).
 for o in msize=512000,cache=loose msize=262144,cache=loose msize=131072,cache=loose msize=131072 ""; do
-  mount -t 9p -o trans=virtio,version=9p2000.L,ro${o:+,$o} hostroot /mnt/lower 2>/dev/null && break
+  mount -t 9p -o trans=virtio,version=9p2000.L,ro${o:+,$o} hostroot /newroot 2>/dev/null && break
 done
-mount -t tmpfs -o size=75% tmpfs /mnt/rw
-mkdir -p /mnt/rw/upper /mnt/rw/work
-if ! mount -t overlay overlay -o lowerdir=/mnt/lower,upperdir=/mnt/rw/upper,workdir=/mnt/rw/work /newroot; then
-  echo "init: overlay over 9p failed" > /dev/console
-  poweroff -f
-fi
+[ -d /newroot/usr ] || { echo "init: cannot mount the host's root over 9p" > /dev/console; poweroff -f; }
+mkdir -p /mnt/etc
+mount -t tmpfs -o size=256m tmpfs /mnt/etc
+cp -a /newroot/etc/. /mnt/etc/
+mount --move /mnt/etc /newroot/etc
+for d in var root home tmp run mnt; do mount -t tmpfs -o size=60% tmpfs "/newroot/$d"; done
+mkdir -p /newroot/var/tmp /newroot/var/log /newroot/var/lib /newroot/var/cache /newroot/var/spool
+chmod 1777 /newroot/tmp /newroot/var/tmp
 mkdir -p /newroot/mnt/results
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=131072 results /newroot/mnt/results || mount -t 9p -o trans=virtio,version=9p2000.L results /newroot/mnt/results
 chroot /newroot /bin/bash "$root/tests/kernels/guest.sh" "$root" "$feats" "$kern" > /dev/console 2>&1

@@ -14,7 +14,7 @@ mkdir -p /dev/pts /dev/shm; mount -t devpts devpts /dev/pts; mount -t tmpfs tmpf
 # what udev would add: bash's process substitution needs /dev/fd
 ln -sfn /proc/self/fd /dev/fd; ln -sfn /proc/self/fd/0 /dev/stdin; ln -sfn /proc/self/fd/1 /dev/stdout
 ln -sfn /proc/self/fd/2 /dev/stderr
-mount -t tmpfs tmpfs /tmp; mount -t tmpfs tmpfs /run; chmod 1777 /tmp /dev/shm
+chmod 1777 /tmp /dev/shm
 mount -t bpf bpf /sys/fs/bpf 2>/dev/null
 mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 mount -t cgroup2 cgroup2 /sys/fs/cgroup 2>/dev/null || { mkdir -p /sys/fs/cgroup/unified; mount -t cgroup2 cgroup2 /sys/fs/cgroup/unified; }
@@ -36,8 +36,9 @@ declare -A TEST=(
   [network-raw_tp]=test_net_raw_tp
   [tls]=test_tls_openssl
   [policy]=test_continuous_default
+  [container]=test_container_overlay
 )
-ORDER="startup oncpu offcpu mem network network-raw_tp tls policy"
+ORDER="startup oncpu offcpu mem network network-raw_tp tls policy container"
 [ "$FEATS" = all ] && FEATS=${ORDER// /,}
 IFS=, read -r -a want <<<"$FEATS"
 for f in "${want[@]}"; do
