@@ -25,8 +25,10 @@ mkdir -p /mnt/etc
 mount -t tmpfs -o size=256m tmpfs /mnt/etc
 cp -a /newroot/etc/. /mnt/etc/
 mount --move /mnt/etc /newroot/etc
+# /var's directories as the host has them (programs expect theirs: nginx's log and temp dirs), empty.
+(cd /newroot/var 2>/dev/null && find . -maxdepth 3 -type d 2>/dev/null) > /vardirs
 for d in var root home tmp run mnt; do mount -t tmpfs -o size=60% tmpfs "/newroot/$d"; done
-mkdir -p /newroot/var/tmp /newroot/var/log /newroot/var/lib /newroot/var/cache /newroot/var/spool
+while read -r d; do mkdir -p "/newroot/var/$d"; done < /vardirs
 chmod 1777 /newroot/tmp /newroot/var/tmp
 mkdir -p /newroot/mnt/results
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=131072 results /newroot/mnt/results || mount -t 9p -o trans=virtio,version=9p2000.L results /newroot/mnt/results
