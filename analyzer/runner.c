@@ -44,11 +44,14 @@ static void unwind_pid(struct task_runner *r, uint32_t pid)
 /* The process's TLS libraries to the collector; a failure leaves its TLS connections at L4 (counted). */
 static void tls_pid(struct task_runner *r, const struct task_def *t, uint32_t pid)
 {
+	uint64_t t0 = timeutil__now_ns(CLOCK_MONOTONIC);
 	int e;
 
 	if (!r->o.tls || task_def__is_monitor(t))
 		return;
 	e = tls_finder__process(r->o.tls, t->num_id, pid);
+	log_debug("TLS look at pid %u: %d in %llu us", pid, e,
+		  (unsigned long long)(timeutil__now_ns(CLOCK_MONOTONIC) - t0) / 1000);
 	if (e == -EOPNOTSUPP) {
 		/* Said once: the collector warned at its start, and every process is counted. */
 		if (!r->tls_unsupported_said)

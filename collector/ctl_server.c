@@ -1,9 +1,11 @@
 #include "collector/ctl_server.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "bpf/ember_abi.h"
@@ -251,6 +253,19 @@ static int h_unwind_proc(struct collector *c, struct ctl_conn *cc, const struct 
 
 /* ---- TLS probes: the analyzer finds the offsets, this checks and attaches ----------- */
 
+/* The file is pid's own program (its /proc/PID/exe, compared by device and inode; a stat,
+ * nothing opened): probed in every process running it (collector/tls_links.h). */
+static enum tls_link_scope scope_of(uint32_t pid, int fd)
+{
+	struct stat exe, file;
+	char path[40];
+
+	snprintf(path, sizeof(path), "/proc/%u/exe", pid);
+	if (stat(path, &exe) || fstat(fd, &file))
+		return TLS_LINK_PROCESS;
+	return exe.st_dev == file.st_dev && exe.st_ino == file.st_ino ? TLS_LINK_PROGRAM : TLS_LINK_PROCESS;
+}
+
 static int h_tls_attach(struct collector *c, struct ctl_conn *cc, const struct ctl_msg *m)
 {
 	const struct ctl_tls_attach *r = m->payload;
@@ -269,7 +284,7 @@ static int h_tls_attach(struct collector *c, struct ctl_conn *cc, const struct c
 	fd = broker__open_file(c->broker, r->pid, r->start, r->end);
 	if (fd < 0)
 		return reply_err(cc, m, fd, -1);
-	err = tls_links__add(c->tls, r->task_id, fd, r->pid, r->pts, r->npoints, &v);
+	err = tls_links__add(c->tls, r->task_id, fd, r->pid, scope_of(r->pid, fd), r->pts, r->npoints, &v);
 	close(fd);
 	if (err && v.why != TLS_VERIFY_OK)
 		log_warn("TLS probes for task %llu in pid %u refused: point %u (offset 0x%llx, cookie 0x%llx): %s",
@@ -307,6 +322,9 @@ void ctl_server__collect_stats(struct collector *c)
 
 		tls_links__stats(c->tls, &ts);
 		c->stats[CTL_STAT_TLS_FILES] = ts.files;
+		c->stats[CTL_STAT_TLS_PROGRAMS] = ts.programs;
+		c->stats[CTL_STAT_TLS_VERIFY_SKIPPED] = ts.verify_skipped;
+		c->stats[CTL_STAT_TLS_MERGED] = ts.merged;
 		c->stats[CTL_STAT_TLS_POINTS] = ts.points;
 		c->stats[CTL_STAT_TLS_REFUSED] = ts.refused;
 		c->stats[CTL_STAT_TLS_REFUSED_COOKIE] = ts.refused_cookie;

@@ -2,13 +2,23 @@
  * TLS probes on the collector's side: the uprobe.multi links of the TLS
  * program (bpf/net.bpf.c net_tls) on library files, one set per file
  * (device, inode) and target process, each owned by the network tasks that
- * asked for it and removed with the last of them.  Per process, not per
- * file: a probe's breakpoint traps in every process whose memory has it, at
- * 6 to 25 us a hit on this kernel, and a library such as libssl is mapped by
- * many processes no task follows (measured with a host-wide link: 12 us more
- * per SSL_read of a process nobody profiles, and wrk driving a profiled
- * nginx slowed down with it).  The analyzer examines each file once however
- * many processes map it.
+ * asked for it and removed with the last of them.
+ *
+ * A library's links are per process: a probe's breakpoint traps in every
+ * process whose memory has it, at 6 to 25 us a hit on this kernel, and a
+ * library such as libssl is mapped by many processes no task follows
+ * (measured with a host-wide link: 12 us more per SSL_read of a process
+ * nobody profiles, and wrk driving a profiled nginx slowed down with it).
+ * A target's own program (the file that is its /proc/PID/exe: a Go binary,
+ * node with its OpenSSL inside) is probed in every process running it
+ * (TLS_LINK_PROGRAM): a per-process link covers only the memory of the
+ * process it names, so a followed child that forks or execs the program
+ * would run unprobed until its own link is made, milliseconds in which a
+ * client can finish its requests; with the program's link it is probed from
+ * its first instruction, the BPF program keeping only targets' calls.  Only
+ * processes of that same program pay the trap.  The analyzer examines each
+ * file once however many processes map it, and the collector checks a
+ * file's points once (again if the file changes: size, mtime, ctime).
  *
  * The points come from the analyzer (CTL_REQ_TLS_ATTACH), which parsed the
  * ELF file to find them; the collector does not take its word for any of
@@ -33,8 +43,16 @@
 
 struct tls_links;
 
+enum tls_link_scope {
+	TLS_LINK_PROCESS,   /* a library: the named process only */
+	TLS_LINK_PROGRAM,   /* the target's own executable: every process running it */
+};
+
 struct tls_links_stats {
-	uint64_t files;     /* (file, process) pairs probed now */
+	uint64_t files;     /* (file, process) pairs probed now, and files probed in every process */
+	uint64_t programs;  /* ... of which the latter (TLS_LINK_PROGRAM) */
+	uint64_t verify_skipped; /* requests whose points were checked in that file before */
+	uint64_t merged;    /* process links replaced by their program's */
 	uint64_t points;    /* probe points attached now */
 	uint64_t refused;   /* requests refused: all reasons (the ones below, counts, room, attach errors) */
 	/* ... of which by the first point tls_verify refused (enum tls_verify_why) */
@@ -50,14 +68,15 @@ struct tls_links_stats {
 /* Up to max probed (file, process) pairs at once.  NULL + errno. */
 struct tls_links *tls_links__new(struct bpf_net *net, unsigned max);
 /*
- * Probes the file open at fd (not taken) at pts in process pid for owner (a
- * task id); a file already probed there gains owner.  0, or -EINVAL (a point
+ * Probes the file open at fd (not taken) at pts in process pid (scope
+ * TLS_LINK_PROCESS) or in every process running it (TLS_LINK_PROGRAM: pid
+ * runs it) for owner (a task id); a file already probed there gains owner.  0, or -EINVAL (a point
  * or the file does not check: *ret_verdict, if not NULL, says which point
  * and why), -ENOSPC (table or owners full), -ENOMEM, -EOPNOTSUPP (no
  * uprobe.multi), or the kernel's error from the attach.
  */
-int tls_links__add(struct tls_links *l, uint64_t owner, int fd, uint32_t pid, const struct ctl_tls_point *pts,
-		   uint32_t n, struct tls_verify_verdict *ret_verdict);
+int tls_links__add(struct tls_links *l, uint64_t owner, int fd, uint32_t pid, enum tls_link_scope scope,
+		   const struct ctl_tls_point *pts, uint32_t n, struct tls_verify_verdict *ret_verdict);
 /* owner's interest ends everywhere: files without owners lose their probes. */
 void tls_links__drop_owner(struct tls_links *l, uint64_t owner);
 void tls_links__stats(const struct tls_links *l, struct tls_links_stats *ret);

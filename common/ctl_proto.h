@@ -242,6 +242,9 @@ enum ctl_stat {
 	CTL_STAT_TLS_REFUSED_INSN,     /* ... not the instruction its probe kind goes on */
 	CTL_STAT_PERF_CPUS_UNSAMPLED,  /* online CPUs without their on-CPU or memory event (came online after start) */
 	CTL_STAT_TLS_UNSUPPORTED,      /* 1: this kernel has no uprobe.multi links, TLS plaintext is not captured */
+	CTL_STAT_TLS_PROGRAMS,         /* of CTL_STAT_TLS_FILES: targets' own programs, probed in every process running them */
+	CTL_STAT_TLS_VERIFY_SKIPPED,   /* TLS_ATTACH requests whose points were checked in that file before */
+	CTL_STAT_TLS_MERGED,           /* per-process probes replaced by their program's */
 	CTL_STAT_MAX,
 };
 struct ctl_stats_ans { int32_t err; uint32_t n; uint64_t v[CTL_STAT_MAX]; };

@@ -45,7 +45,7 @@ start_agent() {
 ember:
   run_dir: $AGENT_RUN
   output_dir: $AGENT_OUT
-  log_level: info
+  log_level: ${AGENT_LOG_LEVEL:-info}
   analyzers: ${AGENT_ANALYZERS:-1}
 exporter:
   backends: [${AGENT_BACKENDS:-file}]

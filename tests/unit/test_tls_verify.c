@@ -898,24 +898,24 @@ static void test_links_counters(void **state)
 	build(&m, ssl_code, sizeof(ssl_code), ssl_syms, 3, NULL, NULL, 0);
 	fd = memfd_of(m.b, m.n);
 	p = (struct ctl_tls_point){ DATA_OFF, ck(NET_TLS_SSL_WRITE, NET_TLS_P_ENTRY) };
-	assert_int_equal(tls_links__add(l, 1, fd, 1, &p, 1, &v), -EINVAL);
+	assert_int_equal(tls_links__add(l, 1, fd, 1, TLS_LINK_PROCESS, &p, 1, &v), -EINVAL);
 	assert_int_equal(v.why, TLS_VERIFY_SEGMENT);
 	p = (struct ctl_tls_point){ TEXT_OFF + 46, ck(NET_TLS_SSL_WRITE, NET_TLS_P_ENTRY) };
-	assert_int_equal(tls_links__add(l, 1, fd, 1, &p, 1, NULL), -EINVAL);
+	assert_int_equal(tls_links__add(l, 1, fd, 1, TLS_LINK_PROCESS, &p, 1, NULL), -EINVAL);
 	p = (struct ctl_tls_point){ TEXT_OFF + 56, ck(NET_TLS_SSL_READ, NET_TLS_P_ENTRY) };
-	assert_int_equal(tls_links__add(l, 1, fd, 1, &p, 1, &v), -EINVAL);
+	assert_int_equal(tls_links__add(l, 1, fd, 1, TLS_LINK_PROCESS, &p, 1, &v), -EINVAL);
 	assert_int_equal(v.why, TLS_VERIFY_OUTSIDE);
 	p = (struct ctl_tls_point){ TEXT_OFF + 40, ck(NET_TLS_SSL_WRITE, NET_TLS_P_ENTRY) };
-	assert_int_equal(tls_links__add(l, 1, fd, 1, &p, 1, &v), -EINVAL);
+	assert_int_equal(tls_links__add(l, 1, fd, 1, TLS_LINK_PROCESS, &p, 1, &v), -EINVAL);
 	p = (struct ctl_tls_point){ TEXT_OFF + 44, ck(NET_TLS_GO_WRITE, NET_TLS_P_RETURN) };
-	assert_int_equal(tls_links__add(l, 1, fd, 1, &p, 1, &v), -EINVAL);
+	assert_int_equal(tls_links__add(l, 1, fd, 1, TLS_LINK_PROCESS, &p, 1, &v), -EINVAL);
 	p = (struct ctl_tls_point){ TEXT_OFF + 44, ck(NET_TLS_SSL_READ_EX, NET_TLS_P_ENTRY) };
-	assert_int_equal(tls_links__add(l, 1, fd, 1, &p, 1, &v), -EINVAL);
-	assert_int_equal(tls_links__add(l, 1, fd, 1, &p, 0, &v), -EINVAL);   /* no points: counted in the total only */
+	assert_int_equal(tls_links__add(l, 1, fd, 1, TLS_LINK_PROCESS, &p, 1, &v), -EINVAL);
+	assert_int_equal(tls_links__add(l, 1, fd, 1, TLS_LINK_PROCESS, &p, 0, &v), -EINVAL);   /* no points: counted in the total only */
 	close(fd);
 	fd = memfd_of(m.b, 40);
 	p = (struct ctl_tls_point){ TEXT_OFF + 44, ck(NET_TLS_SSL_WRITE, NET_TLS_P_ENTRY) };
-	assert_int_equal(tls_links__add(l, 1, fd, 1, &p, 1, &v), -EINVAL);
+	assert_int_equal(tls_links__add(l, 1, fd, 1, TLS_LINK_PROCESS, &p, 1, &v), -EINVAL);
 	close(fd);
 	tls_links__stats(l, &st);
 	assert_int_equal(st.refused, 8);
