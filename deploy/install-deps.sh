@@ -18,7 +18,7 @@ PKGS="$PKGS libiberty-dev golang-go libdebuginfod-dev"  # symbolizer: C++/Rust d
 PKGS="$PKGS nginx-light wrk redis-server redis-tools mariadb-server mariadb-client postgresql postgresql-client"
 PKGS="$PKGS dnsmasq-base dnsutils nghttp2-server nghttp2-client"
 PKGS="$PKGS android-libboringssl-dev"  # TLS capture test: a real BoringSSL (Android's libssl.so.0) under tests/progs/bssl_peer
-PKGS="$PKGS qemu-system-x86 busybox-static xz-utils"  # the kernel matrix (tests/kernels/): Debian's kernels under qemu
+PKGS="$PKGS qemu-system-x86 busybox-static xz-utils mount"  # the kernel matrix (tests/kernels/): Debian's kernels under qemu; mount: test_container_overlay
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
