@@ -71,6 +71,12 @@ enum ember_bpf_counter {
 	BPF_CNT_UNWIND_READ_ERR,  /* walks that ended on an unreadable user stack word */
 	BPF_CNT_UNWIND_TRUNCATED, /* walks cut at EMBER_MAX_STACK_DEPTH frames */
 	BPF_CNT_OFFCPU_TIMED,     /* switch-ins that ended a timed block (the rest: filtered or aggregated) */
+	BPF_CNT_OFFCPU_EXITS,     /* a target thread's last switch-out (TASK_DEAD): its entry removed, no block */
+	BPF_CNT_OFFCPU_TID_REUSED,/* a switch-in whose start was another process's thread (its tid reused): dropped */
+	BPF_CNT_OFFCPU_STACK_ERR, /* off-CPU stack walks that failed (that stack empty in the block's key) */
+	BPF_CNT_OFFCPU_STALE,     /* cached stacks gone from the stack map: walked again */
+	BPF_CNT_OFFCPU_UNTIMED,   /* blocks whose end no switch-in showed, ended by the thread's run time at its next switch-out */
+	BPF_CNT_OFFCPU_LOST,      /* ... where that run time did not fit in the block: lost */
 	BPF_CNT_MAX,
 };
 

@@ -245,6 +245,12 @@ enum ctl_stat {
 	CTL_STAT_TLS_PROGRAMS,         /* of CTL_STAT_TLS_FILES: targets' own programs, probed in every process running them */
 	CTL_STAT_TLS_VERIFY_SKIPPED,   /* TLS_ATTACH requests whose points were checked in that file before */
 	CTL_STAT_TLS_MERGED,           /* per-process probes replaced by their program's */
+	CTL_STAT_BPF_OFFCPU_EXITS,     /* from here: off-CPU (bpf/ember_abi.h BPF_CNT_OFFCPU_*) */
+	CTL_STAT_BPF_OFFCPU_TID_REUSED,
+	CTL_STAT_BPF_OFFCPU_STACK_ERR,
+	CTL_STAT_BPF_OFFCPU_STALE,
+	CTL_STAT_BPF_OFFCPU_UNTIMED,
+	CTL_STAT_BPF_OFFCPU_LOST,
 	CTL_STAT_MAX,
 };
 struct ctl_stats_ans { int32_t err; uint32_t n; uint64_t v[CTL_STAT_MAX]; };

@@ -4,16 +4,23 @@
 #   unit tests   build/san/tests/test_*           (cmocka, ASan+UBSan)
 #   fuzzers      tests/fuzz/fuzz_*.c              (libFuzzer, bounded time, ASan+UBSan)
 #   integration  tests/integration/test_*.sh      (root, real BPF; exit 77 = skip)
-# Options: --unit-only (no fuzzers), --with-fuzz, --integration-only, --only PATTERN
+# Options: --unit-only (no fuzzers), --with-fuzz, --integration-only, --only PATTERN,
+#          --repeat N TEST: the integration test TEST (a name: test_offcpu_profile) N times in a
+#          row, a line per run, then "TEST: K of N passed" (each failing run's log kept as
+#          build/test-logs/TEST.runI.log)
 set -u
 cd "$(dirname "$0")/.."
-mode=all; only=""; with_fuzz=1
+mode=all; only=""; with_fuzz=1; repeat=0; repeat_test=
 while [ $# -gt 0 ]; do
   case "$1" in
     --unit-only) mode=unit; with_fuzz=0 ;;
     --with-fuzz) with_fuzz=1 ;;
     --integration-only) mode=integration ;;
     --only) only=$2; shift ;;
+    --repeat) repeat=${2:-}; repeat_test=${3:-}; shift 2
+      [[ "$repeat" =~ ^[1-9][0-9]*$ ]] || { echo "run-tests: --repeat N TEST: N must be a positive number, not '$repeat'" >&2; exit 2; }
+      repeat_test=${repeat_test%.sh}; repeat_test=${repeat_test##*/}
+      [ -f "tests/integration/$repeat_test.sh" ] || { echo "run-tests: --repeat: no tests/integration/$repeat_test.sh" >&2; exit 2; } ;;
     *) echo "run-tests: unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -38,6 +45,21 @@ run_one() { # name cmd...
   else fail=$((fail+1)); failed+=("$name"); echo "FAIL  $name (rc=$rc, ${dt}s) — last lines of $log:"; tail -25 "$log" | sed 's/^/      /'
   fi
 }
+
+if [ "$repeat" -gt 0 ]; then
+  ok_runs=0; rm -f "$logdir/$repeat_test".run*.log
+  for i in $(seq "$repeat"); do
+    line=$(run_one "integration/$repeat_test" bash "tests/integration/$repeat_test.sh" | head -1)
+    echo "run $i: $line"
+    if [[ "$line" == PASS* ]]; then
+      ok_runs=$((ok_runs+1))
+    else
+      cp "$logdir/integration_$repeat_test.log" "$logdir/$repeat_test.run$i.log"
+    fi
+  done
+  echo "$repeat_test: $ok_runs of $repeat passed"
+  [ "$ok_runs" = "$repeat" ]; exit
+fi
 
 if [ "$mode" != integration ]; then
   for t in tests/static/test_*.py; do

@@ -11,7 +11,7 @@
 . "$(dirname "$0")/net_servers.sh"
 need_bpf
 command -v bpftool >/dev/null || skip "bpftool not installed"
-AGENT_YAML="  task: { network: { max_exchanges_per_report: 1000000 } }"
+AGENT_PROFILING_YAML="  task: { network: { max_exchanges_per_report: 1000000 } }"
 AGENT_ANALYZERS=2
 start_agent
 start_postgres

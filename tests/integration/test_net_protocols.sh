@@ -58,7 +58,7 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/net_servers.sh"
 need_bpf
-AGENT_YAML="  task: { network: { max_exchanges_per_report: 1000000 } }"
+AGENT_PROFILING_YAML="  task: { network: { max_exchanges_per_report: 1000000 } }"
 PCAP_DIR=${SHARED:-$ROOT/../shared}/testdata/pcap
 [ -x "$PCAP_DIR/oracle.sh" ] || fail "no $PCAP_DIR/oracle.sh (set SHARED)"
 export SHARED=${SHARED:-$ROOT/../shared} ROOT

@@ -8,7 +8,7 @@
 need_bpf
 command -v bpftool >/dev/null || skip "bpftool not installed"
 export EMBER_NET_ATTACH=raw_tp
-AGENT_YAML="  task: { network: { max_exchanges_per_report: 1000000 } }"
+AGENT_PROFILING_YAML="  task: { network: { max_exchanges_per_report: 1000000 } }"
 start_agent
 start_nginx
 N=30

@@ -22,6 +22,17 @@ diagnose() {
   echo "programs (recursion_misses):"; cat "$TMP/progs.txt"
   echo "stacks by weight:"; awk '{print $NF, substr($0, 1, 160)}' "$TMP/prof/offcpu.folded" | sort -rn | head -12
 }
+# Every switch-out of a target thread is a block booked (timed at its switch-in, or at its next
+# switch-out when no switch-in showed it), counted lost, or the thread's last (it exited): the
+# workload exited, so nothing is still asleep.
+cnt() { awk -v k="$1" '$1 == "collector" && $2 == k {print $3}' "$TMP/stats.txt"; }
+outs=$(cnt bpf_offcpu_switch_outs); exits=$(cnt bpf_offcpu_thread_exits); timed=$(cnt bpf_offcpu_blocks_timed)
+unseen=$(cnt bpf_offcpu_blocks_end_unseen); lost=$(cnt bpf_offcpu_blocks_lost); reused=$(cnt bpf_offcpu_tid_reused_drops)
+full=$(cnt bpf_offcpu_start_map_full_drops)
+echo "switch-outs $outs = thread exits $exits + timed $timed + ended unseen $unseen + lost $lost + tid reused $reused + start map full ${full:-?}"
+[ "$outs" -gt 0 ] && [ "$outs" = $((exits + timed + unseen + lost + reused + ${full:-0})) ] ||
+  { diagnose; fail "off-CPU blocks are not conserved"; }
+[ $((lost + reused + ${full:-0})) = 0 ] || { diagnose; fail "off-CPU blocks were lost (counted)"; }
 for f in offcpu.folded offcpu.svg offcpu.count.folded offcpu.count.svg; do
   [ -s "$TMP/prof/$f" ] || fail "missing $f"
 done
