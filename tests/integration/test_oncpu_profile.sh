@@ -28,7 +28,11 @@ total=$(folded_total "$F")
 chain=$(folded_sum "$F" '^oncpu_chain;(.*;)?outer;middle;leaf(;|$)')
 leaf=$(folded_sum "$F" '(^|;)leaf(;|$)')
 echo "ember: total=$total chain=$chain leaf=$leaf"
-[ "$total" -ge 3000 ] || fail "too few samples: $total in 6 s at 1 ms"
+# Under software emulation (the kernel matrix, EMBER_EMULATED=1) the cpu-clock timer fires late, and
+# the kernel takes one sample per firing, for ember and perf alike: there the count is held against
+# perf's, taken from the same event over the same seconds, and the CPU time bounds it from above.
+EMU=${EMBER_EMULATED:-0}
+[ "$total" -ge "$([ "$EMU" = 1 ] && echo 1000 || echo 3000)" ] || fail "too few samples: $total in 6 s at 1 ms"
 # every line has one count, the process name first
 awk '$1 !~ /^oncpu_chain(;|$)/ {bad++} END {exit bad>0}' "$F" || fail "a stack does not start with the process name"
 # Each sample stands for 1 ms of the target's CPU time, so the count is the
@@ -39,12 +43,14 @@ awk '$1 !~ /^oncpu_chain(;|$)/ {bad++} END {exit bad>0}' "$F" || fail "a stack d
 # twice: above 1.01 is a bug.
 expect=$(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN { printf "%d", (b - a) / 0.001 }')
 echo "CPU time during the profile: $(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN{print b-a}') s -> $expect samples of 1 ms"
-# Under software emulation (the kernel matrix, EMBER_EMULATED=1) the cpu-clock timer fires late and
-# the kernel takes one sample per late firing: the lower bound is the emulator's, the upper stays.
-lo=0.95; [ "${EMBER_EMULATED:-0}" = 1 ] && lo=0.5
-awk -v t="$total" -v e="$expect" -v lo="$lo" 'BEGIN { exit !(t >= lo * e && t <= 1.01 * e) }' \
-  || fail "sample count $total does not match the CPU time used ($expect samples of 1 ms; $lo..1.01 allowed)"
-ok "sample count $total matches the process's CPU time ($expect ms)"
+if [ "$EMU" = 1 ]; then
+  awk -v t="$total" -v e="$expect" 'BEGIN { exit !(t <= 1.01 * e) }' \
+    || fail "sample count $total exceeds the CPU time used ($expect samples of 1 ms)"
+else
+  awk -v t="$total" -v e="$expect" 'BEGIN { exit !(t >= 0.95 * e && t <= 1.01 * e) }' \
+    || fail "sample count $total does not match the CPU time used ($expect samples of 1 ms; 0.95..1.01 allowed)"
+  ok "sample count $total matches the process's CPU time ($expect ms)"
+fi
 # Frame pointers everywhere in the workload: every sample in leaf carries the
 # whole chain (one that landed on leaf's two-instruction prologue would not,
 # but leaf spins for ~35 ms per call).  leaf itself is ~93% of the CPU time.
@@ -60,7 +66,15 @@ read -r ptotal pleaf < <(awk '
   { n++; if ($2 == "leaf") hasleaf=1 }
   END { if (n) { t++; l += hasleaf } print t+0, l+0 }' "$TMP/perf.txt")
 echo "perf: total=$ptotal leaf=$pleaf"
-[ "$ptotal" -ge 3000 ] || fail "perf recorded too few samples ($ptotal)"
+if [ "$EMU" = 1 ]; then
+  # perf's 6 s start 0.3 s before ember's task and end with it, within the submit and the flush.
+  [ "$ptotal" -ge 1000 ] || fail "perf recorded too few samples ($ptotal)"
+  awk -v t="$total" -v p="$ptotal" 'BEGIN { exit !(t >= 0.85 * p && t <= 1.15 * p) }' \
+    || fail "sample count $total differs from perf's $ptotal on the same event by more than 15%"
+  ok "sample count $total within 15% of perf's $ptotal (software emulation)"
+else
+  [ "$ptotal" -ge 3000 ] || fail "perf recorded too few samples ($ptotal)"
+fi
 diff=$(awk -v a="$leaf" -v b="$total" -v c="$pleaf" -v d="$ptotal" 'BEGIN { x=100*a/b - 100*c/d; if (x<0) x=-x; printf "%.2f", x }')
 echo "leaf share: ember $(awk -v a=$leaf -v b=$total 'BEGIN{printf "%.2f", 100*a/b}')% perf $(awk -v a=$pleaf -v b=$ptotal 'BEGIN{printf "%.2f", 100*a/b}')% (diff $diff pp)"
 # Both shares are estimates from ~6000 samples of p = 0.93: the standard
