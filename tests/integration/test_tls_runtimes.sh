@@ -66,7 +66,10 @@ run_pair() {
 if command -v node >/dev/null; then
   P=$(net_port 7)
   JS=$ROOT/tests/integration/tls_node.js
-  run_pair node http1 50 "node '$JS' server $P '$TMP/cert.pem' '$TMP/key.pem'" "node '$JS' client $P 50"
+  # NodeSource's node has OpenSSL inside (a program: probed in every process running it);
+  # Debian's loads the system's libssl.so.3 (a library: probed per process).
+  kind=$(ldd "$(command -v node)" | grep -q 'libssl\.so' && echo library)
+  run_pair node http1 50 "node '$JS' server $P '$TMP/cert.pem' '$TMP/key.pem'" "node '$JS' client $P 50" $kind
 else
   fail "node missing (deploy/install-deps.sh installs nodejs)"
 fi

@@ -3,6 +3,8 @@
 //   node tls_node.js server PORT CERT KEY   / -> 200, /status/N -> N, /size/N -> N bytes; prints "listening"
 //   node tls_node.js client PORT N          N sequential GETs on one keep-alive connection (the same
 //                                           paths as tls_peer.py); prints "done N 200:a 404:b 500:c"
+// With EMBER_TEST_GO=PATH the client starts once PATH exists (as tests/progs/start_gate.h): a node
+// linking the system's libssl.so.3 (Debian's) is probed per process, after it maps the library.
 'use strict';
 const https = require('https');
 const fs = require('fs');
@@ -42,5 +44,10 @@ if (mode === 'server') {
     });
     req.on('error', e => { console.error(e); process.exit(1); });
   };
-  next();
+  const go = process.env.EMBER_TEST_GO;
+  if (go) {
+    const t = setInterval(() => { if (fs.existsSync(go)) { clearInterval(t); next(); } }, 1);
+  } else {
+    next();
+  }
 }
