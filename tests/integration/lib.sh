@@ -38,7 +38,7 @@ need_bpf() {
 # by two spaces, under exporter: and profiling:) add to its configuration.  No continuous-profiling
 # policy unless AGENT_POLICIES gives them (a test's busy workload would start tasks of its own);
 # AGENT_CONTINUOUS adds keys of profiling.continuous (flow mapping entries); AGENT_ANALYZERS sets
-# ember.analyzers (1).
+# ember.analyzers (1); AGENT_EMBER_YAML adds keys under ember: (two spaces), AGENT_LOG_LEVEL sets its log level (info).
 start_agent() {
   AGENT_RUN=$TMP/run; AGENT_OUT=$TMP/out
   cat > "$TMP/ember.yaml" <<YAML
@@ -47,6 +47,7 @@ ember:
   output_dir: $AGENT_OUT
   log_level: ${AGENT_LOG_LEVEL:-info}
   analyzers: ${AGENT_ANALYZERS:-1}
+${AGENT_EMBER_YAML:-}
 exporter:
   backends: [${AGENT_BACKENDS:-file}]
 ${AGENT_EXPORTER_YAML:-}
