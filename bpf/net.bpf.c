@@ -69,6 +69,7 @@ char LICENSE[] SEC("license") = "GPL";
 #define AF_INET 2
 #define AF_INET6 10
 #define PROT_EXEC 4
+#define MSG_PEEK 2
 #define MAP_ANONYMOUS 0x20
 
 /* Casts a pointer the BTF view lost (read as a number) back to a type; 6.2+. */
@@ -297,7 +298,18 @@ static __always_inline int enter(struct pt_regs *regs, long nr, const bool btf)
 		c.buf = 0;      /* fd is out_fd */
 	} else if (nr == NR_sendto || nr == NR_recvfrom) {
 		c.addr = sys_arg(regs, 5, btf);
-	} else if (nr == NR_connect) {
+	}
+	/*
+	 * A peek leaves its bytes in the socket for the next read, which is
+	 * traced: taken as a read, they would be counted twice and move the
+	 * stream (nginx peeks 1 byte of every TLS connection before its handshake).
+	 */
+	if (c.op == NET_OP_READ && (nr == NR_recvfrom || nr == NR_recvmsg || nr == NR_recvmmsg) &&
+	    (sys_arg(regs, nr == NR_recvmsg ? 3 : 4, btf) & MSG_PEEK)) {
+		count(NET_CNT_PEEKS);
+		return 0;
+	}
+	if (nr == NR_connect) {
 		c.addr = c.buf;
 		c.buf = 0;
 	}

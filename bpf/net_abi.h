@@ -164,6 +164,7 @@ enum net_counter {
 	NET_CNT_TLS_UNBOUND,      /* TLS events sent without a socket (bound by thread in the analyzer) */
 	NET_CNT_TLS_WIRE,         /* syscalls under a TLS call: ciphertext counted, not copied */
 	NET_CNT_L2_PKTS,          /* packets counted into their call's L2 detail */
+	NET_CNT_PEEKS,            /* MSG_PEEK reads not traced: their bytes come again in the next read */
 	NET_CNT_MAX,
 };
 

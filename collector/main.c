@@ -313,7 +313,7 @@ static int store_proc(void *ctx, uint32_t tgid, uint32_t slot, const struct unwi
 }
 
 _Static_assert(CTL_STAT_NET_FORKS_FULL - CTL_STAT_NET_CALLS + 1 == NET_CNT_TLS_CALLS &&
-	       CTL_STAT_NET_L2_PKTS - CTL_STAT_NET_TLS_CALLS + 1 == NET_CNT_MAX - NET_CNT_TLS_CALLS,
+	       CTL_STAT_NET_PEEKS - CTL_STAT_NET_TLS_CALLS + 1 == NET_CNT_MAX - NET_CNT_TLS_CALLS,
 	       "the collector's network stats mirror the BPF program's counters one to one");
 
 /* The programs' counters and the forwarder's (collector_hooks.collect_stats). */

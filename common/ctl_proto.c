@@ -62,6 +62,7 @@ static const char *const stat_names[CTL_STAT_MAX] = {
 	[CTL_STAT_NET_TLS_UNBOUND] = "bpf_net_tls_events_without_socket",
 	[CTL_STAT_NET_TLS_WIRE] = "bpf_net_tls_wire_calls",
 	[CTL_STAT_NET_L2_PKTS] = "bpf_net_l2_packets",
+	[CTL_STAT_NET_PEEKS] = "bpf_net_peeks_skipped",
 	[CTL_STAT_TLS_FILES] = "tls_files_probed",
 	[CTL_STAT_TLS_POINTS] = "tls_probe_points",
 	[CTL_STAT_TLS_REFUSED] = "tls_attach_refused",

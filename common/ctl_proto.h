@@ -217,6 +217,7 @@ enum ctl_stat {
 	CTL_STAT_NET_TLS_UNBOUND,
 	CTL_STAT_NET_TLS_WIRE,
 	CTL_STAT_NET_L2_PKTS,
+	CTL_STAT_NET_PEEKS,
 	CTL_STAT_TLS_FILES,            /* library files probed */
 	CTL_STAT_TLS_POINTS,           /* probe points attached (entries, returns, RET instructions) */
 	CTL_STAT_TLS_REFUSED,          /* TLS_ATTACH requests refused, all reasons (CTL_STAT_TLS_REFUSED_*, counts, room, attach errors) */
