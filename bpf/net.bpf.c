@@ -181,7 +181,7 @@ struct sock_owner {
 	__s32 fd;
 	__u64 ino;
 	__u32 root;     /* net_target.root */
-	__u32 pad;
+	__u32 turn;     /* net_event.turn of its last data call */
 };
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -751,6 +751,20 @@ static __always_inline void remember_sock(struct sock *sk, int fd, __u64 ino, __
 		count(NET_CNT_SOCKS_FULL);
 }
 
+/*
+ * The socket's turn for a data call of this direction: the same as its last
+ * call's, or the next.  Two threads moving data on one socket at once may
+ * race here (one turn counted for two); request/response peers do not.
+ */
+static __always_inline __u32 turn_of(struct sock_owner *o, bool write)
+{
+	__u32 dir = write ? NET_TURN_WRITE : 0;
+
+	if (!(o->turn & NET_TURN_MASK) || (o->turn & NET_TURN_WRITE) != dir)
+		o->turn = (((o->turn & NET_TURN_MASK) + 1) & NET_TURN_MASK) | dir;
+	return o->turn;
+}
+
 /* sendmmsg / recvmmsg: one event per message moved (the first iovec of each). */
 static __always_inline void mmsg(struct scratch *s, const struct call *c, long n)
 {
@@ -777,6 +791,7 @@ static __always_inline int enter_close(struct pt_regs *regs, const bool btf)
 	__u64 id = bpf_get_current_pid_tgid(), ino = 0, key;
 	__u32 tgid = id >> 32, zero = 0;
 	struct net_target *t;
+	struct sock_owner *o;
 	struct call c = {};
 	struct scratch *s;
 	struct sock *sk;
@@ -797,6 +812,8 @@ static __always_inline int enter_close(struct pt_regs *regs, const bool btf)
 	if (begin(s, &c, sk, ino, fd, 0, c.ts, btf))
 		return 0;
 	key = (__u64)sk;
+	if ((o = bpf_map_lookup_elem(&socks, &key)) != NULL)
+		s->e.turn = o->turn;
 	bpf_map_delete_elem(&socks, &key);
 	if (bpf_map_update_elem(&closing, &id, &s->e, BPF_ANY) || call_keep(id, &c, btf)) {
 		count(NET_CNT_INFLIGHT_FULL);
@@ -840,6 +857,7 @@ static __always_inline long exit_nr(struct pt_regs *regs, const bool btf)
 static __always_inline int leave(struct pt_regs *regs, long ret, const bool btf)
 {
 	__u64 id, now, ino = 0, skey;
+	struct sock_owner *o;
 	struct call c;
 	struct scratch *s;
 	struct sock *sk;
@@ -878,8 +896,13 @@ static __always_inline int leave(struct pt_regs *regs, long ret, const bool btf)
 	count(NET_CNT_CALLS);
 	/* Sockets opened before the task are learnt at their first call. */
 	skey = (__u64)sk;
-	if (c.op == NET_OP_CONNECT || c.op == NET_OP_ACCEPT || !bpf_map_lookup_elem(&socks, &skey))
+	o = c.op == NET_OP_CONNECT || c.op == NET_OP_ACCEPT ? NULL : bpf_map_lookup_elem(&socks, &skey);
+	if (!o) {
 		remember_sock(sk, fd, ino, c.root);
+		o = bpf_map_lookup_elem(&socks, &skey);
+	}
+	if (o && ret > 0 && (c.op == NET_OP_READ || c.op == NET_OP_WRITE))
+		s->e.turn = turn_of(o, c.op == NET_OP_WRITE);
 	if (c.op == NET_OP_CONNECT)
 		peer_from_arg(&s->e, c.addr);
 	if (c.op == NET_OP_WRITE && s->e.type == 1 /* SOCK_STREAM */)

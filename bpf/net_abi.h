@@ -124,9 +124,21 @@ struct net_event {
 	__u32 l2_pkts;
 	__u32 l2_bytes;
 	__u32 l2_ifindex;
-	__u32 l2_pad;
+	/*
+	 * The socket's turn (data calls, and its close): a data call moving
+	 * bytes in the other direction than the socket's last one begins a new
+	 * turn; turns are numbered from 1 at the first call traced, and
+	 * NET_TURN_WRITE says the turn's direction.  Counted in the kernel for
+	 * every call, lost or not, so the receiver knows the turns it missed
+	 * (for request/response protocols: the requests).  0: not counted (the
+	 * socket table was full, TLS plaintext).
+	 */
+	__u32 turn;
 	/* followed by `payload` bytes of the call's data */
 };
+
+#define NET_TURN_WRITE 0x80000000u
+#define NET_TURN_MASK  0x7fffffffu
 
 /* What was lost of one socket, until its next event carries it (map "net_lost", key: inode). */
 struct net_lost {

@@ -271,16 +271,20 @@ static int write_json_cb(FILE *out, void *ctx)
 
 	if (c->t->net) {
 		struct net_report_stats st;
+		struct net_loss l;
 
 		net_report__stats(c->t->net, &st);
+		net_report__loss(c->t->net, &l);
 		fprintf(out,
 			"{\"task_id\":\"%s\",\"kind\":\"%s\",\"state\":\"%s\",\"start_unix_ms\":%llu,"
 			"\"duration_ms\":%llu,\"batches\":%llu,\"flows\":%llu,\"connections\":%llu,\"exchanges\":%llu,"
+			"\"exchanges_lost\":%llu,\"calls_lost\":%llu,\"gap_bytes\":%llu,\"connections_with_loss\":%llu,"
 			"\"attach_point\":\"%s\"",
 			c->t->id, profile_files__kind(c->t->kind), c->state, (unsigned long long)c->t->start_ms,
 			(unsigned long long)c->t->duration_ms, (unsigned long long)st.batches,
 			(unsigned long long)st.flows, (unsigned long long)st.connections,
-			(unsigned long long)st.exchanges, c->t->attach_point);
+			(unsigned long long)st.exchanges, (unsigned long long)l.exchanges, (unsigned long long)l.calls,
+			(unsigned long long)l.gap_bytes, (unsigned long long)l.connections, c->t->attach_point);
 		put_trigger(out, c->t);
 		fputs("}\n", out);
 		return 0;

@@ -45,6 +45,7 @@ struct net_report {
 	unsigned n_slow;
 	uint64_t start_ns, end_ns;
 	uint64_t exchanges_not_listed, connections_not_listed;
+	struct net_loss loss;		/* the batches' */
 	struct net_sampled *sampled;	/* the sampled traces' section */
 	struct net_report_stats st;
 };
@@ -206,9 +207,13 @@ static void add_exchange(struct net_report *r, const struct slow *x)
 }
 
 static void add_batch(struct net_report *r, uint64_t start_ns, uint64_t end_ns, uint64_t ex_not_listed,
-		      uint64_t conn_not_listed)
+		      uint64_t conn_not_listed, const struct net_loss *loss)
 {
 	r->st.batches++;
+	r->loss.calls += loss->calls;
+	r->loss.exchanges += loss->exchanges;
+	r->loss.gap_bytes += loss->gap_bytes;
+	r->loss.connections += loss->connections;
 	if (start_ns && (!r->start_ns || start_ns < r->start_ns))
 		r->start_ns = start_ns;
 	if (end_ns > r->end_ns)
@@ -237,8 +242,11 @@ void net_report__add(struct net_report *r, const Ember__NetworkBatch *b)
 {
 	if (!b)
 		return;
+	struct net_loss loss = { .calls = b->calls_lost, .exchanges = b->exchanges_lost, .gap_bytes = b->gap_bytes,
+				 .connections = b->connections_with_loss };
+
 	add_batch(r, b->window_start_unix_ns, b->window_end_unix_ns, b->exchanges_not_listed,
-		  b->connections_not_listed);
+		  b->connections_not_listed, &loss);
 	for (size_t i = 0; i < b->n_flows; i++) {
 		const Ember__NetFlow *f = b->flows[i];
 		const Ember__LatencySketch *sk;
@@ -344,6 +352,10 @@ static struct json_object *batch_json(const Ember__NetworkBatch *b)
 	put_u64(o, "connections_not_listed", b->connections_not_listed);
 	put_u64(o, "sampled", b->n_sampled);
 	put_u64(o, "sampled_not_kept", b->sampled_not_kept);
+	put_u64(o, "calls_lost", b->calls_lost);
+	put_u64(o, "exchanges_lost", b->exchanges_lost);
+	put_u64(o, "gap_bytes", b->gap_bytes);
+	put_u64(o, "connections_with_loss", b->connections_with_loss);
 	put_bool(o, "last", b->last);
 	return o;
 }
@@ -463,6 +475,9 @@ static struct json_object *connection_json(const Ember__NetConnection *c)
 	put_bool(o, "ssl", c->ssl);
 	put_u64(o, "tls_reads", c->tls_reads);
 	put_u64(o, "tls_writes", c->tls_writes);
+	put_u64(o, "calls_lost", c->calls_lost);
+	put_u64(o, "request_turns", c->request_turns);
+	put_u64(o, "exchanges_lost", c->exchanges_lost);
 	return o;
 }
 
@@ -581,8 +596,14 @@ static int load_line(struct net_report *r, const char *line)
 	}
 	type = net_format__get_str(o, "type");
 	if (!strcmp(type, "batch")) {
+		struct net_loss loss = { .calls = net_format__get_u64(o, "calls_lost"),
+					 .exchanges = net_format__get_u64(o, "exchanges_lost"),
+					 .gap_bytes = net_format__get_u64(o, "gap_bytes"),
+					 .connections = net_format__get_u64(o, "connections_with_loss") };
+
 		add_batch(r, net_format__get_u64(o, "window_start_unix_ns"), net_format__get_u64(o, "window_end_unix_ns"),
-			  net_format__get_u64(o, "exchanges_not_listed"), net_format__get_u64(o, "connections_not_listed"));
+			  net_format__get_u64(o, "exchanges_not_listed"), net_format__get_u64(o, "connections_not_listed"),
+			  &loss);
 		net_sampled__add_not_kept(r->sampled, net_format__get_u64(o, "sampled_not_kept"));
 	}
 	else if (!strcmp(type, "flow"))
@@ -763,6 +784,30 @@ static void write_slowest(const struct net_report *r, FILE *out)
 	}
 }
 
+/* What the agent lost of this task's traffic, or that it lost nothing. */
+static void write_loss(const struct net_report *r, FILE *out)
+{
+	const struct net_loss *l = &r->loss;
+
+	if (!l->calls && !l->exchanges)
+		fprintf(out, "Nothing lost: no call was lost, and every request the kernel counted on a connection that "
+			"skipped data is an exchange.");
+	else
+		fprintf(out, "LOST: %llu connection(s) lost %llu call(s) whole (full buffers) and %llu exchange(s) "
+			"(requests the kernel counted that no exchange answers); per connection in network.json "
+			"(calls_lost, request_turns, exchanges_lost).", (unsigned long long)l->connections,
+			(unsigned long long)l->calls, (unsigned long long)l->exchanges);
+	if (l->gap_bytes)
+		fprintf(out, " The parsers skipped %llu bytes not copied (sendfile, over the copy size, no room, lost).",
+			(unsigned long long)l->gap_bytes);
+	fprintf(out, "\n");
+}
+
+void net_report__loss(const struct net_report *r, struct net_loss *ret)
+{
+	*ret = r->loss;
+}
+
 int net_report__write_text(struct net_report *r, const char *task_id, FILE *out)
 {
 	char from[40], to[40];
@@ -773,7 +818,9 @@ int net_report__write_text(struct net_report *r, const char *task_id, FILE *out)
 	fprintf(out, "%llu batches from %s to %s; %llu flows, %llu connections, %llu exchanges listed\n",
 		(unsigned long long)r->st.batches, from, to, (unsigned long long)r->st.flows,
 		(unsigned long long)r->st.connections, (unsigned long long)r->st.exchanges);
-	fprintf(out, "Percentiles come from log-bucketed latency sketches: within 2.2%% of the true value.\n\n");
+	fprintf(out, "Percentiles come from log-bucketed latency sketches: within 2.2%% of the true value.\n");
+	write_loss(r, out);
+	fprintf(out, "\n");
 	write_connections(r, out);
 	fprintf(out, "\n");
 	write_protocols(r, out);

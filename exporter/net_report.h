@@ -46,6 +46,11 @@ struct net_report_stats {
 	uint64_t sampled;		/* sampled traces */
 };
 
+/* What the batches say the agent lost (NetworkBatch's calls_lost, ...). */
+struct net_loss {
+	uint64_t calls, exchanges, gap_bytes, connections;
+};
+
 /* NULL + errno. */
 struct net_report *net_report__new(void);
 /* Accepts NULL.  Returns NULL. */
@@ -64,5 +69,6 @@ int net_report__load_json(struct net_report *r, FILE *in);
 int net_report__write_text(struct net_report *r, const char *task_id, FILE *out);
 
 void net_report__stats(const struct net_report *r, struct net_report_stats *ret);
+void net_report__loss(const struct net_report *r, struct net_loss *ret);
 
 #endif

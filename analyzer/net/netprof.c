@@ -87,6 +87,7 @@ struct ntask {
 	Ember__NetConnection **cl;
 	size_t ncl, cap_cl;
 	uint64_t cl_not_listed;
+	uint64_t calls_lost, exchanges_lost, gap_bytes, conns_lossy; /* of the connections ended in the window */
 	struct arena_chunk *arena;
 	uint64_t total_exchanges, total_conns;
 	struct sampler *sampler;     /* HTTP sampling rules, NULL when the task has none */
@@ -133,6 +134,8 @@ struct cstate {
 	uint64_t tls_reads, tls_writes;
 	uint64_t opened_unix_ns;
 	uint64_t writes, reads, bytes_written, bytes_read, exchanges, gaps, gap_bytes, retrans, drops, srtt_us;
+	uint64_t calls_lost;      /* net_event.lost_events of its events */
+	uint32_t turn;            /* the latest net_event.turn (NET_TURN_*) */
 	struct wcalls w[NC_MAX];
 	uint64_t w_retrans, w_drops;
 	bool w_active;
@@ -340,6 +343,7 @@ static void task_reset_report(struct ntask *t)
 		sampler__reset(t->sampler);
 	t->nex = t->ncl = 0;
 	t->ex_not_listed = t->cl_not_listed = 0;
+	t->calls_lost = t->exchanges_lost = t->gap_bytes = t->conns_lossy = 0;
 	t->gen++;
 }
 
@@ -823,12 +827,41 @@ static const char *l7_state_name(const struct cstate *cs, enum l7_conn_state bef
 	return l7_conn__parser(cs->l7) ? "parsed" : "undetected";
 }
 
+/*
+ * The turns in the request direction up to the latest the kernel counted:
+ * turns alternate in direction, the latest's is known.
+ */
+static uint64_t request_turns(const struct cstate *cs)
+{
+	uint64_t n = cs->turn & NET_TURN_MASK;
+	bool last_write = cs->turn & NET_TURN_WRITE, req_write = side_of(cs) == SIDE_CLIENT;
+
+	return last_write == req_write ? (n + 1) / 2 : n / 2;
+}
+
+/*
+ * Exchanges a connection lost with its data: the requests the kernel counted
+ * that no exchange answers.  Only where that holds: TCP (a datagram socket's
+ * turns mix its peers), not TLS (turns of ciphertext), parsed, and data lost.
+ */
+static uint64_t exchanges_lost(const struct cstate *cs, uint64_t req_turns)
+{
+	if (cs->nc->udp || cs->tls || !cs->l7 || !l7_conn__parser(cs->l7) || (!cs->calls_lost && !cs->gaps))
+		return 0;
+	return req_turns > cs->exchanges ? req_turns - cs->exchanges : 0;
+}
+
 static void list_connection(struct netprof *np, struct cstate *cs, uint64_t closed_unix_ns, const char *l7_state)
 {
 	struct ntask *t = cs->task;
 	Ember__NetConnection *m;
+	uint64_t req_turns = request_turns(cs), ex_lost = exchanges_lost(cs, req_turns);
 	char buf[64];
 
+	t->calls_lost += cs->calls_lost;
+	t->exchanges_lost += ex_lost;
+	t->gap_bytes += cs->gap_bytes;
+	t->conns_lossy += cs->calls_lost || ex_lost;
 	if (t->ncl >= t->cap_cl || !(m = arena_alloc(t, sizeof(*m)))) {
 		t->cl_not_listed++;
 		np->st[NPS_CONNS_NOT_LISTED]++;
@@ -862,6 +895,9 @@ static void list_connection(struct netprof *np, struct cstate *cs, uint64_t clos
 	m->ssl = cs->tls;
 	m->tls_reads = cs->tls_reads;
 	m->tls_writes = cs->tls_writes;
+	m->calls_lost = cs->calls_lost;
+	m->request_turns = req_turns;
+	m->exchanges_lost = ex_lost;
 	t->cl[t->ncl++] = m;
 }
 
@@ -1004,6 +1040,10 @@ static void report(struct netprof *np, struct ntask *t, bool last)
 	b.n_exchanges = t->nex;
 	b.exchanges_not_listed = t->ex_not_listed;
 	b.connections_not_listed = t->cl_not_listed;
+	b.calls_lost = t->calls_lost;
+	b.exchanges_lost = t->exchanges_lost;
+	b.gap_bytes = t->gap_bytes;
+	b.connections_with_loss = t->conns_lossy;
 	b.last = last;
 	b.n_sampled = sampler__take(t->sampler, &b.sampled, &b.sampled_not_kept);
 	if (!t->monitor) {
@@ -1203,6 +1243,13 @@ static void count_call(struct cstate *cs, unsigned kind, uint64_t bytes, uint64_
 	cs->w_active = true;
 }
 
+/* The latest turn: events of one socket from two CPUs may arrive a little out of order. */
+static void note_turn(struct cstate *cs, uint32_t turn)
+{
+	if ((turn & NET_TURN_MASK) >= (cs->turn & NET_TURN_MASK))
+		cs->turn = turn;
+}
+
 /* A TLS record header (change_cipher_spec, alert, handshake, application data; version 3.x). */
 static bool looks_tls(const uint8_t *p, uint32_t n)
 {
@@ -1224,6 +1271,7 @@ static void data_call(struct netprof *np, struct cstate *cs, const struct net_ev
 	uint64_t moved = (uint64_t)e->ret, ts = write ? e->ts_ns : e->ts_ns + e->dur_ns;
 	uint32_t have = e->payload < moved ? e->payload : (uint32_t)moved;
 
+	note_turn(cs, e->turn);
 	/* Ciphertext: under a TLS call, or records from the stream's first bytes on. */
 	if ((e->flags & NET_F_TLS_WIRE) || (!cs->writes && !cs->reads && !cs->l7 && looks_tls(payload, have)))
 		mark_tls(np, cs);
@@ -1319,6 +1367,7 @@ static void tls_call(struct netprof *np, const struct net_event *e, const uint8_
 		cs->tls_plain = true;
 	}
 	*(write ? &cs->tls_writes : &cs->tls_reads) += 1;
+	cs->calls_lost += e->lost_events;
 	if (e->lost_events) {
 		give_gap(np, cs, false, e->lost_read_bytes, e->ts_ns);
 		give_gap(np, cs, true, e->lost_write_bytes, e->ts_ns);
@@ -1426,6 +1475,9 @@ void netprof__record(struct netprof *np, const void *data, uint32_t len)
 		for (struct net_conn *n; nc; nc = n) {
 			n = conntrack__socket_next(np->ct, nc);
 			cs = nc->user;
+			cs->calls_lost += e.lost_events;
+			e.lost_events = 0;     /* the socket's, booked to its first connection */
+			note_turn(cs, e.turn);
 			count_call(cs, NC_CLOSE, 0, e.dur_ns);
 			conn_end(np, cs, e.ts_ns + e.dur_ns, true);
 		}
@@ -1449,6 +1501,7 @@ void netprof__record(struct netprof *np, const void *data, uint32_t len)
 	conntrack__touch(np->ct, cs->nc, e.ts_ns + e.dur_ns);
 	if (e.peer_tgid && !cs->nc->udp)
 		cs->peer_across = e.peer_tgid;
+	cs->calls_lost += e.lost_events;
 	if (e.lost_events) {
 		give_gap(np, cs, false, e.lost_read_bytes, e.ts_ns);
 		give_gap(np, cs, true, e.lost_write_bytes, e.ts_ns);

@@ -48,13 +48,25 @@ for line in open(net):
 acc = []
 for l in open(log):
     st, rl, bs, rt, port, req = l.split(' ', 5)
-    acc.append((int(st), int(rl), int(bs), float(rt)))
+    acc.append((int(st), int(rl), int(bs), float(rt), port))
 bad = 0
 def check(what, got, want):
     global bad
     ok = got == want
     bad += not ok
     print(f"  {what}: ember {got}, nginx {want}{'' if ok else '  <-- differs'}")
+# Per connection, the conservation equation: the kernel counts the requests (turns) whatever is
+# lost, and ember's exchanges plus those it counted lost are nginx's requests on that connection.
+per_port = collections.Counter(a[4] for a in acc)
+ex_per_conn = collections.Counter(e['connection_id'] for e in ex)
+uneven = []
+for c in conns.values():
+    n = per_port.get(c['remote_address'].rsplit(':', 1)[1], 0)
+    if c['request_turns'] != n or ex_per_conn[c['id']] + c['exchanges_lost'] != n:
+        uneven.append((c['remote_address'], n, c['request_turns'], ex_per_conn[c['id']], c['exchanges_lost']))
+for u in uneven[:10]: print("  connection %s: nginx %d, request turns %d, exchanges %d + %d lost  <-- does not add up" % u)
+check("connections whose requests = kernel's request turns = exchanges + lost", len(conns) - len(uneven), len(conns))
+check("exchanges lost (counted)", sum(c['exchanges_lost'] for c in conns.values()), 0)
 check("exchanges", len(ex), len(acc))
 check("answered", sum(e['answered'] for e in ex), len(acc))
 check("statuses", dict(sorted(collections.Counter(e['status'] for e in ex).items())),
@@ -95,5 +107,6 @@ python3 "$ROOT/tests/net_live_compare.py" --network-json "$TMP/http/network.json
   fail "ember's live exchanges differ from tshark on the capture"
 ok "nginx: ember's exchanges are tshark's, exchange by exchange, latency within 1 ms"
 grep -q "http1" "$TMP/http/network.txt" || { cat "$TMP/http/network.txt"; fail "network.txt has no http1 summary"; }
+grep -q "^Nothing lost" "$TMP/http/network.txt" || { cat "$TMP/http/network.txt"; fail "network.txt does not say that nothing was lost"; }
 sed -n 1,40p "$TMP/http/network.txt"
 stop_agent || fail "agent exited with an error"

@@ -35,6 +35,7 @@ struct fixture {
 static struct fixture F;
 static uint64_t now_ns = 1000000000ull;
 static uint32_t cur_tgid = PID;   /* the process ev() speaks for */
+static uint32_t cur_turn;         /* the net_event.turn ev() writes */
 
 static int setup_np(size_t max_conns)
 {
@@ -101,6 +102,7 @@ static void ev(uint16_t op, uint64_t ino, int type, const char *raddr, uint16_t 
 	inet_pton(AF_INET, raddr, e->raddr);
 	e->payload = n;
 	e->flags = flags;
+	e->turn = cur_turn;
 	memcpy(e->comm, "app", 4);
 	if (n)
 		memcpy(buf + sizeof(*e), data, n);
@@ -203,7 +205,10 @@ static void test_guessed_server_and_lost_events(void **state)
 	Ember__NetworkBatch *b;
 
 	(void)state;
+	/* The kernel's turns: read 1, write 2, (lost: read 3, write 4), read 5, write 6. */
+	cur_turn = 1;
 	ev(NET_OP_READ, 20, SOCK_STREAM, "10.0.0.9", 51000, 8080, sizeof(req) - 1, req, 0);
+	cur_turn = 2 | NET_TURN_WRITE;
 	ev(NET_OP_WRITE, 20, SOCK_STREAM, "10.0.0.9", 51000, 8080, sizeof(resp) - 1, resp, 0);
 	/* The next request's event was lost upstream: its bytes arrive as a gap on the next event. */
 	memset(buf, 0, sizeof(buf));
@@ -222,9 +227,12 @@ static void test_guessed_server_and_lost_events(void **state)
 	e->lost_events = 2;
 	e->lost_read_bytes = sizeof(req) - 1;
 	e->lost_write_bytes = sizeof(resp) - 1;
+	e->turn = 5;
 	memcpy(buf + sizeof(*e), req, sizeof(req) - 1);
 	netprof__record(F.np, buf, (uint32_t)(sizeof(*e) + sizeof(req) - 1));
+	cur_turn = 6 | NET_TURN_WRITE;
 	ev(NET_OP_WRITE, 20, SOCK_STREAM, "10.0.0.9", 51000, 8080, sizeof(resp) - 1, resp, 0);
+	cur_turn = 0;
 	env = last_batch();
 	b = env->network;
 	assert_int_equal(b->n_flows, 1);
@@ -236,6 +244,14 @@ static void test_guessed_server_and_lost_events(void **state)
 	assert_int_equal(b->n_connections, 1);
 	assert_int_equal(b->connections[0]->closed_unix_ns, 0); /* still open at the task's end */
 	assert_int_equal(b->connections[0]->gaps, 2);
+	/* The lost request is counted: the kernel's three request turns, two exchanges and one lost. */
+	assert_int_equal(b->connections[0]->calls_lost, 2);
+	assert_int_equal(b->connections[0]->request_turns, 3);
+	assert_int_equal(b->connections[0]->exchanges, 2);
+	assert_int_equal(b->connections[0]->exchanges_lost, 1);
+	assert_int_equal(b->calls_lost, 2);
+	assert_int_equal(b->exchanges_lost, 1);
+	assert_int_equal(b->connections_with_loss, 1);
 	ember__envelope__free_unpacked(env, NULL);
 }
 
