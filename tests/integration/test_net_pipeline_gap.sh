@@ -10,9 +10,10 @@
 #    read in 16 KB calls seen up to 4 KB.  The next pipeline closes the
 #    replies cut (gap=response).  Every GET is one exchange.
 #  - pgbench, a pipeline of 80 extended-protocol statements (one 10 KB
-#    write) then a marker query: each pipeline's first statements are
-#    reported, the answers to the others counted as dropped, and every
-#    marker query after the gap is reported with its result.
+#    write) then a marker query: each pipeline's statements seen whole
+#    (in its write's first 4 KB: 32) are reported, the answers to the others
+#    counted as dropped, and every marker query after the gap is reported
+#    with its result.
 # Before, the first such gap ended the connection's analysis.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/net_servers.sh"
@@ -88,14 +89,26 @@ if len(c) != 1: print(f"  {len(c)} connections with the marker query"); sys.exit
 v = ex[c[0]]
 markers = [f for f in v if 'marker' in f.get('query', '')]
 piped = [f for f in v if f.get('query', '').startswith('SELECT ') and ' AS n,' in f.get('query', '')]
+# Statements seen whole: those whose Parse, Bind, Describe and Execute lie in the first
+# NET_MAX_PAYLOAD (4096) bytes of the pipeline's write; each pipeline reports exactly those.
+seen, tot = 0, 0
+for i in range(1, pipe + 1):
+    q = f"SELECT {i} AS n, 'padding to make each statement long enough to fill the pipeline' AS p;"
+    size = (1 + 4 + 1 + len(q) + 1 + 2) + (1 + 4 + 1 + 1 + 2 + 2 + 2) + (1 + 4 + 1 + 1) + (1 + 4 + 1 + 4)
+    if tot + size > 4096: break
+    tot += size; seen += 1
+n = 0; per = []
+for f in v:
+    if 'marker' in f.get('query', ''): per.append(n); n = 0
+    elif f.get('query', '').startswith('SELECT ') and ' AS n,' in f.get('query', ''): n += 1
 print(f"  pgbench: {len(v)} exchanges; marker queries {len(markers)} of {txns}, results "
       f"{dict(collections.Counter(f.get('result') for f in markers))}; pipelined statements reported "
-      f"{len(piped)} of {pipe * txns}")
+      f"{len(piped)} of {pipe * txns}: per pipeline {dict(collections.Counter(per))}, {seen} seen whole in each")
 bad = 0
 if len(markers) != txns: print("    <-- not every query after a pipeline was reported"); bad += 1
 if any(f.get('result') != 'SELECT 1' or f.get('kind') != 'EXECUTE' for f in markers): print("    <-- a marker query's result is wrong"); bad += 1
-if len(piped) >= pipe * txns: print("    <-- no pipeline was cut: the test proves nothing"); bad += 1
-if len(piped) < txns: print("    <-- some pipelines reported nothing"); bad += 1
+if seen >= pipe: print("    <-- no pipeline was cut: the test proves nothing"); bad += 1
+if per != [seen] * txns or len(piped) != seen * txns: print(f"    <-- not the {seen} statements seen whole of each pipeline"); bad += 1
 sys.exit(1 if bad else 0)
 PY
 ok "PostgreSQL pipelines cut by gaps: every query after them is reported"
