@@ -34,7 +34,9 @@ start_receiver() {
 start_receiver
 
 "$PROGS/oncpu_chain" 120 & W=$!; CLEANUP_PIDS+=("$W")
-"$PROGS/offcpu_wait" 120 >/dev/null & WO=$!; CLEANUP_PIDS+=("$WO")
+# The off-CPU workload measures 4 s once its OAP task runs (the gate), then exits: its own
+# clock is the truth for what the OAP receives.
+EMBER_TEST_GO=$TMP/go.off "$PROGS/offcpu_wait" 4 > "$TMP/wo.out" & WO=$!; CLEANUP_PIDS+=("$WO")
 
 AGENT_RUN=$TMP/run
 cat > "$TMP/ember.yaml" <<YAML
@@ -125,8 +127,13 @@ if what == "profile":
     out(ok, "%d streams, errors %s, task on first message %s, task ids %s, leaf<-middle<-outer samples %d of %d, kernel first %s"
         % (len(streams), errs, first_ok, ids, chain, dumps, kernel_first))
 if what == "offcpu":
-    task = args[0]
-    sw = dur = 0; names = set(); bad = []
+    # The program's own numbers (offcpu_wait's output): each blocking function's time within 0.5%,
+    # its switches between the thread's voluntary switches and those plus its involuntary ones.
+    task, prog = args[0], {}
+    for l in open(args[1]):
+        f = l.split()
+        prog[tuple(f[:2])] = [int(x) for x in f[2:]]
+    got = {"sleeper": [0, 0], "wait_on_pipe": [0, 0]}; bad = []
     for r in rows:
         if r["rpc"] != "collectProfilingData": continue
         cur = None
@@ -134,10 +141,19 @@ if what == "offcpu":
             cur = m["task"]["taskId"] if "task" in m else cur
             if cur != task: continue
             if "offCPU" not in m: bad.append(m); continue
-            sw += m["offCPU"].get("switchCount", 0); dur += int(m["offCPU"].get("duration", 0))
-            for s in m["offCPU"]["stacks"]: names.update(s.get("stackSymbols", []))
-    ok = not bad and sw > 0 and dur > 0 and ({"sleeper", "wait_on_pipe"} & names)
-    out(ok, "off-CPU: %d switches, %.2f s blocked, sleeper/wait_on_pipe seen: %s, non-offCPU messages %d" % (sw, dur / 1e9, sorted({"sleeper", "wait_on_pipe"} & names), len(bad)))
+            names = {n for s in m["offCPU"]["stacks"] for n in s.get("stackSymbols", [])}
+            for fn in got:
+                if fn in names:
+                    got[fn][0] += m["offCPU"].get("switchCount", 0); got[fn][1] += int(m["offCPU"].get("duration", 0))
+    ok = not bad; msg = []
+    for fn, thread in (("sleeper", "main"), ("wait_on_pipe", "waiter")):
+        want = prog.get(("blocked_ns", fn), [0])[0]; vol, invol = prog.get(("switches", thread), [0, 0])
+        sw, dur = got[fn]
+        good = want > 0 and abs(dur - want) <= 0.005 * want and vol <= sw <= vol + invol
+        ok = ok and good
+        msg.append("%s %d switches (thread: %d voluntary, %d involuntary), %.4f s blocked (program: %.4f s)%s"
+                   % (fn, sw, vol, invol, dur / 1e9, want / 1e9, "" if good else " <-- differs"))
+    out(ok, "off-CPU: " + "; ".join(msg) + ", non-offCPU messages %d" % len(bad))
 if what == "query":   # the first queryTasks at or after t
     t = int(args[0])
     q = [r["t"] for r in rows if r["rpc"] == "queryTasks" and r["t"] >= t]
@@ -219,8 +235,12 @@ grep -q "OAP task net$TASK: network profiling of 1 process(es) of ember-it-oncpu
 wait_for 10 check profile "$TASK" "$T0" || { check profile "$TASK" "$T0"; fail "profiling data wrong or missing"; }
 ok "$(check profile "$TASK" "$T0")"
 
-wait_for 10 check offcpu "off$TASK" || { check offcpu "off$TASK"; fail "off-CPU data wrong or missing"; }
-ok "$(check offcpu "off$TASK")"
+wait_for 10 grep -q "OAP task off$TASK started on process $WO" "$TMP/agent.log" ||
+  { tail -20 "$TMP/agent.log"; fail "the off-CPU task did not start on offcpu_wait"; }
+touch "$TMP/go.off"
+wait "$WO" || fail "offcpu_wait failed"
+wait_for 10 check offcpu "off$TASK" "$TMP/wo.out" || { check offcpu "off$TASK" "$TMP/wo.out"; fail "off-CPU data wrong or missing"; }
+ok "$(check offcpu "off$TASK" "$TMP/wo.out")"
 
 # 4. meters
 check meters >/dev/null || { check meters; fail "meters"; }
