@@ -5,7 +5,8 @@
 # one push per process and type per push period.  What Pyroscope receives
 # adds up exactly to what the file backend wrote for the same tasks (samples,
 # microseconds blocked, faults), under <app>.cpu|off_cpu|mem{pid,process,
-# hostname} with the right units and rates.  A server that is down: the
+# hostname} with the right units and rates, and to what the programs
+# measured themselves (blocked time, pages touched).  A server that is down: the
 # pushes fail, are counted, and the agent carries on.
 . "$(dirname "$0")/lib.sh"
 need_bpf
@@ -28,9 +29,9 @@ profile_gated --config "$TMP/ember.yaml" --pid "$M" --type mem --duration 30s --
 # the last windows reach the receiver within a push period or two
 check() {
   python3 - "$REC" "$C" "$O" "$M" "$(folded_total "$TMP/cpu/oncpu.folded")" "$(folded_total "$TMP/off/offcpu.folded")" \
-    "$(folded_total "$TMP/mem/mem.folded")" "$(hostname)" "$1" <<'PY'
+    "$(folded_total "$TMP/mem/mem.folded")" "$(hostname)" "$1" "$TMP/w.out" <<'PY'
 import json, re, sys
-rec, c, o, m, want_cpu, want_off, want_mem, host, final = sys.argv[1:]
+rec, c, o, m, want_cpu, want_off, want_mem, host, final, wout = sys.argv[1:]
 rows = [json.loads(l) for l in open(rec) if l.strip()]
 bad = [r for r in rows if not r["ok"]]
 sums, counts = {}, {}
@@ -55,6 +56,19 @@ for r in rows:
 got = (sums.get(("shop.cpu", c), 0), sums.get(("shop.off_cpu", o), 0), sums.get(("shop.mem", m), 0))
 want = (int(want_cpu), int(want_off), int(want_mem))
 print("pushes: %s; totals cpu/off_cpu/mem: pyroscope %s, files %s" % (counts, got, want))
+# Beside the files (built from the same windows), the programs' own truth: offcpu_wait's clock
+# around its blocking calls (within 0.5%), and one fault per page mem_touch touched.
+def of(app, pid, pat):
+    return sum(v for r in rows if r["ok"] and r["app"] == app and r["labels"].get("pid") == pid
+               for st, v in r["stacks"].items() if re.search(pat, st))
+prog = {tuple(l.split()[:2]): int(l.split()[2]) for l in open(wout) if len(l.split()) >= 3}
+for fn in ("sleeper", "wait_on_pipe"):
+    us, want_us = of("shop.off_cpu", o, ";%s;" % fn), prog.get(("blocked_ns", fn), 0) / 1000
+    print("off_cpu %s: pyroscope %d us, program %d us" % (fn, us, want_us))
+    if not want_us or abs(us - want_us) > 0.005 * want_us: problems.append("off_cpu %s: %d us, the program blocked %d us" % (fn, us, want_us))
+touched = of("shop.mem", m, ";grow;touch_pages")
+print("mem: pyroscope %d faults in touch_pages, 5000 pages touched" % touched)
+if touched != 5000: problems.append("mem: %d faults in touch_pages for 5000 pages" % touched)
 if final == "1":
     for p in problems[:5]: print("FAIL:", p)
     if counts.get(("shop.cpu", c), 0) < 2: print("FAIL: the 5 s on-CPU task went up in fewer than 2 pushes")
