@@ -149,6 +149,7 @@ static void collect_meters(struct bus_meter_set *ms, int with_collector)
 		bus__meter_set_add(ms, "rest_tasks_started", r.tasks_started, 1, ts);
 		bus__meter_set_add(ms, "rest_task_failures", r.task_failures, 1, ts);
 		bus__meter_set_add(ms, "rest_net_processes_followed", r.net_followed, 0, ts);
+		bus__meter_set_add(ms, "rest_flame_processes_selected", r.flame_selected, 0, ts);
 	}
 	publisher__stats(A.pub, &pub);
 	bus__meter_set_add(ms, "zmq_hwm_drops", pub.hwm_drops, 1, ts);

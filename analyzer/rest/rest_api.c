@@ -238,6 +238,7 @@ static void *run(void *arg)
 		r->st.tasks_started = fs.tasks_started + ns.tasks_started;
 		r->st.task_failures = fs.task_failures + ns.task_failures;
 		r->st.net_followed = ns.followed;
+		r->st.flame_selected = fs.selected;
 		pthread_mutex_unlock(&r->lock);
 	}
 	return NULL;

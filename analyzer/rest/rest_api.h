@@ -40,6 +40,7 @@ struct rest_api_stats {
 	uint64_t requests, puts_applied, puts_refused, gets, not_found, not_allowed, unauthorized, too_large;
 	uint64_t tasks_started, task_failures;
 	uint64_t net_followed;		/* processes the l7 and tcp features follow now */
+	uint64_t flame_selected;	/* processes the flamegraph feature's snoopers select now */
 };
 
 struct rest_api;

@@ -122,6 +122,7 @@ void rest_flame__set(struct rest_flame *f, const struct rest_doc *d)
 	f->d = *d;
 	f->have = true;
 	f->nsel = 0;
+	f->st.selected = 0;
 	f->next_scan = 0; /* at the next tick */
 }
 

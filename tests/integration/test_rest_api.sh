@@ -96,16 +96,38 @@ r=$(req -X PUT http://localhost:$PORT/flamegraph --data-urlencode json='
 }')
 expect "the manual's runtime-parameters example" 400 "params.sample_period applies to io and tcp, not to flamegraph" "$r"
 [ "$(get)" = "$(cat "$TMP/get1.json")" ] || fail "a refused PUT changed the configuration"
+# Processes the manual's stackprobe commands name (comm is the name they were started by).
+mkdir -p "$TMP/bin"; ln -s "$PROGS/oncpu_chain" "$TMP/bin/cadvisor"; ln -s "$PROGS/oncpu_chain" "$TMP/bin/java"
+"$TMP/bin/cadvisor" 120 & CAD=$!; CLEANUP_PIDS+=("$CAD")
+"$TMP/bin/java" 120 & JAVA=$!; CLEANUP_PIDS+=("$JAVA")
+# Their tasks write under the manual's directories when they end (the stop): made here, removed after.
+GG=/var/log/gala-gopher; GG_MADE=; [ -e "$GG" ] || GG_MADE=1; touch "$TMP/gg.mark"
+rstat() { "$EMBER" stats --config "$TMP/ember.yaml" 2>/dev/null | awk -v k="$1" '$2 == k {s += $3} END {print s + 0}'; }
+wait_stat() { # key value: the gauge or counter reaches value within 10 s
+  for _ in $(seq 50); do [ "$(rstat "$1")" = "$2" ] && return 0; sleep 0.2; done
+  echo "$1: $(rstat "$1"), expected $2"; return 1
+}
+t0=$(rstat ember_rest_tasks_started)
 r=$(req -X PUT http://localhost:$PORT/flamegraph -d json='{ "cmd": {"probe": ["oncpu"] }, "snoopers": {"proc_name": [{ "comm": "cadvisor"}] }, "state": "running"}')
 expect "the manual's basic stackprobe command" 200 "New config takes effect" "$r"
+# It selects the process named cadvisor, and one on-CPU task profiles it.
+wait_stat ember_rest_flame_processes_selected 1 || fail "the manual's basic command does not select the cadvisor process"
+wait_stat ember_rest_tasks_started $((t0 + 1)) || fail "the manual's basic command started no task for cadvisor"
 r=$(req -X PUT http://localhost:$PORT/flamegraph -d json='{ "cmd": {  "check_cmd": "",  "probe": ["oncpu", "offcpu", "mem"] }, "snoopers": {  "proc_name": [{   "comm": "cadvisor",   "cmdline": "",   "debugging_dir": ""  }, {   "comm": "java",   "cmdline": "",   "debugging_dir": ""  }] }, "params": {  "perf_sample_period": 100,  "svg_period": 300,  "svg_dir": "/var/log/gala-gopher/stacktrace",  "flame_dir": "/var/log/gala-gopher/flamegraph",  "pyroscope_server": "localhost:4040",  "multi_instance": 1,  "native_stack": 0 }, "state": "running"}')
 expect "the manual's advanced stackprobe command" 200 "New config takes effect" "$r"
+# cadvisor and java, each with its own task (multi_instance) of each of the three sub-items.
+wait_stat ember_rest_flame_processes_selected 2 || fail "the manual's advanced command does not select cadvisor and java"
+wait_stat ember_rest_tasks_started $((t0 + 7)) || fail "the manual's advanced command did not start 3 tasks for each of its 2 processes"
 r=$(req -X PUT http://localhost:$PORT/flamegraph --data-urlencode json='
 {
     "state": "stopped"
 }')
 expect "the manual's stop command" 200 "New config takes effect" "$r"
 get | grep -q '"state": "stopped"' || fail "the state is not stopped"
+wait_stat ember_rest_flame_processes_selected 0 || fail "processes still selected after the stop"
+kill "$CAD" "$JAVA"; wait "$CAD" "$JAVA" 2>/dev/null
+sleep 1
+if [ -n "$GG_MADE" ]; then rm -rf "$GG"; else find "$GG" -type f -newer "$TMP/gg.mark" -delete; fi
 ok "the manual's commands: taken, read back, and its example of another feature's parameter refused"
 
 # --- refusals change nothing -----------------------------------------------------------------
