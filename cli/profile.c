@@ -27,6 +27,7 @@
 #include "common/bus.h"
 #include "common/cleanup.h"
 #include "common/config.h"
+#include "common/ctl_client.h"
 #include "common/fileutil.h"
 #include "common/ctl_proto.h"
 #include "common/log.h"
@@ -365,6 +366,64 @@ static int check_out_dir(const char *out)
 	return 0;
 }
 
+/* The collector's counters of what a kind's path can lose (host-wide: every task's). */
+static const unsigned stack_losses[] = {
+	CTL_STAT_BPF_STACKMAP_FULL, CTL_STAT_BPF_AGG_FULL, CTL_STAT_RING_DROPS, CTL_STAT_STACK_LOST,
+	CTL_STAT_BPF_KSTACK_ERR, CTL_STAT_BPF_USTACK_ERR, CTL_STAT_BPF_UNWIND_READ_ERR, CTL_STAT_BPF_UNWIND_TRUNCATED,
+};
+static const unsigned offcpu_losses[] = {
+	CTL_STAT_BPF_OFFCPU_START_FULL, CTL_STAT_BPF_HSTACK_FULL, CTL_STAT_BPF_OFFCPU_TID_REUSED,
+	CTL_STAT_BPF_OFFCPU_STACK_ERR, CTL_STAT_BPF_OFFCPU_LOST,
+};
+static const unsigned net_losses[] = {
+	CTL_STAT_NET_RINGBUF_FULL, CTL_STAT_NET_INFLIGHT_FULL, CTL_STAT_NET_LOST_FULL, CTL_STAT_NET_RING_DROPS,
+	CTL_STAT_NET_RING_UNTRACKED, CTL_STAT_NET_TLS_INFLIGHT_FULL, CTL_STAT_NET_FORKS_FULL, CTL_STAT_NET_COPY_FAILED,
+};
+
+static int loss_list(const unsigned *idx, size_t n, const struct ctl_stats_ans *a,
+		     const struct ctl_stats_ans *b, char *buf, size_t len, size_t *off)
+{
+	int found = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		unsigned k = idx[i];
+		uint64_t d = k < a->n && k < b->n && b->v[k] > a->v[k] ? b->v[k] - a->v[k] : 0;
+
+		if (!d)
+			continue;
+		found = 1;
+		if (*off < len)
+			*off += (size_t)snprintf(buf + *off, len - *off, "%s%s %llu", *off ? ", " : "", ctl__stat_name(k),
+						 (unsigned long long)d);
+	}
+	return found;
+}
+
+/*
+ * What the collector counted lost while the task ran, beside its files: the
+ * counters are the host's (a concurrent task's losses show too), so a line
+ * saying nothing moved is a proof, a line naming counters a warning.
+ */
+static void print_losses(const struct profile_req *q, const struct ctl_stats_ans *a, const struct ctl_stats_ans *b)
+{
+	char buf[1024] = "";
+	size_t off = 0;
+	int any;
+
+	if (q->kind == EMBER__TASK_KIND__NETWORK)
+		any = loss_list(net_losses, sizeof(net_losses) / sizeof(net_losses[0]), a, b, buf, sizeof(buf), &off);
+	else
+		any = loss_list(stack_losses, sizeof(stack_losses) / sizeof(stack_losses[0]), a, b, buf,
+				sizeof(buf), &off) |
+		      (q->kind == EMBER__TASK_KIND__OFF_CPU &&
+		       loss_list(offcpu_losses, sizeof(offcpu_losses) / sizeof(offcpu_losses[0]), a, b, buf,
+				 sizeof(buf), &off));
+	if (any)
+		fprintf(stderr, "ember: LOST while the task ran (the collector's counters, all tasks): %s\n", buf);
+	else
+		fprintf(stderr, "ember: nothing lost while the task ran (the collector's loss counters did not move)\n");
+}
+
 int cmd_profile(int argc, char **argv)
 {
 	struct profile_req q = { .kind = EMBER__TASK_KIND__ON_CPU, .duration_ns = 10000000000ull, .out = "." };
@@ -372,7 +431,9 @@ int cmd_profile(int argc, char **argv)
 	struct ember_config *cfg = NULL;
 	char task_id[64];
 	void *zctx = NULL;
-	int rc, done;
+	struct ctl_stats_ans st0 = { 0 }, st1 = { 0 };
+	char sock[600];
+	int rc, done, have_st0;
 
 	rc = parse_args(argc, argv, &q, &done);
 	if (done)
@@ -398,10 +459,17 @@ int cmd_profile(int argc, char **argv)
 		goto cleanup;
 	zctx = zmq_ctx_new();
 	snprintf(task_id, sizeof(task_id), "cli-%d-%llu", (int)getpid(), (unsigned long long)time(NULL));
+	snprintf(sock, sizeof(sock), "%s/collector.sock", ag.ai.run_dir);
+	/* Before the task: a private agent's collector answers once it is up. */
+	for (uint64_t until = timeutil__mono_ms() + SUBMIT_WAIT_MS;
+	     !(have_st0 = !ctl_client__query_stats(sock, &st0)) && timeutil__mono_ms() < until && !agent_died(&ag, "exited unexpectedly");)
+		usleep(50000);
 	if (!zctx || submit_all(zctx, &ag, &q, task_id) ||
 	    wait_done(&ag, &q, task_id, cfg->profiling.flush_interval_ns / 1000000) ||
 	    copy_outputs(&ag, &q, task_id))
 		goto cleanup;
+	if (have_st0 && !ctl_client__query_stats(sock, &st1))
+		print_losses(&q, &st0, &st1);
 	rc = 0;
 cleanup:
 	if (ag.priv > 0) {

@@ -61,5 +61,7 @@ ok "gaps from a starved payload budget cost the exchanges they touched, not the 
 # What the user reads says so: the connections, calls and exchanges lost (the task's own numbers).
 lost=$(sed -n 's/^ember: .*"exchanges_lost":\([0-9]*\),"calls_lost":\([0-9]*\),.*/\2 call(s) whole (full buffers) and \1 exchange/p' "$TMP/gap.err")
 grep "^LOST: " "$TMP/gap/network.txt" | grep -qF "$lost" || { head -5 "$TMP/gap/network.txt"; fail "network.txt does not say what was lost ($lost)"; }
-ok "network.txt says what was lost: $(grep -o '^LOST: [^;]*' "$TMP/gap/network.txt")"
+grep -q "^ember: LOST while the task ran .*bpf_net_ringbuf_full_drops [1-9]" "$TMP/gap.err" ||
+  { cat "$TMP/gap.err"; fail "ember profile's last line does not name the calls lost"; }
+ok "network.txt says what was lost: $(grep -o '^LOST: [^;]*' "$TMP/gap/network.txt"); so does ember profile: $(grep -o '^ember: LOST.*' "$TMP/gap.err" | cut -c1-160)"
 stop_agent || fail "agent exited with an error"

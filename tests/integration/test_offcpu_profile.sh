@@ -33,6 +33,8 @@ echo "switch-outs $outs = thread exits $exits + timed $timed + ended unseen $uns
 [ "$outs" -gt 0 ] && [ "$outs" = $((exits + timed + unseen + lost + reused + ${full:-0})) ] ||
   { diagnose; fail "off-CPU blocks are not conserved"; }
 [ $((lost + reused + ${full:-0})) = 0 ] || { diagnose; fail "off-CPU blocks were lost (counted)"; }
+# What the user reads at the end says so.
+grep -q "^ember: nothing lost while the task ran" "$TMP/p.err" || { cat "$TMP/p.err"; fail "the profile's summary does not say nothing was lost"; }
 for f in offcpu.folded offcpu.svg offcpu.count.folded offcpu.count.svg; do
   [ -s "$TMP/prof/$f" ] || fail "missing $f"
 done
