@@ -642,8 +642,12 @@ static __always_inline int on_switch(void *ctx, __u32 next_tid, __u32 next_tgid,
 		fp = (fp ^ regs->bp) * 1099511628211ull;
 		fp = (fp ^ regs->orig_ax) * 1099511628211ull;
 		fp = (fp ^ regs->di) * 1099511628211ull;
+		/* The call's second argument: a futex's op, an ioctl's or fcntl's command take other kernel paths. */
+		fp = (fp ^ regs->si) * 1099511628211ull;
 		/* Preempted, sleeping or waiting uninterruptibly: different kernel paths of one call. */
 		fp = (fp ^ state) * 1099511628211ull;
+		/* Waiting for I/O or for a lock, both uninterruptible, in one write(). */
+		fp = (fp ^ BPF_CORE_READ_BITFIELD(task, in_iowait)) * 1099511628211ull;
 		bpf_probe_read_user(uframe, sizeof(uframe), (void *)regs->bp);
 		fp = (fp ^ uframe[1]) * 1099511628211ull;
 		/* New unwind tables for the process: the stacks are walked again. */

@@ -2,7 +2,8 @@
 # Off-CPU profile of a program with known blocking points: the blocked time
 # attributed to waiter;wait_on_pipe;read_pipe and main;sleeper;do_nanosleep is
 # within 0.5% of what the program measured around those calls, and every
-# nanosleep is one switch.
+# nanosleep is one switch.  Two kernel wait points of one call site (kwait)
+# each get their own time.
 . "$(dirname "$0")/lib.sh"
 need_bpf
 # A running agent; the workload starts its measured part once the task is
@@ -79,4 +80,22 @@ count_check sleeper '^offcpu_wait;(.*;)?main;sleeper;do_nanosleep;(.*;)?(hrtimer
 count_check "pipe read" '^offcpu_wait;(.*;)?waiter;wait_on_pipe;read_pipe;(.*;)?(anon_)?pipe_read_\[k\]' wait_on_pipe waiter
 grep -q 'bpf_prog_\|bpf_trace_run' "$TMP/prof/offcpu.folded" && fail "BPF's own frames leak into the stacks"
 ok "off-CPU time and counts match the program's own measurements"
+
+# One call site, two kernel wait points (kwait: a futex wait and a PI lock through the same
+# futex() call on the same word): each block's time goes to its own kernel stack, not to
+# whichever was walked first (the cached-stack fingerprint must tell them apart).
+EMBER_TEST_GO=$TMP/go "$PROGS/kwait" 20 > "$TMP/k.out" & K=$!; CLEANUP_PIDS+=("$K")
+profile_gated --config "$TMP/ember.yaml" --pid "$K" --type offcpu --duration 30s --out "$TMP/kprof"
+wait "$K" || fail "kwait failed"
+kcheck() { # label regex measured-label
+  local us want; us=$(folded_sum "$TMP/kprof/offcpu.folded" "$2")
+  want=$(( $(awk -v l="$3" '$1 == "blocked_ns" && $2 == l {print $3}' "$TMP/k.out") / 1000 ))
+  echo "$1: ember ${us} us, program measured ${want} us"
+  local tol=0.005; [ "${EMBER_EMULATED:-0}" = 1 ] && tol=0.03
+  awk -v a="$us" -v b="$want" -v t="$tol" 'BEGIN { d=(a-b)/b; if (d<0) d=-d; exit !(b > 0 && d <= t) }' ||
+    { awk '{print $NF, substr($0, 1, 200)}' "$TMP/kprof/offcpu.folded" | sort -rn | head -6; fail "$1: blocked time off by more than $tol"; }
+}
+kcheck "futex wait" ';block_here;raw_futex;(.*;)?futex_wait_\[k\]' wait
+kcheck "PI lock" ';block_here;raw_futex;(.*;)?futex_lock_pi_\[k\]' lock_pi
+ok "one call site's two kernel wait points each have their own blocked time"
 stop_agent || fail "agent exited with an error"
