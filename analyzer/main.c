@@ -63,7 +63,14 @@ static struct {
 	volatile sig_atomic_t stop;
 } A;
 
-static void on_signal(int sig) { (void)sig; A.stop = 1; }
+/* SIGTERM, SIGINT: stop, finishing the tasks.  SIGUSR1 (the collector restarted): leave them to the successor. */
+static volatile sig_atomic_t keep_tasks;
+static void on_signal(int sig)
+{
+	if (sig == SIGUSR1)
+		keep_tasks = 1;
+	A.stop = 1;
+}
 
 /* ---- the ring ------------------------------------------------------------------------ */
 
@@ -666,6 +673,7 @@ int main(int argc, char **argv)
 		log_warn("running as root: ember-analyzer is meant to run unprivileged");
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGUSR1, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	{
 		/* The monitors keep /proc descriptors open (up to half the limit): raise the soft limit to the hard. */
@@ -703,7 +711,11 @@ int main(int argc, char **argv)
 	log_info("ready: shard %u of %u, uid %u", A.shard, A.nshards, (unsigned)geteuid());
 	rc = run();
 	A.rest = rest_api__stop(A.rest); /* before the tasks finish: it submits through this analyzer too */
-	if (rc >= 0) {
+	if (rc >= 0 && keep_tasks) {
+		/* Their state files stay: the analyzer started on the new collector resumes them. */
+		log_info("the collector restarted: leaving %u task(s) to be resumed", task_mgr__count(A.tm));
+		rc = 1;
+	} else if (rc >= 0) {
 		log_info("stopping: finishing %u task(s)", task_mgr__count(A.tm));
 		runner__finish_all(A.runner, "agent stopping");
 		publish_meters();

@@ -399,16 +399,42 @@ static int loss_list(const unsigned *idx, size_t n, const struct ctl_stats_ans *
 	return found;
 }
 
+/* supervisor_collector_restarts from the run dir's supervisor.stats (root's, 0644); 0 when unreadable. */
+static uint64_t collector_restarts(const char *run_dir)
+{
+	char path[600], line[256], name[128];
+	unsigned long long v, n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/supervisor.stats", run_dir);
+	if (!(f = fopen(path, "re")))
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%127s %llu", name, &v) == 2 && !strcmp(name, "supervisor_collector_restarts"))
+			n = v;
+	fclose(f);
+	return n;
+}
+
 /*
  * What the collector counted lost while the task ran, beside its files: the
  * counters are the host's (a concurrent task's losses show too), so a line
  * saying nothing moved is a proof, a line naming counters a warning.
  */
-static void print_losses(const struct profile_req *q, const struct ctl_stats_ans *a, const struct ctl_stats_ans *b)
+static void print_losses(const struct profile_req *q, const struct ctl_stats_ans *a, const struct ctl_stats_ans *b,
+			 uint64_t restarts)
 {
 	char buf[1024] = "";
 	size_t off = 0;
 	int any;
+
+	if (restarts) {
+		/* A new collector counts from 0, and what the old one held when it died is not in any counter. */
+		fprintf(stderr, "ember: LOST: the collector restarted %llu time(s) while the task ran; the task resumed, "
+			"what the collector held then (its open window, until the task was attached again) is not in "
+			"the profile and not counted\n", (unsigned long long)restarts);
+		return;
+	}
 
 	if (q->kind == EMBER__TASK_KIND__NETWORK)
 		any = loss_list(net_losses, sizeof(net_losses) / sizeof(net_losses[0]), a, b, buf, sizeof(buf), &off);
@@ -433,6 +459,7 @@ int cmd_profile(int argc, char **argv)
 	void *zctx = NULL;
 	struct ctl_stats_ans st0 = { 0 }, st1 = { 0 };
 	char sock[600];
+	uint64_t restarts0 = 0;
 	int rc, done, have_st0;
 
 	rc = parse_args(argc, argv, &q, &done);
@@ -464,12 +491,13 @@ int cmd_profile(int argc, char **argv)
 	for (uint64_t until = timeutil__mono_ms() + SUBMIT_WAIT_MS;
 	     !(have_st0 = !ctl_client__query_stats(sock, &st0)) && timeutil__mono_ms() < until && !agent_died(&ag, "exited unexpectedly");)
 		usleep(50000);
+	restarts0 = collector_restarts(ag.ai.run_dir);
 	if (!zctx || submit_all(zctx, &ag, &q, task_id) ||
 	    wait_done(&ag, &q, task_id, cfg->profiling.flush_interval_ns / 1000000) ||
 	    copy_outputs(&ag, &q, task_id))
 		goto cleanup;
 	if (have_st0 && !ctl_client__query_stats(sock, &st1))
-		print_losses(&q, &st0, &st1);
+		print_losses(&q, &st0, &st1, collector_restarts(ag.ai.run_dir) - restarts0);
 	rc = 0;
 cleanup:
 	if (ag.priv > 0) {

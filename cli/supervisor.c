@@ -205,14 +205,15 @@ static int wait_for_file(const char *path, pid_t pid, unsigned timeout_ms)
 	return -ETIMEDOUT;
 }
 
-static void stop_child(struct child *c, unsigned timeout_ms)
+/* sig: SIGTERM (stop, ending its tasks) or, for an analyzer, SIGUSR1 (leave them to its successor). */
+static void stop_child(struct child *c, int sig, unsigned timeout_ms)
 {
 	uint64_t end;
 	int st;
 
 	if (c->pid <= 0)
 		return;
-	kill(c->pid, SIGTERM);
+	kill(c->pid, sig);
 	end = timeutil__mono_ms() + timeout_ms;
 	while (timeutil__mono_ms() < end) {
 		if (waitpid(c->pid, &st, WNOHANG) == c->pid) {
@@ -440,14 +441,21 @@ static int on_exit_of(struct sup *s, struct child *c, pid_t pid, int st, uint64_
 	else
 		log_warn("%s (pid %d) exited with status %d", role_name(c->role), (int)pid, WEXITSTATUS(st));
 	if (c->role == ROLE_COLLECTOR) {
-		/* The analyzers lost their rings: restart everything. */
+		/*
+		 * The analyzers lost their rings and attachments: each exits leaving
+		 * its tasks in its state file, and its successor resumes them on the
+		 * new collector.  The exporter, which holds the tasks' outputs so
+		 * far, carries on.
+		 */
 		s->collector_restarts++;
 		for (unsigned j = 1; j < s->nkids; j++)
-			stop_child(&s->kids[j], 5000);
+			if (s->kids[j].role == ROLE_ANALYZER)
+				stop_child(&s->kids[j], SIGUSR1, 5000);
 		if (start_collector(s))
 			return -EIO;
 		for (unsigned j = 1; j < s->nkids; j++)
-			spawn(s, &s->kids[j]);
+			if (s->kids[j].role == ROLE_ANALYZER)
+				spawn(s, &s->kids[j]);
 	} else {
 		/* Crash loops back off: 0.5 s doubling to 30 s, reset after a minute up. */
 		if (now - c->started_ms > 60000)
@@ -505,9 +513,9 @@ int supervisor__run(const struct ember_config *cfg, const char *bin_dir)
 	}
 	log_info("stopping: analyzers, then exporter, then collector");
 	for (unsigned i = 2; i < s.nkids; i++)
-		stop_child(&s.kids[i], 20000);
-	stop_child(&s.kids[1], 20000);
-	stop_child(&s.kids[0], 10000);
+		stop_child(&s.kids[i], SIGTERM, 20000);
+	stop_child(&s.kids[1], SIGTERM, 20000);
+	stop_child(&s.kids[0], SIGTERM, 10000);
 	unlinkat(s.runfd, "agent.info", 0);
 	write_stats(&s);
 	sup_free(&s);

@@ -87,6 +87,8 @@ profile_gated() {
   done
   touch "$TMP/go"
   wait "$p" || { cat "$TMP/p.err"; fail "ember profile $* failed"; }
+  # Closed again: a workload started for the next profile_gated waits for its own task.
+  rm -f "$TMP/go"
   grep -q '^ember: profiling' "$TMP/p.err" || { cat "$TMP/p.err"; fail "ember profile never reported the task attached"; }
 }
 

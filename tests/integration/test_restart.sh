@@ -42,4 +42,33 @@ grep -q "outer;middle;leaf" "$TMP/prof/oncpu.folded" || fail "stacks not symboli
 grep -E "supervisor +supervisor_analyzer_restarts +1$" "$TMP/stats" || { cat "$TMP/stats"; fail "analyzer restart not counted"; }
 grep -E "supervisor +supervisor_exporter_restarts +1$" "$TMP/stats" || fail "exporter restart not counted"
 ok "collector kept running; analyzer and exporter restarted and counted; $total samples written"
+
+# The collector killed mid-task: the supervisor starts a new one (as root); each analyzer
+# leaves its tasks to its successor, which resumes them on the new collector; the exporter,
+# holding the task's outputs, carries on.  The task ends "finished", not "interrupted", and
+# its profile goes on past the restart.
+C=$(child_pid ember-collector); A=$(child_pid ember-analyzer); X=$(child_pid ember-exporter)
+cpu0=$(cpu_secs "$W")
+"$EMBER" profile --config "$TMP/ember.yaml" --pid "$W" --duration 8s --out "$TMP/prof2" >"$TMP/p2.out" 2>"$TMP/p2.err" & P=$!
+sleep 3
+kill -9 "$C" || fail "no collector to kill"
+t_kill=$(date +%s%N)
+for _ in $(seq 100); do C2=$(child_pid ember-collector); [ -n "$C2" ] && [ "$C2" != "$C" ] && \
+  grep -q "resumed task" <(tail -n +"$(grep -n "was killed by signal 9" "$TMP/agent.log" | tail -1 | cut -d: -f1)" "$TMP/agent.log") && break; sleep 0.05; done
+t_up=$(date +%s%N)
+wait $P || { cat "$TMP/p2.err"; tail -30 "$TMP/agent.log"; fail "ember profile failed after the collector's restart"; }
+cpu1=$(cpu_secs "$W")
+grep '^ember: {' "$TMP/p2.err"
+grep -q '"state":"finished"' "$TMP/p2.err" || { tail -30 "$TMP/agent.log"; fail "the task did not finish after the collector's restart"; }
+[ "$(child_pid ember-exporter)" = "$X" ] || fail "the exporter was restarted with the collector"
+[ "$(child_pid ember-analyzer)" != "$A" ] || fail "the analyzer was not restarted with the collector"
+total=$(folded_total "$TMP/prof2/oncpu.folded")
+expect=$(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN { printf "%d", (b - a) / 0.009 }')
+echo "collector back and the task resumed $(( (t_up - t_kill) / 1000000 )) ms after the kill; samples $total of ~$expect"
+# The window the dead collector held and the time until the task is re-attached are lost (about
+# 1-2 s of 8 here); more than half of what the CPU time stands for survives only if it resumed.
+awk -v t="$total" -v e="$expect" 'BEGIN { exit !(t >= 0.55 * e && t <= 1.02 * e) }' ||
+  fail "$total of ~$expect samples: the task did not go on after the collector's restart"
+grep -q "^ember: LOST: the collector restarted 1 time" "$TMP/p2.err" || { cat "$TMP/p2.err"; fail "ember profile does not say the collector restarted"; }
+ok "collector killed: restarted, the task resumed and finished; $total of ~$expect samples; the profile says so"
 stop_agent || fail "agent exited with an error"
