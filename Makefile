@@ -65,7 +65,7 @@ GO_BINS   := $(if $(shell command -v go 2>/dev/null),$(BUILD)/progs/go_tls $(BUI
 BENCH_SRCS:= $(wildcard bench/bench_*.c)
 BENCH_BINS:= $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
 
-.PHONY: all programs tests clean test unit-test fuzz bench deps run test-kernels
+.PHONY: all programs tests clean test unit-test fuzz bench deps run test-kernels soak
 .DELETE_ON_ERROR:
 # Generated headers and objects are kept (they are not throwaway intermediates).
 .SECONDARY:
@@ -215,6 +215,11 @@ bench: deps
 test-kernels: deps
 	$(MAKE) -j$(NPROC) programs tests
 	tests/kernels/matrix.sh $(if $(KERNELS),--kernels $(KERNELS)) $(if $(FEATURES),--features $(FEATURES))
+
+# The soak and fault run (tests/soak/soak.sh): an hour by default, SOAK_DURATION=10m for less.
+soak: deps
+	$(MAKE) -j$(NPROC) programs
+	tests/soak/soak.sh $(or $(SOAK_DURATION),1h)
 
 clean:
 	rm -rf build

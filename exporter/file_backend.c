@@ -41,6 +41,8 @@ struct ftask {
 	uint64_t start_ms, duration_ms;
 	char attach_point[32];
 	int dirty;
+	/* Its end came ("finished", "failed") but its files could not all be written (a full disk): retried each tick. */
+	char final[12];
 	/* A continuous-profiling trigger's causes: task.json lists them, the SVG title says the first. */
 	unsigned ncauses;
 	struct task_cause causes[8];
@@ -59,6 +61,7 @@ struct file_backend {
 	int want_folded, want_svg;
 	struct ftask tasks[MAX_FILE_TASKS];
 	uint64_t files_written, write_errors, tasks_dropped, frames_truncated, tasks_resumed, resume_errors;
+	uint64_t finals_retried;      /* ends written again after a write failed */
 	uint64_t network_batches;
 };
 
@@ -367,20 +370,26 @@ static void write_flame_files(struct file_backend *fb, struct ftask *t)
 	t->dirty = 0;
 }
 
-static void write_task(struct file_backend *fb, struct ftask *t, const char *final_state)
+/*
+ * The task's files; with final_state, task.json last, and only when the
+ * others were written: it tells `ember profile` that they are final.
+ * -EIO when a file could not be written (counted): the task stays dirty.
+ */
+static int write_task(struct file_backend *fb, struct ftask *t, const char *final_state)
 {
 	char dir[1024], title[512], sub[160];
+	uint64_t errors = fb->write_errors;
 
 	if (t->flame.set) {
 		if (final_state)
 			write_flame_files(fb, t);
-		return;
+		return 0;
 	}
 
 	snprintf(dir, sizeof(dir), "%s/%s", fb->dir, t->id);
 	if (mkdir(dir, 0777) && errno != EEXIST) {
 		fb->write_errors++;
-		return;
+		return -EIO;
 	}
 	if (t->net) {
 		write_file(fb, dir, t, PF_NETWORK_TXT, write_net_txt_cb, t);
@@ -412,12 +421,13 @@ static void write_task(struct file_backend *fb, struct ftask *t, const char *fin
 		write_file(fb, dir, t, PF_SVG, write_svg_cb, &sc);
 	}
 done:
-	if (final_state) {
+	if (final_state && fb->write_errors == errors) {
 		struct json_ctx jc = { t, final_state };
 
 		write_file(fb, dir, t, PF_TASK_JSON, write_json_cb, &jc);
 	}
-	t->dirty = 0;
+	t->dirty = fb->write_errors != errors;
+	return t->dirty ? -EIO : 0;
 }
 
 static void task_drop(struct ftask *t)
@@ -483,8 +493,12 @@ static void file_on_task_event(void *st, const Ember__TaskEvent *ev)
 	if (ev->attach_point_name)
 		snprintf(t->attach_point, sizeof(t->attach_point), "%s", ev->attach_point_name);
 	if (ev->state == EMBER__TASK_EVENT__STATE__FINISHED || ev->state == EMBER__TASK_EVENT__STATE__FAILED) {
-		write_task(fb, t, ev->state == EMBER__TASK_EVENT__STATE__FINISHED ? "finished" : "failed");
-		task_drop(t);
+		const char *state = ev->state == EMBER__TASK_EVENT__STATE__FINISHED ? "finished" : "failed";
+
+		if (write_task(fb, t, state))
+			snprintf(t->final, sizeof(t->final), "%s", state);  /* again at the next tick */
+		else
+			task_drop(t);
 	}
 }
 
@@ -496,6 +510,12 @@ static void file_tick(void *st, uint64_t now_ms, int final)
 		struct ftask *t = &fb->tasks[i];
 		if (!t->used || !(t->dirty || final))
 			continue;
+		if (t->final[0]) {
+			fb->finals_retried++;
+			if (!write_task(fb, t, t->final) || final)
+				task_drop(t);
+			continue;
+		}
 		/* At shutdown a task without FINISHED is written as what it is: partial. */
 		write_task(fb, t, final ? "interrupted" : NULL);
 		if (final)
@@ -508,6 +528,7 @@ static unsigned file_counters(void *st, struct backend_counter *ret, unsigned ma
 	struct file_backend *fb = st;
 	struct backend_counter c[] = {
 		{ "file_files_written", fb->files_written }, { "file_write_errors", fb->write_errors },
+		{ "file_task_ends_retried", fb->finals_retried },
 		{ "file_tasks_dropped", fb->tasks_dropped }, { "file_frames_truncated", fb->frames_truncated },
 		{ "file_tasks_resumed", fb->tasks_resumed }, { "file_resume_errors", fb->resume_errors },
 		{ "file_network_batches", fb->network_batches },

@@ -72,6 +72,7 @@ void sw_set_conn(struct sw_backend *b, int up, const char *why)
 			 why && why[0] ? why : "no answer", q);
 		if (b->conn == 1)
 			b->c[SC_DISCONNECTS]++;
+		b->kicked = false;
 	}
 	b->conn = up;
 }
@@ -137,7 +138,8 @@ static void *sw_init(const struct ember_config *cfg, char *err, size_t errlen)
 	go.insecure_skip_verify = cfg->core.backend.insecure_skip_verify;
 	go.authentication = cfg->core.backend.authentication;
 	go.check_period_ms = (unsigned)cfg->core.backend.check_period * 1000;
-	go.max_reconnect_backoff_ms = (unsigned)cfg->core.backend.check_period * 1000;
+	/* An OAP back after an outage is connected to within a second (an attempt a second costs nothing). */
+	go.max_reconnect_backoff_ms = 1000;
 	go.max_pending = 16;
 	b->gc = grpc_client__new(&go, err, errlen);
 	if (!b->gc)
@@ -264,8 +266,21 @@ static void handle_results(struct sw_backend *b, uint64_t mono)
 		}
 		grpc_client__result_release(&res);
 	}
-	if (grpc_client__connectivity(b->gc) == GRPC_CONN_DOWN)
+	switch (grpc_client__connectivity(b->gc)) {
+	case GRPC_CONN_DOWN:
 		sw_set_conn(b, 0, "connection failed");
+		break;
+	case GRPC_CONN_UP:
+		/* The channel is back: the backlog goes now, not after its backoff (once: a success says "connected"). */
+		if (b->conn == 0 && !b->kicked) {
+			b->kicked = true;
+			b->backoff_ms = 0;
+			b->retry_at = 0;
+		}
+		break;
+	default:
+		break;
+	}
 }
 
 static void sw_tick(void *st, uint64_t now_ms, int final)

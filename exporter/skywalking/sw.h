@@ -171,6 +171,7 @@ struct sw_backend {
 	unsigned n_net_silence;
 
 	int conn;			/* -1 unknown, 0 down, 1 up */
+	bool kicked;			/* down, and the channel came back: the backlog was retried at once */
 	char last_err[200];
 	bool warned_network, warned_offcpu, warned_bad;
 	uint64_t c[SC_MAX];
