@@ -442,6 +442,7 @@ static void task_drop(struct ftask *t)
 static int append_json(struct file_backend *fb, struct ftask *t, const Ember__NetworkBatch *b)
 {
 	char path[1200];
+	struct stat st;
 	int fd, r;
 	FILE *f;
 
@@ -453,13 +454,17 @@ static int append_json(struct file_backend *fb, struct ftask *t, const Ember__Ne
 	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
 	if (fd < 0)
 		return -errno;
-	f = fdopen(fd, "a");
-	if (!f) {
+	if (fstat(fd, &st) || !(f = fdopen(fd, "a"))) {
 		r = -errno;
 		close(fd);
 		return r;
 	}
 	r = net_report__write_json(b, f);
+	if (!r && fflush(f))
+		r = -EIO;
+	/* A batch goes in whole or not at all: a full disk leaves no torn line for readers to trip on. */
+	if (r && ftruncate(fileno(f), st.st_size))
+		r = -EIO;
 	if (fclose(f) && !r)
 		r = -EIO;
 	return r;

@@ -146,11 +146,22 @@ for r in "${roles[@]}"; do
   read -r s sf < <(awk -v r="$r" '$1 == "start" && $2 == r {print $4, $5}' "$TMP/samples")
   read -r w wf < <(awk -v r="$r" '$1 == "warm" && $2 == r {print $4, $5}' "$TMP/samples")
   read -r e ef < <(awk -v r="$r" '$1 == "end" && $2 == r {print $4, $5}' "$TMP/samples")
-  # A process restarted by a fault starts again: its growth is measured from its first sample after.
-  read -r w2 < <(awk -v r="$r" -v e="$(pid_of "$r")" '$1 ~ /^t/ && $2 == r && $3 == e {print $4; exit}' "$TMP/samples")
-  base=${w:-0}; [ -n "$(pid_of "$r")" ] && [ "$(awk -v r="$r" '$1 == "warm" && $2 == r {print $3}' "$TMP/samples")" != "$(pid_of "$r")" ] && base=${w2:-$base}
-  g=$(awk -v a="$base" -v b="${e:-0}" 'BEGIN { printf "%.1f", a ? 100 * (b - a) / a : 0 }')
-  flag=""; awk -v g="$g" 'BEGIN { exit !(g > 2) }' && { flag="  <-- over 2%"; bad=1; }
+  # A process restarted by a fault warms up again: its growth counts from its own warm-up.
+  cur=$(pid_of "$r"); wpid=$(awk -v r="$r" '$1 == "warm" && $2 == r {print $3}' "$TMP/samples")
+  base=$w; note=""
+  if [ -n "$cur" ] && [ "$cur" != "$wpid" ]; then
+    base=$(awk -v r="$r" -v p="$cur" -v w="$WARM" '$2 == r && $3 == p && $1 ~ /^t/ { t = substr($1, 2) + 0;
+      if (!f) f = t; if (t - f >= w) { print $4; exit } }' "$TMP/samples")
+    note=" (restarted: from its own warm-up)"
+  fi
+  g=-; flag=""
+  if [ -n "$base" ] && [ -n "$e" ]; then
+    g=$(awk -v a="$base" -v b="$e" 'BEGIN { printf "%.1f", 100 * (b - a) / a }')
+    awk -v g="$g" 'BEGIN { exit !(g > 2) }' && { flag="  <-- over 2%"; bad=1; }
+  else
+    note=" (restarted too late to have warmed up: not judged)"
+  fi
+  flag="$note$flag"
   printf "  %-16s %8s %8s %8s  growth %5s%%   fds %s / %s / %s%s\n" "$r" "${s:--}" "${w:--}" "${e:--}" "$g" "${sf:--}" "${wf:--}" "${ef:--}" "$flag"
 done
 echo "== restarts"; grep "^supervisor" "$TMP/stats.end" | sed 's/^/  /'
