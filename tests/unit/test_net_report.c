@@ -231,6 +231,8 @@ static const char want_txt[] =
 	"3 batches from 2023-11-14T22:13:20.000Z to 2023-11-14T22:13:24.000Z; 3 flows, 4 connections, 5 exchanges "
 	"listed\n"
 	"Percentiles come from log-bucketed latency sketches: within 2.2% of the true value.\n"
+	"Nothing lost: no call was lost, and every request the kernel counted on a connection that skipped data is an "
+	"exchange.\n"
 	"\n"
 	"Connections by remote address and protocol (4 listed)\n"
 	"side    remote                                   protocol       connections     bytes sent bytes received\n"
@@ -309,6 +311,50 @@ static void test_summary(void **state)
 	net_report__free(r);
 }
 
+/* Losses in the batches: summed, said at the top of network.txt, and kept through network.json. */
+static void test_loss(void **state)
+{
+	struct net_report *r = net_report__new(), *r2 = net_report__new();
+	Ember__NetworkBatch b = EMBER__NETWORK_BATCH__INIT;
+	struct net_loss l;
+	char *s, *js = NULL;
+	size_t jn = 0;
+	FILE *f;
+	(void)state;
+
+	b.calls_lost = 3;
+	b.exchanges_lost = 2;
+	b.gap_bytes = 100;
+	b.connections_with_loss = 1;
+	net_report__add(r, &b);
+	b.calls_lost = 4;
+	b.exchanges_lost = 0;
+	net_report__add(r, &b);
+	net_report__loss(r, &l);
+	assert_int_equal(l.calls, 7);
+	assert_int_equal(l.exchanges, 2);
+	assert_int_equal(l.gap_bytes, 200);
+	assert_int_equal(l.connections, 2);
+	s = text_of(r);
+	assert_non_null(strstr(s, "\nLOST: 2 connection(s) lost 7 call(s) whole (full buffers) and 2 exchange(s) "));
+	assert_non_null(strstr(s, "The parsers skipped 200 bytes not copied"));
+	assert_null(strstr(s, "Nothing lost"));
+	free(s);
+	f = open_memstream(&js, &jn);
+	assert_int_equal(net_report__write_json(&b, f), 0);
+	fclose(f);
+	f = fmemopen(js, jn, "r");
+	assert_int_equal(net_report__load_json(r2, f), 1);   /* the batch's one line */
+	fclose(f);
+	net_report__loss(r2, &l);
+	assert_int_equal(l.calls, 4);
+	assert_int_equal(l.gap_bytes, 100);
+	assert_int_equal(l.connections, 1);
+	free(js);
+	net_report__free(r);
+	net_report__free(r2);
+}
+
 /* Past the bounds: groups beyond NET_REPORT_MAX_GROUPS add up in one row, only the first groups are shown. */
 static void test_bounds(void **state)
 {
@@ -358,7 +404,8 @@ static void test_json_lines(void **state)
 	assert_string_equal(line, "{\"type\":\"batch\",\"task_id\":\"net-1\",\"window_start_unix_ns\":1700000000000000000,"
 				  "\"window_end_unix_ns\":1700000002000000000,\"window_ms\":2000.000,\"flows\":1,"
 				  "\"connections\":1,\"exchanges\":2,\"exchanges_not_listed\":0,"
-				  "\"connections_not_listed\":0,\"sampled\":1,\"sampled_not_kept\":0,\"last\":false}");
+				  "\"connections_not_listed\":0,\"sampled\":1,\"sampled_not_kept\":0,\"calls_lost\":0,"
+				  "\"exchanges_lost\":0,\"gap_bytes\":0,\"connections_with_loss\":0,\"last\":false}");
 	line = strtok(NULL, "\n");
 	assert_string_equal(line,
 		"{\"type\":\"flow\",\"window_start_unix_ns\":1700000000000000000,"
@@ -387,7 +434,7 @@ static void test_json_lines(void **state)
 		"\"l7_state\":\"parsed\",\"opened_unix_ns\":1700000000100000000,\"closed_unix_ns\":1700000001100000000,"
 		"\"duration_ms\":1000.000,\"writes\":2,\"reads\":3,\"bytes_written\":400,\"bytes_read\":1600,"
 		"\"exchanges\":2,\"gaps\":0,\"gap_bytes\":0,\"retransmits\":0,\"drops\":0,\"srtt_us\":150,"
-		"\"ssl\":true,\"tls_reads\":3,\"tls_writes\":2}");
+		"\"ssl\":true,\"tls_reads\":3,\"tls_writes\":2,\"calls_lost\":0,\"request_turns\":0,\"exchanges_lost\":0}");
 	line = strtok(NULL, "\n");
 	assert_string_equal(line,
 		"{\"type\":\"exchange\",\"pid\":100,\"connection_id\":1,\"protocol\":\"http1\",\"side\":\"client\","
@@ -512,7 +559,8 @@ static void test_file_backend(void **state)
 	s = slurp(dir, "task.json");
 	assert_string_equal(s, "{\"task_id\":\"net-1\",\"kind\":\"network\",\"state\":\"finished\","
 			       "\"start_unix_ms\":1700000000000,\"duration_ms\":4000,\"batches\":3,\"flows\":3,"
-			       "\"connections\":4,\"exchanges\":5,\"attach_point\":\"\"}\n");
+			       "\"connections\":4,\"exchanges\":5,\"exchanges_lost\":0,\"calls_lost\":0,\"gap_bytes\":0,"
+			       "\"connections_with_loss\":0,\"attach_point\":\"\"}\n");
 	free(s);
 	assert_null(slurp(dir, "network.folded"));
 	ops->free(st);
@@ -526,6 +574,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_summary),
 		cmocka_unit_test(test_bounds),
+		cmocka_unit_test(test_loss),
 		cmocka_unit_test(test_json_lines),
 		cmocka_unit_test(test_file_backend),
 	};
