@@ -369,15 +369,18 @@ static int check_out_dir(const char *out)
 /* The collector's counters of what a kind's path can lose (host-wide: every task's). */
 static const unsigned stack_losses[] = {
 	CTL_STAT_BPF_STACKMAP_FULL, CTL_STAT_BPF_AGG_FULL, CTL_STAT_RING_DROPS, CTL_STAT_STACK_LOST,
-	CTL_STAT_BPF_KSTACK_ERR, CTL_STAT_BPF_USTACK_ERR, CTL_STAT_BPF_UNWIND_READ_ERR, CTL_STAT_BPF_UNWIND_TRUNCATED,
 };
 static const unsigned offcpu_losses[] = {
-	CTL_STAT_BPF_OFFCPU_START_FULL, CTL_STAT_BPF_HSTACK_FULL, CTL_STAT_BPF_OFFCPU_TID_REUSED,
-	CTL_STAT_BPF_OFFCPU_STACK_ERR, CTL_STAT_BPF_OFFCPU_LOST,
+	CTL_STAT_BPF_OFFCPU_START_FULL, CTL_STAT_BPF_HSTACK_FULL, CTL_STAT_BPF_OFFCPU_TID_REUSED, CTL_STAT_BPF_OFFCPU_LOST,
 };
 static const unsigned net_losses[] = {
 	CTL_STAT_NET_RINGBUF_FULL, CTL_STAT_NET_INFLIGHT_FULL, CTL_STAT_NET_LOST_FULL, CTL_STAT_NET_RING_DROPS,
 	CTL_STAT_NET_RING_UNTRACKED, CTL_STAT_NET_TLS_INFLIGHT_FULL, CTL_STAT_NET_FORKS_FULL, CTL_STAT_NET_COPY_FAILED,
+};
+/* ... and of stacks walked only in part: the sample or block is in the profile, under a shorter stack. */
+static const unsigned stack_partial[] = {
+	CTL_STAT_BPF_KSTACK_ERR, CTL_STAT_BPF_USTACK_ERR, CTL_STAT_BPF_UNWIND_READ_ERR, CTL_STAT_BPF_UNWIND_TRUNCATED,
+	CTL_STAT_BPF_OFFCPU_STACK_ERR,
 };
 
 static int loss_list(const unsigned *idx, size_t n, const struct ctl_stats_ans *a,
@@ -424,8 +427,8 @@ static uint64_t collector_restarts(const char *run_dir)
 static void print_losses(const struct profile_req *q, const struct ctl_stats_ans *a, const struct ctl_stats_ans *b,
 			 uint64_t restarts)
 {
-	char buf[1024] = "";
-	size_t off = 0;
+	char buf[1024] = "", part[512] = "", tail[600] = "";
+	size_t off = 0, poff = 0;
 	int any;
 
 	if (restarts) {
@@ -439,15 +442,19 @@ static void print_losses(const struct profile_req *q, const struct ctl_stats_ans
 	if (q->kind == EMBER__TASK_KIND__NETWORK)
 		any = loss_list(net_losses, sizeof(net_losses) / sizeof(net_losses[0]), a, b, buf, sizeof(buf), &off);
 	else
-		any = loss_list(stack_losses, sizeof(stack_losses) / sizeof(stack_losses[0]), a, b, buf,
-				sizeof(buf), &off) |
+		any = loss_list(stack_losses, sizeof(stack_losses) / sizeof(stack_losses[0]), a, b, buf, sizeof(buf),
+				&off) |
 		      (q->kind == EMBER__TASK_KIND__OFF_CPU &&
-		       loss_list(offcpu_losses, sizeof(offcpu_losses) / sizeof(offcpu_losses[0]), a, b, buf,
-				 sizeof(buf), &off));
+		       loss_list(offcpu_losses, sizeof(offcpu_losses) / sizeof(offcpu_losses[0]), a, b, buf, sizeof(buf),
+				 &off));
+	if (q->kind != EMBER__TASK_KIND__NETWORK &&
+	    loss_list(stack_partial, sizeof(stack_partial) / sizeof(stack_partial[0]), a, b, part, sizeof(part), &poff))
+		snprintf(tail, sizeof(tail), "; stacks walked in part (kept, shorter): %s", part);
 	if (any)
-		fprintf(stderr, "ember: LOST while the task ran (the collector's counters, all tasks): %s\n", buf);
+		fprintf(stderr, "ember: LOST while the task ran (the collector's counters, all tasks): %s%s\n", buf, tail);
 	else
-		fprintf(stderr, "ember: nothing lost while the task ran (the collector's loss counters did not move)\n");
+		fprintf(stderr, "ember: nothing lost while the task ran (the collector's loss counters did not move)%s\n",
+			tail);
 }
 
 int cmd_profile(int argc, char **argv)
