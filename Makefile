@@ -218,7 +218,7 @@ test-kernels: deps
 
 # The soak and fault run (tests/soak/soak.sh): an hour by default, SOAK_DURATION=10m for less.
 soak: deps
-	$(MAKE) -j$(NPROC) programs
+	$(MAKE) -j$(NPROC) programs $(TPROG_BINS)
 	tests/soak/soak.sh $(or $(SOAK_DURATION),1h)
 
 clean:
