@@ -11,10 +11,13 @@
 
 #include <errno.h>
 #include <ftw.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 
 #include "common/config.h"
 #include "exporter/backend.h"
@@ -569,6 +572,75 @@ static void test_file_backend(void **state)
 	nftw(dir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
 }
 
+static uint64_t counter(const struct exporter_backend_ops *ops, void *st, const char *name)
+{
+	struct backend_counter c[32];
+	unsigned n = ops->counters(st, c, 32);
+
+	for (unsigned i = 0; i < n; i++)
+		if (!strcmp(c[i].name, name))
+			return c[i].value;
+	fail_msg("no counter %s", name);
+	return 0;
+}
+
+/* A batch that does not fit goes into network.json not at all: the file ends on the last whole
+ * batch (no torn line), the failure is counted, and the next batch that fits follows it.  The
+ * file size limit cuts the write at a chosen byte, as a full disk does. */
+static void test_file_backend_whole_batches(void **state)
+{
+	const struct exporter_backend_ops *ops = exporter_backend__find("file");
+	struct ember_config *cfg = config__new();
+	char dir[] = "/tmp/ember-test-net-XXXXXX", err[256], path[600], *j[3] = { 0 }, *s, *want;
+	size_t jlen[3] = { 0 };
+	struct rlimit old, lim;
+	struct stat sb;
+	void *st;
+	(void)state;
+
+	fixture();
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(config__set(cfg, "ember.output_dir", dir, err, sizeof(err)), 0);
+	for (unsigned i = 0; i < 3; i++) {
+		FILE *w = open_memstream(&j[i], &jlen[i]);
+		assert_int_equal(net_report__write_json(&F.b[i], w), 0);
+		fclose(w);
+	}
+	assert_true(jlen[1] > 2);
+	st = ops->init(cfg, err, sizeof(err));
+	assert_non_null(st);
+	task_event(ops, st, EMBER__TASK_EVENT__STATE__STARTED);
+	ops->on_network(st, &F.b[0]);
+	snprintf(path, sizeof(path), "%s/net-1/network.json", dir);
+	assert_int_equal(stat(path, &sb), 0);
+	assert_int_equal((size_t)sb.st_size, jlen[0]);
+
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+	lim = old;
+	lim.rlim_cur = jlen[0] + jlen[1] / 2;	/* the second batch's write stops half way */
+	signal(SIGXFSZ, SIG_IGN);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	ops->on_network(st, &F.b[1]);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+	assert_int_equal(counter(ops, st, "file_write_errors"), 1);
+	s = slurp(dir, "network.json");
+	assert_string_equal(s, j[0]);
+	free(s);
+
+	ops->on_network(st, &F.b[2]);
+	assert_int_equal(counter(ops, st, "file_write_errors"), 1);
+	s = slurp(dir, "network.json");
+	assert_int_equal(asprintf(&want, "%s%s", j[0], j[2]) > 0, 1);
+	assert_string_equal(s, want);
+	free(want);
+	free(s);
+	ops->free(st);
+	for (unsigned i = 0; i < 3; i++)
+		free(j[i]);
+	config__free(cfg);
+	nftw(dir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -577,6 +649,7 @@ int main(void)
 		cmocka_unit_test(test_loss),
 		cmocka_unit_test(test_json_lines),
 		cmocka_unit_test(test_file_backend),
+		cmocka_unit_test(test_file_backend_whole_batches),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
