@@ -331,6 +331,12 @@ static void cb_maps_changed(void *ctx, uint64_t task_num_id, uint32_t pid)
 		runner__maps_changed(A.runner, task_num_id, pid);
 }
 
+static uint64_t cb_tls_ready_ns(void *ctx, uint32_t pid)
+{
+	(void)ctx;
+	return tls_finder__ready_ns(A.tls, pid);
+}
+
 static void cb_exchange(void *ctx, uint32_t pid, const struct l7_record *r)
 {
 	const char *uri = NULL;
@@ -545,6 +551,7 @@ static int setup(void)
 			.resp_encoding = A.cfg->profiling.task.network.protocol_analyze.sampling.http.default_response_encoding },
 		.exchange = cb_exchange,
 		.maps_changed = cb_maps_changed,
+		.tls_ready_ns = cb_tls_ready_ns,
 	});
 	if (!A.np) {
 		log_error("cannot create the network profiler: %m");

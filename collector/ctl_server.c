@@ -324,6 +324,7 @@ void ctl_server__collect_stats(struct collector *c)
 		c->stats[CTL_STAT_TLS_FILES] = ts.files;
 		c->stats[CTL_STAT_TLS_PROGRAMS] = ts.programs;
 		c->stats[CTL_STAT_TLS_VERIFY_SKIPPED] = ts.verify_skipped;
+		c->stats[CTL_STAT_TLS_GONE] = ts.gone;
 		c->stats[CTL_STAT_TLS_MERGED] = ts.merged;
 		c->stats[CTL_STAT_TLS_POINTS] = ts.points;
 		c->stats[CTL_STAT_TLS_REFUSED] = ts.refused;

@@ -31,7 +31,7 @@ struct tls_links {
 	struct tls_file *files;
 	uint64_t refused;
 	uint64_t refused_why[TLS_VERIFY_WHY_MAX];
-	uint64_t verify_skipped, merged;
+	uint64_t verify_skipped, merged, gone;
 };
 
 struct tls_links *tls_links__new(struct bpf_net *net, unsigned max)
@@ -180,7 +180,10 @@ int tls_links__add(struct tls_links *l, uint64_t owner, int fd, uint32_t pid, en
 				close(f->links[0]);
 			memset(f, 0, sizeof(*f));
 			free(copy);
-			l->refused++;
+			if (err == -ESRCH)
+				l->gone++;
+			else
+				l->refused++;
 			return err;
 		}
 	}
@@ -252,6 +255,7 @@ void tls_links__stats(const struct tls_links *l, struct tls_links_stats *ret)
 	ret->refused_insn = l->refused_why[TLS_VERIFY_INSN];
 	ret->verify_skipped = l->verify_skipped;
 	ret->merged = l->merged;
+	ret->gone = l->gone;
 	for (unsigned i = 0; i < l->max; i++)
 		if (l->files[i].used) {
 			ret->files++;

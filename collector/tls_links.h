@@ -54,6 +54,7 @@ struct tls_links_stats {
 	uint64_t verify_skipped; /* requests whose points were checked in that file before */
 	uint64_t merged;    /* process links replaced by their program's */
 	uint64_t points;    /* probe points attached now */
+	uint64_t gone;      /* requests whose process exited before its link was made (-ESRCH, not refused) */
 	uint64_t refused;   /* requests refused: all reasons (the ones below, counts, room, attach errors) */
 	/* ... of which by the first point tls_verify refused (enum tls_verify_why) */
 	uint64_t refused_cookie;     /* a function or side the TLS program does not have */

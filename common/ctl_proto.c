@@ -84,6 +84,7 @@ static const char *const stat_names[CTL_STAT_MAX] = {
 	[CTL_STAT_TLS_UNSUPPORTED] = "tls_unsupported",
 	[CTL_STAT_TLS_PROGRAMS] = "tls_programs",
 	[CTL_STAT_TLS_VERIFY_SKIPPED] = "tls_attach_checked_before",
+	[CTL_STAT_TLS_GONE] = "tls_attach_process_gone",
 	[CTL_STAT_TLS_MERGED] = "tls_process_probes_merged",
 	[CTL_STAT_BPF_OFFCPU_EXITS] = "bpf_offcpu_thread_exits",
 	[CTL_STAT_BPF_OFFCPU_TID_REUSED] = "bpf_offcpu_tid_reused_drops",

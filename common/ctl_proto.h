@@ -252,6 +252,7 @@ enum ctl_stat {
 	CTL_STAT_BPF_OFFCPU_STALE,
 	CTL_STAT_BPF_OFFCPU_UNTIMED,
 	CTL_STAT_BPF_OFFCPU_LOST,
+	CTL_STAT_TLS_GONE,             /* TLS_ATTACH requests for a process that exited first (not refused) */
 	CTL_STAT_MAX,
 };
 struct ctl_stats_ans { int32_t err; uint32_t n; uint64_t v[CTL_STAT_MAX]; };

@@ -282,12 +282,13 @@ static int write_json_cb(FILE *out, void *ctx)
 			"{\"task_id\":\"%s\",\"kind\":\"%s\",\"state\":\"%s\",\"start_unix_ms\":%llu,"
 			"\"duration_ms\":%llu,\"batches\":%llu,\"flows\":%llu,\"connections\":%llu,\"exchanges\":%llu,"
 			"\"exchanges_lost\":%llu,\"calls_lost\":%llu,\"gap_bytes\":%llu,\"connections_with_loss\":%llu,"
-			"\"attach_point\":\"%s\"",
+			"\"tls_connections_unprobed\":%llu,\"tls_calls_unbound\":%llu,\"attach_point\":\"%s\"",
 			c->t->id, profile_files__kind(c->t->kind), c->state, (unsigned long long)c->t->start_ms,
 			(unsigned long long)c->t->duration_ms, (unsigned long long)st.batches,
 			(unsigned long long)st.flows, (unsigned long long)st.connections,
 			(unsigned long long)st.exchanges, (unsigned long long)l.exchanges, (unsigned long long)l.calls,
-			(unsigned long long)l.gap_bytes, (unsigned long long)l.connections, c->t->attach_point);
+			(unsigned long long)l.gap_bytes, (unsigned long long)l.connections,
+			(unsigned long long)l.tls_unprobed, (unsigned long long)l.tls_unbound, c->t->attach_point);
 		put_trigger(out, c->t);
 		fputs("}\n", out);
 		return 0;

@@ -214,6 +214,8 @@ static void add_batch(struct net_report *r, uint64_t start_ns, uint64_t end_ns, 
 	r->loss.exchanges += loss->exchanges;
 	r->loss.gap_bytes += loss->gap_bytes;
 	r->loss.connections += loss->connections;
+	r->loss.tls_unprobed += loss->tls_unprobed;
+	r->loss.tls_unbound += loss->tls_unbound;
 	if (start_ns && (!r->start_ns || start_ns < r->start_ns))
 		r->start_ns = start_ns;
 	if (end_ns > r->end_ns)
@@ -243,7 +245,8 @@ void net_report__add(struct net_report *r, const Ember__NetworkBatch *b)
 	if (!b)
 		return;
 	struct net_loss loss = { .calls = b->calls_lost, .exchanges = b->exchanges_lost, .gap_bytes = b->gap_bytes,
-				 .connections = b->connections_with_loss };
+				 .connections = b->connections_with_loss, .tls_unprobed = b->tls_connections_unprobed,
+				 .tls_unbound = b->tls_calls_unbound };
 
 	add_batch(r, b->window_start_unix_ns, b->window_end_unix_ns, b->exchanges_not_listed,
 		  b->connections_not_listed, &loss);
@@ -356,6 +359,8 @@ static struct json_object *batch_json(const Ember__NetworkBatch *b)
 	put_u64(o, "exchanges_lost", b->exchanges_lost);
 	put_u64(o, "gap_bytes", b->gap_bytes);
 	put_u64(o, "connections_with_loss", b->connections_with_loss);
+	put_u64(o, "tls_connections_unprobed", b->tls_connections_unprobed);
+	put_u64(o, "tls_calls_unbound", b->tls_calls_unbound);
 	put_bool(o, "last", b->last);
 	return o;
 }
@@ -478,6 +483,7 @@ static struct json_object *connection_json(const Ember__NetConnection *c)
 	put_u64(o, "calls_lost", c->calls_lost);
 	put_u64(o, "request_turns", c->request_turns);
 	put_u64(o, "exchanges_lost", c->exchanges_lost);
+	put_bool(o, "tls_unprobed", c->tls_unprobed);
 	return o;
 }
 
@@ -599,7 +605,9 @@ static int load_line(struct net_report *r, const char *line)
 		struct net_loss loss = { .calls = net_format__get_u64(o, "calls_lost"),
 					 .exchanges = net_format__get_u64(o, "exchanges_lost"),
 					 .gap_bytes = net_format__get_u64(o, "gap_bytes"),
-					 .connections = net_format__get_u64(o, "connections_with_loss") };
+					 .connections = net_format__get_u64(o, "connections_with_loss"),
+					 .tls_unprobed = net_format__get_u64(o, "tls_connections_unprobed"),
+					 .tls_unbound = net_format__get_u64(o, "tls_calls_unbound") };
 
 		add_batch(r, net_format__get_u64(o, "window_start_unix_ns"), net_format__get_u64(o, "window_end_unix_ns"),
 			  net_format__get_u64(o, "exchanges_not_listed"), net_format__get_u64(o, "connections_not_listed"),
@@ -788,15 +796,29 @@ static void write_slowest(const struct net_report *r, FILE *out)
 static void write_loss(const struct net_report *r, FILE *out)
 {
 	const struct net_loss *l = &r->loss;
+	const char *lead = "LOST:";
 
-	if (!l->calls && !l->exchanges)
+	if (!l->calls && !l->exchanges && !l->tls_unprobed && !l->tls_unbound)
 		fprintf(out, "Nothing lost: no call was lost, and every request the kernel counted on a connection that "
 			"skipped data is an exchange.");
-	else
-		fprintf(out, "LOST: %llu connection(s) lost %llu call(s) whole (full buffers) and %llu exchange(s) "
+	if (l->calls || l->exchanges) {
+		fprintf(out, "%s %llu connection(s) lost %llu call(s) whole (full buffers) and %llu exchange(s) "
 			"(requests the kernel counted that no exchange answers); per connection in network.json "
-			"(calls_lost, request_turns, exchanges_lost).", (unsigned long long)l->connections,
+			"(calls_lost, request_turns, exchanges_lost).", lead, (unsigned long long)l->connections,
 			(unsigned long long)l->calls, (unsigned long long)l->exchanges);
+		lead = "";
+	}
+	if (l->tls_unprobed) {
+		fprintf(out, "%s %llu TLS connection(s) moved data before their process's TLS probes were in place "
+			"(a process started or followed mid-task, or a connection open before the task): an exchange "
+			"they carried before the probes is missing; per connection in network.json (tls_unprobed).",
+			lead, (unsigned long long)l->tls_unprobed);
+		lead = "";
+	}
+	if (l->tls_unbound) {
+		fprintf(out, "%s %llu TLS plaintext call(s) could not be tied to a connection (tls_calls_unbound): their "
+			"exchanges are missing.", lead, (unsigned long long)l->tls_unbound);
+	}
 	if (l->gap_bytes)
 		fprintf(out, " The parsers skipped %llu bytes not copied (sendfile, over the copy size, no room, lost).",
 			(unsigned long long)l->gap_bytes);

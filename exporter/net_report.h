@@ -49,6 +49,8 @@ struct net_report_stats {
 /* What the batches say the agent lost (NetworkBatch's calls_lost, ...). */
 struct net_loss {
 	uint64_t calls, exchanges, gap_bytes, connections;
+	uint64_t tls_unprobed;   /* TLS connections that moved data before their process's probes */
+	uint64_t tls_unbound;    /* TLS plaintext calls tied to no connection */
 };
 
 /* NULL + errno. */

@@ -88,6 +88,8 @@ struct ntask {
 	size_t ncl, cap_cl;
 	uint64_t cl_not_listed;
 	uint64_t calls_lost, exchanges_lost, gap_bytes, conns_lossy; /* of the connections ended in the window */
+	uint64_t tls_unprobed;
+	uint64_t tls_unbound;        /* TLS plaintext events of its processes tied to no connection */
 	struct arena_chunk *arena;
 	uint64_t total_exchanges, total_conns;
 	struct sampler *sampler;     /* HTTP sampling rules, NULL when the task has none */
@@ -135,6 +137,8 @@ struct cstate {
 	uint64_t opened_unix_ns;
 	uint64_t writes, reads, bytes_written, bytes_read, exchanges, gaps, gap_bytes, retrans, drops, srtt_us;
 	uint64_t calls_lost;      /* net_event.lost_events of its events */
+	bool tls_unprobed;        /* moved data before the process's TLS probes (note_tls_unprobed()) */
+	bool tls_pending;         /* ... read while the process had no probes yet */
 	uint32_t turn;            /* the latest net_event.turn (NET_TURN_*) */
 	struct wcalls w[NC_MAX];
 	uint64_t w_retrans, w_drops;
@@ -187,6 +191,7 @@ static const char *const stat_names[NPS_MAX] = {
 	[NPS_TLS_UNBOUND] = "net_tls_events_unbound",
 	[NPS_TLS_CONNECTIONS] = "net_tls_connections",
 	[NPS_CALLS_NOMEM] = "net_sampled_calls_nomem",
+	[NPS_TLS_UNPROBED] = "net_tls_connections_unprobed",
 };
 
 const char *netprof__stat_name(unsigned stat)
@@ -343,7 +348,8 @@ static void task_reset_report(struct ntask *t)
 		sampler__reset(t->sampler);
 	t->nex = t->ncl = 0;
 	t->ex_not_listed = t->cl_not_listed = 0;
-	t->calls_lost = t->exchanges_lost = t->gap_bytes = t->conns_lossy = 0;
+	t->calls_lost = t->exchanges_lost = t->gap_bytes = t->conns_lossy = t->tls_unprobed = 0;
+	t->tls_unbound = 0;
 	t->gen++;
 }
 
@@ -839,6 +845,18 @@ static uint64_t request_turns(const struct cstate *cs)
 	return last_write == req_write ? (n + 1) / 2 : n / 2;
 }
 
+/* A connection that waited for its process's probes: counted if it has them now, or ended without. */
+static void settle_tls_pending(struct netprof *np, struct cstate *cs)
+{
+	if (!cs->tls_pending || !np->o.tls_ready_ns || !np->o.tls_ready_ns(np->o.ctx, cs->nc->tgid))
+		return;
+	cs->tls_pending = false;
+	if (!cs->tls_unprobed) {
+		cs->tls_unprobed = true;
+		np->st[NPS_TLS_UNPROBED]++;
+	}
+}
+
 /*
  * Exchanges a connection lost with its data: the requests the kernel counted
  * that no exchange answers.  Only where that holds: TCP (a datagram socket's
@@ -861,7 +879,9 @@ static void list_connection(struct netprof *np, struct cstate *cs, uint64_t clos
 	t->calls_lost += cs->calls_lost;
 	t->exchanges_lost += ex_lost;
 	t->gap_bytes += cs->gap_bytes;
-	t->conns_lossy += cs->calls_lost || ex_lost;
+	settle_tls_pending(np, cs);
+	t->tls_unprobed += cs->tls_unprobed;
+	t->conns_lossy += cs->calls_lost || ex_lost || cs->tls_unprobed;
 	if (t->ncl >= t->cap_cl || !(m = arena_alloc(t, sizeof(*m)))) {
 		t->cl_not_listed++;
 		np->st[NPS_CONNS_NOT_LISTED]++;
@@ -898,6 +918,7 @@ static void list_connection(struct netprof *np, struct cstate *cs, uint64_t clos
 	m->calls_lost = cs->calls_lost;
 	m->request_turns = req_turns;
 	m->exchanges_lost = ex_lost;
+	m->tls_unprobed = cs->tls_unprobed;
 	t->cl[t->ncl++] = m;
 }
 
@@ -1044,6 +1065,8 @@ static void report(struct netprof *np, struct ntask *t, bool last)
 	b.exchanges_lost = t->exchanges_lost;
 	b.gap_bytes = t->gap_bytes;
 	b.connections_with_loss = t->conns_lossy;
+	b.tls_connections_unprobed = t->tls_unprobed;
+	b.tls_calls_unbound = t->tls_unbound;
 	b.last = last;
 	b.n_sampled = sampler__take(t->sampler, &b.sampled, &b.sampled_not_kept);
 	if (!t->monitor) {
@@ -1264,6 +1287,36 @@ static void mark_tls(struct netprof *np, struct cstate *cs)
 	np->st[NPS_TLS_CONNECTIONS]++;
 }
 
+/*
+ * A TLS connection that moved data before its process's TLS probes were in
+ * place (a process started or followed mid-task, or a connection open before
+ * the task): what it carried then is ciphertext only, and the exchanges in
+ * it are missing.  Which of those calls were the handshake and which were
+ * requests the bytes do not tell (a record header and its body are read
+ * apart, and TLS 1.3 sends its handshake as application data), so the
+ * connection is counted, not its calls.  A call under a probed TLS call
+ * (NET_F_TLS_WIRE) is covered.  The analyzer asks for a process's probes in
+ * line with its records (at its task's start, fork and exec), so a call read
+ * while the process has none yet came before them: the connection waits in
+ * tls_pending until the process has probes or has ended without (counted
+ * then), or is listed while the process has none (a process ember has no TLS
+ * probes for: its connections are TLS at L4, not a loss of this kind).
+ */
+static void note_tls_unprobed(struct netprof *np, struct cstate *cs, const struct net_event *e)
+{
+	uint64_t ready;
+
+	if (!cs->tls || cs->tls_unprobed || (e->flags & NET_F_TLS_WIRE) || !np->o.tls_ready_ns || e->ret <= 0)
+		return;
+	ready = np->o.tls_ready_ns(np->o.ctx, cs->nc->tgid);
+	if (!ready) {
+		cs->tls_pending = true;
+	} else if (e->ts_ns < ready) {
+		cs->tls_unprobed = true;
+		np->st[NPS_TLS_UNPROBED]++;
+	}
+}
+
 /* A read or a write: counted, and its data (or the gap where it was lost) to the parser. */
 static void data_call(struct netprof *np, struct cstate *cs, const struct net_event *e, const uint8_t *payload)
 {
@@ -1275,6 +1328,7 @@ static void data_call(struct netprof *np, struct cstate *cs, const struct net_ev
 	/* Ciphertext: under a TLS call, or records from the stream's first bytes on. */
 	if ((e->flags & NET_F_TLS_WIRE) || (!cs->writes && !cs->reads && !cs->l7 && looks_tls(payload, have)))
 		mark_tls(np, cs);
+	note_tls_unprobed(np, cs, e);
 
 	count_call(cs, write ? NC_WRITE : NC_READ, moved, e->dur_ns);
 	record_call(np, cs, e);
@@ -1353,7 +1407,11 @@ static void tls_call(struct netprof *np, const struct net_event *e, const uint8_
 			ino = np->tls_tids[t].ino;
 		nc = ino ? conntrack__socket_first(np->ct, e->tgid, ino) : NULL;
 		if (!nc) {
+			struct ntask *tk = task_of_pid(np, e->tgid);
+
 			np->st[NPS_TLS_UNBOUND]++;
+			if (tk)
+				tk->tls_unbound += 1 + e->lost_events;
 			return;
 		}
 		cs = nc->user;

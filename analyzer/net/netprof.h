@@ -58,6 +58,8 @@ struct netprof_opts {
 	void *ctx;
 	/* Optional: a followed process exec'ed or mapped a file executable (task: the collector's task id). */
 	void (*maps_changed)(void *ctx, uint64_t task_num_id, uint32_t pid);
+	/* Optional: when pid's TLS probes were first in place (tls_finder__ready_ns), 0: never. */
+	uint64_t (*tls_ready_ns)(void *ctx, uint32_t pid);
 };
 
 enum netprof_stat {
@@ -84,6 +86,7 @@ enum netprof_stat {
 	NPS_TLS_UNBOUND,        /* ... whose socket could not be found (no socket activity of the thread yet) */
 	NPS_TLS_CONNECTIONS,    /* connections found to carry TLS (records on the wire or plaintext from probes) */
 	NPS_CALLS_NOMEM,        /* connections whose calls could not be kept for sampled traces (no memory) */
+	NPS_TLS_UNPROBED,       /* TLS connections that moved data before their process's probes were in place */
 	NPS_MAX
 };
 

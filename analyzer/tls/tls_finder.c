@@ -8,6 +8,7 @@
 
 #include "analyzer/tls/tls_probe.h"
 #include "bpf/net_abi.h"
+#include "common/timeutil.h"
 #include "symbolizer/maps.h"
 
 #define MAX_PROCS 1024
@@ -23,7 +24,7 @@ struct tfile {
 };
 
 /* A process's executable mappings as last seen: a signature, to skip unchanged ones. */
-struct tproc { uint32_t pid; uint64_t task_id; uint64_t sig; };
+struct tproc { uint32_t pid; uint64_t task_id; uint64_t sig; uint64_t ready_ns; };
 
 /* Files a task has asked to be probed in a process. */
 struct tasked { uint64_t task_id; uint32_t pid, dev_major, dev_minor; uint64_t inode; };
@@ -179,6 +180,8 @@ static int ask(struct tls_finder *f, uint64_t task_id, uint32_t pid, const struc
 		f->unsupported = true;
 		return err;
 	}
+	if (err == -ESRCH || err == -EPERM)
+		return err;     /* the process exited first (the collector follows it no more): not a refusal */
 	if (err) {
 		f->st.refused++;
 		return err;
@@ -207,12 +210,20 @@ int tls_finder__process(struct tls_finder *f, uint64_t task_id, uint32_t pid)
 	struct tproc *p;
 	uint64_t sig;
 	int fd, err = 0;
+	bool probed = false;
 
 	if (f->unsupported) {
 		f->st.unsupported++;
 		return -EOPNOTSUPP;
 	}
 	fd = ctl_client__open_maps(f->o.cc, pid);
+	if (fd == -ESRCH || fd == -ENOENT || fd == -EPERM) {
+		/* Gone before it was looked at (the collector refuses a pid it follows no more: an
+		 * exited child): whatever TLS it spoke, no probe saw. */
+		p = proc_of(f, task_id, pid);
+		if (!p->ready_ns)
+			p->ready_ns = TLS_FINDER_NEVER;
+	}
 	if (fd < 0)
 		return fd;
 	pm = proc_maps__read(fd, 0);
@@ -221,6 +232,13 @@ int tls_finder__process(struct tls_finder *f, uint64_t task_id, uint32_t pid)
 		return -errno;
 	sig = proc_maps__exec_signature(pm);
 	p = proc_of(f, task_id, pid);
+	if (!proc_maps__count(pm)) {
+		/* No memory: a process that has exited (a zombie), whatever TLS it spoke no probe saw. */
+		if (!p->ready_ns)
+			p->ready_ns = TLS_FINDER_NEVER;
+		proc_maps__free(pm);
+		return -ESRCH;
+	}
 	if (p->sig == sig) {
 		proc_maps__free(pm);
 		return 0;
@@ -244,9 +262,25 @@ int tls_finder__process(struct tls_finder *f, uint64_t task_id, uint32_t pid)
 			err = r;
 			break;
 		}
+		if ((r == -ESRCH || r == -EPERM) && !p->ready_ns)
+			p->ready_ns = TLS_FINDER_NEVER;
 		if (r && !err)
 			err = r;
+		probed |= !r;
 	}
+	/* After the collector's answer: its links are in place by then. */
+	if (probed && !p->ready_ns)
+		p->ready_ns = timeutil__now_ns(CLOCK_MONOTONIC);
 	proc_maps__free(pm);
 	return err;
+}
+
+uint64_t tls_finder__ready_ns(const struct tls_finder *f, uint32_t pid)
+{
+	uint64_t first = 0;
+
+	for (size_t i = 0; f && i < f->nprocs; i++)
+		if (f->procs[i].pid == pid && f->procs[i].ready_ns && (!first || f->procs[i].ready_ns < first))
+			first = f->procs[i].ready_ns;
+	return first;
 }

@@ -50,6 +50,15 @@ struct tls_finder *tls_finder__new(const struct tls_finder_opts *o);
  * asked, and each process is counted in unsupported.
  */
 int tls_finder__process(struct tls_finder *f, uint64_t task_id, uint32_t pid);
+/*
+ * When pid's TLS probes were first in place (CLOCK_MONOTONIC ns, the clock of
+ * the network events), TLS_FINDER_NEVER if it ended before it was looked at,
+ * 0 if none was (no TLS library, refused, not looked at yet).  A data call on
+ * a TLS socket before then, outside a probed call, is ciphertext whose
+ * plaintext the probes never saw.
+ */
+#define TLS_FINDER_NEVER UINT64_MAX
+uint64_t tls_finder__ready_ns(const struct tls_finder *f, uint32_t pid);
 /* task_id ended: what it asked for is forgotten (the collector drops its probes itself). */
 void tls_finder__forget_task(struct tls_finder *f, uint64_t task_id);
 void tls_finder__stats(const struct tls_finder *f, struct tls_finder_stats *ret);

@@ -6,7 +6,12 @@
 #    exchange on each side, statuses as the client saw them, is_ssl on every
 #    record, and the ciphertext the client wrote is what the server read;
 #  - nginx over HTTPS driven by curl, HTTP/1.1 keep-alive with a 200/404/500
-#    mix and HTTP/2 through ALPN: nginx's access log is the truth.
+#    mix and HTTP/2 through ALPN: nginx's access log is the truth;
+#  - short curls a followed shell starts while the task runs (8 one after the
+#    other, 8 at once): each is probed when the analyzer has read its fork and
+#    exec, and a curl can finish before that; every request is one exchange,
+#    or its connection says it moved data before its process's probes were in
+#    place (tls_unprobed), never neither.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/net_servers.sh"
 need_bpf
@@ -147,6 +152,37 @@ check("connections per protocol, all TLS", sorted((c['ssl'], c['protocol']) for 
 sys.exit(1 if bad else 0)
 PYC
 ok "nginx over HTTPS: HTTP/1.1 and HTTP/2 exchanges match the access log, all is_ssl"
+
+# ---- curls a followed shell starts mid-task: an exchange each, or counted -----------------
+bash -c "while [ ! -e '$TMP/go.curls' ]; do sleep 0.02; done
+  for i in \$(seq 8); do curl -sk --http1.1 -o /dev/null '$U/small.txt'; done
+  for i in \$(seq 8); do curl -sk --http1.1 -o /dev/null '$U/small.txt' & done; wait" >"$TMP/curls.out" 2>&1 & CURLS=$!
+CLEANUP_PIDS+=("$CURLS")
+start_net_task curls "$CURLS" 4s
+touch "$TMP/go.curls"
+wait "$CURLS" || { cat "$TMP/curls.out"; fail "the curls failed"; }
+wait_net_task curls
+$PY - "$TMP/curls/network.json" "$CURLS" <<'PYC' || fail "a curl's request is neither an exchange nor on a connection counted unprobed"
+import json, sys, collections
+net, shell = sys.argv[1], int(sys.argv[2])
+ex = collections.Counter(); conns = []; batch_unprobed = 0
+for line in open(net):
+    o = json.loads(line)
+    if o['type'] == 'exchange' and o['side'] == 'client': ex[(o['pid'])] += 1
+    elif o['type'] == 'connection' and o['pid'] != shell: conns.append(o)
+    elif o['type'] == 'batch': batch_unprobed += o['tls_connections_unprobed']
+seen = [c for c in conns if ex[c['pid']] == 1]
+lost = [c for c in conns if ex[c['pid']] == 0]
+print(f"  16 curls: {len(conns)} connections, {len(seen)} with their exchange "
+      f"({sum(c['tls_unprobed'] for c in seen)} of them counted unprobed), {len(lost)} without "
+      f"(counted unprobed: {sum(c['tls_unprobed'] for c in lost)}); batches' tls_connections_unprobed {batch_unprobed}")
+assert len(conns) == 16 and all(c['ssl'] for c in conns), [(c['pid'], c['ssl']) for c in conns]
+assert all(ex[c['pid']] <= 1 for c in conns)
+assert all(c['tls_unprobed'] for c in lost), "a lost request on a connection not counted"
+assert batch_unprobed == sum(c['tls_unprobed'] for c in conns)
+PYC
+ok "16 curls started mid-task: each request an exchange or on a connection counted unprobed (tls_unprobed)"
+
 "$EMBER" stats --config "$TMP/ember.yaml" > "$TMP/stats.end" || fail "ember stats failed"
 awk '$2 ~ /^(ember_tls_attach_requests|tls_attach_refused)/ {print $1, $2, $3}' "$TMP/stats.end"
 [ "$(awk '$2 == "tls_attach_refused" {print $3; exit}' "$TMP/stats.end")" = 0 ] ||

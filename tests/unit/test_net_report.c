@@ -356,6 +356,48 @@ static void test_loss(void **state)
 	free(js);
 	net_report__free(r);
 	net_report__free(r2);
+
+	/* TLS calls before the probes: a loss of their own, said alone or beside the others, kept through network.json. */
+	r = net_report__new();
+	r2 = net_report__new();
+	b = (Ember__NetworkBatch)EMBER__NETWORK_BATCH__INIT;
+	b.tls_connections_unprobed = 2;
+	b.connections_with_loss = 2;
+	net_report__add(r, &b);
+	net_report__loss(r, &l);
+	assert_int_equal(l.tls_unprobed, 2);
+	s = text_of(r);
+	assert_non_null(strstr(s, "\nLOST: 2 TLS connection(s) moved data before their process's TLS probes were "
+				  "in place"));
+	assert_null(strstr(s, "Nothing lost"));
+	free(s);
+	b.calls_lost = 1;
+	net_report__add(r, &b);
+	s = text_of(r);
+	assert_non_null(strstr(s, "\nLOST: 4 connection(s) lost 1 call(s) whole"));
+	assert_null(strstr(s, "tls_calls_unbound"));
+	assert_non_null(strstr(s, " 4 TLS connection(s) moved data before their process's TLS probes were in place"));
+	free(s);
+	js = NULL;
+	f = open_memstream(&js, &jn);
+	assert_int_equal(net_report__write_json(&b, f), 0);
+	fclose(f);
+	f = fmemopen(js, jn, "r");
+	assert_int_equal(net_report__load_json(r2, f), 1);
+	fclose(f);
+	net_report__loss(r2, &l);
+	assert_int_equal(l.tls_unprobed, 2);
+	b = (Ember__NetworkBatch)EMBER__NETWORK_BATCH__INIT;
+	b.tls_calls_unbound = 3;
+	net_report__add(r2, &b);
+	net_report__loss(r2, &l);
+	assert_int_equal(l.tls_unbound, 3);
+	s = text_of(r2);
+	assert_non_null(strstr(s, " 3 TLS plaintext call(s) could not be tied to a connection (tls_calls_unbound)"));
+	free(s);
+	free(js);
+	net_report__free(r);
+	net_report__free(r2);
 }
 
 /* Past the bounds: groups beyond NET_REPORT_MAX_GROUPS add up in one row, only the first groups are shown. */
@@ -408,7 +450,7 @@ static void test_json_lines(void **state)
 				  "\"window_end_unix_ns\":1700000002000000000,\"window_ms\":2000.000,\"flows\":1,"
 				  "\"connections\":1,\"exchanges\":2,\"exchanges_not_listed\":0,"
 				  "\"connections_not_listed\":0,\"sampled\":1,\"sampled_not_kept\":0,\"calls_lost\":0,"
-				  "\"exchanges_lost\":0,\"gap_bytes\":0,\"connections_with_loss\":0,\"last\":false}");
+				  "\"exchanges_lost\":0,\"gap_bytes\":0,\"connections_with_loss\":0,\"tls_connections_unprobed\":0,\"tls_calls_unbound\":0,\"last\":false}");
 	line = strtok(NULL, "\n");
 	assert_string_equal(line,
 		"{\"type\":\"flow\",\"window_start_unix_ns\":1700000000000000000,"
@@ -437,7 +479,7 @@ static void test_json_lines(void **state)
 		"\"l7_state\":\"parsed\",\"opened_unix_ns\":1700000000100000000,\"closed_unix_ns\":1700000001100000000,"
 		"\"duration_ms\":1000.000,\"writes\":2,\"reads\":3,\"bytes_written\":400,\"bytes_read\":1600,"
 		"\"exchanges\":2,\"gaps\":0,\"gap_bytes\":0,\"retransmits\":0,\"drops\":0,\"srtt_us\":150,"
-		"\"ssl\":true,\"tls_reads\":3,\"tls_writes\":2,\"calls_lost\":0,\"request_turns\":0,\"exchanges_lost\":0}");
+		"\"ssl\":true,\"tls_reads\":3,\"tls_writes\":2,\"calls_lost\":0,\"request_turns\":0,\"exchanges_lost\":0,\"tls_unprobed\":false}");
 	line = strtok(NULL, "\n");
 	assert_string_equal(line,
 		"{\"type\":\"exchange\",\"pid\":100,\"connection_id\":1,\"protocol\":\"http1\",\"side\":\"client\","
@@ -563,7 +605,7 @@ static void test_file_backend(void **state)
 	assert_string_equal(s, "{\"task_id\":\"net-1\",\"kind\":\"network\",\"state\":\"finished\","
 			       "\"start_unix_ms\":1700000000000,\"duration_ms\":4000,\"batches\":3,\"flows\":3,"
 			       "\"connections\":4,\"exchanges\":5,\"exchanges_lost\":0,\"calls_lost\":0,\"gap_bytes\":0,"
-			       "\"connections_with_loss\":0,\"attach_point\":\"\"}\n");
+			       "\"connections_with_loss\":0,\"tls_connections_unprobed\":0,\"tls_calls_unbound\":0,\"attach_point\":\"\"}\n");
 	free(s);
 	assert_null(slurp(dir, "network.folded"));
 	ops->free(st);

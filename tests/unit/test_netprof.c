@@ -36,6 +36,13 @@ static struct fixture F;
 static uint64_t now_ns = 1000000000ull;
 static uint32_t cur_tgid = PID;   /* the process ev() speaks for */
 static uint32_t cur_turn;         /* the net_event.turn ev() writes */
+static uint64_t tls_ready;        /* when PID's TLS probes were in place (0: never) */
+
+static uint64_t fake_tls_ready(void *ctx, uint32_t pid)
+{
+	(void)ctx;
+	return pid == PID ? tls_ready : 0;
+}
 
 static int setup_np(size_t max_conns)
 {
@@ -55,6 +62,8 @@ static int setup_np(size_t max_conns)
 	assert_int_equal(task_mgr__add(F.tm, &def, &F.t), 0);
 	o.pub = F.pub;
 	o.tm = F.tm;
+	o.tls_ready_ns = fake_tls_ready;
+	tls_ready = 0;
 	F.np = netprof__new(&o);
 	assert_non_null(F.np);
 	assert_int_equal(netprof__open(F.np, F.t), 0);
@@ -255,6 +264,54 @@ static void test_guessed_server_and_lost_events(void **state)
 	ember__envelope__free_unpacked(env, NULL);
 }
 
+/*
+ * TLS connections that moved data before their process's probes were in
+ * place are counted (once each, whatever the calls were); one that moved data
+ * only under probed TLS calls or after the probes is not, nor a plaintext one.
+ * Calls read while the process had no probes yet wait for its probes.
+ */
+static void test_tls_unprobed(void **state)
+{
+	static const char hello[] = "\x16\x03\x01\x01\x02hello", appdata[] = "\x17\x03\x03\x01\x02" "data";
+	static const char req[] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+	Ember__Envelope *env;
+	Ember__NetworkBatch *b;
+	uint64_t st[NPS_MAX];
+	(void)state;
+
+	/* Before the process was looked at: the handshake and a request. */
+	ev(NET_OP_WRITE, 30, SOCK_STREAM, "10.0.0.5", 443, 40000, 10, hello, 0);
+	ev(NET_OP_READ, 30, SOCK_STREAM, "10.0.0.5", 443, 40000, 10, hello, 0);
+	ev(NET_OP_WRITE, 30, SOCK_STREAM, "10.0.0.5", 443, 40000, 9, appdata, 0);
+	ev(NET_OP_WRITE, 31, SOCK_STREAM, "10.0.0.6", 80, 40001, sizeof(req) - 1, req, 0); /* plaintext socket */
+	/* Probes in place from here: a call before them, read late, still counts once. */
+	tls_ready = now_ns;
+	now_ns -= 1000000;
+	ev(NET_OP_WRITE, 32, SOCK_STREAM, "10.0.0.7", 443, 40002, 10, hello, 0);
+	now_ns += 2000000;
+	ev(NET_OP_READ, 32, SOCK_STREAM, "10.0.0.7", 443, 40002, 9, appdata, 0);
+	ev(NET_OP_WRITE, 30, SOCK_STREAM, "10.0.0.5", 443, 40000, 9, appdata, NET_F_TLS_WIRE);
+	/* A connection of the probed process: its handshake outside TLS calls, its data under them. */
+	ev(NET_OP_WRITE, 33, SOCK_STREAM, "10.0.0.8", 443, 40003, 10, hello, 0);
+	ev(NET_OP_READ, 33, SOCK_STREAM, "10.0.0.8", 443, 40003, 10, hello, 0);
+	ev(NET_OP_WRITE, 33, SOCK_STREAM, "10.0.0.8", 443, 40003, 9, appdata, NET_F_TLS_WIRE);
+	env = last_batch();
+	b = env->network;
+	assert_int_equal(b->n_connections, 4);
+	for (size_t i = 0; i < b->n_connections; i++) {
+		const Ember__NetConnection *c = b->connections[i];
+		bool before = !strcmp(c->remote_address, "10.0.0.5:443") || !strcmp(c->remote_address, "10.0.0.7:443");
+
+		assert_int_equal(c->ssl, strcmp(c->remote_address, "10.0.0.6:80") != 0);
+		assert_int_equal(c->tls_unprobed, before);
+	}
+	assert_int_equal(b->tls_connections_unprobed, 2);
+	assert_int_equal(b->connections_with_loss, 2);
+	netprof__stats(F.np, st);
+	assert_int_equal(st[NPS_TLS_UNPROBED], 2);
+	ember__envelope__free_unpacked(env, NULL);
+}
+
 /* A NET_OP_FORK / NET_OP_EXIT record as bpf/net.bpf.c writes it (no socket); extra: payload bytes. */
 static void fork_ev(uint16_t op, uint32_t child, int64_t root, uint32_t extra)
 {
@@ -440,6 +497,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_guessed_server_and_lost_events, setup, teardown_np),
 		cmocka_unit_test_setup_teardown(test_udp_peers, setup, teardown_np),
 		cmocka_unit_test_setup_teardown(test_children, setup, teardown_np),
+		cmocka_unit_test_setup_teardown(test_tls_unprobed, setup, teardown_np),
 		cmocka_unit_test_setup_teardown(test_bounds_and_bad_records, setup_small, teardown_np),
 		cmocka_unit_test(test_conntrack),
 	};
