@@ -348,6 +348,20 @@ static struct cand *cand_vec_push(struct cand_vec *cv)
 	return &cv->v[cv->n++];
 }
 
+/*
+ * Length of a symbol name without its symbol version: .symtab spells a
+ * versioned definition "memcpy@@GLIBC_2.14" (default) or "memcpy@GLIBC_2.2.5",
+ * and every stack through it would carry the suffix.  The name before the
+ * first '@' is the function (as perf shows it); a name that starts with '@'
+ * is kept whole.
+ */
+static size_t plain_len(const char *name, size_t len)
+{
+	const char *at = memchr(name, '@', len);
+
+	return at && at > name ? (size_t)(at - name) : len;
+}
+
 /* Returns 0, or -ENOMEM; a malformed table is counted and skipped. */
 static int collect_table(struct elf_syms *es, Elf_Scn *scn, const GElf_Shdr *sh,
 			 const uint64_t *sec_end, size_t nsec, size_t max, struct cand_vec *cv)
@@ -404,6 +418,7 @@ static int collect_table(struct elf_syms *es, Elf_Scn *scn, const GElf_Shdr *sh,
 			es->info.dropped++;
 			continue;
 		}
+		nlen = plain_len(strtab + sym.st_name, nlen);
 		c = cand_vec_push(cv);
 		if (!c)
 			return -ENOMEM;

@@ -13,7 +13,8 @@
  * Symbols: STT_FUNC and STT_GNU_IFUNC with a section, from .symtab and
  * .dynsym (and, without .symtab, Go functions from .gopclntab), merged, one per address (global over weak over local, sized over
  * unsized), sorted once; a size-0 symbol extends to the next symbol or the end
- * of its section.  Names live in one arena.  All returned strings live until
+ * of its section.  A .symtab name's symbol version is dropped
+ * ("memcpy@@GLIBC_2.14" -> "memcpy").  Names live in one arena.  All returned strings live until
  * elf_syms__free().  Not thread-safe; distinct objects may be used from
  * distinct threads.
  */

@@ -517,6 +517,55 @@ static void test_elf_syms_file(void **state)
 	elf_syms__free(NULL);
 }
 
+/*
+ * Versioned definitions: .symtab names them "ver_fn@@VERS_2" (the default)
+ * and "ver_fn@VERS_1"; stacks show the plain name, as perf does.
+ */
+static void test_symbol_versions(void **state)
+{
+	static const char src[] =
+		"__attribute__((noinline)) int ver_new(int x) { return x + 1; }\n"
+		"__asm__(\".symver ver_new, ver_fn@@VERS_2\");\n"
+		"__attribute__((noinline)) int ver_old(int x) { return x + 2; }\n"
+		"__asm__(\".symver ver_old, ver_fn@VERS_1\");\n";
+	char path[512], map[512];
+	struct elf_syms *es;
+	const char *name;
+	size_t plain = 0;
+	int fd;
+
+	(void)state;
+	NEED_CC();
+	path_of(path, sizeof(path), "ver.c");
+	path_of(map, sizeof(map), "ver.map");
+	assert_int_equal(write_file(path, src), 0);
+	assert_int_equal(write_file(map, "VERS_1 { global: ver_fn; local: *; };\nVERS_2 { global: ver_fn; } VERS_1;\n"), 0);
+	assert_int_equal(run("cd %s && cc -O1 -fPIC -shared -Wl,--version-script=ver.map -o libver.so ver.c", tmpdir), 0);
+	/* The oracle: the file's .symtab does spell the versions. */
+	assert_int_equal(run("readelf -W --syms %s/libver.so | grep -q ' ver_fn@@VERS_2$'", tmpdir), 0);
+	path_of(path, sizeof(path), "libver.so");
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	es = elf_syms__open(fd);
+	assert_non_null(es);
+	assert_true(elf_syms__load_symbols(es, 0) > 0);
+	close(fd);
+	for (size_t i = 0; i < elf_syms__count(es); i++) {
+		uint64_t a, off;
+
+		assert_int_equal(elf_syms__symbol(es, i, &a, NULL, &name), 0);
+		assert_null(strchr(name, '@'));
+		if (strcmp(name, "ver_fn"))
+			continue;
+		plain++;
+		assert_int_equal(elf_syms__lookup(es, a + 1, &name, &off), 0);
+		assert_string_equal(name, "ver_fn");
+		assert_int_equal(off, 1);
+	}
+	assert_int_equal(plain, 2);	/* both versions, each at its own address */
+	elf_syms__free(es);
+}
+
 static void test_elf_malformed(void **state)
 {
 	char path[512];
@@ -1034,6 +1083,7 @@ int main(void)
 		cmocka_unit_test(test_kernel_unavailable),
 		cmocka_unit_test(test_kernel_via_callback),
 		cmocka_unit_test(test_elf_syms_file),
+		cmocka_unit_test(test_symbol_versions),
 		cmocka_unit_test(test_elf_malformed),
 		cmocka_unit_test(test_resolve_pie),
 		cmocka_unit_test(test_resolve_nopie),
