@@ -7,7 +7,7 @@
  * node at 24 bytes plus ~8 bytes of table, and the hot path (add) at two
  * hash probes per frame.  Children are sorted only when writing.
  *
- * One file of ~1350 lines on purpose: the SVG renderer (the last third)
+ * One file of ~1700 lines on purpose: the SVG renderer (the last 45%)
  * walks the trie's node array and name arena directly, and splitting it off
  * would mean exporting that layout to a second file that depends on it in
  * every detail.
@@ -892,18 +892,22 @@ cleanup:
 #define SVG_FONT_W	7.3	/* monospace advance at 12px, slightly generous */
 #define SVG_XPAD	10
 #define SVG_BOTTOM	34
+#define SVG_TITLE_W	10.3	/* monospace advance at 17px */
+/* Kept free beside the title for "Reset zoom" and "Reset search" (12 characters). */
+#define SVG_BTN_ROOM	(12 * SVG_FONT_W + 12)
 
 struct svg_cfg {
 	const char *title, *subtitle, *unit;
 	unsigned width;
 	double min_width;
+	bool count_stacks;
 };
 
 #define OPT_HAS(o, f) ((o)->sz >= offsetof(__typeof__(*(o)), f) + sizeof((o)->f))
 
 static int svg_cfg_get(const struct flamegraph_svg_opts *o, struct svg_cfg *c)
 {
-	*c = (struct svg_cfg){ "Flame Graph", NULL, "samples", 1200, 0.1 };
+	*c = (struct svg_cfg){ "Flame Graph", NULL, "samples", 1200, 0.1, false };
 	if (!o)
 		return 0;
 	if (o->sz < sizeof(o->sz))
@@ -922,6 +926,8 @@ static int svg_cfg_get(const struct flamegraph_svg_opts *o, struct svg_cfg *c)
 		c->width = o->width;
 	if (OPT_HAS(o, min_width) && o->min_width != 0)
 		c->min_width = o->min_width;
+	if (OPT_HAS(o, count_stacks))
+		c->count_stacks = o->count_stacks;
 	if (c->width < 200 || c->width > 100000 || !(c->min_width >= 0) || c->min_width > 1e6)
 		return -EINVAL;
 	return 0;
@@ -1047,6 +1053,225 @@ static void frame_colour(const char *s, size_t n, bool root, unsigned rgb[3])
 	}
 }
 
+/* ---- the graph as drawn: unresolved frames merged per module ------------- */
+
+#define KSUFFIX		"_[k]"
+/* Offsets listed in a merged box's tooltip. */
+#define SVG_MAX_OFFSETS	8
+
+/*
+ * Whether s is an unresolved frame, "module+0x<1-16 hex digits>" with
+ * "_[k]" after it for a kernel one (sym_frame__format's spelling), and the
+ * name to draw it under: "[module]", or the module as is when it is in
+ * brackets already, then the suffix.  buf has room for n bytes, which is
+ * always enough: the drawn name is shorter than the frame.
+ */
+static bool unresolved_box(const char *s, size_t n, char *buf, size_t *ret_len)
+{
+	size_t k = ends_with(s, n, KSUFFIX) ? sizeof(KSUFFIX) - 1 : 0, end = n - k, i = end, m;
+
+	while (i > 0 && ((s[i - 1] >= '0' && s[i - 1] <= '9') || (s[i - 1] >= 'a' && s[i - 1] <= 'f')))
+		i--;
+	if (i == end || end - i > 16 || i < 4 || memcmp(s + i - 3, "+0x", 3))
+		return false;
+	m = i - 3;
+	if (s[0] == '[' && s[m - 1] == ']' && m >= 2) {
+		memcpy(buf, s, m);
+		*ret_len = m;
+	} else {
+		buf[0] = '[';
+		memcpy(buf + 1, s, m);
+		buf[m + 1] = ']';
+		*ret_len = m + 2;
+	}
+	memcpy(buf + *ret_len, s + end, k);
+	*ret_len += k;
+	return true;
+}
+
+/* One offset of a merged box: the frame's name id in the source graph and its weight. */
+struct box_off {
+	uint32_t box;
+	uint32_t name;
+	uint64_t w;
+};
+
+struct drawn {
+	const struct flamegraph *g;	/* what is drawn: the source, or `own` */
+	struct flamegraph *own;		/* the merged copy, when any frame merged */
+	const struct flamegraph *src;
+	struct box_off *offs;		/* by box, heaviest first within one */
+	size_t noffs;
+	uint64_t stacks;		/* distinct stacks drawn (nodes with self weight) */
+};
+
+static int cmp_off_name(const void *a, const void *b)
+{
+	const struct box_off *x = a, *y = b;
+
+	if (x->box != y->box)
+		return x->box < y->box ? -1 : 1;
+	return x->name < y->name ? -1 : x->name > y->name;
+}
+
+static int cmp_off_weight(const void *a, const void *b)
+{
+	const struct box_off *x = a, *y = b;
+
+	if (x->box != y->box)
+		return x->box < y->box ? -1 : 1;
+	if (x->w != y->w)
+		return x->w > y->w ? -1 : 1;
+	return x->name < y->name ? -1 : x->name > y->name;
+}
+
+static void drawn_free(struct drawn *d)
+{
+	flamegraph__free(d->own);
+	free(d->offs);
+}
+
+/*
+ * The copy's names for the source's: name_map[id] is the copy's id, and
+ * merged[id] says whether it is an unresolved frame drawn as its module.
+ */
+static int map_names(const struct flamegraph *src, struct flamegraph *dst, uint32_t *name_map,
+		     bool *merged, char *buf)
+{
+	for (uint32_t id = 0; id < src->nnames; id++) {
+		const char *p = name_ptr(src, id);
+		size_t len = src->names[id].len;
+		uint32_t h, nid;
+		int err;
+
+		merged[id] = unresolved_box(p, len, buf, &len);
+		if (merged[id])
+			p = buf;
+		h = hash_bytes(p, len);
+		nid = name_find(dst, p, len, h);
+		if (nid == NONE) {
+			/* Never more bytes than the source holds (merged names are shorter). */
+			if (dst->arena_len + len > dst->arena_limit)
+				return -EOVERFLOW;
+			err = name_add(dst, p, len, h, &nid);
+			if (err < 0)
+				return err;
+		}
+		name_map[id] = nid;
+	}
+	return 0;
+}
+
+/*
+ * The graph to draw.  Without unresolved frames that is fg itself.  Else a
+ * copy where each node goes to the copy's node for its parent's and its own
+ * drawn name, or -- an unresolved frame under one of the same module -- to
+ * its parent's (one box for a run); a node adds its total only where it
+ * starts a box, since a parent's total holds its children's.  Nodes come
+ * after their parents in the array, so one pass in index order does it.
+ */
+static int drawn_build(const struct flamegraph *fg, struct drawn *d)
+{
+	_cleanup_free_ uint32_t *name_map = NULL, *map = NULL;
+	_cleanup_free_ bool *merged = NULL;
+	_cleanup_free_ uint64_t *own_w = NULL;
+	_cleanup_free_ char *buf = NULL;
+	struct flamegraph *c;
+	bool any = false, sat = false;
+	size_t n = 0;
+	int err;
+
+	*d = (struct drawn){ .g = fg, .src = fg };
+	merged = calloc(fg->nnames, sizeof(*merged));
+	buf = malloc(FLAMEGRAPH_MAX_FRAME_LEN);
+	if (!merged || !buf)
+		return -ENOMEM;
+	for (uint32_t id = 0; id < fg->nnames && !any; id++) {
+		size_t len;
+
+		any = unresolved_box(name_ptr(fg, id), fg->names[id].len, buf, &len);
+	}
+	if (!any) {
+		for (uint32_t i = 1; i < fg->nnodes; i++)
+			d->stacks += fg->nodes[i].self > 0;
+		return 0;
+	}
+	c = d->own = flamegraph__new(fg->max_nodes);
+	name_map = malloc(fg->nnames * sizeof(*name_map));
+	map = malloc(fg->nnodes * sizeof(*map));
+	own_w = malloc(fg->nnodes * sizeof(*own_w));
+	if (!c || !name_map || !map || !own_w)
+		return -ENOMEM;
+	err = map_names(fg, c, name_map, merged, buf);
+	if (err < 0)
+		return err;
+	map[ROOT] = ROOT;
+	c->nodes[ROOT].total = fg->nodes[ROOT].total;
+	for (uint32_t i = 1; i < fg->nnodes; i++) {
+		const struct fg_node *nd = &fg->nodes[i];
+		uint32_t p = nd->parent, to;
+
+		own_w[i] = nd->total;
+		if (merged[nd->name] && p != ROOT && merged[fg->nodes[p].name] &&
+		    name_map[fg->nodes[p].name] == name_map[nd->name]) {
+			to = map[p];
+			/* The run's deeper frame holds it (a saturated parent may hold less). */
+			own_w[p] = own_w[p] > nd->total ? own_w[p] - nd->total : 0;
+		} else {
+			to = child_find(c, map[p], name_map[nd->name]);
+			/* Never more nodes than the source has: the bound holds. */
+			if (to == NONE && (err = node_new(c, map[p], name_map[nd->name], &to)) < 0)
+				return err;
+			c->nodes[to].total = sat_add(c->nodes[to].total, nd->total, &sat);
+		}
+		c->nodes[to].self = sat_add(c->nodes[to].self, nd->self, &sat);
+		map[i] = to;
+		n += merged[nd->name];
+	}
+	for (uint32_t i = 1; i < c->nnodes; i++)
+		d->stacks += c->nodes[i].self > 0;
+	c->st.unique_stacks = d->stacks;
+	d->g = c;
+
+	d->offs = malloc((n ? n : 1) * sizeof(*d->offs));
+	if (!d->offs)
+		return -ENOMEM;
+	for (uint32_t i = 1; i < fg->nnodes; i++)
+		if (merged[fg->nodes[i].name] && own_w[i])
+			d->offs[d->noffs++] = (struct box_off){ map[i], fg->nodes[i].name, own_w[i] };
+	/* One entry per offset and box (recursion can bring one offset twice), then heaviest first. */
+	qsort(d->offs, d->noffs, sizeof(*d->offs), cmp_off_name);
+	n = 0;
+	for (size_t i = 0; i < d->noffs; i++) {
+		if (n && d->offs[n - 1].box == d->offs[i].box && d->offs[n - 1].name == d->offs[i].name)
+			d->offs[n - 1].w = sat_add(d->offs[n - 1].w, d->offs[i].w, &sat);
+		else
+			d->offs[n++] = d->offs[i];
+	}
+	d->noffs = n;
+	qsort(d->offs, d->noffs, sizeof(*d->offs), cmp_off_weight);
+	return 0;
+}
+
+/* The offsets merged into box: a run of d->offs, or none. */
+static const struct box_off *drawn_offsets(const struct drawn *d, uint32_t box, size_t *ret_n)
+{
+	size_t lo = 0, hi = d->noffs, i;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (d->offs[mid].box < box)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (i = lo; i < d->noffs && d->offs[i].box == box; i++)
+		;
+	*ret_n = i - lo;
+	return d->offs + lo;
+}
+
 struct vis {
 	uint32_t node;
 	uint32_t depth;
@@ -1070,7 +1295,7 @@ static const char svg_script[] =
 "  var tip = g.getElementsByTagName('title')[0].textContent, nl = tip.indexOf('\\n');\n"
 "  g.fgIndex = i;\n"
 "  all.push({ g: g, r: r, t: g.getElementsByTagName('text')[0],\n"
-"    name: nl < 0 ? tip : tip.substring(0, nl), info: tip.replace('\\n', ' '),\n"
+"    name: nl < 0 ? tip : tip.substring(0, nl), info: tip.split('\\n').slice(0, 2).join(' '),\n"
 "    w: +g.getAttribute('data-w'), x: +r.getAttribute('x'), y: +r.getAttribute('y'),\n"
 "    wd: +r.getAttribute('width'), fill: r.getAttribute('fill') });\n"
 "}\n"
@@ -1269,48 +1494,190 @@ cleanup:
 	return err;
 }
 
+/*
+ * Splits text (valid UTF-8 or not: it is escaped when written) into at most
+ * max_lines lines of at most room code points, at spaces where it can; the
+ * last line that does not fit is cut, ending in "..".  Fills line starts and
+ * byte lengths; returns the line count and whether the text was cut.
+ */
+#define SVG_MAX_LINES 3
+static size_t wrap_lines(const char *s, size_t len, size_t room, size_t starts[], size_t lens[],
+			 bool *ret_cut)
+{
+	size_t pos = 0, nl = 0;
+
+	*ret_cut = false;
+	if (room < 4)
+		room = 4;
+	while (pos < len && nl < SVG_MAX_LINES) {
+		size_t rest = len - pos, cut, brk;
+
+		if (utf8_chars(s + pos, rest) <= room) {
+			starts[nl] = pos;
+			lens[nl++] = rest;
+			break;
+		}
+		if (nl == SVG_MAX_LINES - 1) {	/* the last line: cut, ".." added by the writer */
+			starts[nl] = pos;
+			lens[nl++] = utf8_prefix(s + pos, rest, room - 2);
+			*ret_cut = true;
+			break;
+		}
+		/* The last space within room + 1 code points ends the line (the space is dropped). */
+		cut = utf8_prefix(s + pos, rest, room + 1);
+		for (brk = cut; brk > 0 && s[pos + brk - 1] != ' '; brk--)
+			;
+		if (brk > 1)
+			cut = brk - 1;
+		else
+			cut = utf8_prefix(s + pos, rest, room);
+		starts[nl] = pos;
+		lens[nl++] = cut;
+		pos += cut;
+		while (pos < len && s[pos] == ' ')
+			pos++;
+	}
+	return nl;
+}
+
+/*
+ * A centred text element of one or more lines (tspans), the whole text as
+ * its tooltip when it had to be cut.  Returns the y of its last line.
+ */
+static double svg_lines(FILE *out, const char *id, const char *text, double cx, double y,
+			double line_h, size_t room)
+{
+	size_t starts[SVG_MAX_LINES], lens[SVG_MAX_LINES], len = strlen(text), n;
+	bool cut;
+
+	n = wrap_lines(text, len, room, starts, lens, &cut);
+	fprintf(out, "<text id=\"%s\" x=\"%.1f\" y=\"%.1f\">", id, cx, y);
+	if (cut) {
+		fputs("<title>", out);
+		xml_put(out, text, len);
+		fputs("</title>", out);
+	}
+	if (n <= 1 && !cut) {
+		xml_put(out, text, len);
+	} else {
+		for (size_t i = 0; i < n; i++) {
+			fprintf(out, "<tspan x=\"%.1f\" dy=\"%.1f\">", cx, i ? line_h : 0.0);
+			xml_put(out, text + starts[i], lens[i]);
+			if (cut && i == n - 1)
+				fputs("..", out);
+			fputs("</tspan>", out);
+		}
+	}
+	fputs("</text>\n", out);
+	return y + (double)(n ? n - 1 : 0) * line_h;
+}
+
+/* The offsets merged into a box, in its tooltip: "module+0x1a2b 1,234 samples" lines. */
+static void svg_offsets(FILE *out, const struct drawn *d, uint32_t box, const char *unit)
+{
+	size_t n;
+	const struct box_off *o = drawn_offsets(d, box, &n);
+
+	for (size_t i = 0; i < n && i < SVG_MAX_OFFSETS; i++) {
+		putc_unlocked('\n', out);
+		xml_put(out, name_ptr(d->src, o[i].name), d->src->names[o[i].name].len);
+		putc_unlocked(' ', out);
+		put_grouped(out, o[i].w);
+		putc_unlocked(' ', out);
+		xml_puts(out, unit);
+	}
+	if (n > SVG_MAX_OFFSETS)
+		fprintf(out, "\n... and %zu more offsets", n - SVG_MAX_OFFSETS);
+}
+
+/* "1 stack" / "N stacks", and how many are too narrow to draw. */
+static void stacks_text(char *buf, size_t len, uint64_t stacks, uint64_t shown)
+{
+	int n = snprintf(buf, len, "%" PRIu64 " stack%s", stacks, stacks == 1 ? "" : "s");
+
+	if (shown < stacks && n > 0 && (size_t)n < len)
+		snprintf(buf + n, len - n, " (%" PRIu64 " too narrow to show)", stacks - shown);
+}
+
 int flamegraph__write_svg(const struct flamegraph *fg, FILE *out,
 			  const struct flamegraph_svg_opts *opts)
 {
 	struct svg_cfg c;
+	struct drawn d;
 	struct order o = { 0 };
 	struct vis *v = NULL;
-	size_t nv = 0;
+	size_t nv = 0, title_room, sub_room;
 	uint32_t maxd = 0;
-	uint64_t total = fg->nodes[ROOT].total;
+	uint64_t total = fg->nodes[ROOT].total, shown = 0;
+	_cleanup_free_ char *sub = NULL;
 	unsigned top, height;
+	double ty;
 	int err;
 
 	err = svg_cfg_get(opts, &c);
 	if (err < 0)
 		return err;
-	err = order_build(fg, &o);
-	if (err < 0)
-		return err;
-	err = svg_layout(fg, &o, &c, &v, &nv, &maxd);
+	err = drawn_build(fg, &d);
 	if (err < 0)
 		goto cleanup;
+	err = order_build(d.g, &o);
+	if (err < 0)
+		goto cleanup;
+	err = svg_layout(d.g, &o, &c, &v, &nv, &maxd);
+	if (err < 0)
+		goto cleanup;
+	for (size_t i = 1; i < nv; i++)
+		shown += d.g->nodes[v[i].node].self > 0;
+	if (c.count_stacks) {
+		char st[96];
 
-	top = c.subtitle ? 64 : 46;
-	height = top + (maxd + 1) * SVG_FRAME_H + SVG_BOTTOM;
-	fprintf(out,
-		"<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"yes\"?>\n"
-		"<svg version=\"1.1\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%u\" height=\"%u\""
-		" viewBox=\"0 0 %u %u\">\n"
-		"<style type=\"text/css\"><![CDATA[\n%s]]></style>\n"
-		"<script type=\"text/ecmascript\"><![CDATA[\n"
-		"window.EMBER_FG = { total: %" PRIu64 ", width: %u, xpad: %d, fontw: %.2f };\n"
-		"]]></script>\n"
-		"<rect x=\"0\" y=\"0\" width=\"%u\" height=\"%u\" fill=\"#f6f6f0\"/>\n",
-		c.width, height, c.width, height, svg_style, total, c.width, SVG_XPAD, SVG_FONT_W,
-		c.width, height);
-	fprintf(out, "<text id=\"title\" x=\"%.1f\" y=\"24\">", c.width / 2.0);
-	xml_puts(out, c.title);
-	fputs("</text>\n", out);
-	if (c.subtitle) {
-		fprintf(out, "<text id=\"subtitle\" x=\"%.1f\" y=\"44\">", c.width / 2.0);
-		xml_puts(out, c.subtitle);
-		fputs("</text>\n", out);
+		stacks_text(st, sizeof(st), d.stacks, shown);
+		if (asprintf(&sub, "%s%s%s", c.subtitle ? c.subtitle : "", c.subtitle ? ", " : "", st) < 0) {
+			sub = NULL;
+			err = -ENOMEM;
+			goto cleanup;
+		}
+		c.subtitle = sub;
+	}
+
+	/*
+	 * The title shares its row with "Reset zoom" on the left and "Search" /
+	 * "Reset search" on the right: it keeps out of their way on both sides.
+	 */
+	title_room = (size_t)(((double)c.width - 2 * (SVG_XPAD + SVG_BTN_ROOM)) / SVG_TITLE_W);
+	sub_room = (size_t)(((double)c.width - 2 * SVG_XPAD) / SVG_FONT_W);
+
+	/* Header lines first (their count sets the height), into a buffer. */
+	{
+		_cleanup_free_ char *hdr = NULL;
+		size_t hlen = 0;
+		FILE *h = open_memstream(&hdr, &hlen);
+
+		if (!h) {
+			err = -ENOMEM;
+			goto cleanup;
+		}
+		ty = svg_lines(h, "title", c.title, c.width / 2.0, 24, 20, title_room);
+		if (c.subtitle)
+			ty = svg_lines(h, "subtitle", c.subtitle, c.width / 2.0, ty + 20, 16, sub_room);
+		if (fclose(h)) {
+			err = -ENOMEM;
+			goto cleanup;
+		}
+		top = (unsigned)ty + (c.subtitle ? 20 : 22);
+		height = top + (maxd + 1) * SVG_FRAME_H + SVG_BOTTOM;
+		fprintf(out,
+			"<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"yes\"?>\n"
+			"<svg version=\"1.1\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%u\" height=\"%u\""
+			" viewBox=\"0 0 %u %u\">\n"
+			"<style type=\"text/css\"><![CDATA[\n%s]]></style>\n"
+			"<script type=\"text/ecmascript\"><![CDATA[\n"
+			"window.EMBER_FG = { total: %" PRIu64 ", width: %u, xpad: %d, fontw: %.2f };\n"
+			"]]></script>\n"
+			"<rect x=\"0\" y=\"0\" width=\"%u\" height=\"%u\" fill=\"#f6f6f0\"/>\n",
+			c.width, height, c.width, height, svg_style, total, c.width, SVG_XPAD, SVG_FONT_W,
+			c.width, height);
+		fwrite_unlocked(hdr, 1, hlen, out);
 	}
 	fprintf(out, "<text id=\"unzoom\" class=\"btn hide\" x=\"%d\" y=\"24\">Reset zoom</text>\n",
 		SVG_XPAD);
@@ -1325,10 +1692,10 @@ int flamegraph__write_svg(const struct flamegraph *fg, FILE *out,
 
 	fputs("<g id=\"frames\">\n", out);
 	for (size_t i = 0; i < nv; i++) {
-		const struct fg_node *nd = &fg->nodes[v[i].node];
+		const struct fg_node *nd = &d.g->nodes[v[i].node];
 		bool root = v[i].node == ROOT;
-		const char *s = root ? "all" : name_ptr(fg, nd->name);
-		size_t len = root ? 3 : fg->names[nd->name].len;
+		const char *s = root ? "all" : name_ptr(d.g, nd->name);
+		size_t len = root ? 3 : d.g->names[nd->name].len;
 		unsigned y = top + (maxd - v[i].depth) * SVG_FRAME_H, rgb[3];
 
 		frame_colour(s, len, root, rgb);
@@ -1338,10 +1705,12 @@ int flamegraph__write_svg(const struct flamegraph *fg, FILE *out,
 		put_grouped(out, nd->total);
 		putc_unlocked(' ', out);
 		xml_puts(out, c.unit);
-		fprintf(out, " (%.2f%%)</title><rect x=\"%.2f\" y=\"%u\" width=\"%.2f\" height=\"%d\""
+		fprintf(out, " (%.2f%%)", (double)nd->total * 100.0 / (double)total);
+		if (d.noffs && !root)
+			svg_offsets(out, &d, v[i].node, c.unit);
+		fprintf(out, "</title><rect x=\"%.2f\" y=\"%u\" width=\"%.2f\" height=\"%d\""
 			" rx=\"2\" fill=\"rgb(%u,%u,%u)\"/><text x=\"%.2f\" y=\"%.1f\">",
-			(double)nd->total * 100.0 / (double)total, v[i].x, y, v[i].w,
-			SVG_FRAME_H - 1, rgb[0], rgb[1], rgb[2], v[i].x + 3, y + 11.5);
+			v[i].x, y, v[i].w, SVG_FRAME_H - 1, rgb[0], rgb[1], rgb[2], v[i].x + 3, y + 11.5);
 		svg_label(out, s, len, v[i].w);
 		fputs("</text></g>\n", out);
 	}
@@ -1352,5 +1721,6 @@ int flamegraph__write_svg(const struct flamegraph *fg, FILE *out,
 cleanup:
 	free(v);
 	order_free(&o);
+	drawn_free(&d);
 	return err;
 }

@@ -28,6 +28,7 @@
 #ifndef EMBER_EXPORTER_FLAMEGRAPH_H
 #define EMBER_EXPORTER_FLAMEGRAPH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -95,6 +96,13 @@ struct flamegraph_svg_opts {
 	const char *unit;	/* weight unit, e.g. "samples", "µs"; NULL = "samples" */
 	unsigned width;		/* image width in px; 0 = 1200, allowed 200..100000 */
 	double min_width;	/* frames narrower (px) are not drawn; 0 = 0.1 */
+	/*
+	 * Ends the subtitle (or makes one) with the number of distinct stacks
+	 * in the graph as drawn, e.g. "1 stack", "40 stacks (3 too narrow to
+	 * show)": a caller's own count (records received, windows) would not
+	 * match the picture.
+	 */
+	bool count_stacks;
 };
 
 /*
@@ -102,8 +110,23 @@ struct flamegraph_svg_opts {
  * click to zoom, Reset zoom, Search (button, Ctrl-F or '/') by regex with the
  * matched percentage.  opts may be NULL (defaults).  Every text from frames
  * and opts is XML-escaped (control characters dropped, invalid UTF-8
- * replaced).  Returns 0, -EINVAL (bad opts: sz too small, non-zero unknown
- * tail, width out of range, min_width < 0), -ENOMEM or -EIO.
+ * replaced).  A title too long for the space between the buttons, and a
+ * subtitle too long for the width, wrap at spaces (at most 3 lines each,
+ * then cut with "..", the whole text in the tooltip).
+ *
+ * Unresolved frames are drawn merged per module: a stripped library's
+ * "libcrypto.so.3+0x1a2b" frames (module+0x<hex offset>, as the symbolizer
+ * names what it cannot resolve; "_[k]" after it for kernel ones) become one
+ * "[libcrypto.so.3]" box per place in the graph ("[anon]", "[kernel]_[k]" for
+ * modules already in brackets), and a run of them calling each other
+ * becomes one box.  Weights are added, never dropped: each box weighs the
+ * sum of the frames merged into it, and its tooltip lists their offsets,
+ * heaviest first, each with the weight it holds less what deeper frames of
+ * the same run hold (so they add up to the box).  The trie and the folded output keep the
+ * exact frames, for symbolizing them later.
+ *
+ * Returns 0, -EINVAL (bad opts: sz too small, non-zero unknown tail, width
+ * out of range, min_width < 0), -ENOMEM or -EIO.
  */
 int flamegraph__write_svg(const struct flamegraph *fg, FILE *out,
 			  const struct flamegraph_svg_opts *opts);

@@ -2,8 +2,8 @@
 /*
  * Runs the script embedded in an ember flame graph SVG against a minimal DOM
  * made from the SVG's own elements, and checks hover, zoom, unzoom, search
- * and labels.  Usage: node flamegraph_svg_check.js small.svg big.svg
- * small.svg must come from the folded stacks written by
+ * and labels.  Usage: node flamegraph_svg_check.js small.svg big.svg merged.svg
+ * small.svg and merged.svg must come from the folded stacks written by
  * test_flamegraph_svg_js.sh; big.svg is any graph (labels are checked).
  */
 const fs = require('fs');
@@ -194,5 +194,19 @@ const W = (f) => +f.r.getAttribute('width');
 	});
 	assert.ok(api.frames.length > 1000, 'big graph');
 	console.log(`big graph: ${api.frames.length} frames, ${diff} boundary labels`);
+}
+/* ---- merged graph: main=10 {[libcrypto.so.3] 5 from 3 offsets, f 5} ---- */
+{
+	const { byId, frames, api } = load(process.argv[4]);
+	assert.strictEqual(api.frames.length, 4);
+	const box = frame(api, '[libcrypto.so.3]');
+	assert.strictEqual(box.w, 5);
+	/* the tooltip lists the offsets; the details line keeps to name and weight */
+	const tip = box.g.getElementsByTagName('title')[0].textContent;
+	assert.ok(tip.includes('\nlibcrypto.so.3+0x20 3 samples\n'), tip);
+	frames.handlers.mouseover({ target: box.r });
+	assert.strictEqual(byId.details.textContent, '[libcrypto.so.3] 5 samples (50.00%)');
+	api.search('libcrypto');
+	assert.strictEqual(byId.matched.textContent, 'Matched: 50.00%');
 }
 console.log('flamegraph SVG script: all checks passed');

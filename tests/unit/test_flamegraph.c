@@ -809,6 +809,295 @@ static void test_svg_big_random_well_formed(void **state)
 	flamegraph__free(fg);
 }
 
+/* ---- the graph as drawn: merged unresolved frames, stack count, header ------ */
+
+/* The text of <text id="id">, unescaped, tspans joined with '|', its <title> left out. */
+static void header_text(const char *s, const char *id, char *buf, size_t len)
+{
+	char key[64];
+	const char *p, *end;
+	size_t o = 0;
+
+	snprintf(key, sizeof(key), "<text id=\"%s\"", id);
+	p = strstr(s, key);
+	assert_non_null(p);
+	p = strchr(p, '>') + 1;
+	end = strstr(p, "</text>");
+	assert_non_null(end);
+	while (p < end) {
+		if (!strncmp(p, "<title>", 7)) {
+			p = strstr(p, "</title>") + 8;
+		} else if (!strncmp(p, "<tspan", 6)) {
+			if (o)
+				buf[o++] = '|';
+			p = strchr(p, '>') + 1;
+		} else if (!strncmp(p, "</tspan>", 8)) {
+			p += 8;
+		} else if (*p == '&') {	/* one character */
+			static const char *const ent[][2] = { { "&lt;", "<" }, { "&gt;", ">" }, { "&amp;", "&" },
+							      { "&quot;", "\"" }, { "&apos;", "'" } };
+			size_t e = 0;
+
+			while (e < 5 && strncmp(p, ent[e][0], strlen(ent[e][0])))
+				e++;
+			assert_true(e < 5 && o + 1 < len);
+			buf[o++] = ent[e][1][0];
+			p += strlen(ent[e][0]);
+		} else {
+			assert_true(o + 1 < len);
+			buf[o++] = *p++;
+		}
+	}
+	buf[o] = 0;
+}
+
+/* The tooltip (<title> text) of the frame named name. */
+static void frame_tip(const char *s, const char *name, char *buf, size_t len)
+{
+	char key[512];
+	const char *t, *end;
+
+	snprintf(key, sizeof(key), "<title>%s\n", name);
+	t = strstr(s, key);
+	assert_non_null(t);
+	t += 7;
+	end = strstr(t, "</title>");
+	assert_true((size_t)(end - t) < len);
+	memcpy(buf, t, (size_t)(end - t));
+	buf[end - t] = 0;
+}
+
+/*
+ * A stripped library's hot code: 50 unresolved offsets under one caller are
+ * one box weighing their sum; a run of them calling each other is one box
+ * too; the folded output keeps every offset.
+ */
+static void test_svg_unresolved_merged(void **state)
+{
+	struct flamegraph *fg = flamegraph__new(0);
+	struct flamegraph_svg_opts o = { .sz = sizeof(o), .count_stacks = true };
+	struct geom box, caller, k;
+	uint64_t sum = 0;
+	char *s, *f, line[128], tip[2048], sub[256];
+
+	(void)state;
+	for (unsigned i = 0; i < 50; i++) {
+		snprintf(line, sizeof(line), "openssl;main;EVP_Digest;libcrypto.so.3+0x%x", 0x1a000 + 0x40 * i);
+		add(fg, line, i + 1);
+		sum += i + 1;
+	}
+	s = svg(fg, &o);
+	assert_int_equal(find_frame(s, "[libcrypto.so.3]", &box), 0);
+	assert_int_equal(box.weight, sum);
+	assert_int_equal(find_frame(s, "EVP_Digest", &caller), 0);
+	assert_true(fabs(box.w - caller.w) < 0.01);	/* the whole width, not 50 slivers */
+	assert_null(strstr(s, "<title>libcrypto.so.3+0x"));
+	assert_int_equal(count_substr(s, "<g data-w="), 5);	/* all, openssl, main, EVP_Digest, the box */
+	/* Its offsets, heaviest first, in the tooltip; the rest counted. */
+	frame_tip(s, "[libcrypto.so.3]", tip, sizeof(tip));
+	assert_non_null(strstr(tip, "\nlibcrypto.so.3+0x1ac40 50 samples\nlibcrypto.so.3+0x1ac00 49 samples\n"));
+	assert_non_null(strstr(tip, "\n... and 42 more offsets"));
+	header_text(s, "subtitle", sub, sizeof(sub));
+	assert_string_equal(sub, "1 stack");
+	assert_well_formed(s);
+	free(s);
+	f = folded(fg);
+	assert_int_equal(sum_lines(f, "libcrypto.so.3+0x"), sum);
+	assert_int_equal(count_substr(f, "libcrypto.so.3+0x"), 50);
+	free(f);
+	flamegraph__free(fg);
+
+	/* Runs collapse, offsets add up to the box, other modules and the kernel's merge apart. */
+	fg = flamegraph__new(0);
+	add(fg, "app;run;libcrypto.so.3+0x10;libcrypto.so.3+0x20;libcrypto.so.3+0x30", 5);
+	add(fg, "app;run;libcrypto.so.3+0x10;libcrypto.so.3+0x20", 3);
+	add(fg, "app;run;libcrypto.so.3+0x40;cb_in_app;libcrypto.so.3+0x50", 2);
+	add(fg, "app;run;libstdc++.so.6+0x99", 4);
+	add(fg, "app;run;operator+", 1);		/* resolved: left alone */
+	add(fg, "app;run;not+0xzz", 1);			/* not an offset */
+	add(fg, "app;run;sys;[kernel]+0xffffffff81000010_[k]", 6);
+	add(fg, "app;run;sys;[kernel]+0xffffffff81000020_[k]", 7);
+	s = svg(fg, &o);
+	assert_int_equal(count_substr(s, "<title>[libcrypto.so.3]\n"), 2);	/* under run, and under cb_in_app */
+	{
+		const char *t = strstr(s, "<title>[libcrypto.so.3]\n10 samples");
+
+		assert_non_null(t);	/* 5 + 3 + 2 under run, one box for the run of three */
+		frame_tip(t, "[libcrypto.so.3]", tip, sizeof(tip));
+		/* +0x30 holds 5, +0x20 8 - 5, +0x10 8 - 8, +0x40 2: they add up to 10. */
+		assert_string_equal(tip, "[libcrypto.so.3]\n10 samples (34.48%)\nlibcrypto.so.3+0x30 5 samples\n"
+				    "libcrypto.so.3+0x20 3 samples\nlibcrypto.so.3+0x40 2 samples");
+	}
+	assert_int_equal(find_frame(s, "cb_in_app", &caller), 0);
+	assert_int_equal(find_frame(s, "[libstdc++.so.6]", &box), 0);
+	assert_int_equal(box.weight, 4);
+	assert_int_equal(find_frame(s, "operator+", &box), 0);
+	assert_int_equal(find_frame(s, "not+0xzz", &box), 0);
+	assert_int_equal(find_frame(s, "[kernel]_[k]", &k), 0);
+	assert_int_equal(k.weight, 13);
+	header_text(s, "subtitle", sub, sizeof(sub));
+	assert_string_equal(sub, "6 stacks");	/* the run's two stacks are one as drawn */
+	assert_well_formed(s);
+	free(s);
+	f = folded(fg);
+	assert_int_equal(count_substr(f, "\n"), 8);	/* exact frames kept */
+	assert_int_equal(sum_lines(f, NULL), 29);
+	free(f);
+	flamegraph__free(fg);
+}
+
+/* Random stacks with unresolved frames: every depth of the drawn graph weighs what the trie does. */
+static void test_svg_unresolved_conserved(void **state)
+{
+	struct flamegraph *fg = flamegraph__new(0);
+	struct flamegraph_svg_opts o = { .sz = sizeof(o), .min_width = 1e-9 };
+	static const char *const names[] = { "a", "b", "libx.so+0x10", "libx.so+0x20", "libx.so+0x30",
+					     "liby.so+0x10", "[anon]+0x8", "c" };
+	uint64_t total = 0;
+	char *s;
+
+	(void)state;
+	for (int i = 0; i < 3000; i++) {
+		const char *fr[8];
+		size_t n = 1 + rnd() % 8;
+		uint64_t w = 1 + rnd() % 5;
+
+		for (size_t j = 0; j < n; j++)
+			fr[j] = names[rnd() % 8];
+		assert_int_equal(flamegraph__add(fg, fr, n, w), 0);
+		total += w;
+	}
+	s = svg(fg, &o);
+	/* Frames at one depth (same y) never weigh more than the total, and depth 1 weighs all of it. */
+	{
+		double ys[64];
+		uint64_t ws[64] = { 0 };
+		size_t ny = 0;
+
+		for (const char *p = strstr(s, "<g data-w=\""); p; p = strstr(p + 1, "<g data-w=\"")) {
+			uint64_t w = strtoull(p + 11, NULL, 10);
+			double y;
+			size_t i;
+
+			assert_int_equal(sscanf(strstr(p, "<rect "), "<rect x=\"%*f\" y=\"%lf\"", &y), 1);
+			for (i = 0; i < ny && ys[i] != y; i++)
+				;
+			if (i == ny) {
+				assert_true(ny < 64);
+				ys[ny++] = y;
+			}
+			ws[i] += w;
+		}
+		for (size_t i = 0; i < ny; i++)
+			assert_true(ws[i] <= total);
+		assert_int_equal(ws[0], total);		/* "all" */
+		assert_int_equal(ws[1], total);		/* the first frames */
+	}
+	assert_null(strstr(s, "<title>libx.so+0x"));
+	assert_null(strstr(s, "<title>[anon]+0x"));
+	assert_well_formed(s);
+	free(s);
+	flamegraph__free(fg);
+}
+
+/* The subtitle's stack count is the graph's: one stack added 26 times is one. */
+static void test_svg_stack_count(void **state)
+{
+	struct flamegraph *fg = flamegraph__new(0);
+	struct flamegraph_svg_opts o = { .sz = sizeof(o), .subtitle = "ember task t: 26 samples",
+					 .count_stacks = true };
+	char *s, sub[256];
+
+	(void)state;
+	for (int i = 0; i < 26; i++)
+		add(fg, "main;work;spin", 1000);
+	s = svg(fg, &o);
+	header_text(s, "subtitle", sub, sizeof(sub));
+	assert_string_equal(sub, "ember task t: 26 samples, 1 stack");
+	free(s);
+	add(fg, "main;work", 1000000);
+	add(fg, "main;rare", 1);	/* 0.001 px: not drawn */
+	s = svg(fg, &o);
+	header_text(s, "subtitle", sub, sizeof(sub));
+	assert_string_equal(sub, "ember task t: 26 samples, 3 stacks (1 too narrow to show)");
+	free(s);
+	o.count_stacks = false;
+	s = svg(fg, &o);
+	header_text(s, "subtitle", sub, sizeof(sub));
+	assert_string_equal(sub, "ember task t: 26 samples");
+	free(s);
+	flamegraph__free(fg);
+}
+
+/* A long title wraps between "Reset zoom" and "Search" instead of running into them. */
+static void test_svg_long_title(void **state)
+{
+	struct flamegraph *fg = flamegraph__new(0);
+	const char *title = "On-CPU flame graph of nginx (pid 4242), started by policy 'web-latency': "
+			    "http_p99_ms 812.5 >= 500 in 5 of 10 s for /api/v1/orders/checkout";
+	struct flamegraph_svg_opts o = { .sz = sizeof(o), .title = title, .subtitle = "sub" };
+	char *s, text[1024];
+	unsigned height, top_y;
+	struct geom m;
+
+	(void)state;
+	add(fg, "main", 1);
+	s = svg(fg, &o);
+	header_text(s, "title", text, sizeof(text));
+	/* Lines of at most (1200 - 2 * (10 + 12 * 7.3 + 12)) / 10.3 = 95 characters, centred:
+	 * the longest ends left of the Search button (1190 - 6 * 7.3). */
+	{
+		size_t nlines = 1, run = 0, longest = 0;
+		char joined[1024];
+
+		for (const char *p = text; *p; p++) {
+			if (*p == '|') {
+				nlines++;
+				run = 0;
+				continue;
+			}
+			if (++run > longest)
+				longest = run;
+		}
+		assert_int_equal(nlines, 2);
+		assert_true(longest <= 95);
+		assert_true(600 + longest * 10.3 / 2 < 1190 - 6 * 7.3);
+		assert_true(600 - longest * 10.3 / 2 > 10 + 10 * 7.3);
+		/* Broken at a space, nothing lost. */
+		snprintf(joined, sizeof(joined), "%s", text);
+		*strchr(joined, '|') = ' ';
+		assert_string_equal(joined, title);
+	}
+	assert_null(strstr(s, "<text id=\"title\" x=\"600.0\" y=\"24.0\"><title>"));	/* not cut */
+	/* The subtitle and the frames move down a line. */
+	assert_non_null(strstr(s, "<text id=\"subtitle\" x=\"600.0\" y=\"64.0\">sub</text>"));
+	assert_int_equal(sscanf(strstr(s, "<svg "), "<svg version=\"1.1\" xmlns=\"http://www.w3.org/2000/svg\" "
+				"width=\"1200\" height=\"%u\"", &height), 1);
+	assert_int_equal(find_frame(s, "main", &m), 0);
+	top_y = (unsigned)m.y;
+	assert_true(top_y >= 64 + 16);
+	assert_well_formed(s);
+	free(s);
+
+	/* Far too long: three lines, the last cut with "..", the whole title as the tooltip. */
+	{
+		char big[2000];
+
+		memset(big, 0, sizeof(big));
+		for (int i = 0; i < 60; i++)
+			strcat(big, "word12345 ");
+		o.title = big;
+		s = svg(fg, &o);
+		header_text(s, "title", text, sizeof(text));
+		assert_int_equal(count_substr(text, "|"), 2);
+		assert_true(strlen(text) >= 3 && !strcmp(text + strlen(text) - 2, ".."));
+		assert_non_null(strstr(s, "<text id=\"title\" x=\"600.0\" y=\"24.0\"><title>word12345 word12345"));
+		assert_well_formed(s);
+		free(s);
+	}
+	flamegraph__free(fg);
+}
+
 static void test_write_errors(void **state)
 {
 	struct flamegraph *fg = flamegraph__new(0);
@@ -846,6 +1135,10 @@ int main(void)
 		cmocka_unit_test(test_svg_script_and_text),
 		cmocka_unit_test(test_svg_opts_and_empty),
 		cmocka_unit_test(test_svg_big_random_well_formed),
+		cmocka_unit_test(test_svg_unresolved_merged),
+		cmocka_unit_test(test_svg_unresolved_conserved),
+		cmocka_unit_test(test_svg_stack_count),
+		cmocka_unit_test(test_svg_long_title),
 		cmocka_unit_test(test_write_errors),
 	};
 
