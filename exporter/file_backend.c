@@ -233,8 +233,37 @@ static int write_folded_cb(FILE *out, void *ctx) { return flamegraph__write_fold
 static int write_svg_cb(FILE *out, void *ctx)
 {
 	struct svg_ctx *c = ctx;
-	struct flamegraph_svg_opts o = { .sz = sizeof(o), .title = c->title, .subtitle = c->subtitle, .unit = c->unit };
+	/* The renderer counts the stacks: it knows what it draws (one stack sent in 26 windows is one). */
+	struct flamegraph_svg_opts o = { .sz = sizeof(o), .title = c->title, .subtitle = c->subtitle, .unit = c->unit,
+					 .count_stacks = true };
 	return flamegraph__write_svg(c->fg, out, &o);
+}
+
+/*
+ * A graph's title: what it shows and how it is weighed.  An off-CPU task's two
+ * graphs differ in weight only, so their titles say which is which.
+ */
+static void graph_title(char *buf, size_t len, const struct ftask *t, bool by_count)
+{
+	const char *what = t->kind == EMBER__TASK_KIND__ON_CPU ? "On-CPU flame graph" :
+			   t->kind != EMBER__TASK_KIND__OFF_CPU ? "Memory (page fault) flame graph" :
+			   by_count ? "Off-CPU flame graph (switch count)" : "Off-CPU flame graph (time blocked)";
+
+	snprintf(buf, len, "%s", what);
+}
+
+/*
+ * "ember task <id>: <N> samples" -- switches for off-CPU, with the total time
+ * blocked in seconds (the time graph's weight, in µs), faults for memory.
+ * The stacks drawn are counted by the renderer.
+ */
+static void graph_subtitle(char *buf, size_t len, const struct ftask *t)
+{
+	int n = snprintf(buf, len, "ember task %s: %llu %s", t->id, (unsigned long long)t->samples,
+			 t->fg_time ? "switches" : t->kind == EMBER__TASK_KIND__MEM ? "faults" : "samples");
+
+	if (t->fg_time && n > 0 && (size_t)n < len)
+		snprintf(buf + n, len - n, ", %.3f s blocked", (double)flamegraph__total(t->fg_time) / 1e6);
 }
 
 /* ,"trigger":[{...}] for a triggered task: which policy item held, by how much, for which process. */
@@ -360,10 +389,8 @@ static void write_flame_files(struct file_backend *fb, struct ftask *t)
 		fb->write_errors++;
 		return;
 	}
-	snprintf(title, sizeof(title), "%s flame graph", t->kind == EMBER__TASK_KIND__ON_CPU ? "On-CPU" :
-			 t->kind == EMBER__TASK_KIND__OFF_CPU ? "Off-CPU" : "Memory (page fault)");
-	snprintf(sub, sizeof(sub), "ember task %s: %llu samples, %llu stacks", t->id, (unsigned long long)t->samples,
-		 (unsigned long long)t->stacks);
+	graph_title(title, sizeof(title), t, false);
+	graph_subtitle(sub, sizeof(sub), t);
 	snprintf(name, sizeof(name), "%s_%s%s.svg", base, type, suffix);
 	write_one(fb, sdir, name, write_svg_cb, &sc);
 	snprintf(name, sizeof(name), "%s_%s%s.txt", base, type, suffix);
@@ -378,7 +405,7 @@ static void write_flame_files(struct file_backend *fb, struct ftask *t)
  */
 static int write_task(struct file_backend *fb, struct ftask *t, const char *final_state)
 {
-	char dir[1024], title[512], sub[160];
+	char dir[1024], title[512], count_title[512], sub[200];
 	uint64_t errors = fb->write_errors;
 
 	if (t->flame.set) {
@@ -396,20 +423,21 @@ static int write_task(struct file_backend *fb, struct ftask *t, const char *fina
 		write_file(fb, dir, t, PF_NETWORK_TXT, write_net_txt_cb, t);
 		goto done;
 	}
-	snprintf(title, sizeof(title), "%s flame graph", t->kind == EMBER__TASK_KIND__ON_CPU ? "On-CPU" :
-			 t->kind == EMBER__TASK_KIND__OFF_CPU ? "Off-CPU" : "Memory (page fault)");
+	graph_title(title, sizeof(title), t, false);
+	graph_title(count_title, sizeof(count_title), t, true);
 	if (t->ncauses) { /* the reason a policy started it, in the title: the graph says why it exists */
 		const struct task_cause *c = &t->causes[0];
-		size_t n = strlen(title);
+		char why[512];
 
-		snprintf(title + n, sizeof(title) - n, " of %s (pid %u), started by policy '%s': %s %.4g >= %.4g in %u of %u s%s%s",
+		snprintf(why, sizeof(why), " of %s (pid %u), started by policy '%s': %s %.4g >= %.4g in %u of %u s%s%s",
 			 c->comm, c->pid, c->policy, c->monitor, c->current, c->threshold, c->matched, c->period_s,
 			 c->uri[0] ? " for " : "", c->uri);
+		strncat(title, why, sizeof(title) - strlen(title) - 1);
+		strncat(count_title, why, sizeof(count_title) - strlen(count_title) - 1);
 	}
-	snprintf(sub, sizeof(sub), "ember task %s: %llu samples, %llu stacks", t->id,
-		 (unsigned long long)t->samples, (unsigned long long)t->stacks);
+	graph_subtitle(sub, sizeof(sub), t);
 	if (t->fg_time) { /* off-CPU: time-weighted is the main graph, count-weighted the variant */
-		struct svg_ctx sc = { t->fg_time, title, sub, "µs" }, sc2 = { t->fg, title, sub, "switches" };
+		struct svg_ctx sc = { t->fg_time, title, sub, "µs" }, sc2 = { t->fg, count_title, sub, "switches" };
 
 		write_file(fb, dir, t, PF_FOLDED, write_folded_cb, t->fg_time);
 		write_file(fb, dir, t, PF_SVG, write_svg_cb, &sc);

@@ -149,6 +149,26 @@ child_pid() { pgrep -P "$AGENT_PID" -x "$1" | head -1; }
 # mawk do that differently)
 folded_sum() { RE="$2" awk '{n=$NF; st=$0; sub(/ [0-9]+$/, "", st); if (st ~ ENVIRON["RE"]) s+=n} END {print s+0}' "$1"; }
 folded_total() { awk '{s+=$NF} END {print s+0}' "$1"; }
+# Distinct stacks of a folded file as its SVG draws them: an unresolved frame
+# (module+0xhex, "_[k]" after it for the kernel) is "[module]", and a run of
+# one module's unresolved frames is one frame (exporter/flamegraph.h).
+folded_drawn_stacks() { awk '{
+  st = $0; sub(/ [0-9]+$/, "", st); n = split(st, f, ";"); out = ""; prev = ""; prevm = 0
+  for (i = 1; i <= n; i++) {
+    x = f[i]; k = ""; m = 0
+    if (x ~ /_\[k\]$/) { k = "_[k]"; y = substr(x, 1, length(x) - 4) } else y = x
+    if (match(y, /\+0x[0-9a-f]+$/) && RSTART > 1 && RLENGTH <= 19) {
+      mod = substr(y, 1, RSTART - 1); m = 1
+      x = (mod ~ /^\[.*\]$/) ? mod k : "[" mod "]" k
+    }
+    if (m && prevm && x == prev) continue
+    out = out ";" x; prev = x; prevm = m
+  }
+  if (!(out in seen)) { seen[out] = 1; c++ }
+} END { print c + 0 }' "$1"; }
+# The text of an SVG's <text id="ID"> (tspans joined by spaces, a tooltip left out).
+svg_text() { tr '\n' ' ' < "$1" | grep -o "<text id=\"$2\"[^>]*>.*" | sed -e 's|</text>.*||' \
+  -e 's|<title>[^<]*</title>||' -e 's|</tspan><tspan[^>]*>| |g' -e 's|<[^>]*>||g'; }
 
 # CPU seconds (user+sys) a process has used so far, from /proc/<pid>/stat.
 cpu_secs() { awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); printf "%.3f\n", ($12 + $13) / hz }' "/proc/$1/stat"; }

@@ -39,6 +39,17 @@ grep -q "^ember: nothing lost while the task ran" "$TMP/p.err" || { cat "$TMP/p.
 for f in offcpu.folded offcpu.svg offcpu.count.folded offcpu.count.svg; do
   [ -s "$TMP/prof/$f" ] || fail "missing $f"
 done
+# The two graphs say what they weigh; the time graph's subtitle gives the total blocked time.
+t1=$(svg_text "$TMP/prof/offcpu.svg" title); t2=$(svg_text "$TMP/prof/offcpu.count.svg" title)
+sub=$(svg_text "$TMP/prof/offcpu.svg" subtitle)
+echo "offcpu.svg: $t1 / $sub"; echo "offcpu.count.svg: $t2"
+[ "$t1" = "Off-CPU flame graph (time blocked)" ] && [ "$t2" = "Off-CPU flame graph (switch count)" ] ||
+  fail "the off-CPU graphs' titles do not say what they weigh"
+blocked=$(awk -v us="$(folded_total "$TMP/prof/offcpu.folded")" 'BEGIN { printf "%.3f", us / 1e6 }')
+switches=$(folded_total "$TMP/prof/offcpu.count.folded")
+drawn=$(folded_drawn_stacks "$TMP/prof/offcpu.folded")
+[[ "$sub" == *": $switches switches, $blocked s blocked, $drawn stack"* ]] ||
+  fail "offcpu.svg's subtitle does not give $switches switches, $blocked s blocked, $drawn stacks: $sub"
 # The program reads the clock around each blocking call, the kernel counts
 # from switch-out to switch-in: they differ by the syscall's entry and exit
 # and by a preemption between the wake-up and the clock read, tens of us per

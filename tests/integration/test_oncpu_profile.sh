@@ -23,6 +23,13 @@ F=$TMP/prof/oncpu.folded
 [ -s "$F" ] || fail "no $F"
 [ -s "$TMP/prof/oncpu.svg" ] || fail "no oncpu.svg"
 grep -q "<svg" "$TMP/prof/oncpu.svg" || fail "oncpu.svg is not an SVG"
+# Plain names, as perf shows them: no symbol versions (libc's debug file has __libc_start_main@@GLIBC_2.34).
+grep -E '@@?[A-Z]+_[0-9]' "$F" && fail "a frame carries a symbol version"
+# The subtitle counts the stacks the graph draws (not the stack records the windows carried).
+sub=$(svg_text "$TMP/prof/oncpu.svg" subtitle)
+echo "oncpu.svg subtitle: $sub"
+drawn=$(folded_drawn_stacks "$F")
+[[ "$sub" =~ ,\ $drawn\ stacks?( \(|$) ]] || fail "the subtitle does not count the $drawn stacks drawn: $sub"
 
 total=$(folded_total "$F")
 chain=$(folded_sum "$F" '^oncpu_chain;(.*;)?outer;middle;leaf(;|$)')

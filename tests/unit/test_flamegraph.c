@@ -7,11 +7,14 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <ftw.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "common/config.h"
+#include "exporter/backend.h"
 #include "exporter/flamegraph.h"
 
 /* ---- helpers --------------------------------------------------------------- */
@@ -1098,6 +1101,105 @@ static void test_svg_long_title(void **state)
 	flamegraph__free(fg);
 }
 
+static int rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb; (void)flag; (void)ftw;
+	return remove(path);
+}
+
+static char *slurp(const char *dir, const char *name)
+{
+	char path[512], *s = NULL;
+	size_t cap = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "re");
+	if (!f)
+		return NULL;
+	if (getdelim(&s, &cap, 0, f) < 0) {
+		free(s);
+		s = strdup("");
+	}
+	fclose(f);
+	return s;
+}
+
+/*
+ * Through the file backend: an off-CPU task whose one stack came in 26
+ * windows.  Its two SVGs say which weight they show, the time graph's
+ * subtitle the total time blocked, and both count one stack.
+ */
+static void test_file_backend_offcpu(void **state)
+{
+	const struct exporter_backend_ops *ops = exporter_backend__find("file");
+	struct ember_config *cfg = config__new();
+	char dir[] = "/tmp/ember-test-fg-XXXXXX", err[256], sub[256], title[256], count_title[256], tdir[600];
+	char *user[] = { "do_read", "__libc_start_main", "main" }, *kern[] = { "schedule" };
+	Ember__Task task;
+	Ember__StackSample smp, *sp = &smp;
+	Ember__ProfileBatch b;
+	Ember__TaskEvent ev;
+	char *s;
+	void *st;
+
+	(void)state;
+	assert_non_null(ops);
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(config__set(cfg, "ember.output_dir", dir, err, sizeof(err)), 0);
+	ember__task__init(&task);
+	task.id = "off-1";
+	task.kind = EMBER__TASK_KIND__OFF_CPU;
+	ember__stack_sample__init(&smp);
+	smp.pid = 7;
+	smp.process_name = "srv";
+	smp.user_frames = user;
+	smp.n_user_frames = 3;
+	smp.kernel_frames = kern;
+	smp.n_kernel_frames = 1;
+	smp.count = 1;
+	smp.weight = 1500000;	/* 1.5 ms blocked, in ns */
+	ember__profile_batch__init(&b);
+	b.task = &task;
+	b.samples = &sp;
+	b.n_samples = 1;
+	st = ops->init(cfg, err, sizeof(err));
+	assert_non_null(st);
+	for (int i = 0; i < 26; i++)
+		ops->on_profile(st, &b);
+	ember__task_event__init(&ev);
+	ev.task = &task;
+	ev.state = EMBER__TASK_EVENT__STATE__FINISHED;
+	ops->on_task_event(st, &ev);
+	snprintf(tdir, sizeof(tdir), "%s/off-1", dir);
+
+	s = slurp(tdir, "offcpu.svg");
+	assert_non_null(s);
+	header_text(s, "title", title, sizeof(title));
+	header_text(s, "subtitle", sub, sizeof(sub));
+	assert_string_equal(sub, "ember task off-1: 26 switches, 0.039 s blocked, 1 stack");
+	assert_non_null(strstr(s, "<title>srv\n39,000 \xc2\xb5s (100.00%)</title>"));
+	free(s);
+	s = slurp(tdir, "offcpu.count.svg");
+	assert_non_null(s);
+	header_text(s, "title", count_title, sizeof(count_title));
+	header_text(s, "subtitle", sub, sizeof(sub));
+	assert_string_equal(sub, "ember task off-1: 26 switches, 0.039 s blocked, 1 stack");
+	assert_non_null(strstr(s, "<title>srv\n26 switches (100.00%)</title>"));
+	free(s);
+	assert_string_equal(title, "Off-CPU flame graph (time blocked)");
+	assert_string_equal(count_title, "Off-CPU flame graph (switch count)");
+	s = slurp(tdir, "offcpu.folded");
+	assert_string_equal(s, "srv;main;__libc_start_main;do_read;schedule_[k] 39000\n");
+	free(s);
+	s = slurp(tdir, "task.json");
+	assert_non_null(s);
+	free(s);
+	ops->free(st);
+	config__free(cfg);
+	nftw(dir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
+}
+
 static void test_write_errors(void **state)
 {
 	struct flamegraph *fg = flamegraph__new(0);
@@ -1139,6 +1241,7 @@ int main(void)
 		cmocka_unit_test(test_svg_unresolved_conserved),
 		cmocka_unit_test(test_svg_stack_count),
 		cmocka_unit_test(test_svg_long_title),
+		cmocka_unit_test(test_file_backend_offcpu),
 		cmocka_unit_test(test_write_errors),
 	};
 
