@@ -27,7 +27,7 @@ burn=$(folded_sum "$d/oncpu.folded" '^burn_later;(.*;)?main;burn_outer;burn_inne
 total=$(folded_total "$d/oncpu.folded")
 echo "flame graph $d: $burn of $total samples in main;burn_outer;burn_inner"
 [ "$total" -gt 0 ] && [ $((burn * 100 / total)) -ge 90 ] || fail "the flame graph is not the burner's"
-grep -qE "started by policy (&apos;|')high-cpu(&apos;|'): PROCESS_CPU" "$d/oncpu.svg" || fail "the flame graph's title does not say why it was taken"
+svg_text "$d/oncpu.svg" title | grep -qE "started by policy (&apos;|')high-cpu(&apos;|'): PROCESS_CPU" || fail "the flame graph's title does not say why it was taken"
 # ember stats lists the running triggered task with its reason.
 "$EMBER" stats --config "$ROOT/deploy/ember.yaml" --set ember.run_dir="$TMP/run" > "$TMP/stats.out" 2>&1 || fail "ember stats failed"
 grep "auto-oncpu-$B-" "$TMP/stats.out" || fail "ember stats does not list the triggered task"
