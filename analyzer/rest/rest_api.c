@@ -107,25 +107,30 @@ static void count(struct rest_api *r, uint64_t *field)
 
 static enum MHD_Result put(struct rest_api *r, struct MHD_Connection *c, enum rest_feature f, const struct upload *u)
 {
-	struct rest_doc d;
-	char err[512], msg[700];
+	struct rest_doc *d = malloc(sizeof(*d));
+	char err[512], msg[REST_NOTE_MAX + 64];
 
-	if (rest_doc__parse(u->buf, u->len, f, &d, err, sizeof(err)) ||
-	    (f == REST_FLAMEGRAPH && d.running && rest_flame__check_dirs(&d, err, sizeof(err)))) {
+	if (!d)
+		return answer(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory", NULL);
+	/* the PUT changes what it carries (rest_doc.h); a copy, so that a refusal changes nothing */
+	*d = r->docs[f];
+	if (rest_doc__apply(u->buf, u->len, d, err, sizeof(err)) ||
+	    (f == REST_FLAMEGRAPH && d->running && rest_flame__check_dirs(d, err, sizeof(err)))) {
 		count(r, &r->st.puts_refused);
+		free(d);
 		return answer(c, MHD_HTTP_BAD_REQUEST, err, NULL);
 	}
-	r->docs[f] = d;
+	r->docs[f] = *d;
 	if (f == REST_FLAMEGRAPH)
-		rest_flame__set(r->flame, &d);
+		rest_flame__set(r->flame, d);
 	else if (f == REST_BASEINFO)
-		rest_base__set(r->base, &d);
+		rest_base__set(r->base, d);
 	else
-		rest_net__set(r->net, &d);
+		rest_net__set(r->net, d);
 	count(r, &r->st.puts_applied);
-	snprintf(msg, sizeof(msg), "New config takes effect%s%s", d.notes[0] ? " (" : "", d.notes[0] ? d.notes : "");
-	if (d.notes[0])
-		strncat(msg, ")", sizeof(msg) - strlen(msg) - 1);
+	snprintf(msg, sizeof(msg), "New config takes effect%s%s%s", d->notes[0] ? " (" : "", d->notes,
+		 d->notes[0] ? ")" : "");
+	free(d);
 	return answer(c, MHD_HTTP_OK, msg, NULL);
 }
 

@@ -3,9 +3,12 @@
  * crash, a leak or a hang; a refusal comes with a message; what is accepted
  * is within the manual's bounds and its directories are safe paths; and it
  * survives a round trip: rendered (the GET answer) and put again, it decodes
- * to the same configuration.
+ * to the same configuration.  Put onto a configuration of every item, a
+ * refused body changes none of it, and one taken leaves it in bounds.
  */
+#include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -65,9 +68,41 @@ static void one(const uint8_t *data, size_t size, enum rest_feature f)
 	free(text);
 }
 
+/* Onto a configuration with every item set: all or nothing. */
+static void onto(const uint8_t *data, size_t size, enum rest_feature f)
+{
+	struct rest_doc *d = malloc(sizeof(*d)), *before = malloc(sizeof(*before));
+	char base[400], err[512] = "";
+	bool any = false;
+
+	if (!d || !before)
+		abort();
+	snprintf(base, sizeof(base), "json={\"cmd\": {\"probe\": [\"%s\"]}, \"snoopers\": {\"proc_id\": [7], "
+		 "\"proc_name\": [{\"comm\": \"app1\"}]}, \"params\": {\"report_period\": 30}, \"state\": \"running\"}",
+		 rest_doc__probe_name(f, 0));
+	if (rest_doc__parse(base, strlen(base), f, d, err, sizeof(err)))
+		abort();
+	memcpy(before, d, sizeof(*d));
+	err[0] = 0;
+	if (rest_doc__apply((const char *)data, size, d, err, sizeof(err))) {
+		if (!err[0] || memcmp(d, before, sizeof(*d)))
+			abort(); /* a refusal changed the configuration */
+	} else {
+		check(d);
+		for (unsigned i = 0; i < REST_PROBE_MAX; i++)
+			any |= d->probes[i];
+		if (d->running && !any)
+			abort(); /* running with nothing to run */
+	}
+	free(d);
+	free(before);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	for (unsigned f = 0; f < REST_FEATURE_MAX; f++)
+	for (unsigned f = 0; f < REST_FEATURE_MAX; f++) {
 		one(data, size, (enum rest_feature)f);
+		onto(data, size, (enum rest_feature)f);
+	}
 	return 0;
 }

@@ -15,7 +15,7 @@ PORT=$REST_PORT EPORT=$PROM_PORT
 U=http://127.0.0.1:$PORT
 r=$(curl -s -w ' %{http_code}' -X PUT "$U/baseinfo" -d 'json={"cmd": {"probe": ["cpu", "gpu"]}, "state": "running"}')
 echo "gpu: $r"
-[[ "$r" == *"'gpu' is not a sub-item of baseinfo (cpu, mem, nic, disk, net, fs, proc, host) 400" ]] || fail "an unknown sub-item was not refused"
+[[ "$r" == *"'gpu' is not a sub-item of baseinfo (cpu, mem, nic, disk, net, fs, proc, host; taken and ignored: con) 400" ]] || fail "an unknown sub-item was not refused"
 "$PROGS/offcpu_wait" 60 > /dev/null & PW=$!; CLEANUP_PIDS+=("$PW")   # three threads
 snap() { # label -> cpu0 user ticks, lo rx bytes
   echo "$1 $(awk '$1 == "cpu0" {print $2}' /proc/stat) $(cat /sys/class/net/lo/statistics/rx_bytes)"
