@@ -41,7 +41,7 @@ static ssize_t read_small(const char *root, uint32_t pid, const char *name, char
 	return n;
 }
 
-static bool selected(const struct rest_doc *d, const char *root, uint32_t self_uid, uint32_t pid)
+static bool matches(const struct rest_doc *d, const char *root, uint32_t self_uid, uint32_t pid)
 {
 	char comm[64], cmd[4096], cg[4096];
 	bool have_cmd = false, have_cg = false;
@@ -91,6 +91,18 @@ static bool selected(const struct rest_doc *d, const char *root, uint32_t self_u
 		}
 	}
 	return false;
+}
+
+/*
+ * A match with a command line: a kernel thread (or a zombie) has none, and
+ * the collector refuses a task that names one, with every process of the
+ * task (the manual's example pids, 101 and 102, are often kernel threads).
+ */
+static bool selected(const struct rest_doc *d, const char *root, uint32_t self_uid, uint32_t pid)
+{
+	char one[2];
+
+	return matches(d, root, self_uid, pid) && read_small(root, pid, "cmdline", one, sizeof(one)) > 0;
 }
 
 unsigned rest_select__scan(const struct rest_doc *d, const char *proc_root, uint32_t self_uid, uint32_t *sel,

@@ -5,8 +5,9 @@
  * be empty, not both); processes whose container (common/cgroup_id.h, from
  * /proc/<pid>/cgroup) has a listed container_id, in full or as its prefix
  * (docker's short id), or whose pod has a listed pod_id.
- * Processes of self_uid (ember's own) are never selected.  /proc is read
- * with bounded buffers; a process that exits meanwhile is skipped.
+ * Processes of self_uid (ember's own) and kernel threads (no command line)
+ * are never selected.  /proc is read with bounded buffers; a process that
+ * exits meanwhile is skipped.
  */
 #ifndef EMBER_ANALYZER_REST_REST_SELECT_H
 #define EMBER_ANALYZER_REST_REST_SELECT_H

@@ -1,7 +1,8 @@
 /*
  * Unit tests for analyzer/rest/rest_doc (a PUT changes the items it
  * carries, params per key, all or nothing, with gala-gopher's names taken
- * and said to be ignored).  The manual's documents are its text, verbatim.
+ * and said to be ignored) and analyzer/rest/rest_select (kernel threads are
+ * never selected).  The manual's documents are its text, verbatim.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -11,9 +12,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <cmocka.h>
 
 #include "analyzer/rest/rest_doc.h"
+#include "analyzer/rest/rest_select.h"
 
 /* The manual's "Configuring the Probe Monitoring Scope" example. */
 static const char scope_example[] = "json=\n"
@@ -321,6 +324,44 @@ static void test_gala_gopher_names(void **state)
 	free(l7);
 }
 
+static void put_file(const char *dir, unsigned pid, const char *name, const char *text, size_t len)
+{
+	char path[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%u", dir, pid);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/%u/%s", dir, pid, name);
+	assert_non_null(f = fopen(path, "w"));
+	assert_int_equal(fwrite(text, 1, len, f), len);
+	fclose(f);
+}
+
+/* Kernel threads (no command line) are never selected: the collector refuses a task naming one. */
+static void test_select_skips_kernel_threads(void **state)
+{
+	char dir[] = "/tmp/ember-rest-select-XXXXXX", cmd[64];
+	struct rest_doc *d = new_doc(REST_FLAMEGRAPH);
+	uint32_t sel[8];
+	uint64_t over;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	put_file(dir, 101, "comm", "kworker/0:1\n", 12);
+	put_file(dir, 101, "cmdline", "", 0);
+	put_file(dir, 202, "comm", "app1\n", 5);
+	put_file(dir, 202, "cmdline", "app1\0-x\0", 8);
+	put_file(dir, 303, "comm", "app1\n", 5);
+	put_file(dir, 303, "cmdline", "", 0);
+	assert_int_equal(apply(d, "json={\"snoopers\": {\"proc_id\": [101, 202], \"proc_name\": [{\"comm\": "
+				  "\"app1\"}]}}"), 0);
+	assert_int_equal(rest_select__scan(d, dir, 0, sel, 8, &over), 1);
+	assert_int_equal(sel[0], 202);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+	free(d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -328,6 +369,7 @@ int main(void)
 		cmocka_unit_test(test_refusal_changes_nothing),
 		cmocka_unit_test(test_items_and_keys),
 		cmocka_unit_test(test_gala_gopher_names),
+		cmocka_unit_test(test_select_skips_kernel_threads),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
