@@ -173,7 +173,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	if (f < 0) {
 		count(r, &r->st.not_found);
 		if (rest_doc__known_unsupported(url)) {
-			snprintf(msg, sizeof(msg), "%s is not supported by ember; supported: %s", url + 1, rest_doc__supported());
+			const char *instead = rest_doc__instead(url);
+
+			snprintf(msg, sizeof(msg), "%s is not supported by ember; supported: %s%s%s", url + 1,
+				 rest_doc__supported(), instead ? "; " : "", instead ? instead : "");
 			return answer(c, MHD_HTTP_NOT_IMPLEMENTED, msg, NULL);
 		}
 		snprintf(msg, sizeof(msg), "no such feature; supported: %s", rest_doc__supported());

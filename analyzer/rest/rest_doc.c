@@ -164,6 +164,14 @@ bool rest_doc__known_unsupported(const char *path)
 	return false;
 }
 
+const char *rest_doc__instead(const char *path)
+{
+	if (path && !strcmp(path, "/proc"))
+		return "per-process metrics (utime, stime, page faults, threads, memory) are baseinfo's proc sub-item: "
+		       "PUT /baseinfo with {\"cmd\": {\"probe\": [\"proc\"]}, \"snoopers\": {...}, \"state\": \"running\"}";
+	return NULL;
+}
+
 void rest_doc__defaults(struct rest_doc *d, enum rest_feature f)
 {
 	memset(d, 0, sizeof(*d));

@@ -105,6 +105,8 @@ const char *rest_doc__probe_name(enum rest_feature f, unsigned i);
 const char *rest_doc__supported(void);
 /* Whether path names a feature of gala-gopher's manual that ember does not provide. */
 bool rest_doc__known_unsupported(const char *path);
+/* For such a feature, where ember gives some of it ("baseinfo's proc sub-item..."); NULL if nowhere. */
+const char *rest_doc__instead(const char *path);
 
 /* The defaults of feature f (its configuration before any PUT). */
 void rest_doc__defaults(struct rest_doc *d, enum rest_feature f);

@@ -8,7 +8,7 @@
 # and parameters of the PUTs before: GET says so, and the on-CPU stacks of
 # the process the scope names are in the folded file the stop writes.  The
 # stackprobe examples are taken.  Bad bodies each get a 4xx with a message
-# and change nothing.
+# and change nothing; PUT /proc's 501 points to baseinfo's proc sub-item.
 # Then the flamegraph feature at work,
 # one svg_period (30 s) for all of it: oncpu for a process named by comm,
 # one named by pid, one in a cgroup shaped as docker's selected by
@@ -197,6 +197,7 @@ expect "an oversized body" 413 "larger than 8192 bytes" "$(req -X PUT "$U/flameg
 expect "not json=" 400 "not json=<document>" "$(req -X PUT "$U/flamegraph" -d 'config={}')"
 expect "another method" 405 "use GET or PUT" "$(req -X DELETE "$U/flamegraph")"
 expect "a feature ember does not provide" 501 "jvm is not supported by ember; supported: flamegraph, l7, tcp" "$(req "$U/jvm")"
+expect "PUT /proc" 501 "baseinfo's proc sub-item: PUT /baseinfo" "$(req -X PUT "$U/proc" -d 'json={"cmd": {"probe": ["proc_io"]}}')"
 expect "no such feature" 404 "no such feature" "$(req "$U/nonsense")"
 [ "$(get)" = "$before" ] || fail "a refused PUT changed the configuration"
 ok "bad bodies get a 4xx with the reason and change nothing"

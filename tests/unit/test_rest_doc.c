@@ -324,6 +324,16 @@ static void test_gala_gopher_names(void **state)
 	free(l7);
 }
 
+/* PUT /proc's 501 points to baseinfo's proc sub-item. */
+static void test_instead(void **state)
+{
+	(void)state;
+	assert_true(rest_doc__known_unsupported("/proc"));
+	assert_non_null(rest_doc__instead("/proc"));
+	assert_contains(rest_doc__instead("/proc"), "baseinfo's proc sub-item");
+	assert_null(rest_doc__instead("/jvm"));
+}
+
 static void put_file(const char *dir, unsigned pid, const char *name, const char *text, size_t len)
 {
 	char path[256];
@@ -369,6 +379,7 @@ int main(void)
 		cmocka_unit_test(test_refusal_changes_nothing),
 		cmocka_unit_test(test_items_and_keys),
 		cmocka_unit_test(test_gala_gopher_names),
+		cmocka_unit_test(test_instead),
 		cmocka_unit_test(test_select_skips_kernel_threads),
 	};
 
