@@ -187,7 +187,7 @@ static int cmd_stats(int argc, char **argv)
 	struct ctl_stats_ans cs;
 	char path[600], ep[600], line[256];
 	void *zctx;
-	int opt, rc = 0;
+	int opt, r, rc = 0;
 	FILE *f;
 
 	opterr = 0;
@@ -202,8 +202,12 @@ static int cmd_stats(int argc, char **argv)
 	cfg = cli__load_config("stats", &ca);
 	if (!cfg)
 		return 2;
-	if (supervisor__find_agent(cfg->ember.run_dir, &ai)) {
-		fprintf(stderr, "ember stats: no agent is running (run dir %s)\n", cfg->ember.run_dir);
+	if ((r = supervisor__find_agent(cfg->ember.run_dir, &ai))) {
+		if (r == -ESTALE)
+			fprintf(stderr, "ember stats: no agent is running (run dir %s: agent.info is stale, left by an "
+					"agent, pid %d, that no longer runs)\n", cfg->ember.run_dir, ai.pid);
+		else
+			fprintf(stderr, "ember stats: no agent is running (run dir %s)\n", cfg->ember.run_dir);
 		config__free(cfg);
 		return 1;
 	}

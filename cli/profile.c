@@ -176,9 +176,14 @@ static int parse_args(int argc, char **argv, struct profile_req *q, int *done)
 static int find_or_start_agent(struct ember_config *cfg, struct agent *ag)
 {
 	char od[300], dir[PATH_MAX];
+	int r = supervisor__find_agent(cfg->ember.run_dir, &ag->ai);
 
-	if (!supervisor__find_agent(cfg->ember.run_dir, &ag->ai))
+	if (!r)
 		return 0;
+	if (r == -ESTALE)
+		fprintf(stderr, "ember profile: warning: %s/agent.info is stale (left by an agent, pid %d, that no "
+				"longer runs); running a private agent\n", cfg->ember.run_dir, ag->ai.pid);
+	memset(&ag->ai, 0, sizeof(ag->ai));
 	snprintf(ag->priv_run, sizeof(ag->priv_run), "/run/ember-profile.%d", (int)getpid());
 	snprintf(od, sizeof(od), "%s/output", ag->priv_run);
 	/* A private agent runs the one task asked for: no continuous-profiling policy starts others. */

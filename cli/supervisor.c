@@ -20,6 +20,9 @@
 #include "common/log.h"
 #include "common/timeutil.h"
 
+/* Held (a POSIX write lock) by the supervisor for its whole life: the proof that the agent is there. */
+#define AGENT_LOCK "agent.lock"
+
 enum role { ROLE_COLLECTOR, ROLE_EXPORTER, ROLE_ANALYZER };
 
 struct child {
@@ -77,6 +80,7 @@ struct sup {
 	unsigned xuid;          /* ember.exporter_user: the exporter (with gid) */
 	mode_t umask;           /* the unprivileged processes': ember.output_access */
 	int runfd;              /* the run directory, root's alone */
+	int lockfd;             /* its agent.lock, locked while we run */
 	char **allow;           /* the collector's --allow-uid / --allow-cgroup arguments */
 	unsigned nallow;
 	char effective[600];
@@ -246,9 +250,26 @@ static int start_collector(struct sup *s)
 	return r;
 }
 
+/* The pid holding run_dir's agent lock, 0 if nobody does, or -errno when it cannot be told. */
+static int lock_holder(const char *run_dir)
+{
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	_cleanup_close_ int fd = -1;
+	char path[600];
+
+	snprintf(path, sizeof(path), "%s/" AGENT_LOCK, run_dir);
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (fcntl(fd, F_GETLK, &fl))
+		return -errno;
+	return fl.l_type == F_UNLCK ? 0 : fl.l_pid > 0 ? fl.l_pid : 1;
+}
+
 int supervisor__find_agent(const char *run_dir, struct agent_info *ret)
 {
 	char path[600], line[700];
+	int holder;
 	FILE *f;
 
 	memset(ret, 0, sizeof(*ret));
@@ -267,8 +288,56 @@ int supervisor__find_agent(const char *run_dir, struct agent_info *ret)
 	}
 	fclose(f);
 	snprintf(ret->run_dir, sizeof(ret->run_dir), "%s", run_dir);
-	if (ret->pid <= 0 || ret->analyzers == 0 || (kill(ret->pid, 0) && errno == ESRCH))
+	if (ret->pid <= 0 || ret->analyzers == 0)
 		return -ENOENT;
+	/* agent.info outlives a supervisor killed with SIGKILL, and its pid may be anyone's by now. */
+	holder = lock_holder(run_dir);
+	if (holder == 0)
+		return -ESTALE;
+	if (holder > 0)
+		return 0;
+	return kill(ret->pid, 0) && errno == ESRCH ? -ESTALE : 0; /* the lock unreadable: the pid is all we have */
+}
+
+/*
+ * Takes the run directory's agent lock: one agent per run directory, and
+ * the CLI's proof that it is alive.  0, -EBUSY (another agent holds it,
+ * logged) or -errno.
+ */
+static int take_lock(struct sup *s)
+{
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	struct stat st;
+
+	for (int tries = 0; tries < 2 && s->lockfd < 0; tries++) {
+		int fd = openat(s->runfd, AGENT_LOCK, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+
+		if (fd >= 0 && !fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_uid == 0) {
+			s->lockfd = fd;
+			break;
+		}
+		if (fd >= 0)
+			close(fd);
+		else if (errno != ELOOP)
+			return -errno;
+		/* Not root's file (left when the run dir was writable by others): root's dir, root's call. */
+		if (unlinkat(s->runfd, AGENT_LOCK, 0))
+			return -errno;
+	}
+	if (s->lockfd < 0)
+		return -EEXIST;
+	if (fcntl(s->lockfd, F_SETLK, &fl)) {
+		int err = errno;
+
+		if (err != EAGAIN && err != EACCES)
+			return -err;
+		fl.l_type = F_WRLCK;
+		if (fcntl(s->lockfd, F_GETLK, &fl) || fl.l_type == F_UNLCK)
+			fl.l_pid = 0;
+		log_error("an agent is already running with run directory %s (pid %d)", s->cfg->ember.run_dir,
+			  (int)fl.l_pid);
+		return -EBUSY;
+	}
 	return 0;
 }
 
@@ -341,7 +410,7 @@ static int prepare(struct sup *s)
 	unsigned xgid;
 	int r, fd;
 
-	s->runfd = -1;
+	s->runfd = s->lockfd = -1;
 	s->umask = cfg->ember.output_access == CONFIG_OUTPUT_ALL ? 0002 : 0007;
 	r = supervisor__ensure_user(cfg->ember.user, -1, &s->uid, &s->gid);
 	if (r) {
@@ -362,6 +431,11 @@ static int prepare(struct sup *s)
 	if (s->runfd < 0) {
 		log_error("run directory: %s (%s)", why, strerror(-s->runfd));
 		return s->runfd;
+	}
+	if ((r = take_lock(s))) {
+		if (r != -EBUSY)
+			log_error("cannot lock %s/" AGENT_LOCK ": %s", cfg->ember.run_dir, strerror(-r));
+		return r;
 	}
 	for (unsigned i = 0; i < 2; i++) {
 		const char *name = i ? BUS_EXPORTER_DIR : BUS_ANALYZER_DIR;
@@ -428,6 +502,8 @@ static void sup_free(struct sup *s)
 		free(s->allow[i]);
 	free(s->allow);
 	free(s->kids);
+	if (s->lockfd >= 0)
+		close(s->lockfd);
 	if (s->runfd >= 0)
 		close(s->runfd);
 }
@@ -470,7 +546,7 @@ static int on_exit_of(struct sup *s, struct child *c, pid_t pid, int st, uint64_
 
 int supervisor__run(const struct ember_config *cfg, const char *bin_dir)
 {
-	struct sup s = { .cfg = cfg, .bin_dir = bin_dir, .runfd = -1 };
+	struct sup s = { .cfg = cfg, .bin_dir = bin_dir, .runfd = -1, .lockfd = -1 };
 	struct sigaction sa = { .sa_handler = on_stop };
 	int r, err = 0;
 

@@ -20,7 +20,13 @@ struct agent_info {
 	char output_dir[1024];
 	char run_dir[512];
 };
-/* 0 if an agent is running with this run_dir, -ENOENT otherwise. */
+/*
+ * 0 if an agent is running with this run_dir: its supervisor holds the lock
+ * on <run_dir>/agent.lock, which the kernel drops when it dies however it
+ * dies (a pid alone proves nothing once reused).  -ENOENT when there is no
+ * agent.info, -ESTALE when there is one but no agent holds the lock
+ * (ret->pid then names the agent it was left by).
+ */
 int supervisor__find_agent(const char *run_dir, struct agent_info *ret);
 /* Creates the unprivileged system user if missing (in group gid when >= 0,
  * else in a group of its own name); returns its uid and primary gid. */

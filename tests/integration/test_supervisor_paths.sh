@@ -2,8 +2,8 @@
 # Root never writes or chowns through a path the ember users control.  Before the
 # agent starts, the ember user has planted symlinks (to root-owned "victim" files and
 # directories outside ember's directories) where the supervisor writes: in an old,
-# group-writable run directory (effective.yaml, supervisor.stats, agent.info, the
-# temporary names, the socket, the unprivileged users' directories) and in the
+# group-writable run directory (effective.yaml, supervisor.stats, agent.info, agent.lock,
+# the temporary names, the socket, the unprivileged users' directories) and in the
 # gala-gopher directories it prepares; between child restarts the exporter's user
 # replaces a gala-gopher directory with a symlink.  No victim changes (content, owner,
 # mode: hashed), the run directory ends root's alone, the configuration with its
@@ -32,6 +32,7 @@ AGENT_RUN=$TMP/run; rm -rf "$AGENT_RUN"; mkdir -p "$AGENT_RUN"; chown root:ember
 "${AS_EMBER[@]}" ln -s "$V/f3" "$AGENT_RUN/agent.info"
 "${AS_EMBER[@]}" ln -s "$V/f4" "$AGENT_RUN/.effective.yaml.tmp"
 "${AS_EMBER[@]}" ln -s "$V/f5" "$AGENT_RUN/collector.sock"
+"${AS_EMBER[@]}" ln -s "$V/f1" "$AGENT_RUN/agent.lock"
 "${AS_EMBER[@]}" ln -s "$V/dir" "$AGENT_RUN/analyzer"
 # gala-gopher's directories: the exporter's user made them, and left a link inside.
 GG=/var/log/gala-gopher; GG_SAVED=""
@@ -46,7 +47,7 @@ start_agent --set ember.rest_api.enabled=true --set ember.rest_api.port="$(free_
 [ "$(snapshot)" = "$before" ] || { diff <(echo "$before") <(snapshot); fail "a victim changed at start"; }
 ok "no root-owned file or directory outside ember's changed at start"
 [ "$(stat -c '%U:%G %a' "$AGENT_RUN")" = "root:root 755" ] || fail "run dir is $(stat -c '%U:%G %a' "$AGENT_RUN")"
-for f in effective.yaml supervisor.stats agent.info; do
+for f in effective.yaml supervisor.stats agent.info agent.lock; do
   [ -f "$AGENT_RUN/$f" ] && [ ! -L "$AGENT_RUN/$f" ] || fail "$f is not a regular file of its own"
 done
 [ "$(stat -c '%U:%G %a' "$AGENT_RUN/effective.yaml")" = "root:ember 640" ] || fail "effective.yaml is $(stat -c '%U:%G %a' "$AGENT_RUN/effective.yaml")"
