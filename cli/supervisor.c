@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -341,6 +342,105 @@ static int take_lock(struct sup *s)
 	return 0;
 }
 
+/* What the child of reachable_as() found, through a pipe. */
+struct reach_ans {
+	int err;
+	int write;              /* 1: dir itself is not writable; 0: bad cannot be searched */
+	char bad[1024];
+};
+
+/* In the child, as the user: each directory down to dir searched, then a file created in dir and removed. */
+static void reach_probe(const char *dir, struct reach_ans *a)
+{
+	char probe[1100];
+	size_t len = strlen(dir);
+	int fd;
+
+	if (len >= sizeof(a->bad)) {
+		a->err = -ENAMETOOLONG;
+		return;
+	}
+	for (size_t i = 1; i <= len; i++) {
+		if (i < len && dir[i] != '/')
+			continue;
+		memcpy(a->bad, dir, i);
+		a->bad[i] = '\0';
+		if (access(a->bad, X_OK)) {
+			a->err = -errno;
+			return;
+		}
+	}
+	a->write = 1;
+	snprintf(probe, sizeof(probe), "%s/.ember-probe-%d", dir, (int)getpid());
+	fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		a->err = -errno;
+		return;
+	}
+	close(fd);
+	(void)unlink(probe);
+}
+
+/*
+ * Whether uid:gid can search every directory down to dir and create a file
+ * in it, tried as that user in a child (root's own view says nothing about
+ * it): the exporter writes ember.output_dir as its own user, and a parent it
+ * may not search (root's 0700) would otherwise only show as an exporter
+ * restarting forever.  0, or -errno with the directory that stopped it in
+ * a->bad.
+ */
+static int reachable_as(unsigned uid, unsigned gid, const char *dir, struct reach_ans *a)
+{
+	int pfd[2], st;
+	ssize_t n;
+	pid_t pid;
+
+	memset(a, 0, sizeof(*a));
+	if (pipe2(pfd, O_CLOEXEC))
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		close(pfd[0]);
+		close(pfd[1]);
+		return -errno;
+	}
+	if (pid == 0) {
+		close(pfd[0]);
+		if ((a->err = privs__become_user(uid, gid)) == 0)
+			reach_probe(dir, a);
+		_exit(write(pfd[1], a, sizeof(*a)) == (ssize_t)sizeof(*a) ? 0 : 1);
+	}
+	close(pfd[1]);
+	do
+		n = read(pfd[0], a, sizeof(*a));
+	while (n < 0 && errno == EINTR);
+	close(pfd[0]);
+	waitpid(pid, &st, 0);
+	if (n != (ssize_t)sizeof(*a))
+		return -EIO;
+	a->bad[sizeof(a->bad) - 1] = '\0';
+	return a->err;
+}
+
+/* "owner:group 0700" of path, as root sees it. */
+static void describe(const char *path, char *buf, size_t len)
+{
+	struct stat st;
+	struct passwd *pw;
+	struct group *gr;
+	char u[16], g[16];
+
+	if (stat(path, &st)) {
+		snprintf(buf, len, "%s", strerror(errno));
+		return;
+	}
+	snprintf(u, sizeof(u), "%u", (unsigned)st.st_uid);
+	snprintf(g, sizeof(g), "%u", (unsigned)st.st_gid);
+	pw = getpwuid(st.st_uid);
+	gr = getgrgid(st.st_gid);
+	snprintf(buf, len, "%s:%s %04o", pw ? pw->pw_name : u, gr ? gr->gr_name : g, (unsigned)(st.st_mode & 07777));
+}
+
 static int put_config(FILE *f, void *ctx)
 {
 	return config__dump(ctx, f, 0);
@@ -459,6 +559,19 @@ static int prepare(struct sup *s)
 		return fd;
 	}
 	close(fd);
+	{
+		struct reach_ans a;
+		char desc[128];
+
+		if ((r = reachable_as(s->xuid, s->gid, cfg->ember.output_dir, &a))) {
+			describe(a.bad, desc, sizeof(desc));
+			log_error("output directory %s: the exporter's user '%s' cannot %s '%s' (%s: %s); make it %s "
+				  "for that user, or set ember.output_dir elsewhere", cfg->ember.output_dir,
+				  cfg->ember.exporter_user, a.write ? "write into" : "traverse", a.bad, desc, strerror(-r),
+				  a.write ? "writable" : "searchable (x)");
+			return r;
+		}
+	}
 	/* The REST flamegraph feature's default directories (gala-gopher's), for its unprivileged writers. */
 	if (cfg->ember.rest_api.enabled) {
 		fd = fileutil__open_owned_dir("/var/log/gala-gopher", dmode, s->xuid, s->gid, why, sizeof(why));

@@ -8,7 +8,8 @@
 # replaces a gala-gopher directory with a symlink.  No victim changes (content, owner,
 # mode: hashed), the run directory ends root's alone, the configuration with its
 # token is not world-readable, and an output directory reached through another user's
-# symlink is refused with a message naming it.
+# symlink, or under a parent the exporter's user cannot traverse, is refused at start with
+# a message naming the directory.
 . "$(dirname "$0")/lib.sh"
 need_bpf
 command -v setpriv >/dev/null || skip "setpriv missing (util-linux)"
@@ -86,3 +87,16 @@ kill -0 "$p" 2>/dev/null && fail "the agent started with an output directory beh
 grep -q "emberdir/out.*symlink another user owns" "$TMP/refused.log" || { cat "$TMP/refused.log"; fail "the refusal does not name the directory and why"; }
 [ "$(snapshot)" = "$before" ] || fail "a victim changed"
 ok "an output directory through another user's symlink is refused: $(grep -o 'output directory:.*' "$TMP/refused.log" | head -1)"
+
+# An output directory under a parent the exporter's user cannot traverse (root's 0700):
+# refused at start, naming that parent (root can reach it; the exporter cannot).
+mkdir -p "$TMP/closed"; chmod 700 "$TMP/closed"
+"$EMBER" run --config "$TMP/ember.yaml" --set ember.output_dir="$TMP/closed/out" >"$TMP/closed.log" 2>&1 &
+p=$!; CLEANUP_PIDS+=("$p")
+for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$p" 2>/dev/null && { cat "$TMP/closed.log"; fail "the agent started with an output directory its exporter cannot reach"; }
+wait "$p" && fail "ember run exited 0 with an output directory its exporter cannot reach"
+grep -q "the exporter's user 'ember-exporter' cannot traverse '$TMP/closed' (root:root 0700" "$TMP/closed.log" \
+  || { cat "$TMP/closed.log"; fail "the refusal does not name the directory that cannot be traversed"; }
+grep -q "agent running" "$TMP/closed.log" && fail "it said 'agent running' first"
+ok "an output directory under a parent the exporter cannot traverse is refused: $(grep -o 'output directory .*' "$TMP/closed.log" | head -1)"
