@@ -172,8 +172,45 @@ static int parse_args(int argc, char **argv, struct profile_req *q, int *done)
 	return 0;
 }
 
+/* Whether the command line's --set gave key. */
+static bool set_on_command_line(const struct cfg_args *ca, const char *key)
+{
+	size_t n = strlen(key);
+
+	for (unsigned i = 0; i < ca->nsets; i++)
+		if (!strncmp(ca->sets[i], key, n) && ca->sets[i][n] == '=')
+			return true;
+	return false;
+}
+
+/*
+ * A private agent lives for one task, read from its files: it opens no
+ * listener the task does not need.  The configuration it is given is
+ * usually `ember run`'s, whose /metrics port (gala-gopher's own 8888 by
+ * default) and REST API belong to that agent: Prometheus and the REST API
+ * stay off unless this command's --set asks for them, and the file backend
+ * is always on.  0 or -EINVAL.
+ */
+static int private_listeners(struct ember_config *cfg, const struct cfg_args *ca)
+{
+	bool keep_prom = set_on_command_line(ca, "exporter.backends");
+	char list[512] = "file";
+
+	for (size_t i = 0; i < cfg->exporter.backends.n; i++) {
+		const char *b = cfg->exporter.backends.v[i];
+
+		if (strcmp(b, "file") && (keep_prom || strcmp(b, "prometheus")))
+			snprintf(list + strlen(list), sizeof(list) - strlen(list), ",%s", b);
+	}
+	if (config__set(cfg, "exporter.backends", list, NULL, 0))
+		return -EINVAL;
+	if (!set_on_command_line(ca, "ember.rest_api.enabled") && config__set(cfg, "ember.rest_api.enabled", "false", NULL, 0))
+		return -EINVAL;
+	return 0;
+}
+
 /* The running agent, or a private one in its own run directory (same code path). */
-static int find_or_start_agent(struct ember_config *cfg, struct agent *ag)
+static int find_or_start_agent(struct ember_config *cfg, const struct cfg_args *ca, struct agent *ag)
 {
 	char od[300], dir[PATH_MAX];
 	int r = supervisor__find_agent(cfg->ember.run_dir, &ag->ai);
@@ -189,14 +226,12 @@ static int find_or_start_agent(struct ember_config *cfg, struct agent *ag)
 	/* A private agent runs the one task asked for: no continuous-profiling policy starts others. */
 	if (config__set(cfg, "ember.run_dir", ag->priv_run, NULL, 0) ||
 	    config__set(cfg, "ember.output_dir", od, NULL, 0) ||
-	    config__set(cfg, "profiling.continuous.policies", "[]", NULL, 0)) {
+	    config__set(cfg, "profiling.continuous.policies", "[]", NULL, 0) || private_listeners(cfg, ca)) {
 		fprintf(stderr, "ember profile: internal error setting up the private agent\n");
 		return -EINVAL;
 	}
 	if (cli__bin_dir(dir, sizeof(dir)))
 		return -ENOENT;
-	if (cfg->ember.log_level > LOG_LVL_WARN && !getenv("EMBER_VERBOSE"))
-		cfg->ember.log_level = LOG_LVL_WARN; /* a one-shot command stays quiet */
 	ag->priv = fork();
 	if (ag->priv < 0)
 		return -errno;
@@ -493,8 +528,12 @@ int cmd_profile(int argc, char **argv)
 		goto cleanup;
 	}
 	rc = 1;
+	/* A one-shot command stays quiet: a private agent's supervisor (this process's child) and its
+	 * processes say warnings and errors only, unless EMBER_VERBOSE is set. */
+	if (cfg->ember.log_level > LOG_LVL_WARN && !getenv("EMBER_VERBOSE"))
+		cfg->ember.log_level = LOG_LVL_WARN;
 	log__init("ember", (enum log_level)cfg->ember.log_level);
-	if (find_or_start_agent(cfg, &ag))
+	if (find_or_start_agent(cfg, &q.ca, &ag))
 		goto cleanup;
 	zctx = zmq_ctx_new();
 	snprintf(task_id, sizeof(task_id), "cli-%d-%llu", (int)getpid(), (unsigned long long)time(NULL));

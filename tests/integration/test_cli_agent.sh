@@ -1,5 +1,9 @@
 #!/usr/bin/env bash
 # `ember profile` and `ember stats` as a new user meets them, around agents:
+#  - a private agent (no `ember run` up) given `ember run`'s configuration opens no TCP or
+#    UDP listener: not Prometheus (its port here held by another program, as gala-gopher
+#    holds 8888), not the REST API; --set on the command line still asks for Prometheus;
+#    the terminal gets no INFO line from it;
 #  - a stale agent.info (`ember run` killed with SIGKILL, its pid reused by a process
 #    named "ember"): `ember stats` says no agent runs, at once; `ember profile` warns in
 #    one line and runs a private agent; `ember run` starts;
@@ -40,6 +44,40 @@ profile_bg() {
   done
   cat "$TMP/p.err"; fail "ember profile $*: no task after 60 s"
 }
+
+# ---- a private agent given `ember run`'s configuration
+PROM=$(free_port); REST=$(free_port)
+python3 -c 'import socket, sys, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(); time.sleep(600)' "$PROM" & HOLD=$!; CLEANUP_PIDS+=("$HOLD")
+cat > "$TMP/run.yaml" <<YAML
+ember:
+  run_dir: $TMP/prun
+  log_level: info
+  rest_api: { enabled: true, port: $REST }
+exporter:
+  backends: [prometheus, file]
+  prometheus: { address: 127.0.0.1, port: $PROM }
+profiling: { flush_interval: 1s }
+YAML
+profile_bg --config "$TMP/run.yaml" --pid "$W" --duration 3s --out "$TMP/o1"
+sleep 1
+L=$(tree_listeners "$PP")
+[ -z "$L" ] || { echo "$L"; fail "the private agent listens (above)"; }
+wait "$PP" || { cat "$TMP/p.err"; fail "ember profile with a private agent failed"; }
+[ -s "$TMP/o1/oncpu.folded" ] || fail "no oncpu.folded"
+grep -Eq "cannot listen|exporter .*exited|restarting" "$TMP/p.err" && { cat "$TMP/p.err"; fail "the private agent's exporter tried to listen"; }
+grep -q " INFO: " "$TMP/p.err" && { cat "$TMP/p.err"; fail "INFO lines of the private agent reach the terminal"; }
+ok "a private agent opens no listener (Prometheus's port held elsewhere, REST API in the configuration) and prints no INFO line"
+
+PROM2=$(free_port)
+profile_bg --config "$TMP/run.yaml" --set exporter.backends=file,prometheus --set exporter.prometheus.port="$PROM2" \
+  --pid "$W" --duration 2s --out "$TMP/o1b"
+L=""; for _ in $(seq 50); do L=$(tree_listeners "$PP"); [ -n "$L" ] && break; sleep 0.1; done
+wait "$PP" || { cat "$TMP/p.err"; fail "ember profile --set exporter.backends=file,prometheus failed"; }
+[[ "$L" == *":$PROM2 "* ]] || { echo "listeners: $L"; fail "--set exporter.backends with prometheus does not open /metrics on $PROM2"; }
+[[ "$L" == *":$REST "* ]] && fail "the REST API is on without being asked"
+ok "--set exporter.backends=file,prometheus still opens /metrics for a private agent (and nothing else)"
 
 # ---- a stale agent.info
 start_agent
