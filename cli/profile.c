@@ -388,13 +388,20 @@ static void remove_private_run(const char *dir)
 		(void)fileutil__remove_tree_at(pfd, slash + 1);
 }
 
-/* --out must take files before the profile runs, not after. */
-static int check_out_dir(const char *out)
+/*
+ * --out must take the files before the profile runs, not after: a file can
+ * be created in it, and no name the kind writes is taken by something a
+ * file cannot be renamed over (a directory).  0, or -errno with the path
+ * that fails in bad.
+ */
+static int check_out_dir(const struct profile_req *q, char *bad, size_t badlen)
 {
-	char probe[64];
-	_cleanup_close_ int dfd = open(out, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	_cleanup_close_ int dfd = open(q->out, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	char probe[64], name[64];
+	struct stat st;
 	int fd;
 
+	snprintf(bad, badlen, "%s", q->out);
 	if (dfd < 0)
 		return -errno;
 	snprintf(probe, sizeof(probe), ".ember-probe-%d", (int)getpid());
@@ -403,6 +410,15 @@ static int check_out_dir(const char *out)
 		return -errno;
 	close(fd);
 	unlinkat(dfd, probe, 0);
+	for (int pf = 0; pf < PF_TASK_JSON; pf++) {
+		if (profile_files__name(q->kind, (enum profile_file)pf, name, sizeof(name)) < 0)
+			continue;
+		/* A link is replaced, never followed; a file is replaced. */
+		if (!fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
+			snprintf(bad, badlen, "%s/%s", q->out, name);
+			return S_ISDIR(st.st_mode) ? -EISDIR : -EEXIST;
+		}
+	}
 	return 0;
 }
 
@@ -507,7 +523,8 @@ int cmd_profile(int argc, char **argv)
 	struct ctl_stats_ans st0 = { 0 }, st1 = { 0 };
 	char sock[600];
 	uint64_t restarts0 = 0;
-	int rc, done, have_st0;
+	char bad[PATH_MAX + 64];
+	int rc, done, have_st0, keep = 0;
 
 	rc = parse_args(argc, argv, &q, &done);
 	if (done)
@@ -522,8 +539,13 @@ int cmd_profile(int argc, char **argv)
 		fprintf(stderr, "ember profile: cannot create output directory '%s': %m\n", q.out);
 		goto cleanup;
 	}
-	if ((rc = check_out_dir(q.out))) {
-		fprintf(stderr, "ember profile: cannot write into the output directory '%s': %s\n", q.out, strerror(-rc));
+	if ((rc = check_out_dir(&q, bad, sizeof(bad)))) {
+		if (strcmp(bad, q.out))
+			fprintf(stderr, "ember profile: cannot write %s in the output directory: %s is there\n", bad,
+				rc == -EISDIR ? "a directory" : "something other than a file");
+		else
+			fprintf(stderr, "ember profile: cannot write into the output directory '%s': %s\n", q.out,
+				strerror(-rc));
 		rc = 1;
 		goto cleanup;
 	}
@@ -544,9 +566,14 @@ int cmd_profile(int argc, char **argv)
 		usleep(50000);
 	restarts0 = collector_restarts(ag.ai.run_dir);
 	if (!zctx || submit_all(zctx, &ag, &q, task_id) ||
-	    wait_done(&ag, &q, task_id, cfg->profiling.flush_interval_ns / 1000000) ||
-	    copy_outputs(&ag, &q, task_id))
+	    wait_done(&ag, &q, task_id, cfg->profiling.flush_interval_ns / 1000000))
 		goto cleanup;
+	if (copy_outputs(&ag, &q, task_id)) {
+		/* What --out could not take is still the agent's: kept, a private agent's too, and said where. */
+		keep = 1;
+		fprintf(stderr, "ember profile: the profile's files are kept in %s/%s\n", ag.ai.output_dir, task_id);
+		goto cleanup;
+	}
 	if (have_st0 && !ctl_client__query_stats(sock, &st1))
 		print_losses(&q, &st0, &st1, collector_restarts(ag.ai.run_dir) - restarts0);
 	rc = 0;
@@ -557,7 +584,7 @@ cleanup:
 		kill(ag.priv, SIGTERM);
 		waitpid(ag.priv, &st, 0);
 	}
-	if (ag.priv_run[0])
+	if (ag.priv_run[0] && !keep)
 		remove_private_run(ag.priv_run);
 	if (zctx)
 		zmq_ctx_term(zctx);

@@ -44,4 +44,17 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
   expect_err 1 "must run as root" setpriv --reuid=65534 --regid=65534 --clear-groups "$EMBER" profile --pid "$W" --duration 1s --out "$TMP/x"
   expect_err 1 "must run as root" setpriv --reuid=65534 --regid=65534 --clear-groups "$EMBER" run
   expect_err 1 "kernel has no BTF" env EMBER_BTF_PATH=/nonexistent/vmlinux "$EMBER" profile --pid "$W" --duration 1s --out "$TMP/x"
+  # --out that cannot take the files: refused before the profile runs, naming what is in the way.
+  mkdir -p "$TMP/taken/oncpu.svg"
+  expect_err 1 "cannot write $TMP/taken/oncpu.svg in the output directory: a directory is there" \
+    "$EMBER" profile --pid "$W" --duration 1s --out "$TMP/taken"
+  grep -q '^ember: profiling' "$TMP/e" && fail "the profile ran before --out was found unusable"
+  mkdir -p "$TMP/ro"
+  trap 'umount "$TMP/ro" 2>/dev/null; cleanup' EXIT
+  if mount -t tmpfs -o ro,size=64k tmpfs "$TMP/ro" 2>/dev/null; then
+    expect_err 1 "cannot write into the output directory '$TMP/ro': Read-only file system" \
+      "$EMBER" profile --pid "$W" --duration 1s --out "$TMP/ro"
+    grep -q '^ember: profiling' "$TMP/e" && fail "the profile ran before --out was found unusable"
+    umount "$TMP/ro"
+  fi
 fi
