@@ -11,11 +11,13 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,6 +33,7 @@
 #include "common/fileutil.h"
 #include "common/ctl_proto.h"
 #include "common/log.h"
+#include "common/proc_status.h"
 #include "common/profile_files.h"
 #include "common/shard.h"
 #include "common/task_submit.h"
@@ -45,6 +48,8 @@ struct profile_req {
 	uint64_t duration_ns, period_ns, min_block_ns;
 	const char *out;
 	struct cfg_args ca;
+	int pidfd[CTL_MAX_PIDS];     /* the targets themselves (a pid may be reused), -1 if none */
+	uint64_t gone_ms[CTL_MAX_PIDS]; /* when a target exited, ms into the task; 0 while it lives */
 };
 
 /* The agent the task goes to: a running one, or a private one started here. */
@@ -109,6 +114,29 @@ static int parse_kind(const char *s, Ember__TaskKind *ret)
 	return 0;
 }
 
+/* 1 if pid is a kernel thread (PF_KTHREAD), its name then in comm (printable characters only). */
+static int is_kernel_thread(uint32_t pid, char *comm, size_t len)
+{
+	char path[32], buf[2048], name[80]; /* a kworker's comm names its workqueue too */
+	_cleanup_close_ int dfd = -1;
+	uint64_t flags;
+	long n;
+
+	snprintf(path, sizeof(path), "/proc/%u", pid);
+	dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0 || (n = proc_status__read_at(dfd, "stat", buf, sizeof(buf))) <= 0 ||
+	    proc_status__stat_flags(buf, (size_t)n, &flags) || !(flags & PROC_PF_KTHREAD))
+		return 0;
+	n = proc_status__read_at(dfd, "comm", name, sizeof(name));
+	snprintf(comm, len, "%s", n > 0 ? name : "?");
+	for (char *c = comm; *c; c++)
+		if (*c == '\n')
+			*c = '\0';
+		else if ((unsigned char)*c < 0x20 || (unsigned char)*c > 0x7e)
+			*c = '?';
+	return 1;
+}
+
 /* 0 to go on, or the exit status (help printed, or a usage error). */
 static int parse_args(int argc, char **argv, struct profile_req *q, int *done)
 {
@@ -160,11 +188,17 @@ static int parse_args(int argc, char **argv, struct profile_req *q, int *done)
 	if (!q->npids)
 		return cli__die_usage("profile", "--pid is required", NULL);
 	for (uint32_t i = 0; i < q->npids; i++) {
-		char p[32];
+		char p[32], comm[80];
 
 		snprintf(p, sizeof(p), "/proc/%u", q->pids[i]);
 		if (access(p, F_OK)) {
 			fprintf(stderr, "ember profile: pid %u does not exist\n", q->pids[i]);
+			return 1;
+		}
+		if (is_kernel_thread(q->pids[i], comm, sizeof(comm))) {
+			/* The collector refuses it anyway: say why here, before any agent starts. */
+			fprintf(stderr, "ember profile: pid %u is a kernel thread (%s): ember profiles user processes\n",
+				q->pids[i], comm);
 			return 1;
 		}
 	}
@@ -287,14 +321,54 @@ static int submit_all(void *zctx, struct agent *ag, const struct profile_req *q,
 	return 0;
 }
 
-/* task.json is written last by the exporter, once every shard has finished: then the files are final. */
-static int wait_done(struct agent *ag, const struct profile_req *q, const char *task_id, uint64_t flush_ms)
+/* pidfds of the targets, so that a target's exit is seen even if its pid is reused at once. */
+static void watch_targets(struct profile_req *q)
 {
-	uint64_t deadline = timeutil__mono_ms() + q->duration_ns / 1000000 + 2 * flush_ms + 30000;
+	for (uint32_t i = 0; i < q->npids; i++)
+		q->pidfd[i] = (int)syscall(SYS_pidfd_open, (pid_t)q->pids[i], 0);
+}
+
+/* Notes, ms after start_ms, the targets that have exited since the last look. */
+static void poll_targets(struct profile_req *q, uint64_t start_ms)
+{
+	uint64_t now = timeutil__mono_ms();
+
+	for (uint32_t i = 0; i < q->npids; i++) {
+		struct pollfd p = { .fd = q->pidfd[i], .events = POLLIN };
+
+		if (q->pidfd[i] >= 0 && !q->gone_ms[i] && poll(&p, 1, 0) == 1)
+			q->gone_ms[i] = now > start_ms ? now - start_ms : 1;
+	}
+}
+
+/* The targets that exited before the task's end: their profile stops there (not an error). */
+static void report_exited(const struct profile_req *q)
+{
+	unsigned n = 0;
+
+	for (uint32_t i = 0; i < q->npids; i++) {
+		if (!q->gone_ms[i] || ++n > 8)
+			continue;
+		fprintf(stderr, "ember: pid %u exited %.1fs into the %.1fs task: its profile covers it until then\n",
+			q->pids[i], q->gone_ms[i] / 1e3, q->duration_ns / 1e9);
+	}
+	if (n > 8)
+		fprintf(stderr, "ember: ... and %u more of the %u targets exited before the task's end\n", n - 8,
+			q->npids);
+}
+
+/* task.json is written last by the exporter, once every shard has finished: then the files are final. */
+static int wait_done(struct agent *ag, struct profile_req *q, const char *task_id, uint64_t flush_ms)
+{
+	uint64_t start = timeutil__mono_ms(), deadline = start + q->duration_ns / 1000000 + 2 * flush_ms + 30000;
 	char done[1200];
 
 	snprintf(done, sizeof(done), "%s/%s/%s", ag->ai.output_dir, task_id, PROFILE_FILES_DONE);
-	while (access(done, F_OK)) {
+	for (;; poll_targets(q, start)) {
+		if (!access(done, F_OK)) {
+			poll_targets(q, start);
+			break;
+		}
 		if (timeutil__mono_ms() > deadline) {
 			fprintf(stderr, "ember profile: timed out waiting for %s\n", done);
 			return -ETIMEDOUT;
@@ -303,6 +377,7 @@ static int wait_done(struct agent *ag, const struct profile_req *q, const char *
 			return -ECHILD;
 		usleep(100000);
 	}
+	report_exited(q);
 	return 0;
 }
 
@@ -534,6 +609,7 @@ int cmd_profile(int argc, char **argv)
 	cfg = cli__load_config("profile", &q.ca);
 	if (!cfg)
 		return 2;
+	watch_targets(&q);
 	rc = 1;
 	if (mkdir(q.out, 0755) && errno != EEXIST) {
 		fprintf(stderr, "ember profile: cannot create output directory '%s': %m\n", q.out);
@@ -586,6 +662,9 @@ cleanup:
 	}
 	if (ag.priv_run[0] && !keep)
 		remove_private_run(ag.priv_run);
+	for (uint32_t i = 0; i < q.npids; i++)
+		if (q.pidfd[i] >= 0)
+			close(q.pidfd[i]);
 	if (zctx)
 		zmq_ctx_term(zctx);
 	config__free(cfg);

@@ -7,7 +7,8 @@
 #  - a stale agent.info (`ember run` killed with SIGKILL, its pid reused by a process
 #    named "ember"): `ember stats` says no agent runs, at once; `ember profile` warns in
 #    one line and runs a private agent; `ember run` starts;
-#  - the agent running again is found (`ember stats`).
+#  - the agent running again is found (`ember stats`, `ember profile`), and a target that
+#    exits before the task's end: the result says so.
 . "$(dirname "$0")/lib.sh"
 need_bpf
 command -v ss >/dev/null || skip "ss missing (iproute2)"
@@ -112,4 +113,13 @@ grep -q "agent running" "$TMP/agent.log" || { cat "$TMP/agent.log"; fail "ember 
 ok "ember run starts over a stale agent.info"
 "$EMBER" stats --config "$TMP/ember.yaml" >"$TMP/s2.out" 2>"$TMP/s2.err" || { cat "$TMP/s2.err"; fail "ember stats does not find the running agent"; }
 
+# ---- a target that exits before the task's end (through the running agent)
+"$PROGS/exit_soon" 100 & X=$!; CLEANUP_PIDS+=("$X")
+sleep 0.2
+profile_bg --config "$TMP/ember.yaml" --pid "$X" --duration 5s --out "$TMP/o3"
+kill -USR1 "$X"
+wait "$PP" || { cat "$TMP/p.err"; fail "ember profile of a target that exits failed"; }
+grep -Eq "^ember: pid $X exited [0-9.]+s into the 5.0s task" "$TMP/p.err" || { cat "$TMP/p.err"; fail "the result does not say the target exited"; }
+ls "$AGENT_OUT"/cli-*/task.json >/dev/null 2>&1 && ! grep -q stale "$TMP/p.err" || { cat "$TMP/p.err"; fail "the task did not go to the running agent"; }
+ok "a target that exits early: $(grep "pid $X exited" "$TMP/p.err")"
 stop_agent || fail "the agent did not stop cleanly"

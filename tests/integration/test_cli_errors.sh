@@ -18,6 +18,16 @@ expect_err 2 "bad --type .*'gpu'" "$EMBER" profile --pid 1 --type gpu
 expect_err 2 "--pid is required" "$EMBER" profile --duration 1s
 # a pid that does not exist (pid_max is at most 2^22)
 expect_err 1 "pid 4194399 does not exist" "$EMBER" profile --pid 4194399 --duration 1s
+# a kernel thread (PF_KTHREAD in /proc/PID/stat's flags): said so, before any agent starts
+KT=$(for s in /proc/[0-9]*/stat; do
+  f=$(sed 's/.*) //' "$s" 2>/dev/null | awk '{print $7}')
+  [ -n "$f" ] && (( f & 0x200000 )) && { basename "$(dirname "$s")"; break; }
+done)
+if [ -n "$KT" ]; then
+  expect_err 1 "pid $KT is a kernel thread \\(.*\\): ember profiles user processes" \
+    "$EMBER" profile --pid "$KT" --duration 1s --out "$TMP/kt"
+  grep -q '^ember: profiling' "$TMP/e" && fail "a kernel thread was profiled"
+fi
 printf 'profiling:\n  flush_intervall: 5s\n' > "$TMP/bad-key.yaml"
 expect_err 2 "profiling.flush_intervall" "$EMBER" run --config "$TMP/bad-key.yaml" --dump-config
 printf 'profiling:\n  flush_interval: soon\n' > "$TMP/bad-val.yaml"
