@@ -195,7 +195,7 @@ static int cmd_stats(int argc, char **argv)
 		switch (opt) {
 		case 'c': ca.path = optarg; break;
 		case 's': if (ca.nsets < 64) ca.sets[ca.nsets++] = optarg; break;
-		case 'h': printf("usage: ember stats [--config FILE]\nPrints every counter of the running agent, and the running tasks that\ncontinuous-profiling policies started, with why.\n"); return 0;
+		case 'h': printf("usage: ember stats [--config FILE]\nPrints every counter of the running agent, and the running tasks that\ncontinuous-profiling policies started, with why.  No agent running (none holds\n<run_dir>/agent.lock, even if an agent.info is left): says so and exits 1.\n"); return 0;
 		default: return cli__die_usage("stats", "unknown option", argv[optind - 1]);
 		}
 	}

@@ -76,8 +76,15 @@ static void usage(FILE *f)
 		"  --min-block D    off-CPU: ignore blocks shorter than D, 0..%llu s (default\n"
 		"                   profiling.task.off_cpu.min_block_time, 0)\n"
 		"  --config FILE, --set KEY=VALUE   as for `ember run`\n"
-		"Submits the task to the running agent if there is one, otherwise runs a private one.\n"
-		"A target that exits early is not an error: what was collected is written.\n",
+		"Submits the task to the running agent if there is one (its supervisor holds\n"
+		"<run_dir>/agent.lock; a stale agent.info is said so), otherwise runs a private one\n"
+		"for the duration: it opens no listener (no Prometheus, no REST API) unless --set\n"
+		"exporter.backends=... or --set ember.rest_api.enabled=true asks, and shows warnings\n"
+		"and errors only (EMBER_VERBOSE=1 shows the rest).\n"
+		"--out is checked before the profile runs; files it cannot take are kept where the\n"
+		"agent wrote them, and the message says where.\n"
+		"A target that exits early is not an error: what was collected is written, and a line\n"
+		"says when it exited.  Kernel threads are not profiled.\n",
 		CTL_PERIOD_MIN_NS / 1000000, CTL_PERIOD_MAX_NS / 1000000, CTL_MIN_BLOCK_MAX_NS / 1000000000);
 }
 
