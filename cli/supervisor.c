@@ -251,7 +251,11 @@ static int start_collector(struct sup *s)
 	return r;
 }
 
-/* The pid holding run_dir's agent lock, 0 if nobody does, or -errno when it cannot be told. */
+/*
+ * The pid holding run_dir's agent lock, 0 if nobody does, or -errno when it
+ * cannot be told (-ENOENT: no agent.lock, which a supervisor never removes:
+ * no agent ran there since ember had it, or one from before still runs).
+ */
 static int lock_holder(const char *run_dir)
 {
 	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
@@ -261,7 +265,7 @@ static int lock_holder(const char *run_dir)
 	snprintf(path, sizeof(path), "%s/" AGENT_LOCK, run_dir);
 	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
-		return errno == ENOENT ? 0 : -errno;
+		return -errno;
 	if (fcntl(fd, F_GETLK, &fl))
 		return -errno;
 	return fl.l_type == F_UNLCK ? 0 : fl.l_pid > 0 ? fl.l_pid : 1;
@@ -297,7 +301,7 @@ int supervisor__find_agent(const char *run_dir, struct agent_info *ret)
 		return -ESTALE;
 	if (holder > 0)
 		return 0;
-	return kill(ret->pid, 0) && errno == ESRCH ? -ESTALE : 0; /* the lock unreadable: the pid is all we have */
+	return kill(ret->pid, 0) && errno == ESRCH ? -ESTALE : 0; /* no lock to ask: the pid is all we have */
 }
 
 /*

@@ -25,7 +25,8 @@ struct agent_info {
  * on <run_dir>/agent.lock, which the kernel drops when it dies however it
  * dies (a pid alone proves nothing once reused).  -ENOENT when there is no
  * agent.info, -ESTALE when there is one but no agent holds the lock
- * (ret->pid then names the agent it was left by).
+ * (ret->pid then names the agent it was left by).  Without agent.lock (an
+ * agent from before it), the pid decides.
  */
 int supervisor__find_agent(const char *run_dir, struct agent_info *ret);
 /* Creates the unprivileged system user if missing (in group gid when >= 0,
