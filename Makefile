@@ -65,7 +65,7 @@ GO_BINS   := $(if $(shell command -v go 2>/dev/null),$(BUILD)/progs/go_tls $(BUI
 BENCH_SRCS:= $(wildcard bench/bench_*.c)
 BENCH_BINS:= $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
 
-.PHONY: all programs tests clean test unit-test fuzz bench deps run test-kernels soak
+.PHONY: all programs tests clean test unit-test fuzz bench deps deps-agent run test-kernels soak
 .DELETE_ON_ERROR:
 # Generated headers and objects are kept (they are not throwaway intermediates).
 .SECONDARY:
@@ -184,12 +184,15 @@ $(BUILD)/fuzzers/%: $(BUILD)/obj/tests/fuzz/%.o $(LIB)
 	$(CC) -fsanitize=fuzzer,address,undefined $< $(LINK_ALL) -o $@ $(LDLIBS)
 
 # ---- entry points -----------------------------------------------------------
+# What the agent needs (make run), and that with the test fixtures (deploy/install-deps.sh).
+deps-agent:
+	deploy/install-deps.sh agent
 deps:
-	deploy/install-deps.sh
+	deploy/install-deps.sh test
 
 # The README's run command: installs what it needs, builds, runs the agent on
 # the shipped configuration (file + Prometheus outputs, no OAP needed).
-run: deps
+run: deps-agent
 	$(MAKE) -j$(NPROC) programs
 	build/ember run --config deploy/ember.yaml
 
