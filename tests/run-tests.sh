@@ -7,16 +7,18 @@
 # Options: --unit-only (no fuzzers), --with-fuzz, --integration-only, --only PATTERN,
 #          --repeat N TEST: the integration test TEST (a name: test_offcpu_profile) N times in a
 #          row, a line per run, then "TEST: K of N passed" (each failing run's log kept as
-#          build/test-logs/TEST.runI.log)
+#          build/test-logs/TEST.runI.log); --busy (with --repeat): a spinner keeps one other
+#          core busy the whole time (a loop at the tests' own priority), as a loaded host would
 set -u
 cd "$(dirname "$0")/.."
-mode=all; only=""; with_fuzz=1; repeat=0; repeat_test=
+mode=all; only=""; with_fuzz=1; repeat=0; repeat_test=; busy=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --unit-only) mode=unit; with_fuzz=0 ;;
     --with-fuzz) with_fuzz=1 ;;
     --integration-only) mode=integration ;;
     --only) only=$2; shift ;;
+    --busy) busy=1 ;;
     --repeat) repeat=${2:-}; repeat_test=${3:-}; shift 2
       [[ "$repeat" =~ ^[1-9][0-9]*$ ]] || { echo "run-tests: --repeat N TEST: N must be a positive number, not '$repeat'" >&2; exit 2; }
       repeat_test=${repeat_test%.sh}; repeat_test=${repeat_test##*/}
@@ -46,8 +48,16 @@ run_one() { # name cmd...
   fi
 }
 
+if [ "$busy" = 1 ] && [ "$repeat" = 0 ]; then
+  echo "run-tests: --busy goes with --repeat N TEST" >&2; exit 2
+fi
 if [ "$repeat" -gt 0 ]; then
   ok_runs=0; rm -f "$logdir/$repeat_test".run*.log
+  if [ "$busy" = 1 ]; then
+    ( trap exit TERM; while :; do :; done ) & spinner=$!
+    trap 'kill $spinner 2>/dev/null' EXIT
+    echo "a spinner (pid $spinner) keeps a core busy"
+  fi
   for i in $(seq "$repeat"); do
     line=$(run_one "integration/$repeat_test" bash "tests/integration/$repeat_test.sh" | head -1)
     echo "run $i: $line"
