@@ -13,7 +13,8 @@
 #   - /metrics scraped every 15 s.
 # Faults, at fixed fractions of the run: kill -9 of the collector (20%), of
 # the analyzer (35%), of the exporter (50%); the OAP down for 60 s (or a tenth
-# of the run, if shorter) from 60%; the output disk (a 64 MiB tmpfs) full for
+# of the run, if shorter) from 60%; the output disk (a 1 GiB tmpfs: an hour's
+# network task lists ~50k connections, ~60 MB) full for
 # 30 s from 80%.
 # Printed: per ember process RSS and open fds at start, after warm-up (10% of
 # the run, at least 1 min) and at the end; restarts; how long each fault took
@@ -41,7 +42,7 @@ TASK_S=$(( SECS - 20 ))
 
 # ---- outputs: a small tmpfs (the disk-full fault), the stand-in OAP -------------------------
 mkdir -p "$TMP/out"
-mount -t tmpfs -o size=64m ember-soak "$TMP/out" || fail "cannot mount a tmpfs for the outputs"
+mount -t tmpfs -o size=1g ember-soak "$TMP/out" || fail "cannot mount a tmpfs for the outputs"
 trap 'cleanup; umount "$TMP/out" 2>/dev/null' EXIT
 OAP_PORT=$(free_port); PROM_PORT=$(free_port)
 REC=$TMP/oap.jsonl; : > "$REC"; echo '[]' > "$TMP/tasks.json"
@@ -174,8 +175,10 @@ echo "== tasks"
 for k in oncpu offcpu network; do
   st=$(grep -o '"state":"[a-z]*"' "$TMP/task-$k.err" | head -1)
   echo "  $k: $st; $(grep '^ember: \(LOST\|nothing\)' "$TMP/task-$k.err" | cut -c1-200)"
+  [ -n "$st" ] || echo "    $(tail -1 "$TMP/task-$k.err")"
   [ "$st" = '"state":"finished"' ] || bad=1
 done
+echo "== output disk: $(df -h --output=used,size "$TMP/out" | tail -1) used; $(du -sh "$TMP/task-network" 2>/dev/null | cut -f1) in the network task's files"
 echo "== conservation"
 cval() { awk -v k="$1" '$1 == "collector" && $2 == k {print $3}' "$TMP/stats.end"; }
 echo "  off-CPU (since the last collector start; threads still asleep hold an open block each):" \
