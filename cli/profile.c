@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -377,7 +378,14 @@ static int wait_done(struct agent *ag, struct profile_req *q, const char *task_i
 			break;
 		}
 		if (timeutil__mono_ms() > deadline) {
+			struct statvfs vf;
+
 			fprintf(stderr, "ember profile: timed out waiting for %s\n", done);
+			/* The exporter writes task.json last and retries a task's files each tick until they fit. */
+			if (!statvfs(ag->ai.output_dir, &vf) && (uint64_t)vf.f_bavail * vf.f_frsize < (1u << 20))
+				fprintf(stderr, "ember profile: the output directory %s is full (%llu KiB free): the agent "
+					"writes the task's files when there is room\n", ag->ai.output_dir,
+					(unsigned long long)vf.f_bavail * vf.f_frsize / 1024);
 			return -ETIMEDOUT;
 		}
 		if (agent_died(ag, "exited unexpectedly"))
