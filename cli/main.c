@@ -48,7 +48,8 @@ static void usage_run(FILE *f)
 	fprintf(f,
 		"usage: ember run [--config FILE] [--set KEY=VALUE]... [--dump-config] [--help-config]\n"
 		"  --config FILE     YAML configuration (default: built-in defaults; see deploy/ember.yaml)\n"
-		"  --set KEY=VALUE   override one key (e.g. --set profiling.flush_interval=2s)\n"
+		"  --set KEY=VALUE   override one key (e.g. --set profiling.flush_interval=2s);\n"
+		"                    a list as a,b or as --dump-config prints it: [a, b]\n"
 		"  --dump-config     print the effective configuration and exit\n"
 		"  --help-config     list every configuration key, default and environment variable\n"
 		"Environment variables (ROVER_*, EMBER_*) override the file; --set overrides both.\n");

@@ -942,7 +942,176 @@ static int strv_add(const struct cfg_entry *e, struct config_strv *v, const char
 	return 0;
 }
 
-/* Comma-separated items, blanks around items ignored, empty items skipped. */
+#define LIST_FORMS "a list as 'a, b' or '[a, b]'"
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9') return c - '0';
+	if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+	return -1;
+}
+
+static size_t utf8_put(uint32_t cp, char *out)
+{
+	if (cp < 0x80) {
+		out[0] = (char)cp;
+		return 1;
+	}
+	if (cp < 0x800) {
+		out[0] = (char)(0xc0 | (cp >> 6));
+		out[1] = (char)(0x80 | (cp & 0x3f));
+		return 2;
+	}
+	if (cp < 0x10000) {
+		out[0] = (char)(0xe0 | (cp >> 12));
+		out[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
+		out[2] = (char)(0x80 | (cp & 0x3f));
+		return 3;
+	}
+	out[0] = (char)(0xf0 | (cp >> 18));
+	out[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
+	out[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
+	out[3] = (char)(0x80 | (cp & 0x3f));
+	return 4;
+}
+
+/*
+ * One quoted item of a '[...]' list, as format_val writes them (sb_quote:
+ * "..." with \" \\ \xHH \uHHHH) or as YAML allows ('...' with '' for a
+ * quote).  s points at the opening quote, end at the list's ']'.  The text
+ * goes into out (at least end - s bytes + 1); returns the bytes read, or 0
+ * with why set.
+ */
+static size_t strv_quoted(const char *s, const char *end, char *out, size_t *ret_len, struct sbuf *why)
+{
+	char q = *s;
+	const char *p = s + 1;
+	size_t o = 0;
+
+	while (p < end) {
+		if (*p == q && q == '\'' && p + 1 < end && p[1] == '\'') {
+			out[o++] = '\'';
+			p += 2;
+		} else if (*p == q) {
+			out[o] = '\0';
+			*ret_len = o;
+			return (size_t)(p + 1 - s);
+		} else if (*p == '\\' && q == '"') {
+			uint32_t cp = 0;
+			int digits = p + 1 < end ? (p[1] == 'x' ? 2 : p[1] == 'u' ? 4 : p[1] == 'U' ? 8 : 0) : 0;
+
+			if (p + 1 < end && (p[1] == '"' || p[1] == '\\' || p[1] == '/')) {
+				out[o++] = p[1];
+				p += 2;
+				continue;
+			}
+			if (!digits || end - (p + 2) < digits) {
+				sb_puts(why, LIST_FORMS " (a quoted item has an unknown escape: use \\\" \\\\ \\xHH \\uHHHH)");
+				return 0;
+			}
+			for (int i = 0; i < digits; i++) {
+				int h = hexval(p[2 + i]);
+				if (h < 0) {
+					sb_puts(why, LIST_FORMS " (a quoted item's \\x or \\u escape needs hex digits)");
+					return 0;
+				}
+				cp = cp << 4 | (uint32_t)h;
+			}
+			/* NUL would end the item early; the rest is refused by bad_text. */
+			if (!cp || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) {
+				sb_puts(why, LIST_FORMS " (a quoted item escapes no character or NUL)");
+				return 0;
+			}
+			o += utf8_put(cp, out + o);
+			p += 2 + digits;
+		} else {
+			out[o++] = *p++;
+		}
+	}
+	sb_printf(why, LIST_FORMS " (a %s item is not closed)", q == '"' ? "\"quoted\"" : "'quoted'");
+	return 0;
+}
+
+/*
+ * The '[a, b]' form that format_val (--dump-config, config__get) writes:
+ * items plain or quoted, separated by commas, none empty; '[]' is the empty
+ * list.  s starts at the '['.
+ */
+static int strv_from_brackets(const struct cfg_entry *e, const char *s, struct config_strv *v, struct sbuf *why)
+{
+	const char *end = s + strlen(s);
+	char *buf;
+	int r = 0;
+
+	while (end > s && (end[-1] == ' ' || end[-1] == '\t'))
+		end--;
+	if (end - s < 2 || end[-1] != ']') {
+		sb_puts(why, LIST_FORMS " (the text after '[' must end with its closing ']')");
+		return -EINVAL;
+	}
+	end--;
+	for (const char *p = s + 1; p < end && (*p == ' ' || *p == '\t'); p++)
+		if (p + 1 == end)
+			return 0;	/* [ ] */
+	if (end == s + 1)
+		return 0;	/* [] */
+	/* A quoted item is never longer than the text it comes from (escapes only shrink). */
+	if (!(buf = malloc((size_t)(end - s) + 1)))
+		return -ENOMEM;
+	for (const char *p = s + 1, *t; ;) {
+		size_t n = 0;
+
+		while (p < end && (*p == ' ' || *p == '\t'))
+			p++;
+		if (p == end || *p == ',') {
+			sb_printf(why, LIST_FORMS " (item %zu is empty)", v->n + 1);
+			r = -EINVAL;
+			break;
+		}
+		if (*p == '"' || *p == '\'') {
+			size_t k = strv_quoted(p, end, buf, &n, why);
+			if (!k) {
+				r = -EINVAL;
+				break;
+			}
+			p += k;
+		} else {
+			t = p;
+			while (p < end && *p != ',')
+				p++;
+			n = (size_t)(p - t);
+			while (n && (t[n - 1] == ' ' || t[n - 1] == '\t'))
+				n--;
+			if (memchr(t, '[', n) || memchr(t, ']', n)) {
+				sb_puts(why, LIST_FORMS " (unbalanced '[' or ']' inside; lists do not nest)");
+				r = -EINVAL;
+				break;
+			}
+			memcpy(buf, t, n);
+		}
+		if ((r = strv_add(e, v, buf, n, why)) < 0)
+			break;
+		while (p < end && (*p == ' ' || *p == '\t'))
+			p++;
+		if (p == end)
+			break;
+		if (*p != ',') {
+			sb_puts(why, LIST_FORMS " (a ',' must follow a quoted item)");
+			r = -EINVAL;
+			break;
+		}
+		p++;
+	}
+	free(buf);
+	return r;
+}
+
+/*
+ * 'a, b' (blanks around items ignored, empty items skipped: "a,b," is two)
+ * or '[a, b]', the form --dump-config writes, so that a dumped value can be
+ * given back to --set or an environment variable as it is.
+ */
 static int strv_from_text(const struct cfg_entry *e, const char *s, struct config_strv *ret, struct sbuf *why)
 {
 	struct config_strv v = { 0 };
@@ -952,18 +1121,27 @@ static int strv_from_text(const struct cfg_entry *e, const char *s, struct confi
 		sb_puts(why, "text longer than 4095 bytes");
 		return -EINVAL;
 	}
-	while (*s) {
-		const char *end = strchr(s, ',');
-		size_t n = end ? (size_t)(end - s) : strlen(s);
-		const char *a = s, *z = s + n;
+	while (*s == ' ' || *s == '\t')
+		s++;
+	if (*s == '[') {
+		r = strv_from_brackets(e, s, &v, why);
+	} else if (strchr(s, '[') || strchr(s, ']')) {
+		sb_puts(why, LIST_FORMS " (unbalanced '[' or ']': a list in brackets starts with '[' and ends with ']')");
+		r = -EINVAL;
+	} else {
+		while (*s) {
+			const char *end = strchr(s, ',');
+			size_t n = end ? (size_t)(end - s) : strlen(s);
+			const char *a = s, *z = s + n;
 
-		while (a < z && (*a == ' ' || *a == '\t'))
-			a++;
-		while (z > a && (z[-1] == ' ' || z[-1] == '\t'))
-			z--;
-		if (z > a && (r = strv_add(e, &v, a, z - a, why)) < 0)
-			break;
-		s = end ? end + 1 : s + n;
+			while (a < z && (*a == ' ' || *a == '\t'))
+				a++;
+			while (z > a && (z[-1] == ' ' || z[-1] == '\t'))
+				z--;
+			if (z > a && (r = strv_add(e, &v, a, z - a, why)) < 0)
+				break;
+			s = end ? end + 1 : s + n;
+		}
 	}
 	if (r < 0) {
 		free_strv(&v);

@@ -142,16 +142,13 @@ static void test_table(void **state)
 	char buf[4096];
 
 	for (size_t i = 0; (key = config__key_at(i, &env)); i++, n++) {
-		/* Every key answers config__get, and --set takes its value back (lists
-		 * as comma-separated text; quoted strings are left to the dump test). */
+		/* Every key answers config__get, and --set takes its value back as
+		 * --dump-config writes it (lists too: "[a, b]"; quoted strings are
+		 * left to the dump test). */
 		assert_true(config__get(c, key, buf, sizeof(buf)) >= 0);
-		if (!strncmp(buf, "[{", 2)) { /* a YAML sequence of mappings: set as a whole */
+		if (buf[0] == '[') {
 			if (config__set(c, key, buf, err, sizeof(err)) != 0)
 				fail_msg("%s: set of its own value '%s' failed: %s", key, buf, err);
-		} else if (buf[0] == '[') {
-			buf[strlen(buf) - 1] = 0;
-			if (config__set(c, key, buf + 1, err, sizeof(err)) != 0)
-				fail_msg("%s: set of its own value '%s' failed: %s", key, buf + 1, err);
 		} else if (buf[0] != '"' && config__set(c, key, buf, err, sizeof(err)) != 0) {
 			fail_msg("%s: set of its own value '%s' failed: %s", key, buf, err);
 		}
@@ -355,6 +352,47 @@ static void test_set(void **state)
 	assert_strv(&c->exporter.backends, 2, "kafka", "skywalking");
 	assert_int_equal(config__set(c, "exporter.backends", "", err, sizeof(err)), 0);
 	assert_int_equal(c->exporter.backends.n, 0);
+
+	/* the list form --dump-config writes, with plain and quoted items */
+	assert_int_equal(config__set(c, "exporter.backends", "[file, prometheus]", err, sizeof(err)), 0);
+	assert_strv(&c->exporter.backends, 2, "file", "prometheus");
+	assert_int_equal(config__set(c, "exporter.backends", " [ Kafka,\"skywalking\" , 'file' ] ", err, sizeof(err)), 0);
+	assert_strv(&c->exporter.backends, 3, "kafka", "skywalking", "file");
+	assert_int_equal(config__set(c, "exporter.backends", "[ ]", err, sizeof(err)), 0);
+	assert_int_equal(c->exporter.backends.n, 0);
+	assert_int_equal(config__set(c, "exporter.backends", "[file]", err, sizeof(err)), 0);
+	assert_int_equal(config__set(c, "exporter.backends", "[]", err, sizeof(err)), 0);
+	assert_int_equal(c->exporter.backends.n, 0);
+	assert_int_equal(config__set(c, "ember.targets.cgroups",
+				     "[\"/kubepods.slice/cri-containerd:\\x41b\", '/it''s', \"/\\u00e9\\\"q\"]", err,
+				     sizeof(err)), 0);
+	assert_strv(&c->ember.targets.cgroups, 3, "/kubepods.slice/cri-containerd:Ab", "/it's", "/\xc3\xa9\"q");
+	/* malformed lists: refused, naming the key, the value kept */
+	static const struct { const char *v, *why; } badl[] = {
+		{ "[file, prometheus", "closing ']'" },
+		{ "file, prometheus]", "unbalanced" },
+		{ "file, [prometheus", "unbalanced" },
+		{ "[file, [prometheus]]", "unbalanced" },
+		{ "[file] kafka", "closing ']'" },
+		{ "[file,,prometheus]", "item 2 is empty" },
+		{ "[file, ]", "item 2 is empty" },
+		{ "[, file]", "item 1 is empty" },
+		{ "[\"file]", "not closed" },
+		{ "[\"file\" kafka]", "must follow" },
+		{ "[\"fi\\qle\"]", "unknown escape" },
+		{ "[\"fi\\x4\"]", "hex digits" },
+		{ "[\"fi\\x00le\"]", "NUL" },
+		{ "[\"a,b\"]", "hold no ','" },
+		{ "[file, bogus]", "a list of: file, prometheus" },
+	};
+	assert_int_equal(config__set(c, "exporter.backends", "[kafka]", err, sizeof(err)), 0);
+	for (size_t i = 0; i < sizeof(badl) / sizeof(badl[0]); i++) {
+		if (config__set(c, "exporter.backends", badl[i].v, err, sizeof(err)) != -EINVAL)
+			fail_msg("'%s' accepted", badl[i].v);
+		assert_err_has("'exporter.backends'");
+		assert_err_has(badl[i].why);
+		assert_strv(&c->exporter.backends, 1, "kafka");
+	}
 
 	/* strings */
 	assert_int_equal(config__set(c, "ember.run_dir", "relative/dir", err, sizeof(err)), -EINVAL);
@@ -635,7 +673,7 @@ static void test_env_override(void **state)
 
 	setenv("ROVER_PROFILING_CHECK_INTERVAL", "30s", 1);
 	setenv("EMBER_ANALYZERS", "", 1);		/* empty = unset, as Rover */
-	setenv("EMBER_EXPORTER_BACKENDS", "kafka,pyroscope", 1);
+	setenv("EMBER_EXPORTER_BACKENDS", "[kafka, pyroscope]", 1);	/* as --dump-config writes it */
 	setenv("ROVER_BACKEND_ENABLE_TLS", "true", 1);
 	assert_int_equal(config__load_file(c, path, err, sizeof(err)), 0);
 	assert_int_equal(c->profiling.check_interval_ns, 20 * SEC);
@@ -658,8 +696,13 @@ static void test_env_override(void **state)
 	assert_int_equal(config__load_env(c, err, sizeof(err)), -EINVAL);
 	assert_err_has("EMBER_RING_SIZE");
 	assert_err_has("power of two");
-
 	unsetenv("EMBER_RING_SIZE");
+	setenv("EMBER_EXPORTER_BACKENDS", "[kafka, pyroscope", 1);
+	assert_int_equal(config__load_env(c, err, sizeof(err)), -EINVAL);
+	assert_err_has("environment variable EMBER_EXPORTER_BACKENDS (key 'exporter.backends')");
+	assert_err_has("closing ']'");
+	assert_strv(&c->exporter.backends, 2, "kafka", "pyroscope");
+
 	unsetenv("ROVER_PROFILING_CHECK_INTERVAL");
 	unsetenv("EMBER_ANALYZERS");
 	unsetenv("EMBER_EXPORTER_BACKENDS");
