@@ -42,7 +42,7 @@ int bus__call(void *zctx, const char *endpoint, const Ember__Request *req, Ember
 void bus__meter_init(Ember__Meter *m, const char *name, double value, int is_counter, uint64_t ts_ms);
 
 /* Room for a program's own counters: the exporter's with every backend's, or an analyzer's. */
-#define BUS_METER_SET_MAX 288
+#define BUS_METER_SET_MAX 416
 #define BUS_METER_NAME_LEN 64
 
 /*

@@ -13,6 +13,8 @@
 #include "proto/ember.pb-c.h"
 
 struct backend_counter { const char *name; uint64_t value; };
+/* The most counters a backend may have: the exporter asks for this many (a backend asserts it fits). */
+#define BACKEND_MAX_COUNTERS 48
 
 struct exporter_backend_ops {
 	const char *name;

@@ -119,7 +119,7 @@ static int drain_pull(int max)
 	return n;
 }
 
-#define MAX_BACKEND_COUNTERS 32
+#define MAX_BACKEND_COUNTERS BACKEND_MAX_COUNTERS
 _Static_assert(XS_MAX + MAX_BACKENDS * MAX_BACKEND_COUNTERS + 10 <= BUS_METER_SET_MAX,
 	       "the exporter's and its backends' meters fit a meter set");
 

@@ -337,6 +337,9 @@ static int sw_event_fd(void *st)
 	return b->gc ? grpc_client__event_fd(b->gc) : -1;
 }
 
+/* Every counter reaches ember stats and /metrics: none is cut by the exporter's bound. */
+_Static_assert(SC_MAX <= BACKEND_MAX_COUNTERS, "the skywalking counters fit the exporter's bound");
+
 static unsigned sw_counters(void *st, struct backend_counter *ret, unsigned max)
 {
 	struct sw_backend *b = st;
