@@ -1032,6 +1032,7 @@ static void report(struct netprof *np, struct ntask *t, bool last)
 {
 	Ember__NetworkBatch b = EMBER__NETWORK_BATCH__INIT;
 	uint64_t now_mono = timeutil__now_ns(CLOCK_MONOTONIC), now_unix = timeutil__now_ns(CLOCK_REALTIME);
+	struct sampler_counts sc;
 	size_t nf = 0;
 
 	for (struct net_conn *c = conntrack__oldest(np->ct), *n; c; c = n) {
@@ -1068,7 +1069,10 @@ static void report(struct netprof *np, struct ntask *t, bool last)
 	b.tls_connections_unprobed = t->tls_unprobed;
 	b.tls_calls_unbound = t->tls_unbound;
 	b.last = last;
-	b.n_sampled = sampler__take(t->sampler, &b.sampled, &b.sampled_not_kept);
+	b.n_sampled = sampler__take(t->sampler, &b.sampled, &sc);
+	b.sampled_not_kept = sc.not_kept;
+	b.sampled_no_trace_context = sc.no_trace;
+	b.sampled_bad_trace_context = sc.bad_trace;
 	if (!t->monitor) {
 		publisher__network(np->o.pub, t->def, &b);
 		np->st[NPS_BATCHES]++;

@@ -36,7 +36,7 @@ struct sampler {
 	size_t body_limit;
 	struct key *keys;           /* SAMPLER_MAX_KEYS, allocated at the first sample */
 	unsigned nkeys;
-	uint64_t not_kept;
+	struct sampler_counts counts;
 	Ember__NetSampledTrace **out;
 };
 
@@ -88,7 +88,7 @@ void sampler__reset(struct sampler *s)
 		for (unsigned i = 0; i < s->keys[k].n; i++)
 			sample_free(s->keys[k].s[i]);
 	s->nkeys = 0;
-	s->not_kept = 0;
+	memset(&s->counts, 0, sizeof(s->counts));
 	free(s->out);
 	s->out = NULL;
 }
@@ -198,12 +198,15 @@ static int parse_sw8(const char *v, struct sampler_trace *t)
 int sampler__trace_of(const struct l7_record *r, struct sampler_trace *t)
 {
 	const char *v;
+	bool seen;
 
 	memset(t, 0, sizeof(*t));
 	if ((v = field(r, "sw8")) && !parse_sw8(v, t))
 		return 1;
+	seen = v != NULL;
 	memset(t, 0, sizeof(*t));
 	if ((v = field(r, "b3"))) {
+		seen = true;
 		const char *d = strchr(v, '-'), *e;
 
 		if (d && !copy_id(v, (size_t)(d - v), t->trace_id, sizeof(t->trace_id))) {
@@ -215,6 +218,7 @@ int sampler__trace_of(const struct l7_record *r, struct sampler_trace *t)
 		}
 	}
 	memset(t, 0, sizeof(*t));
+	seen = seen || field(r, "x-b3-traceid");
 	if ((v = field(r, "x-b3-traceid")) && !copy_id(v, strlen(v), t->trace_id, sizeof(t->trace_id))) {
 		const char *sp = field(r, "x-b3-spanid");
 
@@ -223,7 +227,8 @@ int sampler__trace_of(const struct l7_record *r, struct sampler_trace *t)
 		t->provider = "zipkin";
 		return 1;
 	}
-	return 0;
+	memset(t, 0, sizeof(*t));
+	return seen ? -EINVAL : 0;
 }
 
 /* ---- rules and the slowest per URI and reason ---------------------------------------- */
@@ -381,15 +386,25 @@ void sampler__offer(struct sampler *s, const struct l7_record *r, const struct s
 	uint64_t dur = l7_record__duration_ns(r);
 	struct key *k;
 	unsigned slot;
+	int traced;
 
-	if (!s || !s->t->nsamplings || !r->has_request || !r->has_response || !sampler__trace_of(r, &tr))
+	if (!s || !s->t->nsamplings || !r->has_request || !r->has_response)
 		return;
+	/* The rules first (a regex per URI): an exchange they pass over needs no
+	 * trace context, one they would sample but cannot is counted by why. */
 	uri = field(r, "uri");
 	if (!uri || !(rule = rule_for(s, uri)) || !(reason = reason_of(rule, r, dur)))
 		return;
+	if ((traced = sampler__trace_of(r, &tr)) <= 0) {
+		if (traced < 0)
+			s->counts.bad_trace++;
+		else
+			s->counts.no_trace++;
+		return;
+	}
 	k = key_of(s, uri, reason);
 	if (!k) {
-		s->not_kept++;
+		s->counts.not_kept++;
 		return;
 	}
 	slot = k->n;
@@ -399,31 +414,34 @@ void sampler__offer(struct sampler *s, const struct l7_record *r, const struct s
 			if (k->s[i]->duration < k->s[slot]->duration)
 				slot = i;
 		if (k->s[slot]->duration >= dur) {
-			s->not_kept++;
+			s->counts.not_kept++;
 			return;
 		}
 	}
 	struct sample *p = sample_new(rule, r, c, &tr, uri, reason, dur);
 
 	if (!p) {
-		s->not_kept++;
+		s->counts.not_kept++;
 		return;
 	}
 	if (slot < k->n) {
 		sample_free(k->s[slot]);
-		s->not_kept++;
+		s->counts.not_kept++;
 	} else {
 		k->n++;
 	}
 	k->s[slot] = p;
 }
 
-size_t sampler__take(struct sampler *s, Ember__NetSampledTrace ***ret, uint64_t *not_kept)
+size_t sampler__take(struct sampler *s, Ember__NetSampledTrace ***ret, struct sampler_counts *counts)
 {
 	size_t n = 0;
 
 	*ret = NULL;
-	*not_kept = s ? s->not_kept : 0;
+	if (s)
+		*counts = s->counts;
+	else
+		memset(counts, 0, sizeof(*counts));
 	if (!s || !s->nkeys)
 		return 0;
 	free(s->out);

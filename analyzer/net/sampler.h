@@ -8,7 +8,10 @@
  * duration reaches the rule's minimum.  Per report interval at most the 10
  * slowest per URI and reason are kept (SAMPLER_MAX_KEYS URIs x reasons),
  * with the request and response bodies the rule asks for; the rest are
- * counted.
+ * counted.  An exchange a rule would sample but that carries no trace
+ * context (or only a malformed one) is counted too: the OAP files a sampled
+ * trace under its trace id, so there is nothing to send, and without the
+ * count a user sees rules that never fire.
  *
  * Trace ids are decoded here: sw8 is "1-<base64 trace id>-<base64 segment
  * id>-<span id>-...", b3 "<trace id>-<span id>[-...]".  Header values are
@@ -69,13 +72,22 @@ struct sampler *sampler__new(const struct task_def *t);
 size_t sampler__body_limit(const struct sampler *s);
 /* An exchange of the task (HTTP only); kept if it is traced, matches and is among the slowest. */
 void sampler__offer(struct sampler *s, const struct l7_record *r, const struct sampler_ctx *c);
-/* The report's samples (valid until sampler__reset) and how many matched but were not kept. */
-size_t sampler__take(struct sampler *s, Ember__NetSampledTrace ***ret, uint64_t *not_kept);
+/* What a report interval did not keep, by reason. */
+struct sampler_counts {
+	uint64_t not_kept;          /* sampled, but over the per-URI and reason bound */
+	uint64_t no_trace;          /* a rule would sample it; no sw8, b3 or x-b3-traceid header */
+	uint64_t bad_trace;         /* ... a trace header, none of them well-formed */
+};
+/* The report's samples (valid until sampler__reset) and what was not kept. */
+size_t sampler__take(struct sampler *s, Ember__NetSampledTrace ***ret, struct sampler_counts *counts);
 void sampler__reset(struct sampler *s);
 /* Accepts NULL.  Returns NULL. */
 struct sampler *sampler__free(struct sampler *s);
 
-/* Exposed for tests: the trace context of an exchange's fields.  1 if found, 0 if none. */
+/*
+ * Exposed for tests: the trace context of an exchange's fields.  1 if found,
+ * 0 if there is no trace header, -EINVAL if there are only malformed ones.
+ */
 struct sampler_trace { const char *provider; char trace_id[128], segment_id[128], span_id[64]; };
 int sampler__trace_of(const struct l7_record *r, struct sampler_trace *ret);
 

@@ -53,7 +53,8 @@ const char *const sw_counter_names[SC_MAX] = {
 	"skywalking_network_sampled_bad", "skywalking_network_sampled_not_kept", "skywalking_network_span_events",
 	"skywalking_network_span_event_content_cut", "skywalking_policies_received", "skywalking_policies_invalid",
 	"skywalking_triggers_reported", "skywalking_triggers_dropped", "skywalking_continuous_meters",
-	"skywalking_triggers_instance_silenced",
+	"skywalking_triggers_instance_silenced", "skywalking_network_sampled_no_trace_context",
+	"skywalking_network_sampled_bad_trace_context",
 };
 
 void sw_set_conn(struct sw_backend *b, int up, const char *why)

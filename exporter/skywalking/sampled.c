@@ -37,6 +37,7 @@
 #include <strings.h>
 
 #include "common/cleanup.h"
+#include "common/log.h"
 #include "common/timeutil.h"
 #include "exporter/skywalking/sw.h"
 #include "exporter/utf8.h"
@@ -530,6 +531,22 @@ void sw_network_sampled(struct sw_backend *b, const Ember__NetworkBatch *nb)
 	struct pf_process **procs;
 
 	b->c[SC_NET_SAMPLED_NOT_KEPT] += nb->sampled_not_kept;
+	b->c[SC_NET_SAMPLED_NO_TRACE] += nb->sampled_no_trace_context;
+	b->c[SC_NET_SAMPLED_BAD_TRACE] += nb->sampled_bad_trace_context;
+	if ((nb->sampled_no_trace_context || nb->sampled_bad_trace_context) && !b->warned_untraced) {
+		/* Once: a user whose rules never fire asks why here first; the counters keep the tally. */
+		const char *eid = nb->task && nb->task->id ? nb->task->id : "";
+		const struct sw_task *k = sw_task_by_ember_id(b, eid);
+
+		log_info("NETWORK task %s: %llu HTTP exchange(s) matched its sampling rules without a trace context "
+			 "(%llu with none, %llu malformed): only requests carrying a sw8 or b3 header become sampled "
+			 "traces (counted in skywalking_network_sampled_no_trace_context and _bad_trace_context)",
+			 k && k->oap_task[0] ? k->oap_task : eid,
+			 (unsigned long long)(nb->sampled_no_trace_context + nb->sampled_bad_trace_context),
+			 (unsigned long long)nb->sampled_no_trace_context,
+			 (unsigned long long)nb->sampled_bad_trace_context);
+		b->warned_untraced = true;
+	}
 	if (!nb->n_sampled)
 		return;
 	procs = calloc(nb->n_sampled, sizeof(*procs));

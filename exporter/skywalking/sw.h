@@ -127,7 +127,8 @@ enum sc {
 	SC_NET_FLOWS, SC_NET_FLOWS_UNKNOWN, SC_NET_METERS, SC_NET_LEFT_OUT, SC_NET_PIDS_LEFT_OUT,
 	SC_TASKS_BAD_SAMPLINGS, SC_NET_SAMPLED, SC_NET_SAMPLED_UNKNOWN, SC_NET_SAMPLED_BAD, SC_NET_SAMPLED_NOT_KEPT,
 	SC_NET_SPAN_EVENTS, SC_NET_CONTENT_CUT, SC_POLICIES_RECEIVED, SC_POLICIES_INVALID, SC_TRIGGERS_REPORTED,
-	SC_TRIGGERS_DROPPED, SC_CON_METERS, SC_TRIGGERS_SILENCED, SC_MAX
+	SC_TRIGGERS_DROPPED, SC_CON_METERS, SC_TRIGGERS_SILENCED, SC_NET_SAMPLED_NO_TRACE, SC_NET_SAMPLED_BAD_TRACE,
+	SC_MAX
 };
 extern const char *const sw_counter_names[SC_MAX];
 
@@ -173,7 +174,7 @@ struct sw_backend {
 	int conn;			/* -1 unknown, 0 down, 1 up */
 	bool kicked;			/* down, and the channel came back: the backlog was retried at once */
 	char last_err[200];
-	bool warned_network, warned_offcpu, warned_bad;
+	bool warned_network, warned_offcpu, warned_bad, warned_untraced;
 	uint64_t c[SC_MAX];
 	struct net_meter_set *net_set;	/* one flow's meters, reused */
 };

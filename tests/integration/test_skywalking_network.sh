@@ -17,11 +17,12 @@ oap_network_task '{\"NetworkSamplings\": [{\"When4xx\": true, \"When5xx\": true,
 N=40
 for _ in $(seq $N); do curl -s -o /dev/null "http://127.0.0.1:$NGINX_PORT/small.txt" || fail "curl failed"; done
 # Traced requests: sw8 = 1-base64(trace-ember-1)-base64(seg-1)-3-...: 3 answered 500, 2 answered 404,
-# and an untraced 500 that must not be sampled.
+# and an untraced 500 and one with a malformed sw8 that must not be sampled, but counted.
 SW8="1-$(printf trace-ember-1 | base64)-$(printf seg-1 | base64)-3-$(printf svc | base64)-$(printf inst | base64)-$(printf /ep | base64)-$(printf h:80 | base64)"
 for u in fail fail fail nope nope; do curl -s -o /dev/null -H "sw8: $SW8" "http://127.0.0.1:$NGINX_PORT/$u"; done
 curl -s -o /dev/null "http://127.0.0.1:$NGINX_PORT/fail"
-N=$((N + 6))
+curl -s -o /dev/null -H "sw8: 1-not base64!-x-1" "http://127.0.0.1:$NGINX_PORT/fail"
+N=$((N + 7))
 sleep 4   # two report intervals, one exporter send
 
 $PY - "$REC" "$N" "$NGINX_PID" <<'PY' || fail "Rover's network meters are not what the OAP expects"
@@ -65,7 +66,7 @@ hcount = sum(int(v.get("count", 0)) for m in hist for v in m["values"])
 print("requests %d (curl %d), status 200 %d, reads %d, accepts %d, read histogram %d meters / %d observations, %d collections"
       % (req, n, ok200, reads, conns, len(hist), hcount, len(net)))
 if req != n: bad.append("http1 requests %d, curl made %d" % (req, n))
-if ok200 != n - 6: bad.append("status 200 %d, curl got %d" % (ok200, n - 6))
+if ok200 != n - 7: bad.append("status 200 %d, curl got %d" % (ok200, n - 7))
 # Sampled traces: LogData with the decoded trace id, and the responses as span attached events.
 logs = [d for r in rows if r["rpc"] == "LogReportService/collect" and r["ok"] for d in r["req"]]
 ev = [e for r in rows if r["rpc"] == "SpanAttachedEventReportService/collect" and r["ok"] for e in r["req"]]
@@ -107,4 +108,13 @@ for b in bad[:20]: print("  " + b)
 sys.exit(1 if bad else 0)
 PY
 ok "the OAP got Rover's network meters for the NETWORK task (names, label order, OAP process id, counts) and the sampled traces"
+# The two 500s without a usable trace context: counted by why in ember stats, and said once in the log.
+"$EMBER" stats --config "$TMP/ember.yaml" > "$TMP/stats" || fail "ember stats failed"
+nt=$(awk '$2 == "ember_skywalking_network_sampled_no_trace_context" {print $3}' "$TMP/stats")
+bt=$(awk '$2 == "ember_skywalking_network_sampled_bad_trace_context" {print $3}' "$TMP/stats")
+[ "$nt" = 1 ] && [ "$bt" = 1 ] ||
+  { grep sampled "$TMP/stats"; fail "untraced exchanges counted ${nt:-none} (no trace context) and ${bt:-none} (malformed), want 1 and 1"; }
+grep -q "NETWORK task net-$T0: 2 HTTP exchange(s) matched its sampling rules without a trace context (1 with none, 1 malformed)" \
+  "$TMP/agent.log" || { grep -i "trace" "$TMP/agent.log"; fail "no log line for the exchanges without a trace context"; }
+ok "a sampled 500 without sw8 and one with a malformed sw8: counted (no_trace_context 1, bad_trace_context 1) and logged once"
 kill -TERM "$AGENT_PID"; wait "$AGENT_PID" || fail "agent exited with an error"

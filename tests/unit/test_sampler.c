@@ -4,6 +4,7 @@
  * slowest per URI and reason, bodies as the rule asks, and what is counted
  * as not kept.
  */
+#include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -58,13 +59,20 @@ static void test_trace_contexts(void **state)
 	r = rec("/", 200, 1, "x-b3-traceid", "463ac35c9f6413ad");
 	assert_int_equal(sampler__trace_of(&r, &t), 1);
 	assert_string_equal(t.trace_id, "463ac35c9f6413ad");
-	/* Malformed values are no trace context. */
+	/* Malformed values are no trace context, told apart from none. */
 	r = rec("/", 200, 1, "sw8", "1-not base64!-x-1");
-	assert_int_equal(sampler__trace_of(&r, &t), 0);
+	assert_int_equal(sampler__trace_of(&r, &t), -EINVAL);
 	r = rec("/", 200, 1, "sw8", "2-dHJhY2UtMQ==-c2VnLTE=-3");
-	assert_int_equal(sampler__trace_of(&r, &t), 0);
+	assert_int_equal(sampler__trace_of(&r, &t), -EINVAL);
 	r = rec("/", 200, 1, "b3", "only\x01" "bad");
-	assert_int_equal(sampler__trace_of(&r, &t), 0);
+	assert_int_equal(sampler__trace_of(&r, &t), -EINVAL);
+	r = rec("/", 200, 1, "x-b3-traceid", "");
+	assert_int_equal(sampler__trace_of(&r, &t), -EINVAL);
+	/* a malformed sw8 beside a good b3: the b3 */
+	r = rec("/", 200, 1, "sw8", "garbage");
+	l7_record__add_str(&r, "b3", "aa-bb", 5);
+	assert_int_equal(sampler__trace_of(&r, &t), 1);
+	assert_string_equal(t.provider, "zipkin");
 	r = rec("/", 200, 1, NULL, NULL);
 	assert_int_equal(sampler__trace_of(&r, &t), 0);
 }
@@ -95,7 +103,7 @@ static void test_rules_and_reasons(void **state)
 	struct task_def *t = task_with_rules();
 	struct sampler *s = sampler__new(t);
 	Ember__NetSampledTrace **out;
-	uint64_t not_kept;
+	struct sampler_counts cn;
 	struct l7_record r;
 	size_t n;
 
@@ -110,7 +118,7 @@ static void test_rules_and_reasons(void **state)
 	sampler__offer(s, &r, &ctx);
 	r = rec("/api/slow", 200, 900, "sw8", SW8);  /* /api/ rule has no minimum: nothing */
 	sampler__offer(s, &r, &ctx);
-	r = rec("/err", 503, 1, NULL, NULL);         /* no trace context: nothing */
+	r = rec("/err", 503, 1, NULL, NULL);         /* no trace context: counted, not kept */
 	sampler__offer(s, &r, &ctx);
 	r = rec("/api/body", 500, 2, "b3", "aa-bb");
 	r.resp_body = (const uint8_t *)"0123456789";
@@ -131,9 +139,11 @@ static void test_rules_and_reasons(void **state)
 		r = rec("/page", 404, 600, "sw8", SW8);      /* the default rule keeps no body: no calls */
 		sampler__offer(s, &r, &c2);
 	}
-	n = sampler__take(s, &out, &not_kept);
+	n = sampler__take(s, &out, &cn);
 	assert_int_equal(n, 4);   /* /page twice */
-	assert_int_equal(not_kept, 0);
+	assert_int_equal(cn.not_kept, 0);
+	assert_int_equal(cn.no_trace, 1);
+	assert_int_equal(cn.bad_trace, 0);
 	assert_string_equal(reason_of_uri(out, n, "/api/a"), "status_4xx");
 	assert_string_equal(reason_of_uri(out, n, "/page"), "slow");
 	assert_string_equal(reason_of_uri(out, n, "/api/body"), "status_5xx");
@@ -161,7 +171,8 @@ static void test_rules_and_reasons(void **state)
 		if (!strcmp(out[i]->uri, "/page"))
 			assert_int_equal(out[i]->n_syscalls, 0);
 	sampler__reset(s);
-	assert_int_equal(sampler__take(s, &out, &not_kept), 0);
+	assert_int_equal(sampler__take(s, &out, &cn), 0);
+	assert_int_equal(cn.no_trace, 0);
 	sampler__free(s);
 	free(t);
 }
@@ -171,7 +182,8 @@ static void test_top_ten_slowest(void **state)
 	struct task_def *t = task_with_rules();
 	struct sampler *s = sampler__new(t);
 	Ember__NetSampledTrace **out;
-	uint64_t not_kept, min = UINT64_MAX;
+	struct sampler_counts cn;
+	uint64_t min = UINT64_MAX;
 	struct l7_record r;
 	size_t n;
 
@@ -181,13 +193,57 @@ static void test_top_ten_slowest(void **state)
 		r = rec("/slow", 200, 100 + (uint64_t)((i * 7) % 30) * 10, "sw8", SW8);
 		sampler__offer(s, &r, &ctx);
 	}
-	n = sampler__take(s, &out, &not_kept);
+	n = sampler__take(s, &out, &cn);
 	assert_int_equal(n, SAMPLER_TOP);
-	assert_int_equal(not_kept, 20);
+	assert_int_equal(cn.not_kept, 20);
 	for (size_t i = 0; i < n; i++)
 		if (out[i]->exchange->duration_ns < min)
 			min = out[i]->exchange->duration_ns;
 	assert_int_equal(min, 300 * 1000000ull);
+	sampler__free(s);
+	free(t);
+}
+
+/*
+ * Exchanges the rules would sample but that carry no trace context, or only
+ * a malformed one, are counted by reason; those no rule samples are not.
+ */
+static void test_untraced_counted(void **state)
+{
+	struct task_def *t = task_with_rules();
+	struct sampler *s = sampler__new(t);
+	Ember__NetSampledTrace **out;
+	struct sampler_counts cn;
+	struct l7_record r;
+
+	(void)state;
+	for (int i = 0; i < 5; i++) {
+		r = rec("/api/x", 500, 1, NULL, NULL);            /* 5xx, the /api/ rule: no trace */
+		sampler__offer(s, &r, &ctx);
+	}
+	r = rec("/slow", 200, 300, "user-agent", "curl");       /* slow, default rule: no trace */
+	sampler__offer(s, &r, &ctx);
+	r = rec("/api/y", 404, 1, "sw8", "1-not base64!-x-1");  /* 4xx: a malformed sw8 */
+	sampler__offer(s, &r, &ctx);
+	r = rec("/slow", 200, 300, "b3", "nodash");             /* slow: a malformed b3 */
+	sampler__offer(s, &r, &ctx);
+	r = rec("/fast", 200, 5, NULL, NULL);                   /* no rule samples it: not counted */
+	sampler__offer(s, &r, &ctx);
+	r = rec("/api/z", 200, 900, "sw8", "garbage");          /* the /api/ rule has no minimum: not counted */
+	sampler__offer(s, &r, &ctx);
+	r = rec("/api/q", 500, 1, "sw8", SW8);                  /* traced: kept */
+	sampler__offer(s, &r, &ctx);
+	assert_int_equal(sampler__take(s, &out, &cn), 1);
+	assert_int_equal(cn.no_trace, 6);
+	assert_int_equal(cn.bad_trace, 2);
+	assert_int_equal(cn.not_kept, 0);
+	/* a report's counts are its own */
+	sampler__reset(s);
+	r = rec("/api/x", 500, 1, NULL, NULL);
+	sampler__offer(s, &r, &ctx);
+	assert_int_equal(sampler__take(s, &out, &cn), 0);
+	assert_int_equal(cn.no_trace, 1);
+	assert_int_equal(cn.bad_trace, 0);
 	sampler__free(s);
 	free(t);
 }
@@ -208,6 +264,7 @@ int main(void)
 		cmocka_unit_test(test_trace_contexts),
 		cmocka_unit_test(test_rules_and_reasons),
 		cmocka_unit_test(test_top_ten_slowest),
+		cmocka_unit_test(test_untraced_counted),
 		cmocka_unit_test(test_bad_regex),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

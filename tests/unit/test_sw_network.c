@@ -580,8 +580,15 @@ static void test_sampled_traces(void **state)
 	nb.sampled = sp;
 	nb.n_sampled = 5;
 	nb.sampled_not_kept = 3;
+	nb.sampled_no_trace_context = 264;	/* matched the rules without sw8/b3: counted by why */
+	nb.sampled_bad_trace_context = 2;
 	nb.window_end_unix_ns = 1700000002000000000ull;
 	sw_network_batch(b, &nb);
+	assert_int_equal(b->c[SC_NET_SAMPLED_NO_TRACE], 264);
+	assert_int_equal(b->c[SC_NET_SAMPLED_BAD_TRACE], 2);
+	assert_true(b->warned_untraced);
+	assert_string_equal(sw_counter_names[SC_NET_SAMPLED_NO_TRACE], "skywalking_network_sampled_no_trace_context");
+	assert_string_equal(sw_counter_names[SC_NET_SAMPLED_BAD_TRACE], "skywalking_network_sampled_bad_trace_context");
 	assert_int_equal(b->c[SC_NET_SAMPLED], 3);
 	assert_int_equal(b->c[SC_NET_SAMPLED_UNKNOWN], 1);
 	assert_int_equal(b->c[SC_NET_SAMPLED_BAD], 1);
