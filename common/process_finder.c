@@ -37,6 +37,7 @@ struct process_finder {
 	uint64_t agent_refresh_ms;
 	char instance_id[128], hostname[128];
 	unsigned max;
+	uint32_t never_uids[2];
 	struct rule rules[MAX_RULES];
 	unsigned n_rules;
 	struct pf_process **v;
@@ -107,37 +108,60 @@ static void host_ip(const char *ifname, int family, char *out, size_t len)
 	freeifaddrs(ifa);
 }
 
-bool process_finder__elf_supported(const char *path)
+bool process_finder__exe_profilable(const char *path)
 {
-	static const char *const runtimes[] = { "java", "python", "node", "bash", "ruby", "ssh", NULL };
-	const char *b = base_name(path);
-	bool ok = false;
-	Elf *e = NULL;
-	Elf_Scn *scn = NULL;
+	bool ok = true;
+	Elf *e;
 	int fd;
 
-	if (!path[0])
-		return false;
-	for (unsigned i = 0; runtimes[i]; i++)
-		if (!strncmp(b, runtimes[i], strlen(runtimes[i])))
-			return false;
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return false;
+	if (!path[0] || elf_version(EV_CURRENT) == EV_NONE)
+		return true;
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return false;
+		return true;
 	e = elf_begin(fd, ELF_C_READ, NULL);
-	if (e && elf_kind(e) == ELF_K_ELF)
-		while (!ok && (scn = elf_nextscn(e, scn))) {
-			GElf_Shdr sh;
-			if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM))
-				continue;
-			/* entry 0 is the null symbol */
-			ok = sh.sh_entsize && sh.sh_size / sh.sh_entsize > 1;
-		}
+	ok = e && elf_kind(e) == ELF_K_ELF;
 	elf_end(e);
 	close(fd);
 	return ok;
+}
+
+/* The real uid from /proc/<pid>/status, or -1 when it cannot be read. */
+static int64_t real_uid(struct process_finder *pf, uint32_t pid)
+{
+	char path[PF_PATH_MAX + 32], buf[2048];
+	const char *u;
+	unsigned long v;
+	char *end;
+
+	snprintf(path, sizeof(path), "%s/%u/status", pf->proc_root, pid);
+	if (read_small(path, buf, sizeof(buf)) == (size_t)-1 || !(u = strstr(buf, "\nUid:")))
+		return -1;
+	u += 5;
+	while (*u == ' ' || *u == '\t')
+		u++;
+	errno = 0;
+	v = strtoul(u, &end, 10);
+	if (end == u || errno || v > UINT32_MAX)
+		return -1;
+	return (int64_t)v;
+}
+
+/* What support_ebpf_profiling says: see process_finder__exe_profilable. */
+static bool profilable(struct process_finder *pf, const struct pf_process *p)
+{
+	int64_t uid = -1;
+
+	for (unsigned i = 0; i < sizeof(pf->never_uids) / sizeof(pf->never_uids[0]); i++) {
+		if (!pf->never_uids[i])
+			continue;
+		if (uid < 0 && (uid = real_uid(pf, p->pid)) < 0)
+			break;
+		if (uid == pf->never_uids[i])
+			return false;
+	}
+	/* A guessed path says nothing about the file the process runs. */
+	return p->exe_guessed || process_finder__exe_profilable(p->exe);
 }
 
 /* ---- templates ----------------------------------------------------------------------- */
@@ -633,8 +657,10 @@ static void read_exe(struct process_finder *pf, struct pf_process *p)
 		if (errno == EACCES || errno == EPERM)
 			pf->st.unreadable++;
 		p->exe[0] = 0;
-		if (p->cmdline[0] == '/' && w < sizeof(p->exe))
+		if (p->cmdline[0] == '/' && w < sizeof(p->exe)) {
 			snprintf(p->exe, sizeof(p->exe), "%.*s", (int)w, p->cmdline);
+			p->exe_guessed = true;
+		}
 	} else {
 		p->exe[l] = 0;
 	}
@@ -727,7 +753,7 @@ int process_finder__scan(struct process_finder *pf)
 			free(p);
 			continue;
 		}
-		p->support_ebpf = process_finder__elf_supported(p->exe);
+		p->support_ebpf = profilable(pf, p);
 		container_of(pf, p);
 		pf->v[pf->n++] = p;
 		matched++;
@@ -763,6 +789,7 @@ struct process_finder *process_finder__new(const struct pf_opts *o, char *err, s
 	else if (gethostname(pf->hostname, sizeof(pf->hostname) - 1))
 		snprintf(pf->hostname, sizeof(pf->hostname), "localhost");
 	pf->max = o->max_processes ? o->max_processes : 4096;
+	memcpy(pf->never_uids, o->never_uids, sizeof(pf->never_uids));
 	pf->v = calloc(pf->max, sizeof(*pf->v));
 	pf->seen = calloc(pf->max, sizeof(bool));
 	if (!pf->v || !pf->seen) {

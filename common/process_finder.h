@@ -52,7 +52,8 @@ struct pf_process {
 	char cmdline[PF_CMDLINE_MAX];	/* arguments joined by spaces */
 	char exe[PF_PATH_MAX];		/* executable path, may be empty */
 	char container_id[80];
-	bool support_ebpf;		/* symbolizable native executable */
+	bool exe_guessed;		/* exe is the command's first word: /proc/<pid>/exe was unreadable */
+	bool support_ebpf;		/* ember can profile it (process_finder__exe_profilable, never_uids) */
 	/* the caller's state */
 	enum pf_status status;
 	char oap_id[PF_OAP_ID_MAX];
@@ -67,6 +68,9 @@ struct pf_opts {
 	const char *instance_id;	/* {{.Rover.InstanceID}} */
 	const char *hostname;		/* {{.Rover.HostName}}; NULL: gethostname() */
 	unsigned max_processes;		/* 0: 4096 */
+	/* Processes of these users are reported unsupported: ember's own, which the collector never
+	 * profiles (0 is ignored: root's processes are anyone's). */
+	uint32_t never_uids[2];
 };
 
 struct pf_stats {
@@ -98,7 +102,18 @@ void process_finder__stats(const struct process_finder *pf, struct pf_stats *ret
 /* Exposed for tests: render one template for a process; 0 or -EINVAL. */
 int process_finder__render(struct process_finder *pf, const char *tmpl, const struct pf_process *p,
 			   const char *const *groups, unsigned n_groups, char *out, size_t outlen);
-/* The executable is a native ELF with symbols and not an interpreter/JIT runtime. */
-bool process_finder__elf_supported(const char *path);
+/*
+ * Whether ember can profile a process running this executable, as reported
+ * in support_ebpf_profiling.  Unlike Rover, which refuses interpreters and
+ * JIT runtimes by name (java, python, node, bash, ruby, ssh) and binaries
+ * without symbols, ember profiles any user-space process: it walks stacks
+ * with the .eh_frame tables of every mapping (frame pointers where there
+ * are none), names frames from symbols, debug files, Go's pclntab and perf
+ * maps, keeps an unnamed frame as module+offset, and follows off-CPU time
+ * and network traffic of any process.  So the answer is no only for a file
+ * that opens and is not ELF; a file the unprivileged exporter cannot open
+ * is yes, since the collector reads it as root.
+ */
+bool process_finder__exe_profilable(const char *path);
 
 #endif

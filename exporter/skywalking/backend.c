@@ -31,6 +31,7 @@
  * This file holds the backend's ops; sw.h lists what the others hold.
  */
 #include <errno.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,6 +89,7 @@ static void *sw_init(const struct ember_config *cfg, char *err, size_t errlen)
 	char host[128] = "localhost";
 	struct grpc_client_opts go = { 0 };
 	struct pf_opts po = { 0 };
+	const struct passwd *pw;
 	FILE *f;
 
 	if (!b) {
@@ -127,6 +129,10 @@ static void *sw_init(const struct ember_config *cfg, char *err, size_t errlen)
 	po.rules_yaml = cfg->process_discovery.scanner.regex;
 	po.agent_refresh_ms = cfg->process_discovery.scanner.agent.process_status_refresh_period_ns / 1000000;
 	po.instance_id = b->agent_id;
+	/* ember's own processes (this one's user, the analyzers') are never targets: not offered to the OAP */
+	po.never_uids[0] = (uint32_t)getuid();
+	if (cfg->ember.user && (pw = getpwnam(cfg->ember.user)))
+		po.never_uids[1] = (uint32_t)pw->pw_uid;
 	b->pf = process_finder__new(&po, err, errlen);
 	if (!b->pf)
 		goto fail;

@@ -37,6 +37,9 @@ start_receiver
 # The off-CPU workload measures 4 s once its OAP task runs (the gate), then exits: its own
 # clock is the truth for what the OAP receives.
 EMBER_TEST_GO=$TMP/go.off "$PROGS/offcpu_wait" 4 > "$TMP/wo.out" & WO=$!; CLEANUP_PIDS+=("$WO")
+# A Python service started by its bare name, as root: Rover reports python* as not supported and
+# the exporter (ember-exporter) cannot read its /proc/PID/exe; ember profiles it, and says so.
+/usr/bin/env python3 -c 'import time; time.sleep(120)' ember-it-pyapp & WPY=$!; CLEANUP_PIDS+=("$WPY")
 
 AGENT_RUN=$TMP/run
 cat > "$TMP/ember.yaml" <<YAML
@@ -62,6 +65,11 @@ process_discovery:
         instance_name: "{{.Rover.HostName}}"
         process_name: "{{.Process.ExeName}}"
         labels: "ember-test"
+      - match_cmd: "ember-it-(pyapp)"
+        layer: OS_LINUX
+        service_name: "ember-it-{{.Finder.RegexMatchGroup 1}}"
+        instance_name: "{{.Rover.HostName}}"
+        process_name: "python3"
 profiling:
   check_interval: 2s
   flush_interval: 1s
@@ -96,6 +104,12 @@ if what == "process":
           and props.get("pid") == str(pid) and "oncpu_chain" in props.get("command_line", "")
           and len(ka) >= 1 and set(kasup) == {"true"} and not bad_ka)
     out(ok, "reported %s props %s, %d keep-alives (support %s), refused keep-alives %s" % (e, props, len(ka), set(kasup), bad_ka))
+if what == "support":
+    pid = int(args[0])
+    rep = [p["hostProcess"] for r in rows if r["rpc"] == "reportProcesses" and r["ok"] for p in r["req"].get("processes", []) if "hostProcess" in p]
+    props = [{kv["key"]: kv["value"] for kv in p.get("properties", [])} for p in rep if p.get("pid") == pid]
+    out(bool(props) and props[-1].get("support_ebpf_profiling") == "true",
+        "process %d reported with %s" % (pid, props[-1] if props else "nothing"))
 if what == "profile":
     task, since = args[0], int(args[1])
     streams = [r for r in rows if r["rpc"] == "collectProfilingData" and r["t"] >= since]
@@ -194,6 +208,8 @@ wait_for() {  # seconds, command...
 # 1. processes: reported with valid layer and support flag, then kept alive
 wait_for 12 check process "$W" || { check process "$W"; tail -20 "$TMP/agent.log"; fail "process not reported and kept alive"; }
 ok "$(check process "$W")"
+wait_for 6 check support "$WPY" || { check support "$WPY"; fail "the python3 process is not reported as supported"; }
+ok "python3 (an interpreter, its executable unreadable to the exporter): $(check support "$WPY")"
 
 # 2. a task for the test program is picked up within one check interval plus one exporter tick
 TASK=$(printf '%064x' "$RANDOM$RANDOM")

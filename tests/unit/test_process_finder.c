@@ -138,13 +138,14 @@ static void test_scan_rules(void **state)
 	assert_string_equal(p->e.service, "py-/srv/app");
 	assert_string_equal(p->e.instance, "fixed");
 	assert_string_equal(p->e.process, "python3-200-GENERAL");
-	assert_false(p->support_ebpf);	/* interpreter */
+	assert_true(p->support_ebpf);	/* an interpreter: ember profiles it (Rover refuses python* by name) */
 
 	p = process_finder__by_pid(pf, 400);
 	assert_non_null(p);
 	assert_string_equal(p->exe, "/opt/svcpay/bin/server");
 	assert_string_equal(p->e.process, "server");
-	assert_false(p->support_ebpf);	/* not a readable ELF */
+	assert_true(p->exe_guessed);
+	assert_true(p->support_ebpf);	/* a guessed path: the collector opens the real file as root */
 
 	/* state kept across scans; a gone process is forgotten; a reused pid is new */
 	p = process_finder__by_pid(pf, 100);
@@ -162,6 +163,61 @@ static void test_scan_rules(void **state)
 	assert_int_equal(p->start_ticks, 6500);
 	assert_int_equal(p->status, PF_NEW);
 	process_finder__free(pf);
+}
+
+static void put_status(unsigned pid, unsigned uid)
+{
+	char rel[64], st[128];
+
+	snprintf(rel, sizeof(rel), "%u/status", pid);
+	snprintf(st, sizeof(st), "Name:\tx\nUmask:\t0022\nUid:\t%u\t%u\t%u\t%u\nGid:\t0\t0\t0\t0\n", uid, uid, uid, uid);
+	put_file(rel, st, strlen(st));
+}
+
+/*
+ * support_ebpf_profiling says what ember can profile, not Rover's list of
+ * runtime names: interpreters, JIT runtimes, ssh and binaries the exporter
+ * cannot open are supported; a file that is not ELF and ember's own users'
+ * processes are not.
+ */
+static void test_support_ebpf_profiling(void **state)
+{
+	static const char rule[] = "- match_cmd: \"app-([0-9]+)\"\n  service_name: \"s-{{.Finder.RegexMatchGroup 1}}\"\n";
+	struct pf_opts o = { .proc_root = root, .mode = PF_MODE_REGEX, .rules_yaml = rule, .never_uids = { 994, 995 } };
+	char err[256] = "", text[300];
+	struct process_finder *pf;
+
+	(void)state;
+	snprintf(text, sizeof(text), "%s/not-elf", root);
+	put_file("not-elf", "#!/bin/sh\necho hi\n", 18);
+	fake_proc(500, 1, ARGV("python3\0app-500.py"), "/usr/bin/python3", NULL);
+	fake_proc(501, 1, ARGV("bash\0app-501.sh"), "/usr/bin/bash", NULL);
+	fake_proc(502, 1, ARGV("java\0-jar\0app-502.jar"), "/nonexistent/jdk/bin/java", NULL);
+	fake_proc(503, 1, ARGV("/usr/sbin/sshd\0app-503"), "/usr/bin/true", NULL);
+	fake_proc(504, 1, ARGV("weird\0app-504"), text, NULL);
+	fake_proc(505, 1, ARGV("/usr/bin/true\0app-505"), "/usr/bin/true", NULL);
+	put_status(505, 995);	/* an analyzer's */
+	fake_proc(506, 1, ARGV("/usr/bin/true\0app-506"), "/usr/bin/true", NULL);
+	put_status(506, 0);
+	fake_proc(507, 1, ARGV("node\0app-507.js"), NULL, NULL);	/* exe unreadable, no path to guess */
+	pf = process_finder__new(&o, err, sizeof(err));
+	assert_non_null(pf);
+	assert_int_equal(process_finder__scan(pf), 8);
+	assert_true(process_finder__by_pid(pf, 500)->support_ebpf);
+	assert_true(process_finder__by_pid(pf, 501)->support_ebpf);
+	assert_true(process_finder__by_pid(pf, 502)->support_ebpf);
+	assert_true(process_finder__by_pid(pf, 503)->support_ebpf);
+	assert_false(process_finder__by_pid(pf, 504)->support_ebpf);
+	assert_false(process_finder__by_pid(pf, 505)->support_ebpf);
+	assert_true(process_finder__by_pid(pf, 506)->support_ebpf);
+	assert_true(process_finder__by_pid(pf, 507)->support_ebpf);
+	assert_true(process_finder__exe_profilable("/usr/bin/python3"));
+	assert_true(process_finder__exe_profilable("/nonexistent"));
+	assert_true(process_finder__exe_profilable(""));
+	assert_false(process_finder__exe_profilable(text));
+	process_finder__free(pf);
+	for (unsigned pid = 500; pid <= 507; pid++)
+		rm_proc(pid);
 }
 
 static void test_templates_and_errors(void **state)
@@ -279,6 +335,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_scan_rules),
+		cmocka_unit_test(test_support_ebpf_profiling),
 		cmocka_unit_test(test_templates_and_errors),
 		cmocka_unit_test(test_long_names_truncated),
 		cmocka_unit_test(test_agent_sensor),
