@@ -295,6 +295,7 @@ void net_report__add(struct net_report *r, const Ember__NetworkBatch *b)
 	for (size_t i = 0; i < b->n_sampled; i++)
 		net_sampled__add(r->sampled, b->sampled[i]);
 	net_sampled__add_not_kept(r->sampled, b->sampled_not_kept);
+	net_sampled__add_untraced(r->sampled, b->sampled_no_trace_context, b->sampled_bad_trace_context);
 }
 
 /* ---- network.json ---------------------------------------------------------------------- */
@@ -355,6 +356,8 @@ static struct json_object *batch_json(const Ember__NetworkBatch *b)
 	put_u64(o, "connections_not_listed", b->connections_not_listed);
 	put_u64(o, "sampled", b->n_sampled);
 	put_u64(o, "sampled_not_kept", b->sampled_not_kept);
+	put_u64(o, "sampled_no_trace_context", b->sampled_no_trace_context);
+	put_u64(o, "sampled_bad_trace_context", b->sampled_bad_trace_context);
 	put_u64(o, "calls_lost", b->calls_lost);
 	put_u64(o, "exchanges_lost", b->exchanges_lost);
 	put_u64(o, "gap_bytes", b->gap_bytes);
@@ -613,6 +616,8 @@ static int load_line(struct net_report *r, const char *line)
 			  net_format__get_u64(o, "exchanges_not_listed"), net_format__get_u64(o, "connections_not_listed"),
 			  &loss);
 		net_sampled__add_not_kept(r->sampled, net_format__get_u64(o, "sampled_not_kept"));
+		net_sampled__add_untraced(r->sampled, net_format__get_u64(o, "sampled_no_trace_context"),
+					  net_format__get_u64(o, "sampled_bad_trace_context"));
 	}
 	else if (!strcmp(type, "flow"))
 		load_flow(r, o);

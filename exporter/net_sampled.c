@@ -23,7 +23,7 @@ struct entry {
 };
 
 struct net_sampled {
-	uint64_t count[R_MAX], not_kept;
+	uint64_t count[R_MAX], not_kept, no_trace, bad_trace;
 	struct entry top[R_MAX][NET_SAMPLED_LISTED];	/* by duration, descending */
 	unsigned n[R_MAX];
 };
@@ -228,6 +228,12 @@ void net_sampled__add_not_kept(struct net_sampled *s, uint64_t n)
 	s->not_kept += n;
 }
 
+void net_sampled__add_untraced(struct net_sampled *s, uint64_t no_trace, uint64_t bad_trace)
+{
+	s->no_trace += no_trace;
+	s->bad_trace += bad_trace;
+}
+
 void net_sampled__load(struct net_sampled *s, struct json_object *o)
 {
 	struct json_object *v;
@@ -248,13 +254,18 @@ void net_sampled__write_text(const struct net_sampled *s, FILE *out)
 {
 	uint64_t total = net_sampled__count(s);
 
-	if (!total && !s->not_kept)
+	if (!total && !s->not_kept && !s->no_trace && !s->bad_trace)
 		return;
 	fprintf(out, "\nSampled traces (HTTP exchanges with a trace id that matched a sampling rule: %llu kept",
 		(unsigned long long)total);
 	if (s->not_kept)
 		fprintf(out, "; %llu more matched but were over the analyzer's bound per URI and reason",
 			(unsigned long long)s->not_kept);
+	if (s->no_trace || s->bad_trace)
+		fprintf(out, "; %llu more matched without a trace context, so none was sampled (no sw8, b3 or "
+			"x-b3-traceid header: %llu; only malformed ones: %llu)",
+			(unsigned long long)(s->no_trace + s->bad_trace), (unsigned long long)s->no_trace,
+			(unsigned long long)s->bad_trace);
 	fprintf(out, ")\n%-12s %8s\n", "reason", "traces");
 	for (unsigned r = 0; r < R_MAX; r++)
 		if (r < R_OTHER || s->count[r])

@@ -9,7 +9,8 @@
  *                 JSON strings (valid UTF-8: what is not becomes U+FFFD),
  *                 at most NET_SAMPLED_BODY_MAX bytes of each;
  *   network.txt   a "Sampled traces" section: traces per reason, those
- *                 that matched but were not kept, and per reason the
+ *                 that matched but were not kept (over the bound, or
+ *                 without a trace context), and per reason the
  *                 NET_SAMPLED_LISTED slowest.  Absent when nothing matched.
  *
  * Bounded memory; no logging, no I/O but on the caller's FILEs.
@@ -40,6 +41,8 @@ int net_sampled__write_json(const Ember__NetSampledTrace *t, FILE *out);
 void net_sampled__add(struct net_sampled *s, const Ember__NetSampledTrace *t);
 /* Adds traces that matched a rule but were over the analyzer's bound. */
 void net_sampled__add_not_kept(struct net_sampled *s, uint64_t n);
+/* Adds exchanges a rule would have sampled with no trace context / only malformed ones. */
+void net_sampled__add_untraced(struct net_sampled *s, uint64_t no_trace, uint64_t bad_trace);
 /* Adds what a "sampled" line of network.json says (parsed). */
 void net_sampled__load(struct net_sampled *s, struct json_object *line);
 

@@ -224,6 +224,8 @@ static void fixture(void)
 	F.b[1].sampled = F.s2;
 	F.b[1].n_sampled = 1;
 	F.b[1].sampled_not_kept = 4;
+	F.b[0].sampled_bad_trace_context = 2;	/* matched a rule with a malformed sw8 */
+	F.b[2].sampled_no_trace_context = 264;	/* ... with no trace header at all */
 	F.b[2].sampled = F.s3;
 	F.b[2].n_sampled = 1;
 }
@@ -262,7 +264,8 @@ static const char want_txt[] =
 	"404  method=GET uri=/missing\n"
 	"\n"
 	"Sampled traces (HTTP exchanges with a trace id that matched a sampling rule: 3 kept; 4 more matched but were "
-	"over the analyzer's bound per URI and reason)\n"
+	"over the analyzer's bound per URI and reason; 266 more matched without a trace context, so none was sampled "
+	"(no sw8, b3 or x-b3-traceid header: 264; only malformed ones: 2))\n"
 	"reason         traces\n"
 	"slow                1\n"
 	"status_4xx          1\n"
@@ -449,7 +452,8 @@ static void test_json_lines(void **state)
 	assert_string_equal(line, "{\"type\":\"batch\",\"task_id\":\"net-1\",\"window_start_unix_ns\":1700000000000000000,"
 				  "\"window_end_unix_ns\":1700000002000000000,\"window_ms\":2000.000,\"flows\":1,"
 				  "\"connections\":1,\"exchanges\":2,\"exchanges_not_listed\":0,"
-				  "\"connections_not_listed\":0,\"sampled\":1,\"sampled_not_kept\":0,\"calls_lost\":0,"
+				  "\"connections_not_listed\":0,\"sampled\":1,\"sampled_not_kept\":0,"
+				  "\"sampled_no_trace_context\":0,\"sampled_bad_trace_context\":2,\"calls_lost\":0,"
 				  "\"exchanges_lost\":0,\"gap_bytes\":0,\"connections_with_loss\":0,\"tls_connections_unprobed\":0,\"tls_calls_unbound\":0,\"last\":false}");
 	line = strtok(NULL, "\n");
 	assert_string_equal(line,
