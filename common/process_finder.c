@@ -110,15 +110,21 @@ static void host_ip(const char *ifname, int family, char *out, size_t len)
 
 bool process_finder__exe_profilable(const char *path)
 {
-	bool ok = true;
+	struct stat st;
+	bool ok;
 	Elf *e;
 	int fd;
 
 	if (!path[0] || elf_version(EV_CURRENT) == EV_NONE)
 		return true;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* The path may name something else by now (a FIFO must not block us): only a regular file tells. */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
 		return true;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return true;
+	}
 	e = elf_begin(fd, ELF_C_READ, NULL);
 	ok = e && elf_kind(e) == ELF_K_ELF;
 	elf_end(e);
