@@ -224,7 +224,9 @@ cat > "$TASKS.tmp" <<JSON
  {"taskId": "off$TASK", "serviceName": "ember-it-offcpu_wait", "targetType": "OFF_CPU", "startTime": $T0,
   "duration": 90, "updateTime": $T0, "extension": "null"},
  {"taskId": "net$TASK", "serviceName": "ember-it-oncpu_chain", "targetType": "NETWORK", "startTime": $T0,
-  "duration": 60, "updateTime": $((T0 - 1)), "extension": "{\"NetworkSamplings\": []}"}]
+  "duration": 60, "updateTime": $((T0 - 1)), "extension": "{\"NetworkSamplings\": []}"},
+ {"taskId": "py$TASK", "serviceName": "ember-it-pyapp", "targetType": "OFF_CPU", "startTime": $T0,
+  "duration": 5, "updateTime": $T0, "extension": "null"}]
 JSON
 mv "$TASKS.tmp" "$TASKS"
 wait_for 4 grep -q "OAP task $TASK: on-CPU profiling of process $W" "$TMP/agent.log" ||
@@ -246,6 +248,10 @@ T2=$(now_ms)
 ok "task queried $((Q - T0)) ms after the OAP had it, handled after $((T1 - T0)) ms, running after $((T2 - T0)) ms"
 grep -q "OAP task net$TASK: network profiling of 1 process(es) of ember-it-oncpu_chain/" "$TMP/agent.log" ||
   fail "NETWORK task not taken for the instance's process"
+# The OAP offers tasks only for processes reported supported: the python3 one gets its task.
+wait_for 5 grep -q "OAP task py$TASK started on process $WPY" "$TMP/agent.log" ||
+  { grep "py$TASK" "$TMP/agent.log"; fail "the OAP's off-CPU task on the python3 process did not start"; }
+ok "the OAP offered the python3 process an off-CPU task and it started"
 
 # 3. profiling data: task on the first message, leaf/middle/outer innermost first
 wait_for 10 check profile "$TASK" "$T0" || { check profile "$TASK" "$T0"; fail "profiling data wrong or missing"; }
