@@ -206,9 +206,9 @@ int sampler__trace_of(const struct l7_record *r, struct sampler_trace *t)
 	seen = v != NULL;
 	memset(t, 0, sizeof(*t));
 	if ((v = field(r, "b3"))) {
-		seen = true;
 		const char *d = strchr(v, '-'), *e;
 
+		seen = true;
 		if (d && !copy_id(v, (size_t)(d - v), t->trace_id, sizeof(t->trace_id))) {
 			e = strchr(d + 1, '-');
 			if (!copy_id(d + 1, e ? (size_t)(e - d - 1) : strlen(d + 1), t->span_id, sizeof(t->span_id))) {
