@@ -37,9 +37,12 @@ start_receiver
 # The off-CPU workload measures 4 s once its OAP task runs (the gate), then exits: its own
 # clock is the truth for what the OAP receives.
 EMBER_TEST_GO=$TMP/go.off "$PROGS/offcpu_wait" 4 > "$TMP/wo.out" & WO=$!; CLEANUP_PIDS+=("$WO")
-# A Python service started by its bare name, as root: Rover reports python* as not supported and
-# the exporter (ember-exporter) cannot read its /proc/PID/exe; ember profiles it, and says so.
-/usr/bin/env python3 -c 'import time; time.sleep(120)' ember-it-pyapp & WPY=$!; CLEANUP_PIDS+=("$WPY")
+# Python services run as root: Rover reports python* as not supported, and the exporter
+# (ember-exporter) cannot read their /proc/PID/exe; ember profiles them, and says so.  One is
+# known by its bare name (argv[0] "python3": no path to guess), one by its path.
+bash -c 'exec -a python3 /usr/bin/python3 -c "import time; time.sleep(120)" ember-it-pyapp' & WPY=$!
+CLEANUP_PIDS+=("$WPY")
+/usr/bin/python3 -c 'import time; time.sleep(120)' ember-it-pyapp2 & WPY2=$!; CLEANUP_PIDS+=("$WPY2")
 
 AGENT_RUN=$TMP/run
 cat > "$TMP/ember.yaml" <<YAML
@@ -65,7 +68,7 @@ process_discovery:
         instance_name: "{{.Rover.HostName}}"
         process_name: "{{.Process.ExeName}}"
         labels: "ember-test"
-      - match_cmd: "ember-it-(pyapp)"
+      - match_cmd: "ember-it-(pyapp2?)"
         layer: OS_LINUX
         service_name: "ember-it-{{.Finder.RegexMatchGroup 1}}"
         instance_name: "{{.Rover.HostName}}"
@@ -208,8 +211,10 @@ wait_for() {  # seconds, command...
 # 1. processes: reported with valid layer and support flag, then kept alive
 wait_for 12 check process "$W" || { check process "$W"; tail -20 "$TMP/agent.log"; fail "process not reported and kept alive"; }
 ok "$(check process "$W")"
-wait_for 6 check support "$WPY" || { check support "$WPY"; fail "the python3 process is not reported as supported"; }
-ok "python3 (an interpreter, its executable unreadable to the exporter): $(check support "$WPY")"
+for p in "$WPY" "$WPY2"; do
+  wait_for 6 check support "$p" || { check support "$p"; fail "the python3 process $p is not reported as supported"; }
+  ok "python3 (an interpreter, its executable unreadable to the exporter): $(check support "$p")"
+done
 
 # 2. a task for the test program is picked up within one check interval plus one exporter tick
 TASK=$(printf '%064x' "$RANDOM$RANDOM")
