@@ -194,7 +194,8 @@ static void collect_meters(struct bus_meter_set *ms, int with_collector)
 		bus__meter_set_add(ms, "unwind_tables_built", us.tables_built, 1, ts);
 		bus__meter_set_add(ms, "unwind_tables_shared", us.tables_shared, 1, ts);
 		bus__meter_set_add(ms, "unwind_rows_sent", us.rows_sent, 1, ts);
-		bus__meter_set_add(ms, "unwind_build_us", us.build_us, 1, ts);
+		/* Prometheus names units in base units: seconds, not microseconds */
+		bus__meter_set_add(ms, "unwind_build_seconds", (double)us.build_us / 1e6, 1, ts);
 		bus__meter_set_add(ms, "unwind_mappings_frame_pointers", us.maps_without_table, 1, ts);
 		bus__meter_set_add(ms, "unwind_errors", us.errors, 1, ts);
 	}
@@ -203,7 +204,7 @@ static void collect_meters(struct bus_meter_set *ms, int with_collector)
 	bus__meter_set_add_memory(ms, "analyzer", ts);
 	if (with_collector && !ctl_client__stats(A.cc, &cs))
 		for (unsigned i = 0; i < CTL_STAT_MAX && i < cs.n; i++)
-			bus__meter_set_add(ms, ctl__stat_name(i), cs.v[i], i != CTL_STAT_TASKS_ACTIVE, ts);
+			bus__meter_set_add(ms, ctl__stat_name(i), cs.v[i], !ctl__stat_is_level(i), ts);
 }
 
 static void stats_meters(void *ctx, struct bus_meter_set *ms)

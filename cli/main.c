@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,8 +149,15 @@ static int cmd_run(int argc, char **argv)
 
 static void print_meters(const char *who, Ember__Reply *rep)
 {
-	for (size_t i = 0; i < rep->n_stats; i++)
-		printf("%-10s %-44s %.0f\n", who, rep->stats[i]->name, rep->stats[i]->value);
+	for (size_t i = 0; i < rep->n_stats; i++) {
+		double v = rep->stats[i]->value;
+
+		/* counts print whole; a time in seconds (unwind_build_seconds) keeps its fraction */
+		if (fabs(v) < 1e15 && v != floor(v))
+			printf("%-10s %-44s %.6f\n", who, rep->stats[i]->name, v);
+		else
+			printf("%-10s %-44s %.0f\n", who, rep->stats[i]->name, v);
+	}
 }
 
 /* The running tasks a continuous-profiling policy started, each with its causes. */

@@ -118,6 +118,12 @@ const char *ctl__stat_name(unsigned idx)
 	return idx < CTL_STAT_MAX && stat_names[idx] ? stat_names[idx] : "unknown";
 }
 
+int ctl__stat_is_level(unsigned idx)
+{
+	return idx == CTL_STAT_TASKS_ACTIVE || idx == CTL_STAT_UNWIND_TABLES || idx == CTL_STAT_UNWIND_ROWS ||
+	       idx == CTL_STAT_UNWIND_ROWS_MAX || idx == CTL_STAT_UNWIND_PROCS;
+}
+
 const char *ctl__type_name(unsigned type)
 {
 	static const char *const names[CTL_TYPE_MAX] = {

@@ -258,6 +258,8 @@ enum ctl_stat {
 struct ctl_stats_ans { int32_t err; uint32_t n; uint64_t v[CTL_STAT_MAX]; };
 
 const char *ctl__stat_name(unsigned idx);
+/* Whether the stat is a level (tasks running, unwind tables held) rather than a count that only grows. */
+int ctl__stat_is_level(unsigned idx);
 /* "perf_event:cpu-clock", "tp_btf", ... ("none" for CTL_AP_NONE or unknown). */
 const char *ctl__attach_point_name(uint32_t ap);
 const char *ctl__type_name(unsigned type);

@@ -368,7 +368,9 @@ static const struct { const char *monitor, *suffix, *help; } monitor_meters[] = 
 	{ "PROCESS_CPU", "process_cpu",
 	  "CPU time of the process over the last fetch interval, percent of one core (Rover: lifetime average, CPU "
 	  "time since start / age)" },
-	{ "PROCESS_THREAD_COUNT", "process_thread_count", "Threads of the process" },
+	/* Rover's rover_con_p_process_thread_count: Prometheus reserves the _count suffix for histograms
+	 * and summaries */
+	{ "PROCESS_THREAD_COUNT", "process_threads", "Threads of the process" },
 	{ "SYSTEM_LOAD", "system_load", "1-minute load average" },
 #define L7(M, m, PROTO, RULE)                                                                                     \
 	{ #M "_ERROR_RATE", m "_error_rate",                                                                      \
