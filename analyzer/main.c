@@ -422,11 +422,11 @@ static int cb_trigger(void *ctx, const struct mon_trigger *t)
 	return 0;
 }
 
-static void cb_values(void *ctx, const struct mon_value *v, unsigned n)
+static void cb_values(void *ctx, const struct mon_value *v, unsigned n, const uint32_t *ended, unsigned n_ended)
 {
 	Ember__MonitorBatch b = EMBER__MONITOR_BATCH__INIT;
-	Ember__MonitorValue *vals = calloc(n, sizeof(*vals));
-	Ember__MonitorValue **ptrs = calloc(n, sizeof(*ptrs));
+	Ember__MonitorValue *vals = calloc(n ? n : 1, sizeof(*vals));
+	Ember__MonitorValue **ptrs = calloc(n ? n : 1, sizeof(*ptrs));
 
 	(void)ctx;
 	if (vals && ptrs) {
@@ -438,11 +438,14 @@ static void cb_values(void *ctx, const struct mon_value *v, unsigned n)
 			vals[i].value = v[i].value;
 			vals[i].service = (char *)v[i].service;
 			vals[i].uri = (char *)(v[i].uri ? v[i].uri : "");
+			vals[i].comm = (char *)(v[i].comm ? v[i].comm : "");
 			ptrs[i] = &vals[i];
 		}
 		b.timestamp_ms = timeutil__unix_ms();
 		b.n_values = n;
 		b.values = ptrs;
+		b.n_ended_pids = n_ended;
+		b.ended_pids = (uint32_t *)ended;
 		publisher__monitors(A.pub, &b);
 	}
 	free(vals);

@@ -127,16 +127,24 @@ void publisher__monitors(struct publisher *p, Ember__MonitorBatch *b)
 	send_env(p, &env);
 }
 
-void publisher__meters(struct publisher *p, Ember__Meter **meters, size_t n)
+void publisher__meters_drops(struct publisher *p, Ember__Meter **meters, size_t n, Ember__SeriesDrop **drops,
+			     size_t n_drops)
 {
 	Ember__Envelope env = EMBER__ENVELOPE__INIT;
 	Ember__MeterBatch b = EMBER__METER_BATCH__INIT;
 
 	b.n_meters = n;
 	b.meters = meters;
+	b.n_drops = n_drops;
+	b.drops = drops;
 	env.body_case = EMBER__ENVELOPE__BODY_METERS;
 	env.meters = &b;
 	send_env(p, &env);
+}
+
+void publisher__meters(struct publisher *p, Ember__Meter **meters, size_t n)
+{
+	publisher__meters_drops(p, meters, n, NULL, 0);
 }
 
 void publisher__stats(const struct publisher *p, struct publisher_stats *ret)

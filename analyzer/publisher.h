@@ -36,6 +36,9 @@ void publisher__task_event(struct publisher *p, const struct task_def *t, Ember_
 /* A network task's report: b's task is set here; the rest is borrowed. */
 void publisher__network(struct publisher *p, const struct task_def *t, Ember__NetworkBatch *b);
 void publisher__meters(struct publisher *p, Ember__Meter **meters, size_t n);
+/* The same, with series the exporter forgets first (borrowed). */
+void publisher__meters_drops(struct publisher *p, Ember__Meter **meters, size_t n, Ember__SeriesDrop **drops,
+			     size_t n_drops);
 /* An OAP policy's item held for t's process: the exporter reports it and submits t under the OAP's id. */
 void publisher__trigger(struct publisher *p, const struct task_def *t, const char *service);
 void publisher__monitors(struct publisher *p, Ember__MonitorBatch *b);

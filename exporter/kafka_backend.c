@@ -53,7 +53,7 @@ static const char *const kc_names[KC_MAX] = {
 
 /* The monitors' table: one record per monitor value. */
 static const char *const mon_keys[] = { "tgid", "target", "uri", NULL };
-static const char *const mon_labels[] = { "service", NULL };
+static const char *const mon_labels[] = { "service", "comm", NULL };
 static const char *const mon_metrics[] = { "process_cpu", "process_thread_count", "system_load", "<p>_error_rate",
 					   "<p>_avg_response_time", NULL };
 static const struct gala_table mon_table = { "continuous_monitor", "continuous_monitor", mon_keys, mon_labels,
@@ -313,6 +313,8 @@ static void kafka_on_monitors(void *st, const Ember__MonitorBatch *b, uint32_t a
 		snprintf(r.keys[r.nk++].value, GALA_VALUE_MAX, "%s", v->uri ? v->uri : "");
 		r.labels[r.nl].name = "service";
 		snprintf(r.labels[r.nl++].value, GALA_VALUE_MAX, "%s", v->service ? v->service : "");
+		r.labels[r.nl].name = "comm";
+		snprintf(r.labels[r.nl++].value, GALA_VALUE_MAX, "%s", v->comm ? v->comm : "");
 		r.metrics[r.nm].name = metric;
 		r.metrics[r.nm++].value = v->value;
 		send_record(kb, b->timestamp_ms, &r);

@@ -544,6 +544,47 @@ size_t prom_table__expire(struct prom_table *t, uint64_t now_ms, uint64_t max_ag
 	return n;
 }
 
+int prom_table__drop(struct prom_table *t, const char *prefix, const char *label, const char *value)
+{
+	char lname[PROM_MAX_LABEL_NAME + 2], needle[PROM_MAX_LABEL_NAME + 3 * PROM_MAX_LABEL_VALUE + 8];
+	char pfx[PROM_MAX_NAME + 2] = "";
+	size_t plen, nlen;
+	int r, cut, n = 0;
+
+	if (!prefix || !label || !value || strlen(prefix) > PROM_MAX_NAME || strlen(label) > PROM_MAX_LABEL_NAME ||
+	    strlen(value) > PROM_MAX_LABEL_VALUE || (r = prom_text__sanitize_name(label, 1, lname, sizeof(lname))) < 0 ||
+	    (*prefix && prom_text__sanitize_name(prefix, 0, pfx, sizeof(pfx)) < 0))
+		return -EINVAL;
+	/* the label as build_labels() renders it: name="escaped value" */
+	nlen = (size_t)r;
+	memcpy(needle, lname, nlen);
+	needle[nlen++] = '=';
+	needle[nlen++] = '"';
+	nlen += escape(value, 1, needle + nlen, sizeof(needle) - nlen - 1, &cut);
+	if (cut)
+		return -EINVAL;
+	needle[nlen++] = '"';
+	needle[nlen] = '\0';
+	plen = strlen(pfx);	/* as the names were sanitised */
+	for (size_t i = 0; i < t->max; i++) {
+		struct series *s = &t->series[i];
+		const char *at;
+
+		if (!s->used || strncmp(t->fams[s->family].name, pfx, plen))
+			continue;
+		/* a whole label: at the start or after a ',', and followed by ',' or the end */
+		for (at = strstr(s->labels, needle); at; at = strstr(at + 1, needle))
+			if ((at == s->labels || at[-1] == ',') && (at[nlen] == ',' || !at[nlen]))
+				break;
+		if (at) {
+			series_remove(t, (int32_t)i);
+			n++;
+		}
+	}
+	t->st.series_dropped_by_label += (uint64_t)n;
+	return n;
+}
+
 /* ---- rendering --------------------------------------------------------------- */
 
 static int order_cmp(const void *a, const void *b, void *ctx)

@@ -63,6 +63,7 @@ struct prom_table_stats {
 	uint64_t series_added;
 	uint64_t series_dropped;		/* refused: the table was full */
 	uint64_t series_expired;
+	uint64_t series_dropped_by_label;	/* forgotten by prom_table__drop */
 	uint64_t invalid;			/* refused: malformed meter */
 	uint64_t conflicts;			/* refused: type or name conflict */
 	uint64_t renders;
@@ -95,6 +96,15 @@ int prom_table__update(struct prom_table *t, const struct prom_meter *m, uint64_
 
 /* Forget series not updated since now_ms - max_age_ms; returns how many. */
 size_t prom_table__expire(struct prom_table *t, uint64_t now_ms, uint64_t max_age_ms);
+
+/*
+ * Forget, now, every series of the families whose (sanitised) names start
+ * with prefix that carries the label `label` with exactly this value (the
+ * process a gauge was about is gone).  Returns how many (counted in
+ * series_dropped_by_label), or -EINVAL for an empty, too long or unusable
+ * label name or value.
+ */
+int prom_table__drop(struct prom_table *t, const char *prefix, const char *label, const char *value);
 
 /*
  * Render every series into out (replacing its content; NUL-terminated, the

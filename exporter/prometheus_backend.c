@@ -54,9 +54,10 @@ struct prom_backend {
 	struct MHD_Daemon *mhd;
 	uint64_t max_age_ms;
 	char con_prefix[64];		/* profiling.continuous.meter_prefix */
+	char con_prefix_[65];		/* ... and the '_' its meters' names go on with */
 	char machine_id[64], hostname[256];	/* gala-gopher's common labels */
 	/* under lock */
-	uint64_t scrapes, not_found, bad_method, http_errors;
+	uint64_t scrapes, not_found, bad_method, http_errors, drops_invalid;
 };
 
 static uint64_t mono_ms(void)
@@ -194,6 +195,7 @@ static void *prom_init(const struct ember_config *cfg, char *err, size_t errlen)
 	pthread_mutex_init(&pb->lock, NULL);
 	pb->max_age_ms = flush_ms * PROM_AGE_FLUSHES > PROM_MIN_AGE_MS ? flush_ms * PROM_AGE_FLUSHES : PROM_MIN_AGE_MS;
 	snprintf(pb->con_prefix, sizeof(pb->con_prefix), "%s", cfg->profiling.continuous.meter_prefix);
+	snprintf(pb->con_prefix_, sizeof(pb->con_prefix_), "%s_", pb->con_prefix);
 	gala_tables__machine_id(pb->machine_id, sizeof(pb->machine_id));
 	if (gethostname(pb->hostname, sizeof(pb->hostname) - 1))
 		snprintf(pb->hostname, sizeof(pb->hostname), "unknown");
@@ -242,6 +244,14 @@ static void prom_on_meters(void *st, const Ember__MeterBatch *b, uint32_t analyz
 	if (!b)
 		return;
 	pthread_mutex_lock(&pb->lock);
+	/* first: a process that ended and one that took its pid may come in one batch */
+	for (size_t i = 0; i < b->n_drops; i++) {
+		const Ember__SeriesDrop *d = b->drops[i];
+
+		if (d && d->prefix && d->label && d->value &&
+		    prom_table__drop(pb->table, d->prefix, d->label, d->value) < 0)
+			pb->drops_invalid++;
+	}
 	for (size_t i = 0; i < b->n_meters; i++) {
 		const Ember__Meter *m = b->meters[i];
 		struct prom_label labels[PROM_MAX_LABELS];
@@ -363,6 +373,24 @@ static void prom_on_network(void *st, const Ember__NetworkBatch *b)
 	pthread_mutex_unlock(&pb->lock);
 }
 
+/* A REST task's processes are no longer followed: their gala-gopher gauges go at once. */
+static void prom_on_task_event(void *st, const Ember__TaskEvent *ev)
+{
+	static const char *const entities[] = { "gala_gopher_l7_", "gala_gopher_tcp_link_" };
+	struct prom_backend *pb = st;
+	char pid[16];
+
+	if (!ev || !ev->task || !ev->task->gala || ev->state == EMBER__TASK_EVENT__STATE__STARTED)
+		return;
+	pthread_mutex_lock(&pb->lock);
+	for (size_t i = 0; i < ev->task->n_pids; i++) {
+		snprintf(pid, sizeof(pid), "%u", ev->task->pids[i]);
+		for (unsigned e = 0; e < sizeof(entities) / sizeof(entities[0]); e++)
+			(void)prom_table__drop(pb->table, entities[e], "tgid", pid);
+	}
+	pthread_mutex_unlock(&pb->lock);
+}
+
 /* The continuous-profiling monitors' values, with what each means in ember (where Rover differs). */
 static const struct { const char *monitor, *suffix, *help; } monitor_meters[] = {
 	{ "PROCESS_CPU", "process_cpu",
@@ -399,9 +427,16 @@ static void prom_on_monitors(void *st, const Ember__MonitorBatch *b, uint32_t an
 	if (!b)
 		return;
 	pthread_mutex_lock(&pb->lock);
+	/* first: a pid that ended may be monitored again, for a new process, in the same batch */
+	for (size_t i = 0; i < b->n_ended_pids; i++) {
+		char pid[16];
+
+		snprintf(pid, sizeof(pid), "%u", b->ended_pids[i]);
+		(void)prom_table__drop(pb->table, pb->con_prefix_, "pid", pid);
+	}
 	for (size_t i = 0; i < b->n_values; i++) {
 		const Ember__MonitorValue *v = b->values[i];
-		struct prom_label labels[4];
+		struct prom_label labels[5];
 		char name[128], pid[16];
 		unsigned k, n = 0;
 
@@ -413,6 +448,8 @@ static void prom_on_monitors(void *st, const Ember__MonitorBatch *b, uint32_t an
 		snprintf(name, sizeof(name), "%s_%s", pb->con_prefix, monitor_meters[k].suffix);
 		snprintf(pid, sizeof(pid), "%u", v->pid);
 		labels[n++] = (struct prom_label){ "pid", pid };
+		/* the process's name, as gala-gopher labels what it reports per process */
+		labels[n++] = (struct prom_label){ "comm", v->comm ? v->comm : "" };
 		labels[n++] = (struct prom_label){ "target", v->target ? v->target : "" };
 		if (v->service && v->service[0])
 			labels[n++] = (struct prom_label){ "service", v->service };
@@ -453,6 +490,8 @@ static unsigned prom_counters(void *st, struct backend_counter *ret, unsigned ma
 		{ "prometheus_scrapes", pb->scrapes },
 		{ "prometheus_series_added", ts.series_added },
 		{ "prometheus_series_expired", ts.series_expired },
+		{ "prometheus_series_of_ended_processes", ts.series_dropped_by_label },
+		{ "prometheus_series_drops_invalid", pb->drops_invalid },
 		{ "prometheus_series_dropped", ts.series_dropped },
 		{ "prometheus_meters_invalid", ts.invalid },
 		{ "prometheus_meters_conflicting", ts.conflicts },
@@ -493,6 +532,7 @@ static void prom_free(void *st)
 const struct exporter_backend_ops prometheus_backend_ops = {
 	.name = "prometheus",
 	.init = prom_init,
+	.on_task_event = prom_on_task_event,
 	.on_meters = prom_on_meters,
 	.on_network = prom_on_network,
 	.on_monitors = prom_on_monitors,

@@ -68,6 +68,8 @@ struct monitors {
 	/* Descriptors kept open on /proc/<pid>/stat: at most half of what the process may open, so
 	 * the analyzer's own files and sockets never run short; the others are opened at each read. */
 	unsigned open_fds, max_fds;
+	uint32_t *ended;		/* processes dropped since the last values callback (max_processes) */
+	unsigned n_ended;
 };
 
 static const char *const stat_names[MS_MAX] = {
@@ -84,6 +86,7 @@ static const char *const stat_names[MS_MAX] = {
 	[MS_SILENCED] = "continuous_silenced",
 	[MS_ALREADY_RUNNING] = "continuous_already_running",
 	[MS_START_FAILURES] = "continuous_start_failures",
+	[MS_ENDED_UNREPORTED] = "continuous_ended_unreported",
 };
 
 const char *monitors__stat_name(enum monitors_stat s) { return (unsigned)s < MS_MAX ? stat_names[s] : "?"; }
@@ -127,9 +130,17 @@ static void free_oap_pids(struct monitors *m)
 	}
 }
 
-static void drop_proc(struct monitors *m, unsigned i)
+/* ended: the process stops being monitored (the values callback hears of it), not the agent stopping. */
+static void drop_proc(struct monitors *m, unsigned i, bool ended)
 {
 	struct mproc *p = &m->p[i];
+
+	if (ended && m->o.values) {
+		if (m->n_ended < m->o.max_processes)
+			m->ended[m->n_ended++] = p->pid;
+		else
+			m->st[MS_ENDED_UNREPORTED]++;
+	}
 
 	if (p->fd >= 0) {
 		close(p->fd);
@@ -163,7 +174,10 @@ struct monitors *monitors__new(const struct monitors_opts *o)
 	if (m->hz <= 0)
 		m->hz = 100;
 	m->p = calloc(m->o.max_processes, sizeof(*m->p));
-	if (!m->p) {
+	m->ended = calloc(m->o.max_processes, sizeof(*m->ended));
+	if (!m->p || !m->ended) {
+		free(m->p);
+		free(m->ended);
 		free(m);
 		errno = ENOMEM;
 		return NULL;
@@ -183,13 +197,14 @@ struct monitors *monitors__free(struct monitors *m)
 	if (!m)
 		return NULL;
 	while (m->n)
-		drop_proc(m, m->n - 1);
+		drop_proc(m, m->n - 1, false);
 	cp_window__fini(&m->win_load);
 	free_set(m);
 	free_given(&m->local);
 	free_given(&m->oap);
 	free_oap_pids(m);
 	free(m->p);
+	free(m->ended);
 	free(m);
 	return NULL;
 }
@@ -552,7 +567,7 @@ static void scan(struct monitors *m)
 	closedir(d);
 	for (unsigned i = m->n; i-- > 0;)
 		if (!m->p[i].seen)
-			drop_proc(m, i);
+			drop_proc(m, i, true);
 	m->rematch = false;
 	m->st[MS_PROCESSES] = m->n;
 	m->st[MS_PROCESSES_OVER] += over;
@@ -599,7 +614,7 @@ static void fetch(struct monitors *m, uint64_t now_ms)
 		if (r || ps.start_ticks != p->start_ticks || ps.state == 'Z') {
 			if (r && r != -ESRCH && r != -ENOENT)
 				m->st[MS_READ_ERRORS]++;
-			drop_proc(m, i);
+			drop_proc(m, i, true);
 			continue;
 		}
 		if (strcmp(ps.comm, p->comm)) {
@@ -779,6 +794,7 @@ static bool http_values(struct monitors *m, const struct mproc *p, unsigned poli
 			}
 			(*v)[(*n)++] = (struct mon_value){
 				.pid = p->pid, .monitor = it->monitor, .target = it->target, .service = pol->service,
+				.comm = p->comm,
 				.uri = hw->uri >= 0 ? it->uris[hw->uri] : it->uri_regex[0] ? it->uri_regex : "global",
 				.value = cp_monitor__is_error_rate(it->monitor) ? 100.0 * s->errors / s->count :
 										s->sum_ms / s->count,
@@ -794,8 +810,13 @@ static void report_values(struct monitors *m)
 	unsigned cap = m->n * 4 + 4, n = 0;
 	struct mon_value *v;
 
-	if (!m->o.values || !(v = malloc(cap * sizeof(*v))))
+	if (!m->o.values)
 		return;
+	if (!(v = malloc(cap * sizeof(*v)))) {
+		m->st[MS_ENDED_UNREPORTED] += m->n_ended;
+		m->n_ended = 0;
+		return;
+	}
 	for (unsigned i = 0; i < m->n; i++) {
 		const struct mproc *p = &m->p[i];
 
@@ -805,7 +826,7 @@ static void report_values(struct monitors *m)
 			for (unsigned k = 0; (p->pmask >> j & 1) && k < pol->n_items; k++) {
 				const struct cp_item *it = &pol->items[k];
 				struct mon_value x = { .pid = p->pid, .monitor = it->monitor, .target = it->target,
-						       .service = pol->service };
+						       .service = pol->service, .comm = p->comm };
 				bool dup = false;
 
 				if (cp_monitor__is_l7(it->monitor)) {
@@ -839,8 +860,9 @@ static void report_values(struct monitors *m)
 		}
 	}
 done:
-	if (n)
-		m->o.values(m->o.ctx, v, n);
+	if (n || m->n_ended)
+		m->o.values(m->o.ctx, v, n, m->ended, m->n_ended);
+	m->n_ended = 0;
 	free(v);
 	m->values_sec = m->last_sec;
 }
@@ -866,9 +888,12 @@ void monitors__tick(struct monitors *m, uint64_t now_ms)
 	if (!m->set.n) {
 		if (m->n) {
 			while (m->n)
-				drop_proc(m, m->n - 1);
+				drop_proc(m, m->n - 1, true);
 			m->st[MS_PROCESSES] = 0;
 		}
+		if (m->n_ended && m->o.values)
+			m->o.values(m->o.ctx, NULL, 0, m->ended, m->n_ended);
+		m->n_ended = 0;
 		return;
 	}
 	if (now_ms >= m->next_check) {

@@ -77,6 +77,7 @@ struct mon_value {
 	double value;
 	const char *service;	/* the OAP policy's service, "" for local policies */
 	const char *uri;	/* L7 monitors: the listed URI, the regex or "global"; NULL for the others */
+	const char *comm;	/* the process's name */
 };
 
 struct monitors_opts {
@@ -93,8 +94,10 @@ struct monitors_opts {
 	int (*capture)(void *ctx, uint32_t pid, bool on);
 	/* Optional, after each check: the latest value of each monitor a process is under, once per
 	 * (process, monitor, target using it, OAP service), and for L7 monitors the value of each
-	 * 1-s slot with exchanges since the previous check (Rover's rover_con_p_* meters). */
-	void (*values)(void *ctx, const struct mon_value *v, unsigned n);
+	 * 1-s slot with exchanges since the previous check (Rover's rover_con_p_* meters); and the
+	 * processes no longer monitored since the previous call (exited, or no policy selects them
+	 * any more), so that their values can be forgotten.  Called when either list has entries. */
+	void (*values)(void *ctx, const struct mon_value *v, unsigned n, const uint32_t *ended, unsigned n_ended);
 	void *ctx;
 };
 
@@ -112,6 +115,8 @@ enum monitors_stat {
 	MS_SILENCED,		/* items held but the target was in its silence duration */
 	MS_ALREADY_RUNNING,	/* items held but a task of that type runs on the process */
 	MS_START_FAILURES,	/* the task could not start (see the analyzer's log) */
+	MS_ENDED_UNREPORTED,	/* processes no longer monitored that the values callback was not told of
+				 * (more than max_processes between two calls): their values age out */
 	MS_MAX
 };
 

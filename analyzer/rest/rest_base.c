@@ -42,6 +42,10 @@ struct rest_base {
 	Ember__Meter **m;
 	size_t nm;
 	char *buf;
+	/* The processes whose gala_gopher_proc_* gauges the exporter shows: one that drops out
+	 * (exited, no longer selected, the sub-item or the feature stopped) is forgotten there. */
+	uint32_t shown[REST_MAX_PIDS], now_shown[REST_MAX_PIDS];
+	unsigned nshown, n_now_shown;
 	struct rest_base_stats st;
 };
 
@@ -461,11 +465,13 @@ static void proc(struct rest_base *b, uint64_t ts)
 		unsigned long long minflt, majflt, ut, st, cut, cst, vsize, rss;
 		long long prio, nice, threads;
 		int ppid, pgid, cpu = -1;
-		char *rp;
+		char *rp, *lp, comm[16];
 
 		snprintf(path, sizeof(path), "%s/%u/stat", b->proc, sel[i]);
-		if (slurp(b, path) <= 0 || !(rp = strrchr(b->buf, ')')))
+		if (slurp(b, path) <= 0 || !(rp = strrchr(b->buf, ')')) || !(lp = strchr(b->buf, '(')) || lp > rp)
 			continue; /* gone meanwhile */
+		/* comm: what the kernel keeps (at most 15 bytes), between the first '(' and the last ')' */
+		snprintf(comm, sizeof(comm), "%.*s", (int)(rp - lp - 1 < 15 ? rp - lp - 1 : 15), lp + 1);
 		/* after "pid (comm)": state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime
 		 * cutime cstime priority nice num_threads itrealvalue starttime vsize rss ... processor (39th) */
 		if (sscanf(rp + 2, "%*c %d %d %*d %*d %*d %*u %llu %*u %llu %*u %llu %llu %llu %llu %lld %lld %lld %*d %*u %llu %llu",
@@ -482,7 +488,9 @@ static void proc(struct rest_base *b, uint64_t ts)
 		snprintf(tgid, sizeof(tgid), "%u", sel[i]);
 		snprintf(ppid_s, sizeof(ppid_s), "%d", ppid);
 		snprintf(pgid_s, sizeof(pgid_s), "%d", pgid);
-#define P(m, v) gauge(b, ts, "proc", m, (double)(v), 3, "tgid", tgid, "pgid", pgid_s, "ppid", ppid_s)
+		b->now_shown[b->n_now_shown++] = sel[i];
+		/* comm, as gala-gopher adds it to every record keyed by a tgid */
+#define P(m, v) gauge(b, ts, "proc", m, (double)(v), 4, "tgid", tgid, "comm", comm, "pgid", pgid_s, "ppid", ppid_s)
 		P("minor_pagefault_count", minflt);
 		P("major_pagefault_count", majflt);
 		P("utime_jiffies", ut);
@@ -536,11 +544,54 @@ static void host(struct rest_base *b, uint64_t ts)
 	      "memory_MB", memmb, "ip_addr", ip, "host_type", type, "clock_ticks", ticks, "os_btime", btime);
 }
 
+static bool has_pid(const uint32_t *v, unsigned n, uint32_t pid)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (v[i] == pid)
+			return true;
+	return false;
+}
+
+/*
+ * After a collection (or when the feature stops): the processes shown before and not now
+ * are dropped from the exporter's tables along with the meters sent; now_shown becomes shown.
+ */
+static void publish(struct rest_base *b)
+{
+	Ember__SeriesDrop drops[REST_MAX_PIDS], *dp[REST_MAX_PIDS];
+	char pids[REST_MAX_PIDS][12];
+	size_t nd = 0;
+
+	for (unsigned i = 0; i < b->nshown; i++) {
+		if (has_pid(b->now_shown, b->n_now_shown, b->shown[i]))
+			continue;
+		ember__series_drop__init(&drops[nd]);
+		snprintf(pids[nd], sizeof(pids[nd]), "%u", b->shown[i]);
+		drops[nd].prefix = "gala_gopher_proc_";
+		drops[nd].label = "tgid";
+		drops[nd].value = pids[nd];
+		dp[nd] = &drops[nd];
+		nd++;
+	}
+	if (b->nm || nd)
+		publisher__meters_drops(b->pub, b->m, b->nm, dp, nd);
+	b->st.meters += b->nm;
+	b->st.processes_dropped += nd;
+	memcpy(b->shown, b->now_shown, b->n_now_shown * sizeof(b->shown[0]));
+	b->nshown = b->n_now_shown;
+	b->n_now_shown = 0;
+	clear(b);
+}
+
 void rest_base__tick(struct rest_base *b, uint64_t now_ms)
 {
 	const struct rest_doc *d = &b->d;
 	uint64_t ts = timeutil__unix_ms();
 
+	if (b->nshown && (!b->have || !d->running || !d->probes[REST_BASE_PROC])) {
+		publish(b); /* stopped: nothing shown any more */
+		return;
+	}
 	if (!b->have || !d->running || now_ms < b->next_ms)
 		return;
 	b->next_ms = now_ms + (uint64_t)d->report_period_s * 1000;
@@ -561,10 +612,7 @@ void rest_base__tick(struct rest_base *b, uint64_t now_ms)
 		host(b, ts);
 	if (d->probes[REST_BASE_PROC])
 		proc(b, ts);
-	if (b->nm)
-		publisher__meters(b->pub, b->m, b->nm);
-	b->st.meters += b->nm;
-	clear(b);
+	publish(b);
 }
 
 void rest_base__stats(const struct rest_base *b, struct rest_base_stats *ret)

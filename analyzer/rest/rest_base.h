@@ -25,7 +25,7 @@
  *   host  entity host: value 1, labels os_version, hostname, kversion,
  *         cpu_num, memory_MB, ip_addr, host_type (vm when the CPU flags say
  *         hypervisor, else pm), clock_ticks, os_btime
- *   proc  entity proc, key tgid, labels pgid, ppid, for the processes the
+ *   proc  entity proc, key tgid, labels comm, pgid, ppid, for the processes the
  *         snoopers select: utime/stime/cutime/cstime_jiffies, minor/major
  *         _pagefault_count, priority, nice, num_threads, vm_size, pm_size
  *         (bytes), pm_util (%), cpu (/proc/<pid>/stat; gala-gopher's io, fd
@@ -42,11 +42,18 @@
 
 struct rest_base_stats {
 	uint64_t collections, meters, read_errors;
+	uint64_t processes_dropped;	/* proc: processes whose gauges the exporter was told to forget */
 };
 
 struct rest_base;
 
-/* proc_root/sys_root NULL: "/proc", "/sys".  Sends through a publisher of its own to endpoint. NULL + errno. */
+/*
+ * A process that was shown and is not at the next collection (it exited, the
+ * snoopers no longer select it) or the proc sub-item or the feature stopped:
+ * its gala_gopher_proc_* series are dropped from the exporter's tables at
+ * once (MeterBatch.drops) instead of ageing out.
+ *
+ * proc_root/sys_root NULL: "/proc", "/sys".  Sends through a publisher of its own to endpoint. NULL + errno. */
 struct rest_base *rest_base__new(void *zctx, const char *exporter_endpoint, const char *proc_root, const char *sys_root);
 struct rest_base *rest_base__free(struct rest_base *b);
 void rest_base__set(struct rest_base *b, const struct rest_doc *d);

@@ -35,7 +35,7 @@ PY
 drive 2 # a check with fresh slots for /metrics
 curl -s "http://127.0.0.1:$PROM_PORT/metrics" > "$TMP/metrics.txt" || fail "no /metrics"
 grep -E "^rover_con_p_redis_error_rate" "$TMP/metrics.txt" | head -2
-grep -qE "^rover_con_p_redis_error_rate\{pid=\"$REDIS_PID\",target=\"ON_CPU\",uri=\"global\"\} [0-9.]+$" "$TMP/metrics.txt" \
+grep -qE "^rover_con_p_redis_error_rate\{comm=\"redis-server\",pid=\"$REDIS_PID\",target=\"ON_CPU\",uri=\"global\"\} [0-9.]+$" "$TMP/metrics.txt" \
   || fail "/metrics lacks the Redis error rate of pid $REDIS_PID"
 grep -q "^# HELP rover_con_p_redis_error_rate .*Redis exchanges" "$TMP/metrics.txt" || fail "no description of the Redis monitor"
 grep -q "^rover_con_p_http_error_rate" "$TMP/metrics.txt" && fail "an HTTP error rate from Redis exchanges"

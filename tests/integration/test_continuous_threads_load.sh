@@ -54,9 +54,9 @@ PY
 # The monitors' values on /metrics, with what each means.
 curl -s "http://127.0.0.1:$PROM_PORT/metrics" > "$TMP/metrics.txt" || fail "no /metrics"
 grep -E "^rover_con_p_(process_threads|system_load)" "$TMP/metrics.txt" | head -4
-grep -qE "^rover_con_p_process_threads\{pid=\"$T\",target=\"OFF_CPU\"\} 41$" "$TMP/metrics.txt" \
+grep -qE "^rover_con_p_process_threads\{comm=\"$(cat /proc/$T/comm)\",pid=\"$T\",target=\"OFF_CPU\"\} 41$" "$TMP/metrics.txt" \
   || fail "/metrics lacks the thread count of pid $T"
-grep -qE "^rover_con_p_system_load\{pid=\"$L\",target=\"ON_CPU\"\} [0-9.]+$" "$TMP/metrics.txt" || fail "/metrics lacks the load"
+grep -qE "^rover_con_p_system_load\{comm=\"sleep\",pid=\"$L\",target=\"ON_CPU\"\} [0-9.]+$" "$TMP/metrics.txt" || fail "/metrics lacks the load"
 grep -q "^# HELP rover_con_p_process_cpu\|^# HELP rover_con_p_process_threads Threads of the process" "$TMP/metrics.txt" \
   || fail "/metrics has no description of the monitors"
 ok "thread count and system load policies started the right tasks for the right processes"

@@ -501,6 +501,78 @@ static void test_http_items(void **state)
 	gone(6000);
 }
 
+/* What the values callback was told: the last values (pid, comm) and every ended pid. */
+struct vals { uint32_t pid[16]; char comm[16][16]; unsigned n, calls; uint32_t ended[16]; unsigned n_ended; };
+
+static void on_values(void *ctx, const struct mon_value *v, unsigned n, const uint32_t *ended, unsigned n_ended)
+{
+	struct vals *x = ctx;
+
+	x->calls++;
+	x->n = 0;
+	for (unsigned i = 0; i < n && x->n < 16; i++, x->n++) {
+		x->pid[x->n] = v[i].pid;
+		snprintf(x->comm[x->n], sizeof(x->comm[0]), "%s", v[i].comm ? v[i].comm : "(null)");
+	}
+	for (unsigned i = 0; i < n_ended && x->n_ended < 16; i++)
+		x->ended[x->n_ended++] = ended[i];
+}
+
+/*
+ * The values name the process (comm); a process that exits, one whose command line no longer
+ * matches after an exec, and every process when the policies go are reported once as ended.
+ */
+static void test_values_comm_and_ended(void **state)
+{
+	struct vals x = { 0 };
+	struct monitors_opts o = { .proc_root = root, .nshards = 1, .fetch_interval_ms = 1000, .check_interval_ms = 1000,
+				   .values = on_values, .ctx = &x };
+	struct monitors *m = monitors__new(&o);
+	struct cp_policies *p = cp_policies__parse("[{MatchCmd: svc, Profiling: {ON_CPU: {PROCESS_THREAD_COUNT: "
+						   "{Threshold: 99, Period: 3, Count: 2}}}}]", CP_SOURCE_LOCAL, err, sizeof(err));
+	uint64_t now = 7000000;
+
+	(void)state;
+	assert_non_null(m);
+	assert_non_null(p);
+	assert_int_equal(monitors__set_policies(m, p), 0);
+	proc(6001, "svc-a", 0, 3, 100, "svc|a");
+	proc(6002, "svc-b", 0, 5, 101, "svc|b");
+	proc(6003, "svc-c", 0, 7, 102, "svc|c");
+	for (int s = 0; s < 3; s++, now += 1000)
+		monitors__tick(m, now);
+	assert_int_equal(x.n, 3);
+	for (unsigned i = 0; i < x.n; i++) {
+		char want[16];
+
+		snprintf(want, sizeof(want), "svc-%c", 'a' + (int)(x.pid[i] - 6001));
+		assert_string_equal(x.comm[i], want);
+	}
+	assert_int_equal(x.n_ended, 0);
+	gone(6001);                             /* exits */
+	proc(6002, "other", 0, 5, 101, "other"); /* execs into something no policy selects */
+	for (int s = 0; s < 3; s++, now += 1000)
+		monitors__tick(m, now);
+	assert_int_equal(x.n, 1);
+	assert_int_equal(x.pid[0], 6003);
+	assert_int_equal(x.n_ended, 2);
+	assert_true((x.ended[0] == 6001 && x.ended[1] == 6002) || (x.ended[0] == 6002 && x.ended[1] == 6001));
+	/* no policy left: the last process ends too, though there are no values to send with it */
+	assert_int_equal(monitors__set_policies(m, NULL), 0);
+	x.calls = 0;
+	monitors__tick(m, now);
+	assert_int_equal(x.calls, 1);
+	assert_int_equal(x.n, 0);
+	assert_int_equal(x.n_ended, 3);
+	assert_int_equal(x.ended[2], 6003);
+	monitors__tick(m, now + 1000);
+	assert_int_equal(x.calls, 1);	/* told once */
+	cp_policies__free(p);
+	monitors__free(m);
+	gone(6002);
+	gone(6003);
+}
+
 static unsigned open_fds(void)
 {
 	char cmd[64];
@@ -556,6 +628,7 @@ int main(void)
 		cmocka_unit_test(test_cpu_trigger_and_silence),
 		cmocka_unit_test(test_threads_load_running),
 		cmocka_unit_test(test_http_items),
+		cmocka_unit_test(test_values_comm_and_ended),
 		cmocka_unit_test(test_fd_bound),
 	};
 	return cmocka_run_group_tests(tests, setup_root, teardown_root);

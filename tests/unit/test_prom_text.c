@@ -333,6 +333,60 @@ static void test_cap_and_expiry(void **state)
 	prom_table__free(NULL);
 }
 
+/* A process that ended: its series go at once, whatever else carries a look-alike label stays. */
+static void test_drop_by_label(void **state)
+{
+	struct prom_table *t = prom_table__new(0);
+	struct prom_buf b = { 0 };
+	struct prom_table_stats st;
+	struct prom_label p12[] = { { "comm", "a" }, { "pid", "12" } }, p123[] = { { "pid", "123" } },
+			  in_value[] = { { "pid", "7" }, { "uri", "x,pid=\"12\"" } }, tgid12[] = { { "tgid", "12" } },
+			  ppid12[] = { { "pid", "8" }, { "ppid", "12" } };
+	const char *out;
+
+	(void)state;
+	assert_non_null(t);
+	assert_int_equal(prom_table__update(t, &(struct prom_meter){ .name = "rover_con_p_process_cpu", .value = 1,
+								       .labels = p12, .n_labels = 2 }, 0), 0);
+	assert_int_equal(prom_table__update(t, &(struct prom_meter){ .name = "rover_con_p_process_threads", .value = 2,
+								       .labels = p12, .n_labels = 2 }, 0), 0);
+	assert_int_equal(prom_table__update(t, &(struct prom_meter){ .name = "rover_con_p_process_cpu", .value = 3,
+								       .labels = p123, .n_labels = 1 }, 0), 0);
+	assert_int_equal(prom_table__update(t, &(struct prom_meter){ .name = "rover_con_p_http_error_rate", .value = 4,
+								       .labels = in_value, .n_labels = 2 }, 0), 0);
+	assert_int_equal(prom_table__update(t, &(struct prom_meter){ .name = "other_process_cpu", .value = 5,
+								       .labels = p12, .n_labels = 2 }, 0), 0);
+	assert_int_equal(prom_table__update(t, &(struct prom_meter){ .name = "rover_con_p_tgid", .value = 6,
+								       .labels = tgid12, .n_labels = 1 }, 0), 0);
+	assert_int_equal(prom_table__update(t, &(struct prom_meter){ .name = "rover_con_p_parent", .value = 7,
+								       .labels = ppid12, .n_labels = 2 }, 0), 0);
+	/* the prefix limits the families; pid="12" is neither pid="123", ppid="12" nor a quoted part of a value */
+	assert_int_equal(prom_table__drop(t, "rover_con_p_", "pid", "12"), 2);
+	out = render(t, &b);
+	assert_null(strstr(out, "rover_con_p_process_cpu{comm=\"a\",pid=\"12\"}"));
+	assert_null(strstr(out, "rover_con_p_process_threads"));	/* its family went with its only series */
+	assert_non_null(strstr(out, "rover_con_p_process_cpu{pid=\"123\"} 3\n"));
+	assert_non_null(strstr(out, "rover_con_p_http_error_rate{pid=\"7\",uri=\"x,pid=\\\"12\\\"\"} 4\n"));
+	assert_non_null(strstr(out, "other_process_cpu{comm=\"a\",pid=\"12\"} 5\n"));
+	assert_non_null(strstr(out, "rover_con_p_tgid{tgid=\"12\"} 6\n"));
+	assert_non_null(strstr(out, "rover_con_p_parent{pid=\"8\",ppid=\"12\"} 7\n"));
+	assert_int_equal(prom_table__drop(t, "rover_con_p_", "pid", "12"), 0);
+	/* an empty prefix: every family */
+	assert_int_equal(prom_table__drop(t, "", "pid", "12"), 1);
+	prom_table__stats(t, &st);
+	assert_int_equal(st.series_dropped_by_label, 3);
+	assert_int_equal(st.series, 4);
+	assert_int_equal(prom_table__drop(t, "x", "", "1"), -EINVAL);
+	assert_int_equal(prom_table__drop(t, "x", NULL, "1"), -EINVAL);
+	/* the slots are free again: the same series comes back */
+	assert_int_equal(prom_table__update(t, &(struct prom_meter){ .name = "rover_con_p_process_cpu", .value = 9,
+								       .labels = p12, .n_labels = 2 }, 0), 0);
+	out = render(t, &b);
+	assert_non_null(strstr(out, "rover_con_p_process_cpu{comm=\"a\",pid=\"12\"} 9\n"));
+	prom_buf__release(&b);
+	prom_table__free(t);
+}
+
 static void test_many_series(void **state)
 {
 	struct prom_table *t = prom_table__new(0);
@@ -436,6 +490,7 @@ int main(void)
 		cmocka_unit_test(test_sanitize),
 		cmocka_unit_test(test_conflicts),
 		cmocka_unit_test(test_cap_and_expiry),
+		cmocka_unit_test(test_drop_by_label),
 		cmocka_unit_test(test_many_series),
 		cmocka_unit_test(test_format_double),
 		cmocka_unit_test(test_grammar_checker_rejects),
