@@ -57,6 +57,7 @@ static struct {
 	struct monitors *mon;        /* continuous profiling */
 	struct rest_api *rest;       /* the REST control API (the first analyzer, when enabled) */
 	uint64_t oap_policy_problems;
+	uint64_t oap_policy_print;   /* fingerprint of the OAP policies last logged (0: none yet) */
 	uint64_t triggered;          /* ids of triggered tasks */
 	uint64_t records, bad_records, ring_window_drops;
 	struct bus_meter_set meters;  /* the periodic batch: big, so not on the stack */
@@ -452,12 +453,41 @@ static void cb_values(void *ctx, const struct mon_value *v, unsigned n, const ui
 	free(ptrs);
 }
 
+static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ ((const unsigned char *)p)[i]) * 0x100000001b3ull;
+	return h;
+}
+
+/* A fingerprint of a PolicySet: its JSON and each service's pids; never 0. */
+static uint64_t policy_set_print(const Ember__PolicySet *ps)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	if (ps->json)
+		h = fnv1a(h, ps->json, strlen(ps->json) + 1);
+	for (size_t i = 0; i < ps->n_processes; i++) {
+		const Ember__PolicyProcesses *pp = ps->processes[i];
+
+		if (!pp)
+			continue;
+		if (pp->service)
+			h = fnv1a(h, pp->service, strlen(pp->service) + 1);
+		h = fnv1a(h, pp->pids, pp->n_pids * sizeof(pp->pids[0]));
+		h = fnv1a(h, "\n", 1);
+	}
+	return h ? h : 1;
+}
+
 /* The OAP's policies, from the exporter, with the processes of each policy's service. */
 static int cb_policies(void *ctx, const Ember__PolicySet *ps, char *err, size_t errlen)
 {
 	struct cp_policies *set;
 	struct mon_service_pids svc[CP_MAX_POLICIES];
 	unsigned n = 0;
+	uint64_t print;
+	bool changed;
 	int r;
 
 	(void)ctx;
@@ -466,7 +496,10 @@ static int cb_policies(void *ctx, const Ember__PolicySet *ps, char *err, size_t 
 		log_warn("continuous profiling: the OAP's policies do not decode: %s", err);
 		return -EINVAL;
 	}
-	for (unsigned i = 0; i < set->n_problems && i < CP_MAX_PROBLEMS; i++)
+	/* The exporter resends an unchanged set now and then: only a change is news for the log. */
+	print = policy_set_print(ps);
+	changed = print != A.oap_policy_print;
+	for (unsigned i = 0; changed && i < set->n_problems && i < CP_MAX_PROBLEMS; i++)
 		log_warn("continuous profiling: OAP %s: ignored", set->problems[i]);
 	A.oap_policy_problems += set->n_problems;
 	for (size_t i = 0; i < ps->n_processes && n < CP_MAX_POLICIES; i++)
@@ -474,10 +507,14 @@ static int cb_policies(void *ctx, const Ember__PolicySet *ps, char *err, size_t 
 			svc[n++] = (struct mon_service_pids){ ps->processes[i]->service, ps->processes[i]->pids,
 							      (unsigned)ps->processes[i]->n_pids };
 	r = monitors__set_oap_policies(A.mon, set, svc, n);
-	if (r)
+	if (r) {
 		snprintf(err, errlen, "cannot set the policies: %s", strerror(-r));
-	else
+	} else if (changed) {
 		log_info("continuous profiling: %u OAP polic%s", set->n, set->n == 1 ? "y" : "ies");
+		A.oap_policy_print = print;
+	} else {
+		log_debug("continuous profiling: %u OAP polic%s, unchanged", set->n, set->n == 1 ? "y" : "ies");
+	}
 	cp_policies__free(set);
 	return r;
 }

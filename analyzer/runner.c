@@ -14,6 +14,7 @@
 #include "common/cleanup.h"
 #include "common/fileutil.h"
 #include "common/log.h"
+#include "common/profile_files.h"
 #include "common/shard.h"
 #include "common/timeutil.h"
 
@@ -312,7 +313,9 @@ int runner__start(struct task_runner *r, struct task_def *def, char *err, size_t
 	for (uint32_t i = 0; t->kind != EMBER_TASK_NETWORK && i < t->npids; i++)
 		(void)symbolizer__preload(r->o.sym, t->pids[i]);
 	r->st.started++;
-	log_info("task %s started: kind %u, %u pid(s), %llu ms, attach point %s", t->id, t->kind, t->npids,
+	/* the kind as `ember profile --type` names it (its values are the proto's) */
+	log_info("task %s started: %s, %u pid(s), %llu ms, attach point %s", t->id,
+		 profile_files__kind((Ember__TaskKind)t->kind), t->npids,
 		 (unsigned long long)t->duration_ms, ctl__attach_point_name(t->attach_point));
 	if (!task_def__is_monitor(t))
 		publisher__task_event(r->o.pub, t, EMBER__TASK_EVENT__STATE__STARTED, NULL);

@@ -190,6 +190,6 @@ oap_network_task() {
   for _ in $(seq 100); do grep -q "OAP task net-$T0: network profiling" "$TMP/agent.log" && break; sleep 0.1; done
   grep -q "OAP task net-$T0: network profiling of 1 process(es) of ember-it-nginx/" "$TMP/agent.log" ||
     { tail -20 "$TMP/agent.log"; fail "NETWORK task not taken for nginx's instance"; }
-  for _ in $(seq 100); do grep -q "task sw-.*started: kind 4" "$TMP/agent.log" && break; sleep 0.1; done
-  grep -q "task sw-.*started: kind 4" "$TMP/agent.log" || { tail -20 "$TMP/agent.log"; fail "the analyzer did not start the network task"; }
+  for _ in $(seq 100); do grep -q "task sw-.*started: network" "$TMP/agent.log" && break; sleep 0.1; done
+  grep -q "task sw-.*started: network" "$TMP/agent.log" || { tail -20 "$TMP/agent.log"; fail "the analyzer did not start the network task"; }
 }
