@@ -12,9 +12,10 @@
 #include "common/config.h"
 #include "proto/ember.pb-c.h"
 
-struct backend_counter { const char *name; uint64_t value; };
-/* The most counters a backend may have: the exporter asks for this many (a backend asserts it fits). */
-#define BACKEND_MAX_COUNTERS 48
+/* level: a value that goes up and down (a queue's length), shown as a gauge; otherwise a count. */
+struct backend_counter { const char *name; uint64_t value; int level; };
+/* What counters() may fill: each backend's table of counters fits it (checked where it is). */
+#define MAX_BACKEND_COUNTERS 48
 
 struct exporter_backend_ops {
 	const char *name;

@@ -561,11 +561,11 @@ static unsigned file_counters(void *st, struct backend_counter *ret, unsigned ma
 {
 	struct file_backend *fb = st;
 	struct backend_counter c[] = {
-		{ "file_files_written", fb->files_written }, { "file_write_errors", fb->write_errors },
-		{ "file_task_ends_retried", fb->finals_retried },
-		{ "file_tasks_dropped", fb->tasks_dropped }, { "file_frames_truncated", fb->frames_truncated },
-		{ "file_tasks_resumed", fb->tasks_resumed }, { "file_resume_errors", fb->resume_errors },
-		{ "file_network_batches", fb->network_batches },
+		{ "file_files_written", fb->files_written, 0 }, { "file_write_errors", fb->write_errors, 0 },
+		{ "file_task_ends_retried", fb->finals_retried, 0 },
+		{ "file_tasks_dropped", fb->tasks_dropped, 0 }, { "file_frames_truncated", fb->frames_truncated, 0 },
+		{ "file_tasks_resumed", fb->tasks_resumed, 0 }, { "file_resume_errors", fb->resume_errors, 0 },
+		{ "file_network_batches", fb->network_batches, 0 },
 	};
 	unsigned n = 0;
 	for (; n < max && n < sizeof(c) / sizeof(c[0]); n++)

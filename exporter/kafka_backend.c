@@ -46,6 +46,7 @@ enum kc {
 	KC_SENT, KC_DELIVERED, KC_FAILED, KC_QUEUE_FULL, KC_PRODUCE_ERRORS, KC_BYTES, KC_METRICS, KC_EVENTS, KC_META,
 	KC_MAX
 };
+_Static_assert(KC_MAX + 1 <= MAX_BACKEND_COUNTERS, "every Kafka counter fits what counters() may fill");
 static const char *const kc_names[KC_MAX] = {
 	"kafka_messages_queued", "kafka_messages_delivered", "kafka_messages_failed", "kafka_messages_queue_full",
 	"kafka_produce_errors", "kafka_bytes_delivered", "kafka_metric_records", "kafka_events", "kafka_meta_records",
@@ -449,9 +450,9 @@ static unsigned kafka_counters(void *st, struct backend_counter *ret, unsigned m
 	unsigned n = 0;
 
 	for (unsigned i = 0; i < KC_MAX && n < max; i++)
-		ret[n++] = (struct backend_counter){ kc_names[i], kb->c[i] };
+		ret[n++] = (struct backend_counter){ kc_names[i], kb->c[i], 0 };
 	if (n < max)
-		ret[n++] = (struct backend_counter){ "kafka_messages_in_queue", (uint64_t)rd_kafka_outq_len(kb->rk) };
+		ret[n++] = (struct backend_counter){ "kafka_messages_in_queue", (uint64_t)rd_kafka_outq_len(kb->rk), 1 };
 	return n;
 }
 

@@ -119,7 +119,6 @@ static int drain_pull(int max)
 	return n;
 }
 
-#define MAX_BACKEND_COUNTERS BACKEND_MAX_COUNTERS
 _Static_assert(XS_MAX + MAX_BACKENDS * MAX_BACKEND_COUNTERS + 10 <= BUS_METER_SET_MAX,
 	       "the exporter's and its backends' meters fit a meter set");
 
@@ -138,7 +137,7 @@ static void own_meters(struct bus_meter_set *o)
 	for (unsigned b = 0; b < X.nb; b++) {
 		unsigned n = X.ops[b]->counters ? X.ops[b]->counters(X.st[b], bc, MAX_BACKEND_COUNTERS) : 0;
 		for (unsigned i = 0; i < n; i++)
-			bus__meter_set_add(o, bc[i].name, bc[i].value, 1, ts);
+			bus__meter_set_add(o, bc[i].name, bc[i].value, !bc[i].level, ts);
 	}
 	bus__meter_set_add_memory(o, "exporter", ts);
 }

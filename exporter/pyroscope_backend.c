@@ -80,6 +80,7 @@ enum pc {
 	PC_PUSHES_OK, PC_PUSHES_FAILED, PC_PUSHES_DROPPED, PC_BYTES_SENT, PC_SAMPLES_DROPPED, PC_STACKS_TRUNCATED,
 	PC_FRAMES_TRUNCATED, PC_MAX
 };
+_Static_assert(PC_MAX <= MAX_BACKEND_COUNTERS, "every Pyroscope counter fits what counters() may fill");
 static const char *const pc_names[PC_MAX] = {
 	"pyroscope_pushes_ok", "pyroscope_pushes_failed", "pyroscope_pushes_dropped", "pyroscope_bytes_sent",
 	"pyroscope_samples_dropped", "pyroscope_stacks_truncated", "pyroscope_frames_truncated",
@@ -394,7 +395,7 @@ static unsigned pyro_counters(void *st, struct backend_counter *ret, unsigned ma
 	unsigned n = 0;
 
 	for (unsigned i = 0; i < PC_MAX && n < max; i++)
-		ret[n++] = (struct backend_counter){ pc_names[i], pb->c[i] };
+		ret[n++] = (struct backend_counter){ pc_names[i], pb->c[i], 0 };
 	return n;
 }
 

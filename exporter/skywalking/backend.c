@@ -42,6 +42,7 @@
 #include "common/timeutil.h"
 #include "exporter/skywalking/sw.h"
 
+_Static_assert(SC_MAX <= MAX_BACKEND_COUNTERS, "every SkyWalking counter fits what counters() may fill");
 const char *const sw_counter_names[SC_MAX] = {
 	"skywalking_rpc_ok", "skywalking_rpc_failed", "skywalking_disconnects", "skywalking_processes_reported",
 	"skywalking_processes_ignored", "skywalking_tasks_received", "skywalking_tasks_started",
@@ -344,16 +345,13 @@ static int sw_event_fd(void *st)
 	return b->gc ? grpc_client__event_fd(b->gc) : -1;
 }
 
-/* Every counter reaches ember stats and /metrics: none is cut by the exporter's bound. */
-_Static_assert(SC_MAX <= BACKEND_MAX_COUNTERS, "the skywalking counters fit the exporter's bound");
-
 static unsigned sw_counters(void *st, struct backend_counter *ret, unsigned max)
 {
 	struct sw_backend *b = st;
 	unsigned n = 0;
 
 	for (unsigned i = 0; i < SC_MAX && n < max; i++)
-		ret[n++] = (struct backend_counter){ sw_counter_names[i], b->c[i] };
+		ret[n++] = (struct backend_counter){ sw_counter_names[i], b->c[i], 0 };
 	return n;
 }
 

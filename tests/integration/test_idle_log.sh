@@ -57,4 +57,8 @@ if [ -s "$TMP/repeated.txt" ]; then
 fi
 [ "$n" = 1 ] || fail "the OAP's policies were never logged"
 ok "an idle agent's log has no repeated line over ${IDLE_S:-40} s"
+# Every counter of every backend is listed (the SkyWalking backend has more than 32).
+"$EMBER" stats --config "$TMP/ember.yaml" > "$TMP/stats.txt" 2>&1 || fail "ember stats failed"
+grep -q "^exporter  *ember_skywalking_triggers_instance_silenced " "$TMP/stats.txt" ||
+  fail "ember stats leaves out the SkyWalking backend's last counters"
 stop_agent || fail "agent exited with an error"

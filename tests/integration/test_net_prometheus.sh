@@ -130,7 +130,10 @@ grep -qE "^rover_con_p_process_cpu\{comm=\"$WCOMM\",pid=\"$W\",target=\"ON_CPU\"
   { grep "^rover_con_p" "$TMP/all.txt"; fail "the monitor's gauge does not name process $W ($WCOMM)"; }
 grep -qE "^gala_gopher_proc_num_threads\{comm=\"$WCOMM\",.*tgid=\"$W\"\} 1\$" "$TMP/all.txt" ||
   { grep "^gala_gopher_proc_num_threads" "$TMP/all.txt"; fail "gala_gopher_proc_num_threads does not name process $W ($WCOMM)"; }
-ok "promtool passes every name but gala-gopher's own; the monitors' and proc gauges name the process"
+for g in ember_unwind_rows_max ember_unwind_tables ember_prometheus_net_series ember_tasks_active; do   # levels
+  grep -qx "# TYPE $g gauge" "$TMP/all.txt" || fail "$g is not a gauge"
+done
+ok "promtool passes every name but gala-gopher's own; levels are gauges; the monitors' and proc gauges name the process"
 mine() { grep -E "(pid|tgid)=\"($W|$NGINX_PID)\"" "$1" | grep -E "^(rover_con_p_|gala_gopher_)"; }
 echo "series naming pid $W or nginx's worker $NGINX_PID: $(mine "$TMP/all.txt" | wc -l)"
 mine "$TMP/all.txt" | grep -q "tgid=\"$NGINX_PID\"" || fail "no gala-gopher series of nginx's worker to see go"
