@@ -1,0 +1,260 @@
+/*
+ * bench_net_report: how long publishing one network report of N listed
+ * exchanges keeps the analyzer away from its ring.
+ *
+ * A network task's report is built and sent on the analyzer's only thread;
+ * meanwhile nobody consumes the shared-memory ring the collector writes
+ * into, and at the collector's rate (~200 MB/s of calls under wrk on
+ * loopback) the default 8 MiB ring holds ~40 ms.  This feeds N HTTP/1
+ * server exchanges (keep-alive, 64 per connection, as nginx under wrk)
+ * through netprof__record, then times the report (netprof__tick) with the
+ * batch going to a real ZeroMQ PUSH socket over ipc, a thread reading it
+ * as the exporter would.
+ *
+ * Figures per N: the report's wall time, the batches it sent and their
+ * bytes, and the hold: the longest stretch without a ring drain, which is
+ * the report's whole time unless netprof drains between slices.
+ * Usage: bench_net_report [N...] (default 20000 100000 400000).
+ * Output: one "name: value unit" line per figure.
+ */
+#include <arpa/inet.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include "analyzer/net/netprof.h"
+#include "analyzer/publisher.h"
+#include "analyzer/tasks.h"
+#include "bpf/ember_abi.h"
+#include "bpf/net_abi.h"
+#include "common/timeutil.h"
+
+#define PID 4242
+#define PER_CONN 64
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- the exporter's end --------------------------------------------------------------- */
+
+struct sink {
+	void *sock;
+	uint64_t msgs, bytes;
+};
+
+static void *sink_run(void *arg)
+{
+	struct sink *s = arg;
+	zmq_msg_t m;
+
+	for (;;) {
+		zmq_msg_init(&m);
+		if (zmq_msg_recv(&m, s->sock, 0) < 0) {
+			zmq_msg_close(&m);
+			return NULL;  /* the context is ending */
+		}
+		if (zmq_msg_size(&m) == 0) {
+			zmq_msg_close(&m);
+			return NULL;  /* the bench's end marker */
+		}
+		__atomic_add_fetch(&s->msgs, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&s->bytes, zmq_msg_size(&m), __ATOMIC_RELAXED);
+		zmq_msg_close(&m);
+	}
+}
+
+/* ---- the ring's side: drains during a report ------------------------------------------ */
+
+static struct {
+	uint64_t last_ns, max_gap_ns, drains;
+} H;
+
+static void hold_start(void)
+{
+	H.last_ns = now_ns();
+	H.max_gap_ns = 0;
+	H.drains = 0;
+}
+
+static void hold_mark(void)
+{
+	uint64_t t = now_ns();
+
+	if (t - H.last_ns > H.max_gap_ns)
+		H.max_gap_ns = t - H.last_ns;
+	H.last_ns = t;
+}
+
+/* ---- records -------------------------------------------------------------------------- */
+
+static uint64_t ev_ts = 1000000000ull;
+
+static void ev(struct netprof *np, uint16_t op, uint64_t ino, uint16_t rport, int64_t ret, const char *data)
+{
+	static uint8_t buf[sizeof(struct net_event) + NET_MAX_PAYLOAD];
+	struct net_event *e = (struct net_event *)buf;
+	uint32_t n = data ? (uint32_t)strlen(data) : 0;
+
+	memset(e, 0, sizeof(*e));
+	e->ts_ns = ev_ts;
+	e->dur_ns = 2000;
+	ev_ts += 10000;
+	e->tgid = PID;
+	e->tid = PID;
+	e->fd = 7;
+	e->op = op;
+	e->ret = ret;
+	e->ino = ino;
+	e->sk = 0xffff888000000000ull + ino;
+	e->family = AF_INET;
+	e->type = SOCK_STREAM;
+	e->lport = 8080;
+	e->rport = rport;
+	inet_pton(AF_INET, "127.0.0.1", e->laddr);
+	inet_pton(AF_INET, "127.0.0.1", e->raddr);
+	e->payload = n;
+	memcpy(e->comm, "nginx", 6);
+	if (n)
+		memcpy(buf + sizeof(*e), data, n);
+	netprof__record(np, buf, (uint32_t)(sizeof(*e) + n));
+}
+
+static void feed(struct netprof *np, uint64_t n, uint64_t *ino)
+{
+	static const char req[] = "GET /small.txt HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n";
+	static const char resp[] = "HTTP/1.1 200 OK\r\nServer: nginx\r\nContent-Type: text/plain\r\n"
+				   "Content-Length: 6\r\nConnection: keep-alive\r\n\r\nhello\n";
+
+	for (uint64_t i = 0; i < n; i++) {
+		uint16_t port = (uint16_t)(40000 + *ino % 20000);
+
+		if (i % PER_CONN == 0) {
+			if (i)
+				ev(np, NET_OP_CLOSE, *ino, port, 0, NULL);
+			++*ino;
+			port = (uint16_t)(40000 + *ino % 20000);
+			ev(np, NET_OP_ACCEPT, *ino, port, 7, NULL);
+		}
+		ev(np, NET_OP_READ, *ino, port, sizeof(req) - 1, req);
+		ev(np, NET_OP_WRITE, *ino, port, sizeof(resp) - 1, resp);
+	}
+	ev(np, NET_OP_CLOSE, *ino, (uint16_t)(40000 + *ino % 20000), 0, NULL);
+}
+
+/* ---- one N ---------------------------------------------------------------------------- */
+
+static int run_one(void *zctx, const char *dir, uint64_t n)
+{
+	struct task_def def = { .id = "bench", .kind = EMBER_TASK_NETWORK, .npids = 1, .pids = { PID },
+				.start_unix_ms = 1, .duration_ms = 3600000, .report_interval_ms = 1000 };
+	struct netprof_opts o = { .max_connections = 65536, .idle_timeout_ns = 3600000000000ull,
+				  .max_exchanges = n, .default_report_ms = 1000, .l7 = L7_CONFIG_DEFAULTS };
+	struct sink s = { 0 };
+	struct publisher *pub;
+	struct task_mgr *tm = task_mgr__new(4);
+	struct task_def *t;
+	struct netprof *np;
+	pthread_t th;
+	uint64_t ino = 0, t0, t1, st[NPS_MAX], batches0;
+	int hwm = 1000, rc = 1;
+	char ep[160];
+
+	snprintf(ep, sizeof(ep), "ipc://%s/exporter-%llu.sock", dir, (unsigned long long)n);
+	s.sock = zmq_socket(zctx, ZMQ_PULL);
+	if (!tm || !s.sock || zmq_bind(s.sock, ep))
+		return 1;
+	pub = publisher__new(zctx, ep, hwm, 0);
+	if (!pub || task_mgr__add(tm, &def, &t))
+		return 1;
+	o.pub = pub;
+	o.tm = tm;
+	np = netprof__new(&o);
+	if (!np || netprof__open(np, t))
+		return 1;
+	pthread_create(&th, NULL, sink_run, &s);
+
+	feed(np, n, &ino);
+	netprof__stats(np, st);
+	if (st[NPS_EXCHANGES] != n) {
+		fprintf(stderr, "bench_net_report: fed %llu exchanges, netprof counted %llu\n",
+			(unsigned long long)n, (unsigned long long)st[NPS_EXCHANGES]);
+		goto out;
+	}
+	batches0 = st[NPS_BATCHES];
+	hold_start();
+	t0 = now_ns();
+	netprof__tick(np, timeutil__unix_ms() + 1000);
+	t1 = now_ns();
+	hold_mark();
+	netprof__stats(np, st);
+
+	/* Everything sent has arrived before the sink is stopped. */
+	while (__atomic_load_n(&s.msgs, __ATOMIC_RELAXED) < st[NPS_BATCHES] - batches0)
+		usleep(1000);
+	printf("net_report_%llu_exchanges_ms: %.1f ms\n", (unsigned long long)n, (double)(t1 - t0) / 1e6);
+	printf("net_report_%llu_exchanges_hold_ms: %.1f ms\n", (unsigned long long)n, (double)H.max_gap_ns / 1e6);
+	printf("net_report_%llu_exchanges_batches: %llu batches\n", (unsigned long long)n,
+	       (unsigned long long)(st[NPS_BATCHES] - batches0));
+	printf("net_report_%llu_exchanges_bytes: %.1f MB\n", (unsigned long long)n, (double)s.bytes / 1e6);
+	rc = 0;
+out:
+	{
+		void *end = zmq_socket(zctx, ZMQ_PUSH);
+		zmq_msg_t m;
+
+		zmq_connect(end, ep);
+		zmq_msg_init_size(&m, 0);
+		zmq_msg_send(&m, end, 0);
+		pthread_join(th, NULL);
+		zmq_close(end);
+	}
+	netprof__free(np);
+	publisher__free(pub);
+	task_mgr__free(tm);
+	zmq_close(s.sock);
+	unlink(ep + strlen("ipc://"));
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	static const uint64_t def_n[] = { 20000, 100000, 400000 };
+	char dir[] = "/tmp/bench_net_report.XXXXXX";
+	void *zctx = zmq_ctx_new();
+	int rc = 0;
+
+	if (!mkdtemp(dir)) {
+		perror("bench_net_report: mkdtemp");
+		return 1;
+	}
+	if (argc > 1) {
+		for (int i = 1; i < argc && !rc; i++) {
+			char *end;
+			unsigned long long n = strtoull(argv[i], &end, 10);
+
+			if (*end || !n) {
+				fprintf(stderr, "bench_net_report: '%s' is not a number of exchanges\n", argv[i]);
+				rc = 2;
+				break;
+			}
+			rc = run_one(zctx, dir, n);
+		}
+	} else {
+		for (size_t i = 0; i < sizeof(def_n) / sizeof(def_n[0]) && !rc; i++)
+			rc = run_one(zctx, dir, def_n[i]);
+	}
+	zmq_ctx_term(zctx);
+	rmdir(dir);
+	return rc;
+}
