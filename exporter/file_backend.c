@@ -512,7 +512,7 @@ static void file_on_network(void *st, const Ember__NetworkBatch *b)
 		fb->files_written++;
 	net_report__add(t->net, b);
 	fb->network_batches++;
-	t->windows++;
+	t->windows += b->part == 0;
 	t->dirty = 1;
 }
 

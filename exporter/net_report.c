@@ -206,10 +206,12 @@ static void add_exchange(struct net_report *r, const struct slow *x)
 	r->slowest[i] = *x;
 }
 
-static void add_batch(struct net_report *r, uint64_t start_ns, uint64_t end_ns, uint64_t ex_not_listed,
+/* A message of a report: the report counts once, at its first part (the only one of a report that has one). */
+static void add_batch(struct net_report *r, uint32_t part, uint64_t start_ns, uint64_t end_ns, uint64_t ex_not_listed,
 		      uint64_t conn_not_listed, const struct net_loss *loss)
 {
-	r->st.batches++;
+	r->st.parts++;
+	r->st.batches += part == 0;
 	r->loss.calls += loss->calls;
 	r->loss.exchanges += loss->exchanges;
 	r->loss.gap_bytes += loss->gap_bytes;
@@ -248,7 +250,7 @@ void net_report__add(struct net_report *r, const Ember__NetworkBatch *b)
 				 .connections = b->connections_with_loss, .tls_unprobed = b->tls_connections_unprobed,
 				 .tls_unbound = b->tls_calls_unbound };
 
-	add_batch(r, b->window_start_unix_ns, b->window_end_unix_ns, b->exchanges_not_listed,
+	add_batch(r, b->part, b->window_start_unix_ns, b->window_end_unix_ns, b->exchanges_not_listed,
 		  b->connections_not_listed, &loss);
 	for (size_t i = 0; i < b->n_flows; i++) {
 		const Ember__NetFlow *f = b->flows[i];
@@ -365,6 +367,8 @@ static struct json_object *batch_json(const Ember__NetworkBatch *b)
 	put_u64(o, "tls_connections_unprobed", b->tls_connections_unprobed);
 	put_u64(o, "tls_calls_unbound", b->tls_calls_unbound);
 	put_bool(o, "last", b->last);
+	put_u64(o, "part", b->part);
+	put_u64(o, "parts", b->parts ? b->parts : 1);
 	return o;
 }
 
@@ -612,7 +616,8 @@ static int load_line(struct net_report *r, const char *line)
 					 .tls_unprobed = net_format__get_u64(o, "tls_connections_unprobed"),
 					 .tls_unbound = net_format__get_u64(o, "tls_calls_unbound") };
 
-		add_batch(r, net_format__get_u64(o, "window_start_unix_ns"), net_format__get_u64(o, "window_end_unix_ns"),
+		add_batch(r, (uint32_t)net_format__get_u64(o, "part"), net_format__get_u64(o, "window_start_unix_ns"),
+			  net_format__get_u64(o, "window_end_unix_ns"),
 			  net_format__get_u64(o, "exchanges_not_listed"), net_format__get_u64(o, "connections_not_listed"),
 			  &loss);
 		net_sampled__add_not_kept(r->sampled, net_format__get_u64(o, "sampled_not_kept"));

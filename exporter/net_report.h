@@ -3,7 +3,9 @@
  * directory:
  *
  *   network.json  every batch as it comes, as JSON lines: one "batch" line
- *                 (window, bounds hit, last), then one line per "flow",
+ *                 (window, bounds hit, last, part of parts: a big report
+ *                 comes in parts, each with its batch line, the counters
+ *                 on the first part's only), then one line per "flow",
  *                 "connection" and "exchange" with every field of the
  *                 message (times in unix ns, plus _ms extras), then a
  *                 "sampled" line per sampled HTTP trace (exporter/net_sampled);
@@ -39,7 +41,9 @@
 struct net_report;
 
 struct net_report_stats {
-	uint64_t batches, flows, connections, exchanges;
+	uint64_t batches;		/* reports: a report in several parts counts once */
+	uint64_t parts;			/* NetworkBatch messages */
+	uint64_t flows, connections, exchanges;
 	uint64_t groups_merged;		/* connections added to "other": too many groups */
 	uint64_t protocols_merged;	/* flows added to "other": too many protocols */
 	uint64_t bad_lines;		/* network.json lines that did not parse (load) */

@@ -1,8 +1,9 @@
 /* exporter/net_report and the file backend's network files: the exact
  * network.json lines and network.txt summary of synthetic batches from two
  * analyzers over two intervals (sampled HTTP traces among them: their lines
- * with the kept bodies, the summary's section), the summary rebuilt after a
- * restart, and task.json written last. */
+ * with the kept bodies, the summary's section), a report in parts adding up
+ * to the same, the summary rebuilt after a restart, and task.json written
+ * last. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -317,6 +318,84 @@ static void test_summary(void **state)
 	net_report__free(r);
 }
 
+/*
+ * F.b[1] as an analyzer sends a big report: in parts of the same window, the
+ * first with the flows, the sampled traces and the counters, each with a
+ * share of the connections, then of the exchanges.
+ */
+static void split_b1(Ember__NetworkBatch p[3])
+{
+	for (unsigned i = 0; i < 3; i++) {
+		ember__network_batch__init(&p[i]);
+		p[i].task = F.b[1].task;
+		p[i].window_start_unix_ns = F.b[1].window_start_unix_ns;
+		p[i].window_end_unix_ns = F.b[1].window_end_unix_ns;
+		p[i].part = i;
+		p[i].parts = 3;
+	}
+	p[0].flows = F.b[1].flows;
+	p[0].n_flows = F.b[1].n_flows;
+	p[0].sampled = F.b[1].sampled;
+	p[0].n_sampled = F.b[1].n_sampled;
+	p[0].sampled_not_kept = F.b[1].sampled_not_kept;
+	p[0].exchanges_not_listed = F.b[1].exchanges_not_listed;
+	p[0].connections = F.b[1].connections;
+	p[0].n_connections = 2;
+	p[1].connections = F.b[1].connections + 2;
+	p[1].n_connections = 1;
+	p[1].exchanges = F.b[1].exchanges;
+	p[1].n_exchanges = 1;
+	p[2].exchanges = F.b[1].exchanges + 1;
+	p[2].n_exchanges = 1;
+}
+
+/* A report in parts adds up to the same summary as in one batch, and counts as one report, through network.json too. */
+static void test_parts_add_up(void **state)
+{
+	struct net_report *r = net_report__new(), *r2 = net_report__new();
+	Ember__NetworkBatch p[3];
+	struct net_report_stats st;
+	char *s, *js = NULL;
+	size_t jn = 0;
+	FILE *f;
+	(void)state;
+
+	fixture();
+	split_b1(p);
+	f = open_memstream(&js, &jn);
+	net_report__add(r, &F.b[0]);
+	assert_int_equal(net_report__write_json(&F.b[0], f), 0);
+	for (unsigned i = 0; i < 3; i++) {
+		net_report__add(r, &p[i]);
+		assert_int_equal(net_report__write_json(&p[i], f), 0);
+	}
+	net_report__add(r, &F.b[2]);
+	assert_int_equal(net_report__write_json(&F.b[2], f), 0);
+	fclose(f);
+	s = text_of(r);
+	assert_string_equal(s, want_txt);
+	free(s);
+	net_report__stats(r, &st);
+	assert_int_equal(st.batches, 3);
+	assert_int_equal(st.parts, 5);
+	assert_non_null(strstr(js, "\"part\":2,\"parts\":3}"));
+
+	/* an exporter restart: the summary rebuilt from those lines */
+	f = fmemopen(js, jn, "r");
+	/* a batch line per message, then its flows, connections, exchanges and sampled traces */
+	assert_int_equal(net_report__load_json(r2, f), 6 + (5 + 3 + 2) + 4);
+	fclose(f);
+	s = text_of(r2);
+	assert_string_equal(s, want_txt);
+	free(s);
+	net_report__stats(r2, &st);
+	assert_int_equal(st.batches, 3);
+	assert_int_equal(st.parts, 5);
+	free(js);
+	net_report__free(r);
+	net_report__free(r2);
+}
+
 /* Losses in the batches: summed, said at the top of network.txt, and kept through network.json. */
 static void test_loss(void **state)
 {
@@ -454,7 +533,8 @@ static void test_json_lines(void **state)
 				  "\"connections\":1,\"exchanges\":2,\"exchanges_not_listed\":0,"
 				  "\"connections_not_listed\":0,\"sampled\":1,\"sampled_not_kept\":0,"
 				  "\"sampled_no_trace_context\":0,\"sampled_bad_trace_context\":2,\"calls_lost\":0,"
-				  "\"exchanges_lost\":0,\"gap_bytes\":0,\"connections_with_loss\":0,\"tls_connections_unprobed\":0,\"tls_calls_unbound\":0,\"last\":false}");
+				  "\"exchanges_lost\":0,\"gap_bytes\":0,\"connections_with_loss\":0,\"tls_connections_unprobed\":0,\"tls_calls_unbound\":0,\"last\":false,"
+				  "\"part\":0,\"parts\":1}");
 	line = strtok(NULL, "\n");
 	assert_string_equal(line,
 		"{\"type\":\"flow\",\"window_start_unix_ns\":1700000000000000000,"
@@ -693,6 +773,7 @@ int main(void)
 		cmocka_unit_test(test_summary),
 		cmocka_unit_test(test_bounds),
 		cmocka_unit_test(test_loss),
+		cmocka_unit_test(test_parts_add_up),
 		cmocka_unit_test(test_json_lines),
 		cmocka_unit_test(test_file_backend),
 		cmocka_unit_test(test_file_backend_whole_batches),
