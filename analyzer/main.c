@@ -593,6 +593,7 @@ static int setup(void)
 		.exchange = cb_exchange,
 		.maps_changed = cb_maps_changed,
 		.tls_ready_ns = cb_tls_ready_ns,
+		.drain = drain_ring,    /* between the parts of a big report */
 	});
 	if (!A.np) {
 		log_error("cannot create the network profiler: %m");

@@ -81,8 +81,8 @@ struct ntask {
 	uint64_t gen;                /* report number: cached flow pointers of older reports are stale */
 	struct flow *flows[FLOW_BUCKETS];
 	size_t nflows;
-	Ember__NetExchange **ex;
-	size_t nex;
+	Ember__NetExchange **ex;     /* grows as exchanges are listed, up to opts.max_exchanges */
+	size_t nex, cap_ex;
 	uint64_t ex_not_listed;
 	Ember__NetConnection **cl;
 	size_t ncl, cap_cl;
@@ -96,6 +96,20 @@ struct ntask {
 	struct l7_config cfg_tcp, cfg_udp; /* the parsers' limits, bodies kept for its sampling rules */
 	bool monitor;                /* a monitor's capture: exchanges go to opts.exchange only */
 	bool calls;                  /* its sampled traces carry their calls (task_def__wants_calls) */
+	bool closing;                /* its last report is going out: records drained meanwhile are past its end */
+};
+
+/*
+ * A report taken from its task, its lists and the arena that holds their
+ * messages: it is published part by part while records drained between the
+ * parts fill the task's next report.
+ */
+struct nreport {
+	Ember__NetExchange **ex;
+	size_t nex;
+	Ember__NetConnection **cl;
+	size_t ncl;
+	struct arena_chunk *arena;
 };
 
 /*
@@ -237,13 +251,31 @@ static char *arena_str(struct ntask *t, const char *s)
 	return d ? memcpy(d, s, n) : (char *)"";
 }
 
-static void arena_free(struct ntask *t)
+static void arena_free(struct arena_chunk **a)
 {
-	while (t->arena) {
-		struct arena_chunk *n = t->arena->next;
-		free(t->arena);
-		t->arena = n;
+	while (*a) {
+		struct arena_chunk *n = (*a)->next;
+		free(*a);
+		*a = n;
 	}
+}
+
+/* A list of message pointers with room for one more, up to max of them; NULL when full or out of memory. */
+static void *list_room(void *list, size_t n, size_t *cap, size_t max)
+{
+	size_t c = *cap ? *cap * 2 : 1024;
+	void *l;
+
+	if (n < *cap)
+		return list;
+	if (n >= max)
+		return NULL;
+	if (c > max)
+		c = max;
+	l = realloc(list, c * sizeof(void *));
+	if (l)
+		*cap = c;
+	return l;
 }
 
 /* ---- clocks and addresses ------------------------------------------------------------- */
@@ -340,17 +372,43 @@ static void flows_free(struct ntask *t)
 	t->nflows = 0;
 }
 
-static void task_reset_report(struct ntask *t)
+/* Takes t's lists, their arena and its counters of the window: the task starts its next report. */
+static void report_take(struct ntask *t, struct nreport *r)
 {
-	flows_free(t);
-	arena_free(t);
-	if (t->sampler)
-		sampler__reset(t->sampler);
-	t->nex = t->ncl = 0;
+	*r = (struct nreport){ .ex = t->ex, .nex = t->nex, .cl = t->cl, .ncl = t->ncl, .arena = t->arena };
+	t->ex = NULL;
+	t->cl = NULL;
+	t->arena = NULL;
+	t->nex = t->cap_ex = t->ncl = t->cap_cl = 0;
 	t->ex_not_listed = t->cl_not_listed = 0;
 	t->calls_lost = t->exchanges_lost = t->gap_bytes = t->conns_lossy = t->tls_unprobed = 0;
 	t->tls_unbound = 0;
+}
+
+static void report_release(struct nreport *r)
+{
+	arena_free(&r->arena);
+	free(r->ex);
+	free(r->cl);
+	*r = (struct nreport){ 0 };
+}
+
+/* The flows and sampled traces of the report are published: the next report starts its own. */
+static void task_reset_flows(struct ntask *t)
+{
+	flows_free(t);
+	if (t->sampler)
+		sampler__reset(t->sampler);
 	t->gen++;
+}
+
+static void task_reset_report(struct ntask *t)
+{
+	struct nreport r;
+
+	report_take(t, &r);
+	report_release(&r);
+	task_reset_flows(t);
 }
 
 static void cstate_drop(struct netprof *np, struct cstate *cs)
@@ -372,8 +430,6 @@ struct netprof *netprof__free(struct netprof *np)
 	for (unsigned i = 0; i < MAX_TASKS; i++) {
 		task_reset_report(&np->tasks[i]);
 		np->tasks[i].sampler = sampler__free(np->tasks[i].sampler);
-		free(np->tasks[i].ex);
-		free(np->tasks[i].cl);
 	}
 	conntrack__free(np->ct);
 	free(np);
@@ -389,28 +445,10 @@ int netprof__open(struct netprof *np, const struct task_def *def)
 			t = &np->tasks[i];
 	if (!t)
 		return -ENOSPC;
-	free(t->ex);
-	free(t->cl);
+	/* A free slot's lists went with its last report (report_take): nothing to free. */
 	memset(t, 0, sizeof(*t));
-	t->ex = calloc(np->o.max_exchanges ? np->o.max_exchanges : 1, sizeof(*t->ex));
-	t->cap_cl = np->o.max_exchanges > 1000 ? np->o.max_exchanges : 1000;
-	t->cl = calloc(t->cap_cl, sizeof(*t->cl));
-	if (!t->ex || !t->cl) {
-		free(t->ex);
-		free(t->cl);
-		t->ex = NULL;
-		t->cl = NULL;
-		return -ENOMEM;
-	}
-	if (def->nsamplings && !(t->sampler = sampler__new(def))) {
-		int e = -errno;
-
-		free(t->ex);
-		free(t->cl);
-		t->ex = NULL;
-		t->cl = NULL;
-		return e;
-	}
+	if (def->nsamplings && !(t->sampler = sampler__new(def)))
+		return -errno;
 	t->cfg_tcp = np->cfg_tcp;
 	t->cfg_udp = np->cfg_udp;
 	t->cfg_tcp.max_body_len = sampler__body_limit(t->sampler);
@@ -447,7 +485,7 @@ static struct ntask *task_of_pid(struct netprof *np, uint32_t tgid)
 	if (!def)
 		return NULL;
 	for (unsigned i = 0; i < MAX_TASKS; i++)
-		if (np->tasks[i].used && !strcmp(np->tasks[i].id, def->id))
+		if (np->tasks[i].used && !np->tasks[i].closing && !strcmp(np->tasks[i].id, def->id))
 			return &np->tasks[i];
 	return NULL;
 }
@@ -635,10 +673,12 @@ static const char *side_name(uint8_t side)
 static void list_exchange(struct netprof *np, struct cstate *cs, const struct l7_record *r)
 {
 	struct ntask *t = cs->task;
-	Ember__NetExchange *x;
+	Ember__NetExchange *x, **l = list_room(t->ex, t->nex, &t->cap_ex, np->o.max_exchanges);
 	char peer[64];
 
-	if (t->nex >= np->o.max_exchanges || !(x = arena_alloc(t, sizeof(*x)))) {
+	if (l)
+		t->ex = l;
+	if (!l || !(x = arena_alloc(t, sizeof(*x)))) {
 		t->ex_not_listed++;
 		np->st[NPS_EXCHANGES_NOT_LISTED]++;
 		return;
@@ -872,7 +912,7 @@ static uint64_t exchanges_lost(const struct cstate *cs, uint64_t req_turns)
 static void list_connection(struct netprof *np, struct cstate *cs, uint64_t closed_unix_ns, const char *l7_state)
 {
 	struct ntask *t = cs->task;
-	Ember__NetConnection *m;
+	Ember__NetConnection *m, **l;
 	uint64_t req_turns = request_turns(cs), ex_lost = exchanges_lost(cs, req_turns);
 	char buf[64];
 
@@ -882,7 +922,11 @@ static void list_connection(struct netprof *np, struct cstate *cs, uint64_t clos
 	settle_tls_pending(np, cs);
 	t->tls_unprobed += cs->tls_unprobed;
 	t->conns_lossy += cs->calls_lost || ex_lost || cs->tls_unprobed;
-	if (t->ncl >= t->cap_cl || !(m = arena_alloc(t, sizeof(*m)))) {
+	/* Connections closed in a report: bounded like its exchanges, and at least 1000. */
+	l = list_room(t->cl, t->ncl, &t->cap_cl, np->o.max_exchanges > 1000 ? np->o.max_exchanges : 1000);
+	if (l)
+		t->cl = l;
+	if (!l || !(m = arena_alloc(t, sizeof(*m)))) {
 		t->cl_not_listed++;
 		np->st[NPS_CONNS_NOT_LISTED]++;
 		return;
@@ -1027,14 +1071,49 @@ static Ember__NetFlow *flow_msg(struct ntask *t, struct flow *f)
 	return m;
 }
 
-/* Publishes t's report up to now; last: every connection ends first (listed still open). */
+/* Part k of report r: its share of the connections, then of the exchanges, per items each. */
+static void report_part(Ember__NetworkBatch *b, const struct nreport *r, uint32_t k, size_t per)
+{
+	size_t lo = (size_t)k * per, hi = lo + per, n = r->ncl + r->nex;
+	size_t c0, c1, e0, e1;
+
+	if (hi > n)
+		hi = n;
+	c0 = lo < r->ncl ? lo : r->ncl;
+	c1 = hi < r->ncl ? hi : r->ncl;
+	e0 = (lo > r->ncl ? lo : r->ncl) - r->ncl;
+	e1 = (hi > r->ncl ? hi : r->ncl) - r->ncl;
+	b->part = k;
+	b->connections = c1 > c0 ? r->cl + c0 : NULL;
+	b->n_connections = c1 - c0;
+	b->exchanges = e1 > e0 ? r->ex + e0 : NULL;
+	b->n_exchanges = e1 - e0;
+}
+
+static void publish(struct netprof *np, struct ntask *t, Ember__NetworkBatch *b)
+{
+	publisher__network(np->o.pub, t->def, b);
+	np->st[NPS_BATCHES]++;
+}
+
+/*
+ * Publishes t's report up to now; last: every connection ends first (listed
+ * still open).  The report is taken from the task and goes out in parts,
+ * the ring drained between them: the first part carries the flows, the
+ * sampled traces and the window's counters, which are then let go; the
+ * records drained meanwhile fill the task's next report, never this one.
+ */
 static void report(struct netprof *np, struct ntask *t, bool last)
 {
 	Ember__NetworkBatch b = EMBER__NETWORK_BATCH__INIT;
 	uint64_t now_mono = timeutil__now_ns(CLOCK_MONOTONIC), now_unix = timeutil__now_ns(CLOCK_REALTIME);
 	struct sampler_counts sc;
-	size_t nf = 0;
+	size_t nf = 0, per = np->o.part_items ? np->o.part_items : NETPROF_PART_ITEMS;
+	struct nreport r;
+	uint32_t parts;
 
+	/* Records drained while its last report goes out come after the task's end. */
+	t->closing = last;
 	for (struct net_conn *c = conntrack__oldest(np->ct), *n; c; c = n) {
 		struct cstate *cs = c->user;
 
@@ -1056,10 +1135,6 @@ static void report(struct netprof *np, struct ntask *t, bool last)
 	b.n_flows = nf;
 	b.window_start_unix_ns = t->win_start_ns;
 	b.window_end_unix_ns = now_unix;
-	b.connections = t->cl;
-	b.n_connections = t->ncl;
-	b.exchanges = t->ex;
-	b.n_exchanges = t->nex;
 	b.exchanges_not_listed = t->ex_not_listed;
 	b.connections_not_listed = t->cl_not_listed;
 	b.calls_lost = t->calls_lost;
@@ -1068,17 +1143,37 @@ static void report(struct netprof *np, struct ntask *t, bool last)
 	b.connections_with_loss = t->conns_lossy;
 	b.tls_connections_unprobed = t->tls_unprobed;
 	b.tls_calls_unbound = t->tls_unbound;
-	b.last = last;
 	b.n_sampled = sampler__take(t->sampler, &b.sampled, &sc);
 	b.sampled_not_kept = sc.not_kept;
 	b.sampled_no_trace_context = sc.no_trace;
 	b.sampled_bad_trace_context = sc.bad_trace;
-	if (!t->monitor) {
-		publisher__network(np->o.pub, t->def, &b);
-		np->st[NPS_BATCHES]++;
-	}
-	task_reset_report(t);
+	report_take(t, &r);
 	t->win_start_ns = now_unix;
+	/* Items are bounded by twice max_exchanges (10^7): the count of parts fits. */
+	parts = r.ncl + r.nex ? (uint32_t)((r.ncl + r.nex + per - 1) / per) : 1;
+	b.parts = parts;
+	for (uint32_t k = 0; k < parts && !t->monitor; k++) {
+		if (k && np->o.drain)
+			np->o.drain(np->o.ctx);
+		report_part(&b, &r, k, per);
+		b.last = last && k == parts - 1;
+		publish(np, t, &b);
+		if (k)
+			continue;
+		/* The flows and the sampled traces went in the first part, with the window's counters. */
+		task_reset_flows(t);
+		b.flows = NULL;
+		b.n_flows = 0;
+		b.sampled = NULL;
+		b.n_sampled = 0;
+		b.sampled_not_kept = b.sampled_no_trace_context = b.sampled_bad_trace_context = 0;
+		b.exchanges_not_listed = b.connections_not_listed = 0;
+		b.calls_lost = b.exchanges_lost = b.gap_bytes = b.connections_with_loss = 0;
+		b.tls_connections_unprobed = b.tls_calls_unbound = 0;
+	}
+	if (t->monitor)
+		task_reset_flows(t);
+	report_release(&r);
 }
 
 uint64_t netprof__next_due(const struct netprof *np)

@@ -29,6 +29,11 @@
  * same thread moved data on: such libraries encrypt and decrypt on the
  * thread that does the socket I/O, right before or after it.
  *
+ * A report is published in parts (NetworkBatch.part, .parts): the first
+ * carries the flows, the sampled traces and the window's counters, every
+ * part a share of the listed connections and exchanges; between parts the
+ * ring is drained (opts.drain) into the task's next report.
+ *
  * A monitor's capture (task_def__is_monitor) only feeds opts.exchange: no
  * report, no exchange list, no batch.
  *
@@ -60,7 +65,24 @@ struct netprof_opts {
 	void (*maps_changed)(void *ctx, uint64_t task_num_id, uint32_t pid);
 	/* Optional: when pid's TLS probes were first in place (tls_finder__ready_ns), 0: never. */
 	uint64_t (*tls_ready_ns)(void *ctx, uint32_t pid);
+	/*
+	 * Optional: consumes the ring (its records come back into netprof__record), called between
+	 * the parts of a report, so that the collector's ring does not fill while a big report goes
+	 * out.  The report being published is detached from its task first: what the records add
+	 * goes to the task's next report (so a task holds at most two reports' lists at once).
+	 */
+	void (*drain)(void *ctx);
+	size_t part_items;              /* connections + exchanges per NetworkBatch part; 0: NETPROF_PART_ITEMS */
 };
+
+/*
+ * A report lists up to max_exchanges exchanges (and closed connections): it is
+ * published in parts of this many, the ring drained between them.  Packing
+ * takes ~1 us per item here, so a part keeps the analyzer from its ring for
+ * a few ms (the default 8 MiB ring holds ~40 ms of calls under wrk) and is
+ * ~0.5 MB, far under the bus's BUS_MAX_MSG.
+ */
+#define NETPROF_PART_ITEMS 4096
 
 enum netprof_stat {
 	NPS_RECORDS,            /* network records */
@@ -79,7 +101,7 @@ enum netprof_stat {
 	NPS_UNDETECTED,         /* connections no parser claimed */
 	NPS_UNPARSEABLE,        /* connections whose parser gave up (protocol error or over its buffer) */
 	NPS_PARSER_DROPPED,     /* messages the parsers could not use */
-	NPS_BATCHES,            /* NetworkBatch messages published */
+	NPS_BATCHES,            /* NetworkBatch messages published (a report's parts each count) */
 	NPS_CHILDREN,           /* child processes of targets booked to their task */
 	NPS_CHILDREN_FULL,      /* ... not booked: too many followed children (their records: no task) */
 	NPS_TLS_EVENTS,         /* TLS plaintext events (bpf/net_abi.h NET_OP_TLS_*) */

@@ -3,8 +3,9 @@
  * NetworkBatch per report out, received here from a real publisher on an
  * inproc ZeroMQ socket.  Connections from connect / accept / first call,
  * sides, L4 counts, HTTP/1 exchanges fed from live data with a truncated body
- * as a gap, UDP peers as connections of one socket, the table's bound, and
- * records that do not add up.
+ * as a gap, UDP peers as connections of one socket, the table's bound,
+ * records that do not add up, and a report in parts with the ring drained
+ * between them.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,6 +13,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <arpa/inet.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -21,6 +24,7 @@
 #include "analyzer/net/netprof.h"
 #include "bpf/ember_abi.h"
 #include "bpf/net_abi.h"
+#include "common/timeutil.h"
 
 #define PID 4242
 
@@ -44,12 +48,15 @@ static uint64_t fake_tls_ready(void *ctx, uint32_t pid)
 	return pid == PID ? tls_ready : 0;
 }
 
-static int setup_np(size_t max_conns)
+static void drain_hook(void *ctx);
+
+static int setup_np_parts(size_t max_conns, size_t part_items)
 {
 	struct task_def def = { .id = "t1", .kind = EMBER_TASK_NETWORK, .npids = 1, .pids = { PID },
 				.start_unix_ms = 1, .duration_ms = 3600000, .report_interval_ms = 3600000 };
 	struct netprof_opts o = { .max_connections = max_conns, .idle_timeout_ns = 60000000000ull,
-				  .max_exchanges = 100, .default_report_ms = 2000, .l7 = L7_CONFIG_DEFAULTS };
+				  .max_exchanges = 100, .default_report_ms = 2000, .l7 = L7_CONFIG_DEFAULTS,
+				  .drain = drain_hook, .part_items = part_items };
 	int hwm = 1000;
 
 	F.zctx = zmq_ctx_new();
@@ -81,8 +88,10 @@ static int teardown_np(void **state)
 	return 0;
 }
 
+static int setup_np(size_t max_conns) { return setup_np_parts(max_conns, 0); }
 static int setup(void **state) { (void)state; return setup_np(64); }
 static int setup_small(void **state) { (void)state; return setup_np(2); }
+static int setup_parts(void **state) { (void)state; return setup_np_parts(64, 4); }
 
 /* One event with its payload, sent through netprof__record. */
 static void ev(uint16_t op, uint64_t ino, int type, const char *raddr, uint16_t rport, uint16_t lport,
@@ -454,6 +463,212 @@ static void test_bounds_and_bad_records(void **state)
 	ember__envelope__free_unpacked(env, NULL);
 }
 
+/* ---- a report in parts ------------------------------------------------------------------ */
+
+static unsigned drains;
+static void (*on_drain)(void);
+
+/* netprof's drain hook: what the analyzer's ring would deliver between two parts of a report. */
+static void drain_hook(void *ctx)
+{
+	(void)ctx;
+	drains++;
+	if (on_drain)
+		on_drain();
+}
+
+/* One report, added up over its parts: what it lists, in order, and its counters. */
+struct totals {
+	uint32_t parts;
+	uint64_t window_start, window_end;
+	uint64_t flows, requests, not_listed;
+	bool last;
+	char seq[4096];   /* "c<id>" per connection, "x<connection id>:<uri>:<status>" per exchange, in order */
+};
+
+static void seq_add(struct totals *r, const char *fmt, ...)
+{
+	size_t n = strlen(r->seq);
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(r->seq + n, sizeof(r->seq) - n, fmt, ap);
+	va_end(ap);
+}
+
+/* Receives one report's messages: parts 0 .. parts-1 in order, of one window, the first with the counters. */
+static void recv_report(struct totals *r)
+{
+	memset(r, 0, sizeof(*r));
+	for (uint32_t k = 0;; k++) {
+		zmq_msg_t m;
+		Ember__Envelope *env;
+		Ember__NetworkBatch *b;
+
+		zmq_msg_init(&m);
+		assert_true(zmq_msg_recv(&m, F.pull, 0) >= 0);
+		env = ember__envelope__unpack(NULL, zmq_msg_size(&m), zmq_msg_data(&m));
+		zmq_msg_close(&m);
+		assert_non_null(env);
+		assert_int_equal(env->body_case, EMBER__ENVELOPE__BODY_NETWORK);
+		b = env->network;
+		assert_int_equal(b->part, k);
+		if (!k) {
+			r->parts = b->parts;
+			r->window_start = b->window_start_unix_ns;
+			r->window_end = b->window_end_unix_ns;
+		} else {
+			/* the flows and the counters are the first part's only: the parts add up */
+			assert_int_equal(b->parts, r->parts);
+			assert_int_equal(b->window_start_unix_ns, r->window_start);
+			assert_int_equal(b->window_end_unix_ns, r->window_end);
+			assert_int_equal(b->n_flows, 0);
+			assert_int_equal(b->n_sampled, 0);
+		}
+		assert_true(b->n_connections + b->n_exchanges > 0 || b->parts == 1);
+		r->flows += b->n_flows;
+		for (size_t i = 0; i < b->n_flows; i++)
+			r->requests += b->flows[i]->requests;
+		r->not_listed += b->exchanges_not_listed;
+		for (size_t i = 0; i < b->n_connections; i++)
+			seq_add(r, "c%llu ", (unsigned long long)b->connections[i]->id);
+		for (size_t i = 0; i < b->n_exchanges; i++)
+			seq_add(r, "x%llu:%s:%d ", (unsigned long long)b->exchanges[i]->connection_id,
+				field(b->exchanges[i], "uri"), b->exchanges[i]->status);
+		/* the task's last batch is its last report's last part */
+		if (k + 1 < r->parts)
+			assert_false(b->last);
+		r->last = b->last;
+		ember__envelope__free_unpacked(env, NULL);
+		if (k + 1 >= r->parts)
+			return;
+	}
+}
+
+static const char get_a[] = "GET /a HTTP/1.1\r\nHost: x\r\n\r\n";
+static const char get_b[] = "GET /b HTTP/1.1\r\nHost: x\r\n\r\n";
+static const char get_late[] = "GET /late HTTP/1.1\r\nHost: x\r\n\r\n";
+static const char ok200[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+static const char nf404[] = "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n";
+
+static void exchange(uint64_t ino, uint16_t lport, const char *req, const char *resp)
+{
+	ev(NET_OP_WRITE, ino, SOCK_STREAM, "10.0.0.2", 80, lport, (int64_t)strlen(req), req, 0);
+	ev(NET_OP_READ, ino, SOCK_STREAM, "10.0.0.2", 80, lport, (int64_t)strlen(resp), resp, 0);
+}
+
+/* Two connections of two exchanges each, closed; a third of three, left open: 2 + 7 items. */
+static void feed_report(void)
+{
+	for (uint64_t ino = 10; ino < 13; ino++) {
+		uint16_t lport = (uint16_t)(40000 + ino);
+
+		ev(NET_OP_CONNECT, ino, SOCK_STREAM, "10.0.0.2", 80, lport, 0, NULL, 0);
+		exchange(ino, lport, get_a, ok200);
+		exchange(ino, lport, get_b, nf404);
+		if (ino == 12)
+			exchange(ino, lport, get_a, ok200);
+		else
+			ev(NET_OP_CLOSE, ino, SOCK_STREAM, "10.0.0.2", 80, lport, 0, NULL, 0);
+	}
+}
+
+/* Records that arrive while the report goes out: an exchange on the open connection, a new connection. */
+static void late_records(void)
+{
+	if (drains != 1)
+		return;
+	exchange(12, 40012, get_late, ok200);
+	ev(NET_OP_CONNECT, 13, SOCK_STREAM, "10.0.0.2", 80, 40013, 0, NULL, 0);
+	exchange(13, 40013, get_late, nf404);
+	ev(NET_OP_CLOSE, 13, SOCK_STREAM, "10.0.0.2", 80, 40013, 0, NULL, 0);
+}
+
+/* The report that is due, now. */
+static void report_now(void)
+{
+	netprof__tick(F.np, timeutil__unix_ms() + 3600000 + 1);
+}
+
+/*
+ * A report over part_items goes out in parts that add up to the one batch
+ * it would be otherwise (the same connections and exchanges in the same
+ * order, the flows and counters once), draining the ring between parts;
+ * what the drains deliver is the next report's, whole, and in no part of
+ * this one.
+ */
+static void test_report_parts(void **state)
+{
+	struct totals one, split, next;
+	uint64_t st[NPS_MAX];
+
+	(void)state;
+	/* the reference: the same records as one batch (the default part size) */
+	drains = 0;
+	on_drain = NULL;
+	feed_report();
+	report_now();
+	recv_report(&one);
+	assert_int_equal(one.parts, 1);
+	assert_int_equal(drains, 0);
+	assert_string_equal(one.seq, "c1 c2 x1:/a:200 x1:/b:404 x2:/a:200 x2:/b:404 x3:/a:200 x3:/b:404 x3:/a:200 ");
+	assert_int_equal(one.requests, 7);
+	teardown_np(NULL);
+
+	/* 4 items a part: 9 items in 3 parts, a drain before each but the first */
+	setup_parts(NULL);
+	on_drain = late_records;
+	feed_report();
+	report_now();
+	recv_report(&split);
+	assert_int_equal(split.parts, 3);
+	assert_int_equal(drains, 2);
+	assert_string_equal(split.seq, one.seq);
+	assert_int_equal(split.flows, one.flows);
+	assert_int_equal(split.requests, one.requests);
+	assert_int_equal(split.not_listed, one.not_listed);
+	assert_false(split.last);
+	netprof__stats(F.np, st);
+	assert_int_equal(st[NPS_BATCHES], 3);
+
+	/* the task's end: the records drained during the report, and the open connection */
+	on_drain = NULL;
+	netprof__close(F.np, "t1", NULL, NULL);
+	recv_report(&next);
+	assert_int_equal(next.parts, 1);
+	assert_true(next.last);
+	assert_int_equal(next.window_start, split.window_end);
+	assert_string_equal(next.seq, "c4 c3 x3:/late:200 x4:/late:404 ");
+	assert_int_equal(next.requests, 2);
+	netprof__stats(F.np, st);
+	assert_int_equal(st[NPS_EXCHANGES], 9);
+	assert_int_equal(st[NPS_BATCHES], 4);
+}
+
+/* The last report in parts: records drained while it goes out are past the task's end, not in a report. */
+static void test_last_report_parts(void **state)
+{
+	struct totals last;
+	uint64_t st[NPS_MAX];
+
+	(void)state;
+	drains = 0;
+	on_drain = late_records;
+	feed_report();
+	netprof__close(F.np, "t1", NULL, NULL);
+	on_drain = NULL;
+	recv_report(&last);
+	/* 3 connections (the open one ended) and 7 exchanges: 10 items, 3 parts */
+	assert_int_equal(last.parts, 3);
+	assert_int_equal(drains, 2);
+	assert_true(last.last);
+	assert_string_equal(last.seq, "c1 c2 c3 x1:/a:200 x1:/b:404 x2:/a:200 x2:/b:404 x3:/a:200 x3:/b:404 "
+				      "x3:/a:200 ");
+	netprof__stats(F.np, st);
+	assert_true(st[NPS_NO_TASK] > 0);
+	assert_int_equal(st[NPS_EXCHANGES], 7);
+}
+
 /* The conntrack's own contract: keys with peers, socket chains, local index, LRU order. */
 static void test_conntrack(void **state)
 {
@@ -499,6 +714,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_children, setup, teardown_np),
 		cmocka_unit_test_setup_teardown(test_tls_unprobed, setup, teardown_np),
 		cmocka_unit_test_setup_teardown(test_bounds_and_bad_records, setup_small, teardown_np),
+		cmocka_unit_test_setup_teardown(test_report_parts, setup, teardown_np),
+		cmocka_unit_test_setup_teardown(test_last_report_parts, setup_parts, teardown_np),
 		cmocka_unit_test(test_conntrack),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
