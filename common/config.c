@@ -294,7 +294,7 @@ static const struct cfg_entry entries[] = {
 	      "A connection without socket calls for this long is closed in the books (its process may be gone) (ember extension)."),
 	E_INT("profiling.task.network.max_exchanges_per_report", profiling.task.network.max_exchanges_per_report,
 	      "20000", 0, 10000000, "EMBER_PROFILING_TASK_NETWORK_MAX_EXCHANGES_PER_REPORT", 0,
-	      "L7 exchanges listed per task and report interval (all are counted in the metrics; the rest are counted as not listed) (ember extension)."),
+	      "L7 exchanges listed per task and report interval (all are counted in the metrics; the rest are counted as not listed); a report over 4096 connections and exchanges goes out in parts, the analyzer reading its ring between them (ember extension)."),
 	E_BOOL("profiling.task.network.tls", profiling.task.network.tls, "true", "EMBER_PROFILING_TASK_NETWORK_TLS", 0,
 	       "Capture the plaintext of TLS connections (OpenSSL and BoringSSL, shared or linked in; Go's crypto/tls) with uprobes on the library's read and write functions; false: TLS connections show their L4 metrics only (ember extension)."),
 	E_STR("profiling.task.network.meter_prefix", profiling.task.network.meter_prefix, "rover_net_p",
