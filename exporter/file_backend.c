@@ -506,11 +506,15 @@ static void file_on_network(void *st, const Ember__NetworkBatch *b)
 
 	if (!t || !t->net)
 		return;
-	if (append_json(fb, t, b))
+	int unwritten = append_json(fb, t, b) != 0;
+
+	if (unwritten)
 		fb->write_errors++;
 	else
 		fb->files_written++;
 	net_report__add(t->net, b);
+	if (unwritten)
+		net_report__unwritten(t->net, b);
 	fb->network_batches++;
 	t->windows += b->part == 0;
 	t->dirty = 1;

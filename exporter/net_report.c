@@ -808,7 +808,7 @@ static void write_loss(const struct net_report *r, FILE *out)
 	const struct net_loss *l = &r->loss;
 	const char *lead = "LOST:";
 
-	if (!l->calls && !l->exchanges && !l->tls_unprobed && !l->tls_unbound)
+	if (!l->calls && !l->exchanges && !l->tls_unprobed && !l->tls_unbound && !l->json_unwritten)
 		fprintf(out, "Nothing lost: no call was lost, and every request the kernel counted on a connection that "
 			"skipped data is an exchange.");
 	if (l->calls || l->exchanges) {
@@ -828,11 +828,25 @@ static void write_loss(const struct net_report *r, FILE *out)
 	if (l->tls_unbound) {
 		fprintf(out, "%s %llu TLS plaintext call(s) could not be tied to a connection (tls_calls_unbound): their "
 			"exchanges are missing.", lead, (unsigned long long)l->tls_unbound);
+		lead = "";
+	}
+	if (l->json_unwritten) {
+		fprintf(out, "%s %llu report batch(es) with %llu exchange(s) could not be appended to network.json (the "
+			"output disk was full): they are in this summary, not in network.json (file_write_errors).",
+			lead, (unsigned long long)l->json_unwritten, (unsigned long long)l->json_unwritten_exchanges);
 	}
 	if (l->gap_bytes)
 		fprintf(out, " The parsers skipped %llu bytes not copied (sendfile, over the copy size, no room, lost).",
 			(unsigned long long)l->gap_bytes);
 	fprintf(out, "\n");
+}
+
+void net_report__unwritten(struct net_report *r, const Ember__NetworkBatch *b)
+{
+	if (!r || !b)
+		return;
+	r->loss.json_unwritten++;
+	r->loss.json_unwritten_exchanges += b->n_exchanges;
 }
 
 void net_report__loss(const struct net_report *r, struct net_loss *ret)

@@ -55,6 +55,8 @@ struct net_loss {
 	uint64_t calls, exchanges, gap_bytes, connections;
 	uint64_t tls_unprobed;   /* TLS connections that moved data before their process's probes */
 	uint64_t tls_unbound;    /* TLS plaintext calls tied to no connection */
+	/* Batches in these totals that network.json could not take (net_report__unwritten), their exchanges. */
+	uint64_t json_unwritten, json_unwritten_exchanges;
 };
 
 /* NULL + errno. */
@@ -76,5 +78,7 @@ int net_report__write_text(struct net_report *r, const char *task_id, FILE *out)
 
 void net_report__stats(const struct net_report *r, struct net_report_stats *ret);
 void net_report__loss(const struct net_report *r, struct net_loss *ret);
+/* b, added to r, could not be appended to network.json (a full disk): the summary says so. */
+void net_report__unwritten(struct net_report *r, const Ember__NetworkBatch *b);
 
 #endif

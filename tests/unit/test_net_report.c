@@ -760,6 +760,16 @@ static void test_file_backend_whole_batches(void **state)
 	assert_string_equal(s, want);
 	free(want);
 	free(s);
+	/* The summary has the batch network.json could not take, and says so. */
+	task_event(ops, st, EMBER__TASK_EVENT__STATE__FINISHED);
+	s = slurp(dir, "network.txt");
+	assert_non_null(s);
+	assert_int_equal(asprintf(&want, "LOST: 1 report batch(es) with %zu exchange(s) could not be appended to "
+				 "network.json", F.b[1].n_exchanges) > 0, 1);
+	assert_non_null(strstr(s, want));
+	assert_null(strstr(s, "Nothing lost"));
+	free(want);
+	free(s);
 	ops->free(st);
 	for (unsigned i = 0; i < 3; i++)
 		free(j[i]);
