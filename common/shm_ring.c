@@ -23,8 +23,12 @@
  *    private stage (32 KiB, hot in L1) and copied into the ring in bulk;
  *  - publishing the position per record makes the consumer read lines the
  *    producer is still filling: it is published per 32 KiB and at notify;
- *  - walking a whole 8 MiB buffer per lap keeps nothing in cache: while the
- *    consumer keeps up, the producer wraps early (reserve_slow).
+ *  - the producer walks the whole buffer each lap.  Wrapping early, to keep
+ *    laps within a cached eighth while the consumer keeps up, made 64-byte
+ *    records faster, but a consumer that paused right after such a wrap, before
+ *    it had skipped the pad, had only that eighth: under wrk the analyzer's few-ms
+ *    pauses then overflowed an 8 MiB ring whose whole would have held ~40 ms.
+ *    A consumer's pause is what the ring is for, so each lap is the whole buffer.
  * None of this changes what the producer trusts: the consumer position is
  * validated as before, against what was published.
  */
@@ -58,9 +62,6 @@
  * own line is written once per batch.
  */
 #define RING_PUBLISH_BYTES (32u << 10)
-/* Producer laps stay within an eighth of the buffer while the consumer keeps
- * up (reserve_slow), in rings where that is at least this much. */
-#define RING_HOT_MIN (256u << 10)
 
 /* Page 0 of the data memfd; read-only for the consumer. */
 struct ring_meta {
@@ -116,8 +117,6 @@ struct shm_ring {
 	uint64_t stage_pos;    /* ring position of stage[0] */
 	uint64_t stage_len;
 	uint64_t stage_cap;
-	uint64_t hot;          /* early-wrap mark: size / 8, 0 when the ring is too small to bother */
-	uint64_t wrap_try;     /* position at which to try the next early wrap */
 
 	/* consumer */
 	uint64_t cpos;         /* our position; the page holds the published copy */
@@ -213,8 +212,6 @@ struct shm_ring *shm_ring__create(size_t data_size, const char *name)
 		return NULL;
 	ring_set_size(r, data_size);
 	r->stage_cap = r->publish_every;
-	r->hot = data_size / 8 >= RING_HOT_MIN ? data_size / 8 : 0;
-	r->wrap_try = r->hot ? r->hot : UINT64_MAX;
 	r->stage = malloc(r->stage_cap);
 	if (!r->stage)
 		return NULL;
@@ -369,7 +366,6 @@ static void stage_flush(struct shm_ring *r)
 static __attribute__((noinline)) void *reserve_slow(struct shm_ring *r, uint32_t type, uint32_t len)
 {
 	uint64_t total, pos, off, tail, need;
-	bool early = false;
 
 	if (!r->producer) {
 		errno = EPERM;
@@ -393,27 +389,9 @@ static __attribute__((noinline)) void *reserve_slow(struct shm_ring *r, uint32_t
 	pos = r->prod;
 	off = pos & r->mask;
 	tail = r->size - off;
-	/*
-	 * Past an eighth of the buffer, go back to offset 0 early if the
-	 * consumer is at most two publications behind.  A consumer that keeps
-	 * up then leaves the producer cycling through the first eighth, which
-	 * stays in cache, instead of walking the whole buffer (measured here
-	 * with 64-byte records: 8 MiB laps run at two thirds of the rate of
-	 * 1 MiB ones).  A consumer that falls behind stops the early wraps and
-	 * gets the whole buffer; one that pauses right after a wrap, before it
-	 * has skipped the pad, still has the eighth minus its lag.  The check
-	 * reads the consumer's page once per try.
-	 */
-	if (tail >= total && pos >= r->wrap_try) {
-		if (off >= r->hot && cons_refresh(r) && pos - r->cached_cons <= 2 * r->publish_every)
-			early = true;
-		else
-			r->wrap_try = pos + r->hot / 4;
-	}
-	/* A record never straddles the end: if it does not fit in the tail (or
-	 * we wrap early), the tail becomes a pad record and the record starts
-	 * at offset 0. */
-	need = tail < total || early ? tail + total : total;
+	/* A record never straddles the end: if it does not fit in the tail, the
+	 * tail becomes a pad record and the record starts at offset 0. */
+	need = tail < total ? tail + total : total;
 	/* Only look at the consumer page when our cached view says full: the
 	 * consumer's cache line is touched once per lap, not once per record. */
 	if (need > r->size - (pos - r->cached_cons)) {
@@ -435,12 +413,11 @@ static __attribute__((noinline)) void *reserve_slow(struct shm_ring *r, uint32_t
 			return NULL;
 		}
 	}
-	if (tail < total || early) {
+	if (tail < total) {
 		stage_flush(r);
 		hdr_write(r->data + off, SHM_RING_TYPE_PAD, (uint32_t)(tail - SHM_RING_HDR_SIZE));
 		pos += tail;
 		off = 0;
-		r->wrap_try = r->hot ? pos + r->hot : UINT64_MAX;
 	}
 	if (r->stage_len + total > r->stage_cap)
 		stage_flush(r);
@@ -472,7 +449,7 @@ void *shm_ring__reserve(struct shm_ring *r, uint32_t type, uint32_t len)
 	/* The common case: a valid request that fits the stage, before the end
 	 * of the buffer, in the space the cached consumer position leaves. */
 	if (__builtin_expect(!r->resv && type != SHM_RING_TYPE_PAD && len <= r->max_record &&
-			     total <= r->size - off && pos < r->wrap_try &&
+			     total <= r->size - off &&
 			     total <= r->size - (pos - r->cached_cons) &&
 			     r->stage_len + total <= r->stage_cap && r->producer, 1)) {
 		if (!r->stage_len)
