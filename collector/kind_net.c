@@ -10,6 +10,7 @@
 #include "bpf/ember_abi.h"
 #include "collector/bpf_net.h"
 #include "collector/kinds.h"
+#include "collector/net_fwd.h"
 #include "collector/tls_links.h"
 
 /* The kind's own allocation (kinds__free frees it), pointing at the shared environment. */
@@ -57,6 +58,35 @@ static uint32_t follows(void *impl, uint32_t pid)
 	return bpf_net__root(env->net, pid);
 }
 
+_Static_assert(CTL_STAT_NET_FORKS_FULL - CTL_STAT_NET_CALLS + 1 == NET_CNT_TLS_CALLS &&
+	       CTL_STAT_NET_PEEKS - CTL_STAT_NET_TLS_CALLS + 1 == NET_CNT_MAX - NET_CNT_TLS_CALLS,
+	       "the collector's network stats mirror the BPF program's counters one to one");
+
+/* The program's counters, one to one, and the forwarder's. */
+static void counters(void *impl, uint64_t *stats)
+{
+	struct kinds_env *env = ((struct net_kind *)impl)->env;
+	uint64_t nc[NET_CNT_MAX];
+
+	stats[CTL_STAT_TLS_UNSUPPORTED] = !bpf_net__has_tls(env->net);
+	if (!bpf_net__counters(env->net, nc)) {
+		for (unsigned i = 0; i < NET_CNT_TLS_CALLS; i++)
+			stats[CTL_STAT_NET_CALLS + i] = nc[i];
+		for (unsigned i = NET_CNT_TLS_CALLS; i < NET_CNT_MAX; i++)
+			stats[CTL_STAT_NET_TLS_CALLS + i - NET_CNT_TLS_CALLS] = nc[i];
+	}
+	if (env->fwd) {
+		struct net_fwd_stats fs;
+
+		net_fwd__stats(env->fwd, &fs);
+		stats[CTL_STAT_NET_FORWARDED] = fs.events;
+		stats[CTL_STAT_NET_RING_DROPS] = fs.ring_drops;
+		stats[CTL_STAT_NET_RING_UNTRACKED] = fs.untracked;
+		stats[CTL_STAT_NET_PEERS_ACROSS] = fs.peers_across;
+		stats[CTL_STAT_NET_ENDPOINTS_FULL] = fs.endpoints_full;
+	}
+}
+
 struct collector_kind *kind_net__new(struct kinds_env *env, uint32_t kind)
 {
 	struct collector_kind *k;
@@ -76,6 +106,6 @@ struct collector_kind *kind_net__new(struct kinds_env *env, uint32_t kind)
 	n->env = env;
 	*k = (struct collector_kind){ .kind = kind, .name = "network", .flags = CTL_ATTACH_F_PREFIX | CTL_ATTACH_F_L2,
 				      .attach = attach, .detach = detach, .target = target, .follows = follows,
-				      .impl = n };
+				      .counters = counters, .impl = n };
 	return k;
 }

@@ -58,6 +58,40 @@ static void detach(void *impl, struct task *t)
 		bpf_stacks__detach_mem(s->env->bpf);
 }
 
+/* The stack program's counters, whichever stack kind is asked (they share it). */
+static void counters(void *impl, uint64_t *stats)
+{
+	struct stacks_kind *s = impl;
+	uint64_t bc[BPF_CNT_MAX];
+
+	if (!bpf_stacks__counters(s->env->bpf, bc)) {
+		stats[CTL_STAT_BPF_SAMPLES] = bc[BPF_CNT_SAMPLES];
+		stats[CTL_STAT_BPF_KSTACK_ERR] = bc[BPF_CNT_KSTACK_ERR];
+		stats[CTL_STAT_BPF_USTACK_ERR] = bc[BPF_CNT_USTACK_ERR];
+		stats[CTL_STAT_BPF_STACKMAP_FULL] = bc[BPF_CNT_STACKMAP_FULL];
+		stats[CTL_STAT_BPF_AGG_FULL] = bc[BPF_CNT_AGG_FULL];
+		stats[CTL_STAT_BPF_OFFCPU_SWITCHES] = bc[BPF_CNT_OFFCPU_SWITCHES];
+		stats[CTL_STAT_BPF_OFFCPU_START_FULL] = bc[BPF_CNT_OFFCPU_START_FULL];
+		stats[CTL_STAT_BPF_OFFCPU_BELOW_MIN] = bc[BPF_CNT_OFFCPU_BELOW_MIN];
+		stats[CTL_STAT_BPF_HSTACK_FULL] = bc[BPF_CNT_HSTACK_FULL];
+		stats[CTL_STAT_BPF_FAULTS] = bc[BPF_CNT_FAULTS];
+		stats[CTL_STAT_BPF_OFFCPU_FP_HITS] = bc[BPF_CNT_OFFCPU_FP_HITS];
+		stats[CTL_STAT_BPF_UNWIND_STACKS] = bc[BPF_CNT_UNWIND_STACKS];
+		stats[CTL_STAT_BPF_UNWIND_COMPLETE] = bc[BPF_CNT_UNWIND_COMPLETE];
+		stats[CTL_STAT_BPF_UNWIND_FP_FRAMES] = bc[BPF_CNT_UNWIND_FP_FRAMES];
+		stats[CTL_STAT_BPF_UNWIND_READ_ERR] = bc[BPF_CNT_UNWIND_READ_ERR];
+		stats[CTL_STAT_BPF_UNWIND_TRUNCATED] = bc[BPF_CNT_UNWIND_TRUNCATED];
+		stats[CTL_STAT_BPF_OFFCPU_TIMED] = bc[BPF_CNT_OFFCPU_TIMED];
+		stats[CTL_STAT_BPF_OFFCPU_EXITS] = bc[BPF_CNT_OFFCPU_EXITS];
+		stats[CTL_STAT_BPF_OFFCPU_TID_REUSED] = bc[BPF_CNT_OFFCPU_TID_REUSED];
+		stats[CTL_STAT_BPF_OFFCPU_STACK_ERR] = bc[BPF_CNT_OFFCPU_STACK_ERR];
+		stats[CTL_STAT_BPF_OFFCPU_STALE] = bc[BPF_CNT_OFFCPU_STALE];
+		stats[CTL_STAT_BPF_OFFCPU_UNTIMED] = bc[BPF_CNT_OFFCPU_UNTIMED];
+		stats[CTL_STAT_BPF_OFFCPU_LOST] = bc[BPF_CNT_OFFCPU_LOST];
+	}
+	stats[CTL_STAT_PERF_CPUS_UNSAMPLED] = bpf_stacks__cpus_unsampled(s->env->bpf);
+}
+
 #define STACK_KINDS ((1u << EMBER_TASK_ONCPU) | (1u << EMBER_TASK_OFFCPU) | (1u << EMBER_TASK_MEM))
 
 static int target(void *impl, const struct task *t, uint32_t pid, bool on)
@@ -89,6 +123,7 @@ struct collector_kind *kind_stacks__new(struct kinds_env *env, uint32_t kind)
 	s->env = env;
 	s->kind = kind;
 	*k = (struct collector_kind){ .kind = kind, .name = names[kind], .flags = CTL_ATTACH_F_HOLD, .stacks = true,
-				      .check = check, .attach = attach, .detach = detach, .target = target, .impl = s };
+				      .check = check, .attach = attach, .detach = detach, .target = target,
+				      .counters = counters, .impl = s };
 	return k;
 }

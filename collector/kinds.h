@@ -12,6 +12,7 @@
 
 struct bpf_stacks;
 struct bpf_net;
+struct net_fwd;
 struct tls_links;
 struct unwind_store;
 
@@ -19,6 +20,7 @@ struct unwind_store;
 struct kinds_env {
 	struct bpf_stacks *bpf;
 	struct bpf_net *net;        /* NULL: the network program did not load, no network kind */
+	struct net_fwd *fwd;        /* the network events' forwarder, with net */
 	struct tls_links *tls;      /* NULL: no TLS probes */
 	struct unwind_store *unwind;/* NULL: frame pointers only */
 	struct tasks *tasks;        /* set once the table exists: a kind asks it whether a pid is watched elsewhere */

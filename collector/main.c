@@ -17,13 +17,11 @@
 #include <liburing.h>
 #include <malloc.h>
 #include <poll.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
-#include <sys/eventfd.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/resource.h>
@@ -42,6 +40,7 @@
 #include "collector/collector.h"
 #include "collector/ctl_server.h"
 #include "collector/kinds.h"
+#include "collector/stack_drain.h"
 #include "collector/net_fwd.h"
 #include "collector/target_policy.h"
 #include "collector/tasks.h"
@@ -58,7 +57,6 @@
 #define COLLECTOR_NICE (-10)
 #define COLLECTOR_EXIT_RESTART 75   /* EX_TEMPFAIL: the supervisor starts a new collector */
 #define ORPHAN_GRACE_NS (60ull * 1000000000ull)
-#define STACK_KINDS ((1u << EMBER_TASK_ONCPU) | (1u << EMBER_TASK_OFFCPU) | (1u << EMBER_TASK_MEM))
 #define KINDS_MAX 16
 
 enum src_kind { SRC_LISTEN, SRC_CONN, SRC_TIMER, SRC_SIGNAL, SRC_NET, SRC_NET_TIMER, SRC_DRAIN_DONE };
@@ -84,13 +82,8 @@ static struct {
 	struct kinds_env env;
 	struct collector_kind *kinds[KINDS_MAX];
 	unsigned nkinds;
+	struct stack_drain *drain;  /* the stack kinds' windows */
 	struct conn listen_src, timer_src, signal_src, net_src, net_timer_src, drain_src;
-	/* The stack drain's RCU grace period is waited for by a thread, so this loop keeps
-	 * forwarding network events meanwhile: requests and completions through eventfds. */
-	int wait_req_fd;
-	int drain_pending;          /* flipped, the grace period not over yet */
-	uint64_t drain_end_real_ns; /* the pending window's end: the flip */
-	uint64_t last_drain_real_ns;
 	int stop;
 	int exit_code;
 	char sock_path[108];
@@ -119,153 +112,6 @@ static void arm(struct conn *src)
 	}
 	io_uring_prep_poll_add(sqe, src->fd, POLLIN);
 	io_uring_sqe_set_data(sqe, src);
-}
-
-/* ---- draining the in-kernel aggregation into the shards ------------------ */
-
-static void on_stack(void *ctx, const struct stack_key *key, const struct stack_val *val,
-		     const uint64_t *kips, unsigned nk, const uint64_t *uips, unsigned nu, uint32_t flags)
-{
-	struct collector_shard *sh = &C.col.shards[shard__of(key->tgid, C.col.nshards)];
-	uint32_t len = sizeof(struct ember_rec_stack) + (nk + nu) * sizeof(uint64_t);
-	struct ember_rec_stack *rec;
-
-	(void)ctx;
-	if (flags)
-		C.col.stats[CTL_STAT_STACK_LOST]++;
-	C.col.stats[CTL_STAT_STACKS_DRAINED]++;
-	rec = shm_ring__reserve(sh->ring, EMBER_REC_STACK, len);
-	if (!rec) {
-		sh->window_drops++;
-		return;
-	}
-	rec->kind = key->kind;
-	rec->tgid = key->tgid;
-	rec->count = val->count;
-	rec->weight = val->weight;
-	rec->nkern = nk;
-	rec->nuser = nu;
-	rec->flags = flags;
-	memcpy(rec->comm, key->comm, sizeof(rec->comm));
-	memcpy(rec->ips, kips, nk * sizeof(uint64_t));
-	memcpy(rec->ips + nk, uips, nu * sizeof(uint64_t));
-	shm_ring__commit(sh->ring, rec);
-	sh->window_stacks++;
-}
-
-static unsigned stack_tasks_attached(void)
-{
-	return tasks__count(C.col.tasks, STACK_KINDS);
-}
-
-static void send_markers(uint64_t start, uint64_t end)
-{
-	for (unsigned s = 0; s < C.col.nshards; s++) {
-		struct collector_shard *sh = &C.col.shards[s];
-		/* One marker per kind: the analyzer closes that kind's window; ring drops ride on the first. */
-		for (uint32_t kind = EMBER_TASK_ONCPU; kind <= EMBER_TASK_MEM; kind++) {
-			struct ember_rec_window w = { .kind = kind, .start_ns = start, .end_ns = end,
-						      .stacks = kind == EMBER_TASK_ONCPU ? sh->window_stacks : 0,
-						      .ring_drops = kind == EMBER_TASK_ONCPU ? sh->window_drops : 0 };
-			(void)shm_ring__write(sh->ring, EMBER_REC_WINDOW, &w, sizeof(w));
-		}
-		(void)shm_ring__notify(sh->ring);
-	}
-	C.last_drain_real_ns = end;
-}
-
-/* The flipped-out set into the shards, then the window's markers. */
-static void drain_finish(void)
-{
-	int n = bpf_stacks__collect(C.bpf, on_stack, NULL);
-
-	if (n < 0)
-		log_warn("draining the stack maps failed: %s", strerror(-n));
-	C.drain_pending = 0;
-	send_markers(C.last_drain_real_ns, C.drain_end_real_ns);
-}
-
-/*
- * Ends the window now.  With a stack task since the last drain, the maps
- * flip and are read once every program still writing the old set is done
- * (an RCU grace period); sync waits for it here (detach and stop need it
- * all in the rings before they go on), otherwise the waiter thread does and
- * the loop carries on.  With none, the maps are empty: markers only.
- */
-static void drain_now(int sync)
-{
-	uint64_t one = 1;
-
-	if (C.drain_pending) {
-		if (!sync)
-			return; /* the last grace period is not over: this tick joins that window */
-		struct pollfd p = { .fd = C.drain_src.fd, .events = POLLIN };
-		while (poll(&p, 1, -1) < 0 && errno == EINTR)
-			;
-		(void)!read(C.drain_src.fd, &one, sizeof(one));
-		drain_finish();
-	}
-	for (unsigned s = 0; s < C.col.nshards; s++)
-		C.col.shards[s].window_stacks = C.col.shards[s].window_drops = 0;
-	C.col.stats[CTL_STAT_DRAINS]++;
-	C.drain_end_real_ns = timeutil__now_ns(CLOCK_REALTIME);
-	if (!C.env.stacks_dirty) {
-		C.env.stacks_dirty = stack_tasks_attached() > 0;
-		send_markers(C.last_drain_real_ns, C.drain_end_real_ns);
-		return;
-	}
-	C.env.stacks_dirty = stack_tasks_attached() > 0;
-	bpf_stacks__flip(C.bpf);
-	C.drain_pending = 1;
-	if (sync || C.wait_req_fd < 0 || write(C.wait_req_fd, &one, sizeof(one)) != sizeof(one)) {
-		bpf_stacks__wait_programs();
-		drain_finish();
-	}
-}
-
-static void drain(void) { drain_now(1); }
-
-static void on_drain_done(void)
-{
-	uint64_t v;
-
-	if (read(C.drain_src.fd, &v, sizeof(v)) == sizeof(v) && C.drain_pending)
-		drain_finish();
-}
-
-/* The waiter thread: one grace period per request. */
-static void *waiter_main(void *arg)
-{
-	uint64_t v;
-
-	(void)arg;
-	for (;;) {
-		if (read(C.wait_req_fd, &v, sizeof(v)) != sizeof(v)) {
-			if (errno == EINTR)
-				continue;
-			return NULL;
-		}
-		bpf_stacks__wait_programs();
-		v = 1;
-		(void)!write(C.drain_src.fd, &v, sizeof(v));
-	}
-}
-
-/* After the privilege drop: capabilities are per thread, and this one must hold none. */
-static void start_waiter(void)
-{
-	pthread_t th;
-
-	C.drain_src = (struct conn){ .kind = SRC_DRAIN_DONE, .fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK) };
-	C.wait_req_fd = eventfd(0, EFD_CLOEXEC);
-	if (C.drain_src.fd < 0 || C.wait_req_fd < 0 || pthread_create(&th, NULL, waiter_main, NULL)) {
-		log_warn("no waiter thread (%m): stack drains wait in the loop, pausing network events");
-		if (C.wait_req_fd >= 0)
-			close(C.wait_req_fd);
-		C.wait_req_fd = -1;
-		return;
-	}
-	pthread_detach(th);
 }
 
 /* ---- network events: forwarded as they come ---------------------------------- */
@@ -312,59 +158,13 @@ static int store_proc(void *ctx, uint32_t tgid, uint32_t slot, const struct unwi
 	return bpf_stacks__unwind_proc(C.bpf, tgid, slot, p);
 }
 
-_Static_assert(CTL_STAT_NET_FORKS_FULL - CTL_STAT_NET_CALLS + 1 == NET_CNT_TLS_CALLS &&
-	       CTL_STAT_NET_PEEKS - CTL_STAT_NET_TLS_CALLS + 1 == NET_CNT_MAX - NET_CNT_TLS_CALLS,
-	       "the collector's network stats mirror the BPF program's counters one to one");
-
-/* The programs' counters and the forwarder's (collector_hooks.collect_stats). */
-static void collect_bpf_stats(void *ctx, uint64_t *stats)
+/* Every kind's counters (collector_hooks.collect_stats). */
+static void collect_kind_stats(void *ctx, uint64_t *stats)
 {
-	uint64_t bc[BPF_CNT_MAX], nc[NET_CNT_MAX];
-
 	(void)ctx;
-	if (!bpf_stacks__counters(C.bpf, bc)) {
-		stats[CTL_STAT_BPF_SAMPLES] = bc[BPF_CNT_SAMPLES];
-		stats[CTL_STAT_BPF_KSTACK_ERR] = bc[BPF_CNT_KSTACK_ERR];
-		stats[CTL_STAT_BPF_USTACK_ERR] = bc[BPF_CNT_USTACK_ERR];
-		stats[CTL_STAT_BPF_STACKMAP_FULL] = bc[BPF_CNT_STACKMAP_FULL];
-		stats[CTL_STAT_BPF_AGG_FULL] = bc[BPF_CNT_AGG_FULL];
-		stats[CTL_STAT_BPF_OFFCPU_SWITCHES] = bc[BPF_CNT_OFFCPU_SWITCHES];
-		stats[CTL_STAT_BPF_OFFCPU_START_FULL] = bc[BPF_CNT_OFFCPU_START_FULL];
-		stats[CTL_STAT_BPF_OFFCPU_BELOW_MIN] = bc[BPF_CNT_OFFCPU_BELOW_MIN];
-		stats[CTL_STAT_BPF_HSTACK_FULL] = bc[BPF_CNT_HSTACK_FULL];
-		stats[CTL_STAT_BPF_FAULTS] = bc[BPF_CNT_FAULTS];
-		stats[CTL_STAT_BPF_OFFCPU_FP_HITS] = bc[BPF_CNT_OFFCPU_FP_HITS];
-		stats[CTL_STAT_BPF_UNWIND_STACKS] = bc[BPF_CNT_UNWIND_STACKS];
-		stats[CTL_STAT_BPF_UNWIND_COMPLETE] = bc[BPF_CNT_UNWIND_COMPLETE];
-		stats[CTL_STAT_BPF_UNWIND_FP_FRAMES] = bc[BPF_CNT_UNWIND_FP_FRAMES];
-		stats[CTL_STAT_BPF_UNWIND_READ_ERR] = bc[BPF_CNT_UNWIND_READ_ERR];
-		stats[CTL_STAT_BPF_UNWIND_TRUNCATED] = bc[BPF_CNT_UNWIND_TRUNCATED];
-		stats[CTL_STAT_BPF_OFFCPU_TIMED] = bc[BPF_CNT_OFFCPU_TIMED];
-		stats[CTL_STAT_BPF_OFFCPU_EXITS] = bc[BPF_CNT_OFFCPU_EXITS];
-		stats[CTL_STAT_BPF_OFFCPU_TID_REUSED] = bc[BPF_CNT_OFFCPU_TID_REUSED];
-		stats[CTL_STAT_BPF_OFFCPU_STACK_ERR] = bc[BPF_CNT_OFFCPU_STACK_ERR];
-		stats[CTL_STAT_BPF_OFFCPU_STALE] = bc[BPF_CNT_OFFCPU_STALE];
-		stats[CTL_STAT_BPF_OFFCPU_UNTIMED] = bc[BPF_CNT_OFFCPU_UNTIMED];
-		stats[CTL_STAT_BPF_OFFCPU_LOST] = bc[BPF_CNT_OFFCPU_LOST];
-	}
-	stats[CTL_STAT_PERF_CPUS_UNSAMPLED] = bpf_stacks__cpus_unsampled(C.bpf);
-	stats[CTL_STAT_TLS_UNSUPPORTED] = C.net && !bpf_net__has_tls(C.net);
-	if (C.net && !bpf_net__counters(C.net, nc)) {
-		for (unsigned i = 0; i < NET_CNT_TLS_CALLS; i++)
-			stats[CTL_STAT_NET_CALLS + i] = nc[i];
-		for (unsigned i = NET_CNT_TLS_CALLS; i < NET_CNT_MAX; i++)
-			stats[CTL_STAT_NET_TLS_CALLS + i - NET_CNT_TLS_CALLS] = nc[i];
-	}
-	if (C.fwd) {
-		struct net_fwd_stats fs;
-
-		net_fwd__stats(C.fwd, &fs);
-		stats[CTL_STAT_NET_FORWARDED] = fs.events;
-		stats[CTL_STAT_NET_RING_DROPS] = fs.ring_drops;
-		stats[CTL_STAT_NET_RING_UNTRACKED] = fs.untracked;
-		stats[CTL_STAT_NET_PEERS_ACROSS] = fs.peers_across;
-		stats[CTL_STAT_NET_ENDPOINTS_FULL] = fs.endpoints_full;
-	}
+	for (unsigned k = 0; k < C.nkinds; k++)
+		if (C.kinds[k] && C.kinds[k]->counters)
+			C.kinds[k]->counters(C.kinds[k]->impl, stats);
 }
 
 /* The table changed: the network timer runs while a network task does. */
@@ -377,12 +177,12 @@ static void tasks_changed(void *ctx)
 static void hook_drain(void *ctx)
 {
 	(void)ctx;
-	drain();
+	stack_drain__sync(C.drain);
 	forward_net();
 }
 
 static const struct collector_hooks hooks = { .drain = hook_drain, .tasks_changed = tasks_changed,
-					      .collect_stats = collect_bpf_stats };
+					      .collect_stats = collect_kind_stats };
 
 static void on_accept(void)
 {
@@ -413,7 +213,7 @@ static void on_timer(void)
 	uint64_t ticks, now = timeutil__now_ns(CLOCK_MONOTONIC);
 
 	(void)!read(C.timer_src.fd, &ticks, sizeof(ticks));
-	drain_now(0);
+	stack_drain__tick(C.drain);
 	/* Tasks whose analyzer stayed away too long are detached: nobody reads them. */
 	for (unsigned s = 0; s < C.col.nshards; s++) {
 		struct collector_shard *sh = &C.col.shards[s];
@@ -675,8 +475,11 @@ static int setup(void)
 	}
 	C.env.tasks = C.col.tasks;
 	C.col.hooks = &hooks;
+	C.drain = stack_drain__new(&C.col, &C.env);
+	if (!C.drain)
+		return -1;
 	if (C.net) {
-		C.fwd = net_fwd__new(shard_rings(), C.col.nshards);
+		C.env.fwd = C.fwd = net_fwd__new(shard_rings(), C.col.nshards);
 		if (!C.fwd)
 			return -1;
 		C.net_src = (struct conn){ .kind = SRC_NET, .fd = bpf_net__fd(C.net) };
@@ -722,7 +525,10 @@ static int setup(void)
 		log_error("cannot drop privileges: %s", strerror(-err));
 		return -1;
 	}
-	start_waiter();
+	err = stack_drain__start_waiter(C.drain);
+	if (err < 0)
+		log_warn("no waiter thread (%s): stack drains wait in the loop, pausing network events", strerror(-err));
+	C.drain_src = (struct conn){ .kind = SRC_DRAIN_DONE, .fd = err };
 	return 0;
 }
 
@@ -734,7 +540,7 @@ static void run(void)
 	arm(&C.listen_src);
 	arm(&C.signal_src);
 	arm(&C.timer_src);
-	if (C.drain_src.fd > 0)
+	if (C.drain_src.fd >= 0)
 		arm(&C.drain_src);
 	if (C.net) {
 		arm(&C.net_src);
@@ -756,7 +562,7 @@ static void run(void)
 			case SRC_LISTEN: on_accept(); arm(src); break;
 			case SRC_TIMER: on_timer(); arm(src); break;
 			case SRC_NET: forward_net(); arm(src); break;
-			case SRC_DRAIN_DONE: on_drain_done(); arm(src); break;
+			case SRC_DRAIN_DONE: stack_drain__done(C.drain); arm(src); break;
 			case SRC_NET_TIMER: {
 				uint64_t ticks;
 				(void)!read(src->fd, &ticks, sizeof(ticks));
@@ -803,7 +609,6 @@ int main(int argc, char **argv)
 	libbpf_set_print(libbpf_print);
 	if (setup())
 		return 1;
-	C.last_drain_real_ns = timeutil__now_ns(CLOCK_REALTIME);
 	{
 		char pol[512];
 
@@ -813,10 +618,11 @@ int main(int argc, char **argv)
 	}
 	run();
 	log_info("stopping: final drain");
-	drain();
+	stack_drain__sync(C.drain);
 	forward_net();
 	C.col.tasks = tasks__free(C.col.tasks);
 	kinds__free(C.kinds, C.nkinds);
+	stack_drain__free(C.drain);
 	unlink(C.sock_path);
 	io_uring_queue_exit(&C.ring);
 	C.bpf = bpf_stacks__free(C.bpf);

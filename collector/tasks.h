@@ -63,6 +63,8 @@ struct collector_kind {
 	int (*target)(void *impl, const struct task *t, uint32_t pid, bool on);
 	/* The process a followed child belongs to (0: none, or the kind follows no children); may be NULL. */
 	uint32_t (*follows)(void *impl, uint32_t pid);
+	/* Its programs' counters into stats (CTL_STAT_*, the kind's own range), before STATS answers; may be NULL. */
+	void (*counters)(void *impl, uint64_t *stats);
 	void *impl;
 };
 
