@@ -6,12 +6,52 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
 
 #include "bpf/ember_abi.h"
 #include "collector/bpf_net.h"
 #include "collector/kinds.h"
 #include "collector/net_fwd.h"
 #include "collector/tls_links.h"
+#include "common/log.h"
+
+/*
+ * The network program is optional: a kernel where it does not load still
+ * profiles stacks, and network tasks are refused with the reason logged here.
+ */
+int kind_net__load(struct kinds_env *env, struct kinds_load_opts *o)
+{
+	long ncpus = sysconf(_SC_NPROCESSORS_CONF);
+	struct bpf_net_opts no = { .max_targets = o->stacks.max_pids,
+				   .ringbuf_bytes = o->net_buffer * (uint64_t)(ncpus > 0 ? ncpus : 1),
+				   .force_raw_tp = o->net_raw_tp };
+
+	env->net = bpf_net__load(&no);
+	if (!env->net) {
+		log_warn("cannot load the network BPF program (%m): network profiling tasks will be refused "
+			 "(log_level debug shows the verifier's logs)");
+		return 0;
+	}
+	if (!bpf_net__has_tls(env->net)) {
+		struct utsname u;
+
+		uname(&u);
+		log_warn("this kernel (%s) has no uprobe.multi links (Linux 6.6+): TLS plaintext is not captured; "
+			 "TLS connections are profiled at L4 (is_ssl from their records; tls_unsupported in ember stats)",
+			 u.release);
+	}
+	else if (!(env->tls = tls_links__new(env->net, 1024)))
+		log_warn("TLS probes unavailable: %m");
+	return 0;
+}
+
+void kind_net__unload(struct kinds_env *env)
+{
+	env->tls = tls_links__free(env->tls);
+	env->net = bpf_net__free(env->net);
+}
 
 /* The kind's own allocation (kinds__free frees it), pointing at the shared environment. */
 struct net_kind {

@@ -5,11 +5,63 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
 
 #include "bpf/ember_abi.h"
 #include "collector/bpf_stacks.h"
 #include "collector/kinds.h"
 #include "collector/unwind_store.h"
+#include "common/log.h"
+
+static int store_rows(void *ctx, uint32_t first, const struct unwind_row *rows, uint32_t n)
+{
+	return bpf_stacks__unwind_rows(((struct kinds_env *)ctx)->bpf, first, rows, n);
+}
+
+static int store_proc(void *ctx, uint32_t tgid, uint32_t slot, const struct unwind_proc *p)
+{
+	return bpf_stacks__unwind_proc(((struct kinds_env *)ctx)->bpf, tgid, slot, p);
+}
+
+/* The stack program, which every kind of this family runs on, and the unwind tables' store it reads. */
+int kind_stacks__load(struct kinds_env *env, struct kinds_load_opts *o)
+{
+	env->bpf = bpf_stacks__load(&o->stacks);
+	if (!env->bpf) {
+		int err = -errno;
+
+		log_error("cannot load the stack-sampling BPF program: %s (log_level debug shows the verifier's logs)",
+			  strerror(-err));
+		return err;
+	}
+	if (bpf_stacks__legacy(env->bpf)) {
+		struct utsname u;
+
+		uname(&u);
+		log_warn("this kernel (%s) lacks bpf_loop, task BTF or bpf_task_pt_regs (Linux 5.17+): user stacks "
+			 "are walked by frame pointers only (binaries built without them show their leaf frames)", u.release);
+		o->stacks.unwind_rows = 0;
+	}
+	if (o->stacks.unwind_rows) {
+		struct unwind_store_ops ops = { .write_rows = store_rows, .set_proc = store_proc, .ctx = env };
+		/* 30 s: an analyzer sends a process's tables within that, even for a large binary. */
+		env->unwind = unwind_store__new(o->stacks.unwind_rows, o->stacks.unwind_procs, 30000000000ull, &ops);
+		if (!env->unwind) {
+			int err = -errno;
+
+			log_error("cannot allocate the unwind table store: %s", strerror(-err));
+			return err;
+		}
+	}
+	return 0;
+}
+
+void kind_stacks__unload(struct kinds_env *env)
+{
+	env->bpf = bpf_stacks__free(env->bpf);
+	env->unwind = unwind_store__free(env->unwind);
+}
 
 struct stacks_kind {
 	struct kinds_env *env;

@@ -5,6 +5,32 @@
 
 #include "bpf/ember_abi.h"
 
+/* One line per family of kinds: what loads its programs, what unloads them. */
+static const struct {
+	kind_loader_fn load;
+	void (*unload)(struct kinds_env *env);
+} families[] = {
+	{ kind_stacks__load, kind_stacks__unload },
+	{ kind_net__load, kind_net__unload },
+};
+
+int kinds__load(struct kinds_env *env, struct kinds_load_opts *o)
+{
+	for (unsigned f = 0; f < sizeof(families) / sizeof(families[0]); f++) {
+		int err = families[f].load(env, o);
+
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+void kinds__unload(struct kinds_env *env)
+{
+	for (unsigned f = sizeof(families) / sizeof(families[0]); f-- > 0;)
+		families[f].unload(env);
+}
+
 /* One line per kind. */
 static const kind_builder_fn builders[] = {
 	[EMBER_TASK_ONCPU] = kind_stacks__new,

@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 
+#include "collector/bpf_stacks.h"
 #include "collector/tasks.h"
 
 struct bpf_stacks;
@@ -26,6 +27,30 @@ struct kinds_env {
 	struct tasks *tasks;        /* set once the table exists: a kind asks it whether a pid is watched elsewhere */
 	bool stacks_dirty;          /* a stack task attached or started since the loop last drained */
 };
+
+/* What the families' programs are loaded with (the collector's command line and environment). */
+struct kinds_load_opts {
+	struct bpf_stacks_opts stacks;  /* unwind_rows becomes 0 where the kernel cannot walk tables */
+	uint64_t net_buffer;            /* the network events' BPF ring buffer, bytes per CPU */
+	bool net_raw_tp;                /* the network program's fallback on purpose (EMBER_NET_ATTACH=raw_tp) */
+};
+
+/*
+ * A family's loader, as root before the privilege drop: its programs and
+ * stores into env.  -errno only for a family the collector cannot run
+ * without (the stack program); an optional one logs why it is missing and
+ * leaves its part of env NULL, and its kinds are then not built.
+ */
+typedef int (*kind_loader_fn)(struct kinds_env *env, struct kinds_load_opts *o);
+int kind_stacks__load(struct kinds_env *env, struct kinds_load_opts *o);
+int kind_net__load(struct kinds_env *env, struct kinds_load_opts *o);
+void kind_stacks__unload(struct kinds_env *env);
+void kind_net__unload(struct kinds_env *env);
+
+/* Every family's loader, in order; 0 or the first required family's -errno. */
+int kinds__load(struct kinds_env *env, struct kinds_load_opts *o);
+/* What kinds__load loaded; after kinds__free. */
+void kinds__unload(struct kinds_env *env);
 
 /* A kind's builder: NULL (and errno) when it cannot run here, which is not an error for the others. */
 typedef struct collector_kind *(*kind_builder_fn)(struct kinds_env *env, uint32_t kind);

@@ -28,7 +28,6 @@
 #include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <sys/un.h>
-#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
@@ -44,8 +43,6 @@
 #include "collector/net_fwd.h"
 #include "collector/target_policy.h"
 #include "collector/tasks.h"
-#include "collector/tls_links.h"
-#include "collector/unwind_store.h"
 #include "common/privs.h"
 #include "common/cleanup.h"
 #include "common/ctl_proto.h"
@@ -72,14 +69,11 @@ static struct {
 	struct collector col;       /* what the requests work on (collector/collector.h) */
 	const char *run_dir;
 	uint64_t flush_ns;
-	struct bpf_stacks_opts bpf_opts;
-	uint64_t net_buffer;        /* BPF ring buffer bytes per CPU for socket events */
+	struct kinds_load_opts load;
 
 	struct io_uring ring;
-	struct bpf_stacks *bpf;
-	struct bpf_net *net;        /* NULL when the network program does not load here */
 	struct net_fwd *fwd;
-	struct kinds_env env;
+	struct kinds_env env;       /* the loaded programs and stores the kinds run on (env.net NULL: no network) */
 	struct collector_kind *kinds[KINDS_MAX];
 	unsigned nkinds;
 	struct stack_drain *drain;  /* the stack kinds' windows */
@@ -126,9 +120,9 @@ static void forward_net(void)
 {
 	int n;
 
-	if (!C.net)
+	if (!C.env.net)
 		return;
-	n = bpf_net__consume(C.net, on_net_event, NULL);
+	n = bpf_net__consume(C.env.net, on_net_event, NULL);
 	if (n < 0)
 		log_warn("reading the network events failed: %s", strerror(-n));
 	net_fwd__notify(C.fwd);
@@ -142,20 +136,8 @@ static void net_timer_update(void)
 		its.it_interval.tv_nsec = (long)NET_POLL_NS;
 		its.it_value.tv_nsec = (long)NET_POLL_NS;
 	}
-	if (C.net)
+	if (C.env.net)
 		timerfd_settime(C.net_timer_src.fd, 0, &its, NULL);
-}
-
-static int store_rows(void *ctx, uint32_t first, const struct unwind_row *rows, uint32_t n)
-{
-	(void)ctx;
-	return bpf_stacks__unwind_rows(C.bpf, first, rows, n);
-}
-
-static int store_proc(void *ctx, uint32_t tgid, uint32_t slot, const struct unwind_proc *p)
-{
-	(void)ctx;
-	return bpf_stacks__unwind_proc(C.bpf, tgid, slot, p);
 }
 
 /* Every kind's counters (collector_hooks.collect_stats). */
@@ -226,7 +208,7 @@ static void on_timer(void)
 	}
 	/* A CPU came online after start and this kernel lets only root open its events: while
 	 * nothing runs, the supervisor restarts the collector, which opens them as root. */
-	if (!tasks__count(C.col.tasks, TASKS_ANY) && bpf_stacks__cpus_unsampled(C.bpf)) {
+	if (!tasks__count(C.col.tasks, TASKS_ANY) && bpf_stacks__cpus_unsampled(C.env.bpf)) {
 		log_warn("CPU(s) came online after start and their perf events need root to open "
 			 "(perf_event_paranoid): restarting the collector to sample them");
 		C.stop = 1;
@@ -319,9 +301,9 @@ static int parse_args(int argc, char **argv, enum log_level *lvl, int *done)
 	C.col.nshards = 1;
 	C.col.ring_size = 8u << 20;
 	C.flush_ns = 5000000000ull;
-	C.bpf_opts = (struct bpf_stacks_opts){ .max_stacks = 8192, .max_agg = 16384, .max_pids = 1024,
+	C.load.stacks = (struct bpf_stacks_opts){ .max_stacks = 8192, .max_agg = 16384, .max_pids = 1024,
 					       .unwind_rows = 1u << 20, .unwind_procs = 64 };
-	C.net_buffer = 400 * 1024;
+	C.load.net_buffer = 400 * 1024;
 	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'r': C.run_dir = optarg; break;
@@ -337,11 +319,11 @@ static int parse_args(int argc, char **argv, enum log_level *lvl, int *done)
 				fprintf(stderr, "ember-collector: bad or too many --allow-cgroup '%s'\n", optarg); return 2; } break;
 		case 'f': if (parse_u64("flush-ms", optarg, 10, 3600000, &v)) return 2; C.flush_ns = v * 1000000; break;
 		case 'k': if (parse_u64("max-stacks", optarg, 64, 1 << 20, &v)) return 2;
-			C.bpf_opts.max_stacks = v; C.bpf_opts.max_agg = 2 * v; break;
-		case 'p': if (parse_u64("max-pids", optarg, 1, 1 << 20, &v)) return 2; C.bpf_opts.max_pids = v; break;
-		case 'U': if (parse_u64("unwind-rows", optarg, 0, 1u << 26, &v)) return 2; C.bpf_opts.unwind_rows = v; break;
-		case 'P': if (parse_u64("unwind-procs", optarg, 1, 65536, &v)) return 2; C.bpf_opts.unwind_procs = v; break;
-		case 'n': if (parse_u64("net-buffer", optarg, 4096, 1ull << 30, &v)) return 2; C.net_buffer = v; break;
+			C.load.stacks.max_stacks = v; C.load.stacks.max_agg = 2 * v; break;
+		case 'p': if (parse_u64("max-pids", optarg, 1, 1 << 20, &v)) return 2; C.load.stacks.max_pids = v; break;
+		case 'U': if (parse_u64("unwind-rows", optarg, 0, 1u << 26, &v)) return 2; C.load.stacks.unwind_rows = v; break;
+		case 'P': if (parse_u64("unwind-procs", optarg, 1, 65536, &v)) return 2; C.load.stacks.unwind_procs = v; break;
+		case 'n': if (parse_u64("net-buffer", optarg, 4096, 1ull << 30, &v)) return 2; C.load.net_buffer = v; break;
 		case 'l': if (log__parse_level(optarg, lvl)) { fprintf(stderr, "ember-collector: bad --log-level '%s'\n", optarg); return 2; } break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
@@ -356,37 +338,6 @@ static int parse_args(int argc, char **argv, enum log_level *lvl, int *done)
 	target_policy__set_ember_uids(C.col.policy, C.col.analyzer_uid, C.col.exporter_uid);
 	*done = 0;
 	return 0;
-}
-
-/*
- * The network program is optional: a kernel where it does not load still
- * profiles stacks, and network tasks are refused with the reason logged here.
- */
-static void load_net(void)
-{
-	long ncpus = sysconf(_SC_NPROCESSORS_CONF);
-	struct bpf_net_opts o = { .max_targets = C.bpf_opts.max_pids,
-				  .ringbuf_bytes = C.net_buffer * (uint64_t)(ncpus > 0 ? ncpus : 1) };
-	const char *ap = getenv("EMBER_NET_ATTACH");
-
-	/* The raw_tp fallback is what kernels without BTF trampolines get: tests load it here on purpose. */
-	o.force_raw_tp = ap && !strcmp(ap, "raw_tp");
-	C.net = bpf_net__load(&o);
-	if (!C.net) {
-		log_warn("cannot load the network BPF program (%m): network profiling tasks will be refused "
-			 "(log_level debug shows the verifier's logs)");
-		return;
-	}
-	if (!bpf_net__has_tls(C.net)) {
-		struct utsname u;
-
-		uname(&u);
-		log_warn("this kernel (%s) has no uprobe.multi links (Linux 6.6+): TLS plaintext is not captured; "
-			 "TLS connections are profiled at L4 (is_ssl from their records; tls_unsupported in ember stats)",
-			 u.release);
-	}
-	else if (!(C.col.tls = tls_links__new(C.net, 1024)))
-		log_warn("TLS probes unavailable: %m");
 }
 
 static struct shm_ring **shard_rings(void)
@@ -424,33 +375,16 @@ static int setup(void)
 		log_error("cannot create run directory %s: %m", C.run_dir);
 		return -1;
 	}
+	/* The raw_tp fallback is what kernels without BTF trampolines get: tests load it here on purpose. */
+	C.load.net_raw_tp = getenv("EMBER_NET_ATTACH") && !strcmp(getenv("EMBER_NET_ATTACH"), "raw_tp");
+	/* A variant an older kernel refuses is expected: the loaders say the outcome in one line. */
 	libbpf_quiet = 1;
-	C.bpf = bpf_stacks__load(&C.bpf_opts);
+	err = kinds__load(&C.env, &C.load);
 	libbpf_quiet = 0;
-	if (!C.bpf) {
-		log_error("cannot load the stack-sampling BPF program: %m (log_level debug shows the verifier's logs)");
+	if (err)
 		return -1;
-	}
-	if (bpf_stacks__legacy(C.bpf)) {
-		struct utsname u;
-
-		uname(&u);
-		log_warn("this kernel (%s) lacks bpf_loop, task BTF or bpf_task_pt_regs (Linux 5.17+): user stacks "
-			 "are walked by frame pointers only (binaries built without them show their leaf frames)", u.release);
-		C.bpf_opts.unwind_rows = 0;
-	}
-	if (C.bpf_opts.unwind_rows) {
-		struct unwind_store_ops ops = { .write_rows = store_rows, .set_proc = store_proc };
-		/* 30 s: an analyzer sends a process's tables within that, even for a large binary. */
-		C.col.unwind = unwind_store__new(C.bpf_opts.unwind_rows, C.bpf_opts.unwind_procs, 30000000000ull, &ops);
-		if (!C.col.unwind) {
-			log_error("cannot allocate the unwind table store: %m");
-			return -1;
-		}
-	}
-	libbpf_quiet = 1;
-	load_net();
-	libbpf_quiet = 0;
+	C.col.unwind = C.env.unwind;
+	C.col.tls = C.env.tls;
 	/* libbpf's copy of the kernel BTF is freed after load: give it back to the
 	 * kernel before the rings are mapped, so the two never add up. */
 	malloc_trim(0);
@@ -466,7 +400,6 @@ static int setup(void)
 			return -1;
 		}
 	}
-	C.env = (struct kinds_env){ .bpf = C.bpf, .net = C.net, .tls = C.col.tls, .unwind = C.col.unwind };
 	C.nkinds = kinds__build(&C.env, C.kinds, KINDS_MAX);
 	C.col.tasks = tasks__new(C.kinds, C.nkinds, C.col.policy, C.col.nshards);
 	if (!C.col.tasks) {
@@ -478,11 +411,11 @@ static int setup(void)
 	C.drain = stack_drain__new(&C.col, &C.env);
 	if (!C.drain)
 		return -1;
-	if (C.net) {
+	if (C.env.net) {
 		C.env.fwd = C.fwd = net_fwd__new(shard_rings(), C.col.nshards);
 		if (!C.fwd)
 			return -1;
-		C.net_src = (struct conn){ .kind = SRC_NET, .fd = bpf_net__fd(C.net) };
+		C.net_src = (struct conn){ .kind = SRC_NET, .fd = bpf_net__fd(C.env.net) };
 		C.net_timer_src = (struct conn){ .kind = SRC_NET_TIMER,
 						 .fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK) };
 		if (C.net_timer_src.fd < 0) {
@@ -542,7 +475,7 @@ static void run(void)
 	arm(&C.timer_src);
 	if (C.drain_src.fd >= 0)
 		arm(&C.drain_src);
-	if (C.net) {
+	if (C.env.net) {
 		arm(&C.net_src);
 		arm(&C.net_timer_src);
 	}
@@ -625,11 +558,10 @@ int main(int argc, char **argv)
 	stack_drain__free(C.drain);
 	unlink(C.sock_path);
 	io_uring_queue_exit(&C.ring);
-	C.bpf = bpf_stacks__free(C.bpf);
-	C.col.unwind = unwind_store__free(C.col.unwind);
-	C.col.tls = tls_links__free(C.col.tls);
-	C.fwd = net_fwd__free(C.fwd);
-	C.net = bpf_net__free(C.net);
+	C.fwd = C.env.fwd = net_fwd__free(C.fwd);
+	kinds__unload(&C.env);
+	C.col.unwind = NULL;
+	C.col.tls = NULL;
 	C.col.broker = broker__free(C.col.broker);
 	C.col.policy = target_policy__free(C.col.policy);
 	free(shard_rings());
