@@ -158,6 +158,18 @@ int bus__meter_set_add(struct bus_meter_set *ms, const char *name, double value,
 	return 0;
 }
 
+int bus__meter_set_add_counters(struct bus_meter_set *ms, const struct counter_def *defs, const uint64_t *v,
+				unsigned n, uint64_t ts_ms)
+{
+	int r = 0;
+
+	for (unsigned i = 0; i < n && !r; i++)
+		r = bus__meter_set_add(ms, defs[i].name,
+				       defs[i].per_unit > 1 ? (double)v[i] / defs[i].per_unit : (double)v[i],
+				       !defs[i].level, ts_ms);
+	return r;
+}
+
 void bus__meter_set_add_memory(struct bus_meter_set *ms, const char *who, uint64_t ts_ms)
 {
 	static const char *const what[] = { "rss_bytes", "rss_peak_bytes", "jemalloc_allocated_bytes",

@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 #include "proto/ember.pb-c.h"
+#include "common/counters.h"
 
 #define BUS_MAX_MSG (64u << 20) /* received messages above this are refused by ZeroMQ */
 
@@ -72,6 +73,14 @@ int bus__meter_set_add(struct bus_meter_set *ms, const char *name, double value,
  * The process's own memory as gauges "ember_<who>_rss_bytes", "..._rss_peak_bytes"
  * and, on jemalloc, "..._jemalloc_allocated_bytes" / "..._jemalloc_resident_bytes".
  */
+/*
+ * Adds the meters of one module's counters (common/counters.h): v[i] as
+ * defs[i] says, in index order.  Returns 0, or -ENOSPC when the set filled
+ * (the meters past it are left out).
+ */
+int bus__meter_set_add_counters(struct bus_meter_set *ms, const struct counter_def *defs, const uint64_t *v,
+				unsigned n, uint64_t ts_ms);
+
 void bus__meter_set_add_memory(struct bus_meter_set *ms, const char *who, uint64_t ts_ms);
 
 #endif
