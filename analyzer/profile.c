@@ -65,20 +65,14 @@ static const struct cg_entry *cgroup_of(struct profile_builder *pb, uint32_t pid
 	return e;
 }
 
-static const char *const stat_names[PS_MAX] = {
-	[PS_STACKS] = "analyzer_stacks",
-	[PS_STACKS_NO_TASK] = "analyzer_stacks_without_task",
-	[PS_BAD_RECORDS] = "analyzer_bad_records",
-	[PS_WINDOW_CAP_DROPS] = "analyzer_window_cap_drops",
-	[PS_FRAMES] = "frames_symbolized",
-	[PS_FRAMES_UNKNOWN] = "frames_unknown",
-	[PS_TRACING_FRAMES] = "tracing_frames_removed",
+const struct counter_def profile_counters[PS_MAX] = {
+	[PS_STACKS] = { .name = "analyzer_stacks" },
+	[PS_STACKS_NO_TASK] = { .name = "analyzer_stacks_without_task" },
+	[PS_WINDOW_CAP_DROPS] = { .name = "analyzer_window_cap_drops" },
+	[PS_FRAMES] = { .name = "frames_symbolized" },
+	[PS_FRAMES_UNKNOWN] = { .name = "frames_unknown" },
+	[PS_TRACING_FRAMES] = { .name = "tracing_frames_removed" },
 };
-
-const char *profile__stat_name(unsigned stat)
-{
-	return stat < PS_MAX ? stat_names[stat] : "";
-}
 
 struct profile_builder *profile__new(struct symbolizer *sym, struct publisher *pub, struct task_mgr *tm,
 				     unsigned max_tasks)
@@ -273,7 +267,7 @@ static void add_frames(struct profile_builder *pb, Ember__StackSample *s, uint32
 	}
 }
 
-void profile__stack_record(struct profile_builder *pb, const void *data, uint32_t len)
+int profile__stack_record(struct profile_builder *pb, const void *data, uint32_t len)
 {
 	uint64_t ips[EMBER_MAX_STACK_DEPTH];
 	struct ember_rec_stack h;
@@ -281,33 +275,29 @@ void profile__stack_record(struct profile_builder *pb, const void *data, uint32_
 	struct window *w;
 	Ember__StackSample *s;
 
-	if (len < sizeof(h)) {
-		pb->st[PS_BAD_RECORDS]++;
-		return;
-	}
+	if (len < sizeof(h))
+		return -EBADMSG;
 	memcpy(&h, data, sizeof(h));
 	if (h.nkern > EMBER_MAX_STACK_DEPTH || h.nuser > EMBER_MAX_STACK_DEPTH ||
-	    len != sizeof(h) + (uint32_t)(h.nkern + h.nuser) * sizeof(uint64_t)) {
-		pb->st[PS_BAD_RECORDS]++;
-		return;
-	}
+	    len != sizeof(h) + (uint32_t)(h.nkern + h.nuser) * sizeof(uint64_t))
+		return -EBADMSG;
 	pb->st[PS_STACKS]++;
 	t = task_mgr__find_pid(pb->tm, h.tgid, h.kind);
 	w = t ? window_of(pb, t->id) : NULL;
 	if (!w) {
 		pb->st[PS_STACKS_NO_TASK]++;
-		return;
+		return 0;
 	}
 	if (w->n >= MAX_SAMPLES_PER_WINDOW) {
 		pb->st[PS_WINDOW_CAP_DROPS]++;
-		return;
+		return 0;
 	}
 	if (w->n == w->cap) {
 		size_t cap = w->cap ? w->cap * 2 : 256;
 		void *v = realloc(w->v, cap * sizeof(*w->v));
 		if (!v) {
 			pb->st[PS_WINDOW_CAP_DROPS]++;
-			return;
+			return 0;
 		}
 		w->v = v;
 		w->cap = cap;
@@ -315,7 +305,7 @@ void profile__stack_record(struct profile_builder *pb, const void *data, uint32_
 	s = sample_new(&h);
 	if (!s) {
 		pb->st[PS_WINDOW_CAP_DROPS]++;
-		return;
+		return 0;
 	}
 	if (t->flame.set) {
 		const struct cg_entry *e = cgroup_of(pb, h.tgid);
@@ -336,6 +326,7 @@ void profile__stack_record(struct profile_builder *pb, const void *data, uint32_
 	w->v[w->n++] = s;
 	w->samples_total += h.count;
 	w->stacks_total++;
+	return 0;
 }
 
 void profile__stats(const struct profile_builder *pb, uint64_t ret[PS_MAX])

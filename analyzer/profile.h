@@ -6,7 +6,7 @@
  *
  * Ring records are untrusted input (a misbehaving producer could write
  * anything): every length is checked, and a record that does not add up is
- * counted as bad and skipped.
+ * skipped and refused (-EBADMSG): the ring's reader counts it.
  */
 #ifndef EMBER_ANALYZER_PROFILE_H
 #define EMBER_ANALYZER_PROFILE_H
@@ -15,12 +15,12 @@
 
 #include "analyzer/publisher.h"
 #include "analyzer/tasks.h"
+#include "common/counters.h"
 #include "symbolizer/symbolizer.h"
 
 enum profile_stat {
 	PS_STACKS,           /* stack records */
 	PS_STACKS_NO_TASK,   /* ... of a process no task (any more) wants */
-	PS_BAD_RECORDS,      /* records whose lengths do not add up */
 	PS_WINDOW_CAP_DROPS, /* stacks over the per-window cap */
 	PS_FRAMES,           /* frames symbolized */
 	PS_FRAMES_UNKNOWN,   /* ... left as module+offset */
@@ -36,8 +36,8 @@ struct profile_builder *profile__new(struct symbolizer *sym, struct publisher *p
 
 /* Starts collecting for t; its first window starts at its start time.  0 or -ENOSPC. */
 int profile__open(struct profile_builder *pb, const struct task_def *t);
-/* One EMBER_REC_STACK record. */
-void profile__stack_record(struct profile_builder *pb, const void *data, uint32_t len);
+/* One EMBER_REC_STACK record: 0, or -EBADMSG when its lengths do not add up. */
+int profile__stack_record(struct profile_builder *pb, const void *data, uint32_t len);
 /* The collector closed a window of this kind: every open task of it publishes its window. */
 void profile__window_end(struct profile_builder *pb, uint32_t kind, uint64_t end_ns);
 /* Publishes what is left of task_id's window and stops; totals go to *samples and *stacks. */
@@ -45,7 +45,8 @@ void profile__close(struct profile_builder *pb, const char *task_id, uint64_t en
 		    uint64_t *stacks);
 
 void profile__stats(const struct profile_builder *pb, uint64_t ret[PS_MAX]);
-const char *profile__stat_name(unsigned stat);
+/* Their names and natures (common/counters.h), by enum profile_stat. */
+extern const struct counter_def profile_counters[PS_MAX];
 
 /* Accepts NULL.  Returns NULL. */
 struct profile_builder *profile__free(struct profile_builder *pb);

@@ -68,7 +68,7 @@ void runner__maps_changed(struct task_runner *r, uint64_t task_num_id, uint32_t 
 	for (unsigned i = 0; i < task_mgr__count(r->o.tm); i++) {
 		const struct task_def *t = task_mgr__at(r->o.tm, i);
 
-		if (t->num_id == task_num_id && t->kind == EMBER_TASK_NETWORK)
+		if (t->num_id == task_num_id && (analyzer_kinds__flags(r->o.kinds, t->kind) & ANALYZER_KIND_F_TLS))
 			tls_pid(r, t, pid);
 	}
 }
@@ -195,6 +195,10 @@ static uint64_t task_num(const char *id, unsigned shard)
 
 static int check_task(const struct task_runner *r, const struct task_def *def, char *err, size_t errlen)
 {
+	const struct analyzer_kind_ops *ops;
+	void *impl;
+	int e;
+
 	for (uint32_t i = 0; i < def->npids; i++) {
 		char path[32];
 		struct stat st;
@@ -210,15 +214,12 @@ static int check_task(const struct task_runner *r, const struct task_def *def, c
 			return -EINVAL;
 		}
 	}
-	if (def->kind < EMBER_TASK_ONCPU || def->kind > EMBER_TASK_NETWORK) {
+	if (!analyzer_kinds__get(r->o.kinds, def->kind, &ops, &impl)) {
 		snprintf(err, errlen, "task kind %u is not supported (on-CPU, off-CPU, memory and network are)", def->kind);
 		return -EOPNOTSUPP;
 	}
-	if (def->kind == EMBER_TASK_ONCPU && (def->period_ns < CTL_PERIOD_MIN_NS || def->period_ns > CTL_PERIOD_MAX_NS)) {
-		snprintf(err, errlen, "on-CPU period %llu ns is out of range (%llu ms .. %llu ms)",
-			 (unsigned long long)def->period_ns, CTL_PERIOD_MIN_NS / 1000000, CTL_PERIOD_MAX_NS / 1000000);
-		return -ERANGE;
-	}
+	if (ops->check && (e = ops->check(impl, def, err, errlen)))
+		return e;
 	if (def->min_block_ns > CTL_MIN_BLOCK_MAX_NS) {
 		snprintf(err, errlen, "off-CPU minimum block time %llu ns is out of range (0 .. %llu s)",
 			 (unsigned long long)def->min_block_ns, CTL_MIN_BLOCK_MAX_NS / 1000000000);
@@ -227,13 +228,12 @@ static int check_task(const struct task_runner *r, const struct task_def *def, c
 	return 0;
 }
 
-static void attach_error(const struct task_def *t, int r, char *err, size_t errlen)
+static void attach_error(const struct analyzer_kind_ops *ops, void *impl, const struct task_def *t, int r, char *err,
+			 size_t errlen)
 {
-	if (r == -EBUSY && t->kind == EMBER_TASK_ONCPU)
-		snprintf(err, errlen, "on-CPU sampling already runs with another period for a task on this host; "
-			 "give this task the same period (%llu ms asked) or start it when that task ends",
-			 (unsigned long long)t->period_ns / 1000000);
-	else if (r == -EPERM)
+	if (ops->refused && ops->refused(impl, t, r, err, errlen))
+		return;
+	if (r == -EPERM)
 		snprintf(err, errlen, "the collector refused the task: its target policy excludes a process "
 			 "(ember's own, a kernel thread, or outside ember.targets.users / ember.targets.cgroups)");
 	else
@@ -242,16 +242,21 @@ static void attach_error(const struct task_def *t, int r, char *err, size_t errl
 
 int runner__start(struct task_runner *r, struct task_def *def, char *err, size_t errlen)
 {
+	const struct analyzer_kind_ops *ops;
+	void *impl;
 	struct ctl_attach_ans ans;
+	uint32_t flags;
 	int hold;
 	struct task_def *t;
 	int e;
 
 	if ((e = check_task(r, def, err, errlen)))
 		return e;
-	/* A monitor's capture gives way to a NETWORK task on its process. */
-	for (uint32_t i = 0; def->kind == EMBER_TASK_NETWORK && !task_def__is_monitor(def) && i < def->npids; i++) {
-		struct task_def *o = task_mgr__find_pid(r->o.tm, def->pids[i], EMBER_TASK_NETWORK);
+	(void)analyzer_kinds__get(r->o.kinds, def->kind, &ops, &impl); /* check_task found it */
+	/* A monitor's capture gives way to another task of its kind on its process. */
+	for (uint32_t i = 0; (ops->flags & ANALYZER_KIND_F_MONITOR_CAPTURE) && !task_def__is_monitor(def) &&
+			     i < def->npids; i++) {
+		struct task_def *o = task_mgr__find_pid(r->o.tm, def->pids[i], def->kind);
 
 		if (o && task_def__is_monitor(o))
 			runner__end(r, o, "a network task takes over");
@@ -276,7 +281,7 @@ int runner__start(struct task_runner *r, struct task_def *def, char *err, size_t
 		snprintf(err, errlen, "invalid task: %s", strerror(-e));
 	if (e)
 		return e;
-	e = t->kind == EMBER_TASK_NETWORK ? netprof__open(r->o.np, t) : profile__open(r->o.pb, t);
+	e = ops->open(impl, t);
 	if (e) {
 		snprintf(err, errlen, "too many tasks");
 		task_mgr__remove(r->o.tm, def->id);
@@ -284,11 +289,11 @@ int runner__start(struct task_runner *r, struct task_def *def, char *err, size_t
 	}
 	/* A monitor's capture needs heads only: first lines and statuses, not bodies. */
 	/* Stacks: held until the unwind tables are in, so that no sample walks without them. */
-	hold = t->kind != EMBER_TASK_NETWORK && r->o.uw;
-	/* Sampled traces that carry their system calls need the packets under each. */
-	e = ctl_client__attach(r->o.cc, t->num_id, t->kind, t->pids, t->npids, t->period_ns, t->min_block_ns,
-			       (task_def__is_monitor(t) ? CTL_ATTACH_F_PREFIX : hold ? CTL_ATTACH_F_HOLD : 0) |
-			       (task_def__wants_calls(t) ? CTL_ATTACH_F_L2 : 0), &ans);
+	hold = (ops->flags & ANALYZER_KIND_F_USER_STACKS) && r->o.uw;
+	flags = (task_def__is_monitor(t) ? CTL_ATTACH_F_PREFIX : hold ? CTL_ATTACH_F_HOLD : 0) |
+		(ops->attach_flags ? ops->attach_flags(impl, t) : 0);
+	e = ctl_client__attach(r->o.cc, t->num_id, t->kind, t->pids, t->npids, t->period_ns, t->min_block_ns, flags,
+			       &ans);
 	if (!e && hold) {
 		for (uint32_t i = 0; i < t->npids; i++)
 			unwind_pid(r, t->pids[i]);
@@ -297,20 +302,15 @@ int runner__start(struct task_runner *r, struct task_def *def, char *err, size_t
 			(void)ctl_client__detach(r->o.cc, t->num_id);
 	}
 	if (e) {
-		uint64_t s, k;
-
-		attach_error(t, e, err, errlen);
-		if (t->kind == EMBER_TASK_NETWORK)
-			netprof__discard(r->o.np, t->id);
-		else
-			profile__close(r->o.pb, t->id, 0, &s, &k);
+		attach_error(ops, impl, t, e, err, errlen);
+		ops->discard(impl, t);
 		task_mgr__remove(r->o.tm, def->id);
 		return e;
 	}
 	t->attach_point = ans.attach_point;
-	for (uint32_t i = 0; t->kind == EMBER_TASK_NETWORK && i < t->npids; i++)
+	for (uint32_t i = 0; (ops->flags & ANALYZER_KIND_F_TLS) && i < t->npids; i++)
 		tls_pid(r, t, t->pids[i]);
-	for (uint32_t i = 0; t->kind != EMBER_TASK_NETWORK && i < t->npids; i++)
+	for (uint32_t i = 0; (ops->flags & ANALYZER_KIND_F_USER_STACKS) && i < t->npids; i++)
 		(void)symbolizer__preload(r->o.sym, t->pids[i]);
 	r->st.started++;
 	/* the kind as `ember profile --type` names it (its values are the proto's) */
@@ -323,11 +323,28 @@ int runner__start(struct task_runner *r, struct task_def *def, char *err, size_t
 	return 0;
 }
 
+/* Whether a task of a kind that walks user stacks still runs on pid. */
+static bool user_stacks_task(struct task_runner *r, uint32_t pid)
+{
+	for (unsigned i = 0; i < task_mgr__count(r->o.tm); i++) {
+		const struct task_def *t = task_mgr__at(r->o.tm, i);
+
+		if (!(analyzer_kinds__flags(r->o.kinds, t->kind) & ANALYZER_KIND_F_USER_STACKS))
+			continue;
+		for (uint32_t j = 0; j < t->npids; j++)
+			if (t->pids[j] == pid)
+				return true;
+	}
+	return false;
+}
+
 void runner__end(struct task_runner *r, struct task_def *t, const char *why)
 {
-	char id[TASK_ID_LEN];
-	uint32_t kind = t->kind, npids = t->npids, pids[CTL_MAX_PIDS];
-	uint64_t samples, stacks, num_id = t->num_id;
+	const struct analyzer_kind_ops *ops;
+	void *impl;
+	char id[TASK_ID_LEN], summary[128] = "";
+	uint32_t flags = analyzer_kinds__flags(r->o.kinds, t->kind), npids = t->npids, pids[CTL_MAX_PIDS];
+	uint64_t num_id = t->num_id;
 	int e;
 
 	memcpy(pids, t->pids, npids * sizeof(pids[0]));
@@ -336,15 +353,9 @@ void runner__end(struct task_runner *r, struct task_def *t, const char *why)
 		log_warn("detaching task %s: %s", t->id, strerror(-e));
 	/* The collector drained the task's maps before answering: all of it is in the ring now. */
 	r->o.drain(r->o.ctx);
-	if (t->kind == EMBER_TASK_NETWORK) {
-		netprof__close(r->o.np, t->id, &samples, &stacks);
-		log_info("task %s finished (%s): %llu exchanges over %llu connections", t->id, why,
-			 (unsigned long long)samples, (unsigned long long)stacks);
-	} else {
-		profile__close(r->o.pb, t->id, timeutil__unix_ms() * 1000000ull, &samples, &stacks);
-		log_info("task %s finished (%s): %llu samples in %llu stacks", t->id, why, (unsigned long long)samples,
-			 (unsigned long long)stacks);
-	}
+	if (analyzer_kinds__get(r->o.kinds, t->kind, &ops, &impl)) /* the table holds no other */
+		ops->close(impl, t, summary, sizeof(summary));
+	log_info("task %s finished (%s): %s", t->id, why, summary);
 	if (!task_def__is_monitor(t))
 		publisher__task_event(r->o.pub, t, EMBER__TASK_EVENT__STATE__FINISHED, NULL);
 	r->st.finished++;
@@ -352,12 +363,10 @@ void runner__end(struct task_runner *r, struct task_def *t, const char *why)
 		symbolizer__forget_pid(r->o.sym, t->pids[i]);
 	snprintf(id, sizeof(id), "%s", t->id);
 	task_mgr__remove(r->o.tm, id);
-	if (r->o.tls && kind == EMBER_TASK_NETWORK)
+	if (r->o.tls && (flags & ANALYZER_KIND_F_TLS))
 		tls_finder__forget_task(r->o.tls, num_id);
-	for (uint32_t i = 0; r->o.uw && kind != EMBER_TASK_NETWORK && i < npids; i++)
-		if (!task_mgr__find_pid(r->o.tm, pids[i], EMBER_TASK_ONCPU) &&
-		    !task_mgr__find_pid(r->o.tm, pids[i], EMBER_TASK_OFFCPU) &&
-		    !task_mgr__find_pid(r->o.tm, pids[i], EMBER_TASK_MEM))
+	for (uint32_t i = 0; r->o.uw && (flags & ANALYZER_KIND_F_USER_STACKS) && i < npids; i++)
+		if (!user_stacks_task(r, pids[i]))
 			unwinder__forget(r->o.uw, pids[i]);
 	save_state(r);
 }
@@ -377,7 +386,8 @@ void runner__check(struct task_runner *r, uint64_t now_ms)
 		r->unwind_checked_ms = now_ms;
 		for (unsigned i = 0; i < task_mgr__count(r->o.tm); i++) {
 			const struct task_def *t = task_mgr__at(r->o.tm, i);
-			for (uint32_t j = 0; t->kind != EMBER_TASK_NETWORK && j < t->npids; j++)
+			for (uint32_t j = 0; (analyzer_kinds__flags(r->o.kinds, t->kind) & ANALYZER_KIND_F_USER_STACKS) &&
+					     j < t->npids; j++)
 				unwind_pid(r, t->pids[j]);
 		}
 	}
@@ -386,7 +396,8 @@ void runner__check(struct task_runner *r, uint64_t now_ms)
 		r->tls_checked_ms = now_ms;
 		for (unsigned i = 0; i < task_mgr__count(r->o.tm); i++) {
 			const struct task_def *t = task_mgr__at(r->o.tm, i);
-			for (uint32_t j = 0; t->kind == EMBER_TASK_NETWORK && j < t->npids; j++)
+			for (uint32_t j = 0; (analyzer_kinds__flags(r->o.kinds, t->kind) & ANALYZER_KIND_F_TLS) &&
+					     j < t->npids; j++)
 				tls_pid(r, t, t->pids[j]);
 		}
 	}

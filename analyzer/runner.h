@@ -12,8 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "analyzer/net/netprof.h"
-#include "analyzer/profile.h"
+#include "analyzer/kinds.h"
 #include "analyzer/publisher.h"
 #include "analyzer/tasks.h"
 #include "analyzer/tls/tls_finder.h"
@@ -24,8 +23,7 @@
 struct runner_opts {
 	struct task_mgr *tm;
 	struct ctl_client *cc;
-	struct profile_builder *pb;
-	struct netprof *np;
+	struct analyzer_kinds *kinds; /* what each kind does with its tasks */
 	struct publisher *pub;
 	struct symbolizer *sym;
 	struct unwinder *uw;      /* NULL: frame pointers only */
@@ -52,7 +50,7 @@ int runner__start(struct task_runner *r, struct task_def *def, char *err, size_t
 void runner__end(struct task_runner *r, struct task_def *t, const char *why);
 /* Ends the tasks whose duration is over or whose processes have all exited. */
 void runner__check(struct task_runner *r, uint64_t now_ms);
-/* A followed process of network task task_num_id exec'ed or mapped a file executable: TLS libraries now. */
+/* A followed process of task task_num_id exec'ed or mapped a file executable: its TLS libraries now, if its kind has them. */
 void runner__maps_changed(struct task_runner *r, uint64_t task_num_id, uint32_t pid);
 /* Starts again the tasks of the state file that still have time left. */
 void runner__restore(struct task_runner *r);

@@ -72,24 +72,24 @@ struct monitors {
 	unsigned n_ended;
 };
 
-static const char *const stat_names[MS_MAX] = {
-	[MS_POLICIES] = "continuous_policies",
-	[MS_EXCHANGES] = "continuous_exchanges",
-	[MS_CAPTURE_FAILURES] = "continuous_capture_failures",
-	[MS_PROCESSES] = "continuous_processes_monitored",
-	[MS_PROCESSES_OVER] = "continuous_processes_over_limit",
-	[MS_SCANS] = "continuous_scans",
-	[MS_FETCHES] = "continuous_fetches",
-	[MS_CHECKS] = "continuous_checks",
-	[MS_READ_ERRORS] = "continuous_proc_read_errors",
-	[MS_TRIGGERS] = "continuous_triggers",
-	[MS_SILENCED] = "continuous_silenced",
-	[MS_ALREADY_RUNNING] = "continuous_already_running",
-	[MS_START_FAILURES] = "continuous_start_failures",
-	[MS_ENDED_UNREPORTED] = "continuous_ended_unreported",
+const struct counter_def monitors_counters[MS_MAX] = {
+	[MS_POLICIES] = { .name = "continuous_policies", .level = true },
+	[MS_EXCHANGES] = { .name = "continuous_exchanges" },
+	[MS_CAPTURE_FAILURES] = { .name = "continuous_capture_failures" },
+	[MS_PROCESSES] = { .name = "continuous_processes_monitored", .level = true },
+	[MS_PROCESSES_OVER] = { .name = "continuous_processes_over_limit" },
+	[MS_SCANS] = { .name = "continuous_scans" },
+	[MS_FETCHES] = { .name = "continuous_fetches" },
+	[MS_CHECKS] = { .name = "continuous_checks" },
+	[MS_READ_ERRORS] = { .name = "continuous_proc_read_errors" },
+	[MS_TRIGGERS] = { .name = "continuous_triggers" },
+	[MS_SILENCED] = { .name = "continuous_silenced" },
+	[MS_ALREADY_RUNNING] = { .name = "continuous_already_running" },
+	[MS_START_FAILURES] = { .name = "continuous_start_failures" },
+	[MS_ENDED_UNREPORTED] = { .name = "continuous_ended_unreported" },
 };
 
-const char *monitors__stat_name(enum monitors_stat s) { return (unsigned)s < MS_MAX ? stat_names[s] : "?"; }
+const char *monitors__stat_name(enum monitors_stat s) { return (unsigned)s < MS_MAX ? monitors_counters[s].name : "?"; }
 
 static void free_hw(struct mproc *p)
 {

@@ -47,6 +47,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "common/counters.h"
+
 #include "common/cp_policy.h"
 
 #define MON_MAX_CAUSES 32	/* of one trigger: the items that hold for one process and target */
@@ -154,6 +156,8 @@ void monitors__exchange(struct monitors *m, uint32_t pid, const char *protocol, 
 uint64_t monitors__next_due(const struct monitors *m);
 void monitors__stats(const struct monitors *m, uint64_t ret[MS_MAX]);
 const char *monitors__stat_name(enum monitors_stat s);
+/* Their names and natures (common/counters.h), by enum monitors_stat. */
+extern const struct counter_def monitors_counters[MS_MAX];
 
 /* The latest values of a monitored process (for meters and tests); -ENOENT if not monitored. */
 struct mon_values { double cpu, threads, load; bool has_cpu; };

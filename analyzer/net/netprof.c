@@ -181,36 +181,36 @@ struct netprof {
 	struct { uint32_t tid, tgid; uint64_t ino; } tls_tids[TLS_TID_SLOTS];
 };
 
-static const char *const stat_names[NPS_MAX] = {
-	[NPS_RECORDS] = "net_records",
-	[NPS_BAD_RECORDS] = "net_bad_records",
-	[NPS_NO_TASK] = "net_records_no_task",
-	[NPS_CONNECTIONS] = "net_connections",
-	[NPS_TABLE_FULL] = "net_connection_table_full_drops",
-	[NPS_AGED] = "net_connections_aged_out",
-	[NPS_UNKNOWN_CLOSES] = "net_closes_unknown_socket",
-	[NPS_LOST_EVENTS] = "net_events_lost_upstream",
-	[NPS_GAPS] = "net_parser_gaps",
-	[NPS_GAP_BYTES] = "net_parser_gap_bytes",
-	[NPS_EXCHANGES] = "net_exchanges",
-	[NPS_EXCHANGES_NOT_LISTED] = "net_exchanges_not_listed",
-	[NPS_CONNS_NOT_LISTED] = "net_connections_not_listed",
-	[NPS_UNDETECTED] = "net_connections_undetected",
-	[NPS_UNPARSEABLE] = "net_connections_unparseable",
-	[NPS_PARSER_DROPPED] = "net_parser_dropped_messages",
-	[NPS_BATCHES] = "net_batches",
-	[NPS_CHILDREN] = "net_children_followed",
-	[NPS_CHILDREN_FULL] = "net_children_table_full",
-	[NPS_TLS_EVENTS] = "net_tls_events",
-	[NPS_TLS_UNBOUND] = "net_tls_events_unbound",
-	[NPS_TLS_CONNECTIONS] = "net_tls_connections",
-	[NPS_CALLS_NOMEM] = "net_sampled_calls_nomem",
-	[NPS_TLS_UNPROBED] = "net_tls_connections_unprobed",
+const struct counter_def netprof_counters[NPS_MAX] = {
+	[NPS_RECORDS] = { .name = "net_records" },
+	[NPS_BAD_RECORDS] = { .name = "net_bad_records" },
+	[NPS_NO_TASK] = { .name = "net_records_no_task" },
+	[NPS_CONNECTIONS] = { .name = "net_connections" },
+	[NPS_TABLE_FULL] = { .name = "net_connection_table_full_drops" },
+	[NPS_AGED] = { .name = "net_connections_aged_out" },
+	[NPS_UNKNOWN_CLOSES] = { .name = "net_closes_unknown_socket" },
+	[NPS_LOST_EVENTS] = { .name = "net_events_lost_upstream" },
+	[NPS_GAPS] = { .name = "net_parser_gaps" },
+	[NPS_GAP_BYTES] = { .name = "net_parser_gap_bytes" },
+	[NPS_EXCHANGES] = { .name = "net_exchanges" },
+	[NPS_EXCHANGES_NOT_LISTED] = { .name = "net_exchanges_not_listed" },
+	[NPS_CONNS_NOT_LISTED] = { .name = "net_connections_not_listed" },
+	[NPS_UNDETECTED] = { .name = "net_connections_undetected" },
+	[NPS_UNPARSEABLE] = { .name = "net_connections_unparseable" },
+	[NPS_PARSER_DROPPED] = { .name = "net_parser_dropped_messages" },
+	[NPS_BATCHES] = { .name = "net_batches" },
+	[NPS_CHILDREN] = { .name = "net_children_followed" },
+	[NPS_CHILDREN_FULL] = { .name = "net_children_table_full" },
+	[NPS_TLS_EVENTS] = { .name = "net_tls_events" },
+	[NPS_TLS_UNBOUND] = { .name = "net_tls_events_unbound" },
+	[NPS_TLS_CONNECTIONS] = { .name = "net_tls_connections" },
+	[NPS_CALLS_NOMEM] = { .name = "net_sampled_calls_nomem" },
+	[NPS_TLS_UNPROBED] = { .name = "net_tls_connections_unprobed" },
 };
 
 const char *netprof__stat_name(unsigned stat)
 {
-	return stat < NPS_MAX ? stat_names[stat] : "unknown";
+	return stat < NPS_MAX ? netprof_counters[stat].name : "unknown";
 }
 
 void netprof__stats(const struct netprof *np, uint64_t ret[NPS_MAX])

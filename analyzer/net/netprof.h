@@ -49,6 +49,7 @@
 #include "analyzer/l7/l7.h"
 #include "analyzer/publisher.h"
 #include "analyzer/tasks.h"
+#include "common/counters.h"
 
 struct netprof_opts {
 	struct publisher *pub;
@@ -137,6 +138,8 @@ void netprof__discard(struct netprof *np, const char *task_id);
 
 void netprof__stats(const struct netprof *np, uint64_t ret[NPS_MAX]);
 const char *netprof__stat_name(unsigned stat);
+/* Their names and natures (common/counters.h), by enum netprof_stat. */
+extern const struct counter_def netprof_counters[NPS_MAX];
 
 /* Accepts NULL.  Returns NULL. */
 struct netprof *netprof__free(struct netprof *np);
