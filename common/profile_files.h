@@ -10,8 +10,9 @@
  *                                           and a readable summary (exporter/net_report.h)
  *   task.json                               written last: its presence means the rest is final
  *
- * <kind> is "oncpu", "offcpu", "mem" or "network".  The task's own files come
- * before PF_TASK_JSON, so a loop up to it visits every one of them.
+ * <kind> is the kind's name, and which files a kind has its row's files
+ * (common/profile_kind.h).  The task's own files come before PF_TASK_JSON,
+ * so a loop up to it visits every one of them.
  */
 #ifndef EMBER_COMMON_PROFILE_FILES_H
 #define EMBER_COMMON_PROFILE_FILES_H
@@ -25,14 +26,14 @@ enum profile_file {
 
 #define PROFILE_FILES_DONE "task.json"
 
-/* "oncpu", "offcpu", "mem", "network", or "profile" for any other kind. */
+/* The kind's name ("oncpu", ...), or "profile" for a number that is no kind. */
 const char *profile_files__kind(Ember__TaskKind kind);
 
 /*
  * The file's name for a task of this kind into buf.  Returns its length, or
  * -ENOENT when a task of this kind has no such file (a count-weighted graph
- * of an on-CPU task, a flame graph of a network task), -ENAMETOOLONG when
- * buf is short.
+ * of an on-CPU task, a flame graph of a network task), -EINVAL for a number
+ * that is no kind or no file, -ENAMETOOLONG when buf is short.
  */
 int profile_files__name(Ember__TaskKind kind, enum profile_file f, char *buf, size_t len);
 
