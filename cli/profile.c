@@ -36,6 +36,7 @@
 #include "common/log.h"
 #include "common/proc_status.h"
 #include "common/profile_files.h"
+#include "common/profile_kind.h"
 #include "common/shard.h"
 #include "common/task_submit.h"
 #include "common/timeutil.h"
@@ -107,18 +108,14 @@ static int parse_pids(const char *s, uint32_t *pids, uint32_t *n)
 	return 0;
 }
 
+/* --type: the kind's name, its alias or the OAP's spelling (common/profile_kind.h). */
 static int parse_kind(const char *s, Ember__TaskKind *ret)
 {
-	if (!strcmp(s, "oncpu") || !strcmp(s, "on_cpu") || !strcmp(s, "ON_CPU"))
-		*ret = EMBER__TASK_KIND__ON_CPU;
-	else if (!strcmp(s, "offcpu") || !strcmp(s, "off_cpu") || !strcmp(s, "OFF_CPU"))
-		*ret = EMBER__TASK_KIND__OFF_CPU;
-	else if (!strcmp(s, "mem"))
-		*ret = EMBER__TASK_KIND__MEM;
-	else if (!strcmp(s, "network") || !strcmp(s, "NETWORK"))
-		*ret = EMBER__TASK_KIND__NETWORK;
-	else
+	const struct profile_kind *k = profile_kind__by_cli(s);
+
+	if (!k)
 		return -EINVAL;
+	*ret = (Ember__TaskKind)k->wire;
 	return 0;
 }
 
@@ -573,6 +570,9 @@ static uint64_t collector_restarts(const char *run_dir)
 static void print_losses(const struct profile_req *q, const struct ctl_stats_ans *a, const struct ctl_stats_ans *b,
 			 uint64_t restarts)
 {
+	const struct profile_kind *k = profile_kind__by_wire(q->kind);
+	/* the off-CPU path's counters go with the one weighted kind; a network task has no stacks */
+	unsigned flags = k ? k->flags : 0;
 	char buf[1024] = "", part[512] = "", tail[600] = "";
 	size_t off = 0, poff = 0;
 	int any;
@@ -585,15 +585,15 @@ static void print_losses(const struct profile_req *q, const struct ctl_stats_ans
 		return;
 	}
 
-	if (q->kind == EMBER__TASK_KIND__NETWORK)
+	if (flags & PROFILE_KIND_NETWORK)
 		any = loss_list(net_losses, sizeof(net_losses) / sizeof(net_losses[0]), a, b, buf, sizeof(buf), &off);
 	else
 		any = loss_list(stack_losses, sizeof(stack_losses) / sizeof(stack_losses[0]), a, b, buf, sizeof(buf),
 				&off) |
-		      (q->kind == EMBER__TASK_KIND__OFF_CPU &&
+		      (flags & PROFILE_KIND_WEIGHTED &&
 		       loss_list(offcpu_losses, sizeof(offcpu_losses) / sizeof(offcpu_losses[0]), a, b, buf, sizeof(buf),
 				 &off));
-	if (q->kind != EMBER__TASK_KIND__NETWORK &&
+	if (!(flags & PROFILE_KIND_NETWORK) &&
 	    loss_list(stack_partial, sizeof(stack_partial) / sizeof(stack_partial[0]), a, b, part, sizeof(part), &poff))
 		snprintf(tail, sizeof(tail), "; stacks walked in part (kept, shorter): %s", part);
 	if (any)
