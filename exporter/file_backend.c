@@ -21,6 +21,7 @@
 
 #include "common/fileutil.h"
 #include "common/profile_files.h"
+#include "common/profile_kind.h"
 #include "common/task_cause.h"
 #include "exporter/backend.h"
 #include "exporter/flamegraph.h"
@@ -33,9 +34,9 @@
 struct ftask {
 	char id[64];
 	bool used;
-	Ember__TaskKind kind;
+	const struct profile_kind *kind;  /* its row: names, titles, units, files */
 	struct flamegraph *fg;        /* weighted by count (samples, faults) */
-	struct flamegraph *fg_time;   /* off-CPU: weighted by blocked µs */
+	struct flamegraph *fg_time;   /* a weighted kind (off-CPU): weighted by blocked µs */
 	struct net_report *net;       /* network: the summary */
 	uint64_t samples, stacks, windows;
 	uint64_t start_ms, duration_ms;
@@ -70,7 +71,7 @@ static int task_path(const struct file_backend *fb, const struct ftask *t, enum 
 		     size_t len)
 {
 	char name[64];
-	int n = profile_files__name(t->kind, f, name, sizeof(name));
+	int n = profile_files__name((Ember__TaskKind)t->kind->wire, f, name, sizeof(name));
 
 	if (n < 0)
 		return n;
@@ -131,6 +132,7 @@ static void resume(struct file_backend *fb, struct ftask *t)
 static struct ftask *task_get(struct file_backend *fb, const Ember__Task *t, int create)
 {
 	struct ftask *free_slot = NULL;
+	const struct profile_kind *k;
 
 	if (!t || !valid_id(t->id))
 		return NULL;
@@ -140,20 +142,21 @@ static struct ftask *task_get(struct file_backend *fb, const Ember__Task *t, int
 		if (!fb->tasks[i].used && !free_slot)
 			free_slot = &fb->tasks[i];
 	}
-	if (!create)
+	/* the analyzers send only the kinds of the table (analyzer/tasks.c refuses others) */
+	if (!create || !(k = profile_kind__by_wire(t->kind)))
 		return NULL;
 	if (!free_slot) {
 		fb->tasks_dropped++;
 		return NULL;
 	}
 	memset(free_slot, 0, sizeof(*free_slot));
-	if (t->kind == EMBER__TASK_KIND__NETWORK) {
+	if (k->flags & PROFILE_KIND_NETWORK) {
 		if (!(free_slot->net = net_report__new()))
 			return NULL;
 	} else if (!(free_slot->fg = flamegraph__new(fb->max_nodes))) {
 		return NULL;
 	}
-	if (t->kind == EMBER__TASK_KIND__OFF_CPU) {
+	if (k->flags & PROFILE_KIND_WEIGHTED) {
 		free_slot->fg_time = flamegraph__new(fb->max_nodes);
 		if (!free_slot->fg_time) {
 			free_slot->fg = flamegraph__free(free_slot->fg);
@@ -161,7 +164,7 @@ static struct ftask *task_get(struct file_backend *fb, const Ember__Task *t, int
 		}
 	}
 	snprintf(free_slot->id, sizeof(free_slot->id), "%s", t->id);
-	free_slot->kind = t->kind;
+	free_slot->kind = k;
 	free_slot->start_ms = t->start_unix_ms;
 	free_slot->duration_ms = t->duration_ms;
 	if (t->flame && !fileutil__safe_dir(t->flame->svg_dir, NULL, 0) && !fileutil__safe_dir(t->flame->flame_dir, NULL, 0)) {
@@ -245,22 +248,19 @@ static int write_svg_cb(FILE *out, void *ctx)
  */
 static void graph_title(char *buf, size_t len, const struct ftask *t, bool by_count)
 {
-	const char *what = t->kind == EMBER__TASK_KIND__ON_CPU ? "On-CPU flame graph" :
-			   t->kind != EMBER__TASK_KIND__OFF_CPU ? "Memory (page fault) flame graph" :
-			   by_count ? "Off-CPU flame graph (switch count)" : "Off-CPU flame graph (time blocked)";
-
-	snprintf(buf, len, "%s", what);
+	snprintf(buf, len, "%s", by_count && t->kind->count_title ? t->kind->count_title : t->kind->title);
 }
 
 /*
- * "ember task <id>: <N> samples" -- switches for off-CPU, with the total time
- * blocked in seconds (the time graph's weight, in µs), faults for memory.
- * The stacks drawn are counted by the renderer.
+ * "ember task <id>: <N> samples" -- in the kind's unit (switches for off-CPU,
+ * faults for memory), with a weighted kind's total weight: the time blocked
+ * in seconds (the time graph's weight, in µs).  The stacks drawn are counted
+ * by the renderer.
  */
 static void graph_subtitle(char *buf, size_t len, const struct ftask *t)
 {
 	int n = snprintf(buf, len, "ember task %s: %llu %s", t->id, (unsigned long long)t->samples,
-			 t->fg_time ? "switches" : t->kind == EMBER__TASK_KIND__MEM ? "faults" : "samples");
+			 t->kind->unit);
 
 	if (t->fg_time && n > 0 && (size_t)n < len)
 		snprintf(buf + n, len - n, ", %.3f s blocked", (double)flamegraph__total(t->fg_time) / 1e6);
@@ -312,7 +312,7 @@ static int write_json_cb(FILE *out, void *ctx)
 			"\"duration_ms\":%llu,\"batches\":%llu,\"flows\":%llu,\"connections\":%llu,\"exchanges\":%llu,"
 			"\"exchanges_lost\":%llu,\"calls_lost\":%llu,\"gap_bytes\":%llu,\"connections_with_loss\":%llu,"
 			"\"tls_connections_unprobed\":%llu,\"tls_calls_unbound\":%llu,\"attach_point\":\"%s\"",
-			c->t->id, profile_files__kind(c->t->kind), c->state, (unsigned long long)c->t->start_ms,
+			c->t->id, c->t->kind->name, c->state, (unsigned long long)c->t->start_ms,
 			(unsigned long long)c->t->duration_ms, (unsigned long long)st.batches,
 			(unsigned long long)st.flows, (unsigned long long)st.connections,
 			(unsigned long long)st.exchanges, (unsigned long long)l.exchanges, (unsigned long long)l.calls,
@@ -325,7 +325,7 @@ static int write_json_cb(FILE *out, void *ctx)
 	fprintf(out,
 		"{\"task_id\":\"%s\",\"kind\":\"%s\",\"state\":\"%s\",\"start_unix_ms\":%llu,\"duration_ms\":%llu,"
 		"\"samples\":%llu,\"stacks\":%llu,\"windows\":%llu,\"attach_point\":\"%s\"",
-		c->t->id, profile_files__kind(c->t->kind), c->state, (unsigned long long)c->t->start_ms,
+		c->t->id, c->t->kind->name, c->state, (unsigned long long)c->t->start_ms,
 		(unsigned long long)c->t->duration_ms, (unsigned long long)c->t->samples,
 		(unsigned long long)c->t->stacks, (unsigned long long)c->t->windows, c->t->attach_point);
 	put_trigger(out, c->t);
@@ -347,7 +347,7 @@ static void write_file(struct file_backend *fb, const char *dir, const struct ft
 {
 	char name[64];
 
-	if (profile_files__name(t->kind, f, name, sizeof(name)) < 0)
+	if (profile_files__name((Ember__TaskKind)t->kind->wire, f, name, sizeof(name)) < 0)
 		return;
 	if ((f == PF_FOLDED || f == PF_COUNT_FOLDED) && !fb->want_folded)
 		return;
@@ -369,13 +369,12 @@ static int write_net_txt_cb(FILE *out, void *ctx)
  */
 static void write_flame_files(struct file_backend *fb, struct ftask *t)
 {
-	const char *type = t->kind == EMBER__TASK_KIND__ON_CPU ? "oncpu" : t->kind == EMBER__TASK_KIND__OFF_CPU ? "offcpu"
-														     : "mem";
+	const char *type = t->kind->rest ? t->kind->rest : t->kind->name;	/* gala-gopher's sub-item */
 	const struct flamegraph *g = t->fg_time ? t->fg_time : t->fg;
 	char base[96], suffix[24] = "", name[160], sdir[300], fdir[300], title[200], sub[160];
 	time_t start = (time_t)(t->flame.period_start_ms / 1000);
 	struct tm tm;
-	struct svg_ctx sc = { g, title, sub, t->fg_time ? "µs" : t->kind == EMBER__TASK_KIND__MEM ? "faults" : "samples" };
+	struct svg_ctx sc = { g, title, sub, t->fg_time ? t->kind->weight_unit : t->kind->unit };
 
 	localtime_r(&start, &tm);
 	strftime(base, sizeof(base), "%Y%m%d%H%M%S", &tm);
@@ -436,15 +435,16 @@ static int write_task(struct file_backend *fb, struct ftask *t, const char *fina
 		strncat(count_title, why, sizeof(count_title) - strlen(count_title) - 1);
 	}
 	graph_subtitle(sub, sizeof(sub), t);
-	if (t->fg_time) { /* off-CPU: time-weighted is the main graph, count-weighted the variant */
-		struct svg_ctx sc = { t->fg_time, title, sub, "µs" }, sc2 = { t->fg, count_title, sub, "switches" };
+	if (t->fg_time) { /* a weighted kind (off-CPU): the weight graph is the main one, the count graph the variant */
+		struct svg_ctx sc = { t->fg_time, title, sub, t->kind->weight_unit },
+			       sc2 = { t->fg, count_title, sub, t->kind->unit };
 
 		write_file(fb, dir, t, PF_FOLDED, write_folded_cb, t->fg_time);
 		write_file(fb, dir, t, PF_SVG, write_svg_cb, &sc);
 		write_file(fb, dir, t, PF_COUNT_FOLDED, write_folded_cb, t->fg);
 		write_file(fb, dir, t, PF_COUNT_SVG, write_svg_cb, &sc2);
 	} else {
-		struct svg_ctx sc = { t->fg, title, sub, t->kind == EMBER__TASK_KIND__MEM ? "faults" : "samples" };
+		struct svg_ctx sc = { t->fg, title, sub, t->kind->unit };
 
 		write_file(fb, dir, t, PF_FOLDED, write_folded_cb, t->fg);
 		write_file(fb, dir, t, PF_SVG, write_svg_cb, &sc);

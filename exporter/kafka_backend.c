@@ -31,6 +31,7 @@
 #include <json-c/json.h>
 #include <librdkafka/rdkafka.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/profile_kind.h"
 #include "common/timeutil.h"
 #include "exporter/backend.h"
 #include "exporter/gala_tables.h"
@@ -376,15 +378,19 @@ static void entity_id(char *buf, size_t len, const char *machine_id, const char 
 			*p = ':';
 }
 
+/* "on-CPU", ... (common/profile_kind.h); "profiling" for a number that is no kind */
 static const char *kind_name(Ember__TaskKind k)
 {
-	switch (k) {
-	case EMBER__TASK_KIND__ON_CPU: return "on-CPU";
-	case EMBER__TASK_KIND__OFF_CPU: return "off-CPU";
-	case EMBER__TASK_KIND__MEM: return "memory";
-	case EMBER__TASK_KIND__NETWORK: return "network";
-	default: return "profiling";
-	}
+	const struct profile_kind *pk = profile_kind__by_wire(k);
+
+	return pk ? pk->adjective : "profiling";
+}
+
+static bool is_network(Ember__TaskKind k)
+{
+	const struct profile_kind *pk = profile_kind__by_wire(k);
+
+	return pk && pk->flags & PROFILE_KIND_NETWORK;
 }
 
 static void kafka_on_task_event(void *st, const Ember__TaskEvent *ev)
@@ -410,7 +416,8 @@ static void kafka_on_task_event(void *st, const Ember__TaskEvent *ev)
 			   kind_name(t->kind), (unsigned long long)(t->duration_ms / 1000), t->id ? t->id : "");
 		return;
 	}
-	if (ev->state == EMBER__TASK_EVENT__STATE__FINISHED && t->kind != EMBER__TASK_KIND__NETWORK) {
+	/* a network task makes no profile: its end is no "ember_profile" event */
+	if (ev->state == EMBER__TASK_EVENT__STATE__FINISHED && !is_network(t->kind)) {
 		send_event(kb, eid, "ember_profile", 9, "Entity(%u) %s profile of %u process(es) finished (task %s%s%s).",
 			   pid, kind_name(t->kind), (unsigned)t->n_pids, t->id ? t->id : "", t->origin && *t->origin ? ", " : "",
 			   t->origin ? t->origin : "");

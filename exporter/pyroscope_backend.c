@@ -38,6 +38,7 @@
 
 #include "common/config.h"
 #include "common/log.h"
+#include "common/profile_kind.h"
 #include "common/timeutil.h"
 #include "exporter/backend.h"
 #include "exporter/flamegraph.h"
@@ -46,20 +47,10 @@
 #define MAX_INFLIGHT 64
 #define LABEL_MAX 64
 
-enum ptype { PT_CPU, PT_OFF_CPU, PT_MEM, PT_MAX };
-
-static const struct {
-	const char *suffix, *units;
-} ptypes[PT_MAX] = {
-	[PT_CPU] = { "cpu", "samples" },
-	[PT_OFF_CPU] = { "off_cpu", "samples" },
-	[PT_MEM] = { "mem", "objects" },
-};
-
 struct profile {
 	bool used;
 	uint32_t pid;
-	enum ptype type;
+	const struct profile_kind *kind;	/* its row: the name's suffix, units= */
 	char url[300];			/* <server>/ingest */
 	char process[LABEL_MAX];
 	uint64_t sample_rate;
@@ -169,12 +160,13 @@ static void *pyro_init(const struct ember_config *cfg, char *err, size_t errlen)
 	return pb;
 }
 
-static struct profile *profile_of(struct pyroscope_backend *pb, uint32_t pid, enum ptype type, const char *url)
+static struct profile *profile_of(struct pyroscope_backend *pb, uint32_t pid, const struct profile_kind *kind,
+				  const char *url)
 {
 	struct profile *free_slot = NULL;
 
 	for (unsigned i = 0; i < pb->np; i++) {
-		if (pb->p[i].used && pb->p[i].pid == pid && pb->p[i].type == type && !strcmp(pb->p[i].url, url))
+		if (pb->p[i].used && pb->p[i].pid == pid && pb->p[i].kind == kind && !strcmp(pb->p[i].url, url))
 			return &pb->p[i];
 		if (!pb->p[i].used && !free_slot)
 			free_slot = &pb->p[i];
@@ -189,7 +181,7 @@ static struct profile *profile_of(struct pyroscope_backend *pb, uint32_t pid, en
 	free_slot->used = true;
 	snprintf(free_slot->url, sizeof(free_slot->url), "%s", url);
 	free_slot->pid = pid;
-	free_slot->type = type;
+	free_slot->kind = kind;
 	free_slot->from_ms = 0;
 	return free_slot;
 }
@@ -198,7 +190,7 @@ static void pyro_on_profile(void *st, const Ember__ProfileBatch *b)
 {
 	struct pyroscope_backend *pb = st;
 	struct stack_frames fr;
-	enum ptype type;
+	const struct profile_kind *kind;
 	const char *srv;
 	char url[300];
 
@@ -211,16 +203,14 @@ static void pyro_on_profile(void *st, const Ember__ProfileBatch *b)
 		snprintf(url, sizeof(url), "http://%s/ingest", srv);
 	else
 		snprintf(url, sizeof(url), "%s", pb->url);
-	switch (b->task->kind) {
-	case EMBER__TASK_KIND__ON_CPU: type = PT_CPU; break;
-	case EMBER__TASK_KIND__OFF_CPU: type = PT_OFF_CPU; break;
-	case EMBER__TASK_KIND__MEM: type = PT_MEM; break;
-	default: return;
-	}
+	kind = profile_kind__by_wire(b->task->kind);
+	if (!kind || !kind->pyroscope)
+		return;
 	for (size_t i = 0; i < b->n_samples; i++) {
 		const Ember__StackSample *s = b->samples[i];
-		struct profile *p = profile_of(pb, s->pid, type, url);
-		uint64_t w = type == PT_OFF_CPU ? s->weight / 1000 : s->count;
+		struct profile *p = profile_of(pb, s->pid, kind, url);
+		/* a weighted kind's weight is in ns: µs, as pyroscope_rate says */
+		uint64_t w = kind->flags & PROFILE_KIND_WEIGHTED ? s->weight / 1000 : s->count;
 
 		if (!p) {
 			pb->c[PC_SAMPLES_DROPPED] += s->count;
@@ -229,9 +219,9 @@ static void pyro_on_profile(void *st, const Ember__ProfileBatch *b)
 		if (!p->from_ms || b->window_start_unix_ns / 1000000 < p->from_ms)
 			p->from_ms = b->window_start_unix_ns / 1000000;
 		label_value(p->process, sizeof(p->process), s->process_name);
-		p->sample_rate = type == PT_CPU && b->task->period_ns ? 1000000000ull / b->task->period_ns
-				 : type == PT_OFF_CPU			 ? 1000000
-									 : 100;
+		p->sample_rate = kind->flags & PROFILE_KIND_PERIOD && b->task->period_ns
+					 ? 1000000000ull / b->task->period_ns
+					 : kind->pyroscope_rate;
 		stack_sample__frames(s, false, &fr);
 		pb->c[PC_FRAMES_TRUNCATED] += fr.truncated;
 		(void)flamegraph__add(p->fg, fr.v, fr.n, w);
@@ -267,7 +257,7 @@ static void push_one(struct pyroscope_backend *pb, struct profile *p, uint64_t u
 		goto done;
 	}
 	snprintf(name, sizeof(name), "%s.%s{pid=%u,process=%s,hostname=%s}", pb->cfg->exporter.pyroscope.app_name,
-		 ptypes[p->type].suffix, p->pid, p->process, pb->hostname);
+		 p->kind->pyroscope, p->pid, p->process, pb->hostname);
 	q->easy = curl_easy_init();
 	if (!q->easy || !(ename = curl_easy_escape(q->easy, name, 0))) {
 		pb->c[PC_PUSHES_DROPPED]++;
@@ -279,7 +269,7 @@ static void push_one(struct pyroscope_backend *pb, struct profile *p, uint64_t u
 		 "&aggregationType=sum",
 		 p->url, ename, (unsigned long long)(p->from_ms / 1000),
 		 (unsigned long long)(until_ms / 1000 > p->from_ms / 1000 ? until_ms / 1000 : p->from_ms / 1000 + 1),
-		 (unsigned long long)p->sample_rate, ptypes[p->type].units);
+		 (unsigned long long)p->sample_rate, p->kind->pyroscope_units);
 	curl_free(ename);
 	q->hdrs = curl_slist_append(NULL, "Content-Type: text/plain");
 	q->bytes = q->len;
