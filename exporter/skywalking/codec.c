@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/profile_kind.h"
 #include "proto/sw_meter.pb-c.h"
 #include "proto/sw_profile.pb-c.h"
 
@@ -86,6 +87,36 @@ static const char *const arg_names[A_MAX] = {
 
 #define WHY(...) (snprintf(why, whylen, __VA_ARGS__), -EINVAL)
 
+static const char *const target_names[] = {
+	[SW_TARGET_ON_CPU] = "ON_CPU", [SW_TARGET_OFF_CPU] = "OFF_CPU", [SW_TARGET_NETWORK] = "NETWORK",
+};
+#define N_TARGETS (sizeof(target_names) / sizeof(target_names[0]))
+
+const char *sw_target__name(enum sw_target t) { return (unsigned)t < N_TARGETS ? target_names[t] : NULL; }
+
+enum sw_target sw_target__of(const char *name)
+{
+	for (unsigned t = 0; name && t < N_TARGETS; t++)
+		if (target_names[t] && !strcmp(name, target_names[t]))
+			return (enum sw_target)t;
+	return SW_TARGET_NONE;
+}
+
+Ember__TaskKind sw_target__kind(enum sw_target t)
+{
+	const struct profile_kind *k = profile_kind__by_oap(sw_target__name(t));
+
+	return k ? (Ember__TaskKind)k->wire : EMBER__TASK_KIND__ON_CPU;
+}
+
+enum sw_target sw_target__of_kind(Ember__TaskKind kind)
+{
+	const struct profile_kind *k = profile_kind__by_wire(kind);
+	enum sw_target t = k ? sw_target__of(k->oap) : SW_TARGET_NONE;
+
+	return t ? t : SW_TARGET_ON_CPU;
+}
+
 int sw_codec__decode_task(const Skywalking__V3__Command *c, struct sw_task_cmd *ret, char *why, size_t whylen)
 {
 	const char *a[A_MAX] = { 0 };
@@ -140,13 +171,7 @@ int sw_codec__decode_task(const Skywalking__V3__Command *c, struct sw_task_cmd *
 		ret->trigger = SW_TRIGGER_FIXED_TIME;
 	else
 		return WHY("unknown TriggerType '%.32s'", a[A_TRIGGER]);
-	if (!strcmp(a[A_TARGET], "ON_CPU"))
-		ret->target = SW_TARGET_ON_CPU;
-	else if (!strcmp(a[A_TARGET], "OFF_CPU"))
-		ret->target = SW_TARGET_OFF_CPU;
-	else if (!strcmp(a[A_TARGET], "NETWORK"))
-		ret->target = SW_TARGET_NETWORK;
-	else
+	if (!(ret->target = sw_target__of(a[A_TARGET])))
 		return WHY("unknown TargetType '%.32s'", a[A_TARGET]);
 	if (ret->target != SW_TARGET_NETWORK && ret->n_process_ids != 1)
 		return WHY("an ON_CPU/OFF_CPU task names exactly one process, not %u", ret->n_process_ids);

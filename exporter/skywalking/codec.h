@@ -25,6 +25,19 @@
 #define SW_MISSING         "[MISSING]"
 
 enum sw_target { SW_TARGET_NONE = 0, SW_TARGET_ON_CPU, SW_TARGET_OFF_CPU, SW_TARGET_NETWORK };
+
+/* The OAP's name of a target type ("ON_CPU", ...); NULL for NONE or another number. */
+const char *sw_target__name(enum sw_target t);
+/* The target type a name spells, exactly; SW_TARGET_NONE for any other text (or NULL). */
+enum sw_target sw_target__of(const char *name);
+/*
+ * An ember kind's target type and back, through the kinds' OAP names
+ * (common/profile_kind.h).  The OAP's targets are ON_CPU, OFF_CPU and
+ * NETWORK, and the tasks and triggers that cross here are of those kinds
+ * only; any other number maps to ON_CPU.
+ */
+Ember__TaskKind sw_target__kind(enum sw_target t);
+enum sw_target sw_target__of_kind(Ember__TaskKind k);
 enum sw_trigger { SW_TRIGGER_NONE = 0, SW_TRIGGER_FIXED_TIME };
 
 struct sw_task_cmd {

@@ -406,10 +406,10 @@ static void trigger_report(struct sw_backend *b, struct sw_pending_trigger *g)
 	r.n_causes = g->n_causes;
 	r.causes = cp;
 	r.duration = (int32_t)(g->duration_ms / 1000);
-	if (g->kind == EMBER__TASK_KIND__OFF_CPU) {
+	if (sw_target__of_kind(g->kind) == SW_TARGET_OFF_CPU) {
 		r.target_task_case = SKYWALKING__V3__CONTINUOUS_PROFILING_REPORT__TARGET_TASK_OFF_CPU;
 		r.offcpu = &off;
-	} else if (g->kind == EMBER__TASK_KIND__NETWORK) {
+	} else if (sw_target__of_kind(g->kind) == SW_TARGET_NETWORK) {
 		r.target_task_case = SKYWALKING__V3__CONTINUOUS_PROFILING_REPORT__TARGET_TASK_NETWORK;
 		/* the URI causes' URIs as sampling regexes; one without a URI means every URI: [""] */
 		for (unsigned i = 0; i < n_uris; i++)
@@ -458,7 +458,7 @@ void sw_on_trigger(void *st, const Ember__TriggerRequest *tr, uint32_t analyzer)
 			 t->pids[0]);
 		return;
 	}
-	if (t->kind == EMBER__TASK_KIND__NETWORK) {
+	if (sw_target__of_kind(t->kind) == SW_TARGET_NETWORK) {
 		char key[sizeof(g->instance_key)];
 
 		/* Another process of the instance held within the gathering: the main process reports. */
@@ -489,7 +489,7 @@ void sw_on_trigger(void *st, const Ember__TriggerRequest *tr, uint32_t analyzer)
 		return;
 	}
 	trigger_fill(g, t, p);
-	if (t->kind != EMBER__TASK_KIND__NETWORK) {
+	if (sw_target__of_kind(t->kind) != SW_TARGET_NETWORK) {
 		trigger_report(b, g);
 		return;
 	}
@@ -540,7 +540,7 @@ void sw_report_task_done(struct sw_backend *b, const struct grpc_result *res)
 			 g->pid, res->status);
 		goto done;
 	}
-	if (g->kind == EMBER__TASK_KIND__NETWORK) {
+	if (sw_target__of_kind(g->kind) == SW_TARGET_NETWORK) {
 		struct pf_process *p = process_finder__by_pid(b->pf, g->pid);
 		struct sw_sampling rules[8];
 
@@ -574,8 +574,7 @@ void sw_report_task_done(struct sw_backend *b, const struct grpc_result *res)
 	k->n_pids = 1;
 	k->shard = shard__of(k->pid, b->analyzers);
 	k->shards = 1;
-	k->target = g->kind == EMBER__TASK_KIND__OFF_CPU ? SW_TARGET_OFF_CPU :
-		    g->kind == EMBER__TASK_KIND__NETWORK ? SW_TARGET_NETWORK : SW_TARGET_ON_CPU;
+	k->target = sw_target__of_kind(g->kind);
 	k->update_ms = k->start_ms = now;
 	k->end_ms = now + (int64_t)g->duration_ms;
 	k->causes = malloc(g->n_causes * sizeof(*k->causes));

@@ -26,6 +26,7 @@
 
 #include "common/bus.h"
 #include "common/log.h"
+#include "common/profile_kind.h"
 #include "common/shard.h"
 #include "common/timeutil.h"
 #include "exporter/skywalking/sw.h"
@@ -315,7 +316,7 @@ static void handle_command(struct sw_backend *b, const Skywalking__V3__Command *
 		k->end_ms = t.start_time_ms + t.duration_s * 1000;
 		k->state = T_SCHEDULED;
 		log_info("OAP task %s: %s profiling of process %u for %llds%s", t.task_id,
-			 t.target == SW_TARGET_ON_CPU ? "on-CPU" : "off-CPU", k->pid, (long long)t.duration_s,
+			 profile_kind__by_wire(sw_target__kind(t.target))->adjective, k->pid, (long long)t.duration_s,
 			 t.start_time_ms > now ? " (scheduled)" : "");
 	}
 }
@@ -382,8 +383,7 @@ static void submit_task(struct sw_backend *b, struct sw_task *k, uint64_t mono, 
 	uint8_t *buf;
 
 	t.id = k->ember_id;
-	t.kind = k->target == SW_TARGET_OFF_CPU ? EMBER__TASK_KIND__OFF_CPU :
-		 k->target == SW_TARGET_NETWORK ? EMBER__TASK_KIND__NETWORK : EMBER__TASK_KIND__ON_CPU;
+	t.kind = sw_target__kind(k->target);
 	t.n_pids = k->n_pids;
 	t.pids = k->pids;
 	t.shards = k->shards;

@@ -18,6 +18,7 @@
 #include "common/cp_policy.h"
 #include "common/profile_files.h"
 #include "common/profile_kind.h"
+#include "exporter/skywalking/codec.h"
 
 struct want {
 	uint32_t id;
@@ -116,6 +117,9 @@ static void test_file_names(void **state)
 	assert_string_equal(profile_files__kind(EMBER__TASK_KIND__TASK_KIND_UNSPECIFIED), "profile");
 	assert_string_equal(profile_files__kind((Ember__TaskKind)99), "profile");
 	assert_int_equal(profile_files__name(EMBER__TASK_KIND__ON_CPU, PF_MAX, buf, sizeof(buf)), -EINVAL);
+	assert_int_equal(profile_files__name((Ember__TaskKind)99, PF_FOLDED, buf, sizeof(buf)), -EINVAL);
+	assert_int_equal(profile_files__name(EMBER__TASK_KIND__TASK_KIND_UNSPECIFIED, PF_TASK_JSON, buf, sizeof(buf)),
+			 -EINVAL);
 	assert_int_equal(profile_files__name(EMBER__TASK_KIND__ON_CPU, (enum profile_file)-1, buf, sizeof(buf)), -EINVAL);
 	assert_int_equal(profile_files__name(EMBER__TASK_KIND__OFF_CPU, PF_COUNT_FOLDED, buf, 19), -ENAMETOOLONG);
 	assert_int_equal(profile_files__name(EMBER__TASK_KIND__OFF_CPU, PF_COUNT_FOLDED, buf, 20), 19);
@@ -154,6 +158,28 @@ static void test_names_round_trip(void **state)
 	assert_null(profile_kind__by_rest(rest_doc__probe_name(REST_FLAMEGRAPH, REST_PROBE_MEM_GLIBC)));
 }
 
+/* The SkyWalking backend's target types and the table's OAP names agree both ways. */
+static void test_oap_targets(void **state)
+{
+	(void)state;
+	for (int t = SW_TARGET_ON_CPU; t <= SW_TARGET_NETWORK; t++) {
+		const struct profile_kind *k = profile_kind__by_oap(sw_target__name((enum sw_target)t));
+
+		assert_non_null(k);
+		assert_int_equal(sw_target__kind((enum sw_target)t), k->wire);
+		assert_int_equal(sw_target__of_kind((Ember__TaskKind)k->wire), t);
+	}
+	for (unsigned i = 0; profile_kind__at(i); i++)
+		if (profile_kind__at(i)->oap)
+			assert_int_not_equal(sw_target__of(profile_kind__at(i)->oap), SW_TARGET_NONE);
+	assert_null(sw_target__name(SW_TARGET_NONE));
+	assert_int_equal(sw_target__of("on_cpu"), SW_TARGET_NONE);
+	assert_int_equal(sw_target__of(NULL), SW_TARGET_NONE);
+	/* what the backend did before for the kinds the OAP has no target for */
+	assert_int_equal(sw_target__of_kind(EMBER__TASK_KIND__MEM), SW_TARGET_ON_CPU);
+	assert_int_equal(sw_target__kind(SW_TARGET_NONE), EMBER__TASK_KIND__ON_CPU);
+}
+
 /* What `ember profile --type` refused before the table, it refuses still; hostile names find nothing. */
 static void test_refused(void **state)
 {
@@ -187,6 +213,7 @@ int main(void)
 		cmocka_unit_test(test_rows),
 		cmocka_unit_test(test_file_names),
 		cmocka_unit_test(test_names_round_trip),
+		cmocka_unit_test(test_oap_targets),
 		cmocka_unit_test(test_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
