@@ -34,6 +34,7 @@
 #include "common/cp_policy.h"
 #include "common/ctl_client.h"
 #include "common/log.h"
+#include "common/profile_kind.h"
 #include "common/shm_ring.h"
 #include "common/timeutil.h"
 #include "symbolizer/debuginfod.h"
@@ -156,15 +157,17 @@ static int setup_symbolizer(struct analyzer *a)
 
 /* ---- continuous profiling: a policy item held, start its task ---------------------------- */
 
-static uint32_t kind_of(enum cp_target t)
+/* A policy target's kind: Rover's target names are the OAP's (tests/unit/test_profile_kind: each has a row). */
+static const struct profile_kind *kind_of(enum cp_target t)
 {
-	return t == CP_TARGET_ON_CPU ? EMBER_TASK_ONCPU : t == CP_TARGET_OFF_CPU ? EMBER_TASK_OFFCPU : EMBER_TASK_NETWORK;
+	return profile_kind__by_oap(cp_target__name(t));
 }
 
 static bool cb_running(void *ctx, uint32_t pid, enum cp_target t)
 {
 	struct analyzer *a = ctx;
-	const struct task_def *d = task_mgr__find_pid(a->tm, pid, kind_of(t));
+	const struct profile_kind *k = kind_of(t);
+	const struct task_def *d = k ? task_mgr__find_pid(a->tm, pid, k->id) : NULL;
 
 	return d && !task_def__is_monitor(d); /* a monitor's capture gives way */
 }
@@ -236,15 +239,17 @@ static void task_cause_of(struct task_cause *d, const struct mon_cause *c, const
 
 static int cb_trigger(void *ctx, const struct mon_trigger *t)
 {
-	static const char *const tag[CP_TARGET_MAX] = { "oncpu", "offcpu", "network" };
+	struct analyzer *a = ctx;
+	const struct profile_kind *k = kind_of(t->target);
 	struct task_def def = { 0 };
 	char err[320] = "";
 	int r;
 
-	struct analyzer *a = ctx;
-	snprintf(def.id, sizeof(def.id), "auto-%s-%u-%llu-%llu", tag[t->target], t->pid,
+	if (!k)
+		return -EINVAL;
+	snprintf(def.id, sizeof(def.id), "auto-%s-%u-%llu-%llu", k->name, t->pid,
 		 (unsigned long long)timeutil__unix_ms(), (unsigned long long)++a->triggered);
-	def.kind = kind_of(t->target);
+	def.kind = k->id;
 	def.npids = 1;
 	def.pids[0] = t->pid;
 	def.start_unix_ms = timeutil__unix_ms();
@@ -252,7 +257,7 @@ static int cb_trigger(void *ctx, const struct mon_trigger *t)
 	def.period_ns = a->cfg->profiling.task.on_cpu.dump_period_ns;
 	def.min_block_ns = a->cfg->profiling.task.off_cpu.min_block_time_ns;
 	snprintf(def.origin, sizeof(def.origin), "trigger");
-	if (t->target == CP_TARGET_NETWORK) {
+	if (k->flags & PROFILE_KIND_NETWORK) {
 		/* Rover's triggered network task: every URI, slow (>= 0 ms), 4xx and 5xx, whole messages. */
 		struct task_sampling *s = &def.samplings[def.nsamplings++];
 

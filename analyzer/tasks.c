@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "bpf/ember_abi.h"
+#include "common/profile_kind.h"
 
 struct task_mgr {
 	unsigned max, n;
@@ -72,7 +73,7 @@ int task_mgr__add(struct task_mgr *tm, const struct task_def *def, struct task_d
 	struct task_def *t;
 
 	if (!task_def__valid_id(def->id) || def->npids == 0 || def->npids > CTL_MAX_PIDS ||
-	    def->duration_ms == 0 || def->kind < EMBER_TASK_ONCPU || def->kind > EMBER_TASK_NETWORK)
+	    def->duration_ms == 0 || !profile_kind__by_id(def->kind))
 		return -EINVAL;
 	if (task_mgr__find(tm, def->id))
 		return -EEXIST;
@@ -134,24 +135,16 @@ struct task_mgr *task_mgr__free(struct task_mgr *tm)
 
 uint32_t task_kind__from_proto(Ember__TaskKind k)
 {
-	switch (k) {
-	case EMBER__TASK_KIND__ON_CPU: return EMBER_TASK_ONCPU;
-	case EMBER__TASK_KIND__OFF_CPU: return EMBER_TASK_OFFCPU;
-	case EMBER__TASK_KIND__MEM: return EMBER_TASK_MEM;
-	case EMBER__TASK_KIND__NETWORK: return EMBER_TASK_NETWORK;
-	default: return 0;
-	}
+	const struct profile_kind *pk = profile_kind__by_wire(k);
+
+	return pk ? pk->id : 0;
 }
 
 Ember__TaskKind task_kind__to_proto(uint32_t kind)
 {
-	switch (kind) {
-	case EMBER_TASK_ONCPU: return EMBER__TASK_KIND__ON_CPU;
-	case EMBER_TASK_OFFCPU: return EMBER__TASK_KIND__OFF_CPU;
-	case EMBER_TASK_MEM: return EMBER__TASK_KIND__MEM;
-	case EMBER_TASK_NETWORK: return EMBER__TASK_KIND__NETWORK;
-	default: return EMBER__TASK_KIND__TASK_KIND_UNSPECIFIED;
-	}
+	const struct profile_kind *pk = profile_kind__by_id(kind);
+
+	return pk ? (Ember__TaskKind)pk->wire : EMBER__TASK_KIND__TASK_KIND_UNSPECIFIED;
 }
 
 void task_def__to_proto(const struct task_def *t, Ember__Task *p)

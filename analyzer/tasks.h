@@ -95,7 +95,7 @@ bool task_def__wants_calls(const struct task_def *t);
 /* Accepts NULL.  Returns NULL. */
 struct task_mgr *task_mgr__free(struct task_mgr *tm);
 
-/* enum ember_task_kind <-> Ember__TaskKind; 0 / UNSPECIFIED for anything else. */
+/* enum ember_task_kind <-> Ember__TaskKind (common/profile_kind.h); 0 / UNSPECIFIED for anything else. */
 uint32_t task_kind__from_proto(Ember__TaskKind k);
 Ember__TaskKind task_kind__to_proto(uint32_t kind);
 

@@ -13,16 +13,13 @@
 
 #include "analyzer/rest/rest_select.h"
 #include "common/fileutil.h"
+#include "common/profile_kind.h"
 #include "common/task_submit.h"
 #include "common/timeutil.h"
 #include "proto/ember.pb-c.h"
 
 #define MAX_TASK_IDS 512	/* tasks of the current periods, for cancelling */
-#define FLAME_TYPES 3		/* oncpu, offcpu, mem: rest_probe */
-
-static const Ember__TaskKind kinds[FLAME_TYPES] = { EMBER__TASK_KIND__ON_CPU, EMBER__TASK_KIND__OFF_CPU,
-						       EMBER__TASK_KIND__MEM };
-static const char *const type_names[FLAME_TYPES] = { "oncpu", "offcpu", "mem" };
+#define FLAME_TYPES 3		/* oncpu, offcpu, mem: the rest_probe sub-items that are kinds */
 
 struct period {
 	uint64_t start_unix_ms, end_mono_ms;	/* end 0: none yet */
@@ -41,6 +38,7 @@ struct rest_flame {
 	uint32_t *fresh;			/* selected, without a task in the period yet */
 	uint64_t next_scan;
 	struct period per[FLAME_TYPES];
+	const struct profile_kind *kind[FLAME_TYPES];	/* the row of each sub-item's name */
 	char ids[MAX_TASK_IDS][64];		/* the latest started (a ring): cancelled by a new configuration */
 	unsigned nids;				/* started since the configuration, ids[nids % MAX_TASK_IDS] next */
 	struct rest_flame_stats st;
@@ -72,6 +70,12 @@ struct rest_flame *rest_flame__new(const struct rest_flame_opts *o, void *zctx)
 	if (!f->o.max_pids)
 		f->o.max_pids = 1024;
 	f->zctx = zctx;
+	for (unsigned p = 0; p < FLAME_TYPES; p++)
+		if (!(f->kind[p] = profile_kind__by_rest(rest_doc__probe_name(REST_FLAMEGRAPH, p)))) {
+			free(f);
+			errno = EINVAL;
+			return NULL;
+		}
 	f->sel = calloc(f->o.max_pids, sizeof(*f->sel));
 	f->fresh = calloc(f->o.max_pids, sizeof(*f->fresh));
 	for (unsigned p = 0; p < FLAME_TYPES && f->sel; p++)
@@ -144,9 +148,9 @@ static void start_task(struct rest_flame *f, unsigned p, const uint32_t *pids, u
 	int r;
 
 	if (f->d.multi_instance)
-		snprintf(id, sizeof(id), "rest-%s-%llu-%u", type_names[p], (unsigned long long)pe->start_unix_ms, pids[0]);
+		snprintf(id, sizeof(id), "rest-%s-%llu-%u", f->kind[p]->rest, (unsigned long long)pe->start_unix_ms, pids[0]);
 	else
-		snprintf(id, sizeof(id), "rest-%s-%llu-%u", type_names[p], (unsigned long long)pe->start_unix_ms, pe->parts);
+		snprintf(id, sizeof(id), "rest-%s-%llu-%u", f->kind[p]->rest, (unsigned long long)pe->start_unix_ms, pe->parts);
 	fo.svg_dir = f->d.svg_dir;
 	fo.flame_dir = f->d.flame_dir;
 	fo.per_process = f->d.multi_instance;
@@ -154,7 +158,7 @@ static void start_task(struct rest_flame *f, unsigned p, const uint32_t *pids, u
 	fo.part = f->d.multi_instance ? 0 : pe->parts;
 	fo.pyroscope_server = f->d.pyroscope_server;
 	t.id = id;
-	t.kind = kinds[p];
+	t.kind = (Ember__TaskKind)f->kind[p]->wire;
 	t.n_pids = n;
 	t.pids = (uint32_t *)pids;
 	t.duration_ms = dur_ms;
@@ -164,7 +168,7 @@ static void start_task(struct rest_flame *f, unsigned p, const uint32_t *pids, u
 	r = task_submit__all(f->zctx, &so, &t, err, sizeof(err));
 	if (r < 0) {
 		f->st.task_failures++;
-		snprintf(f->st.last_error, sizeof(f->st.last_error), "%s task for %u process(es): %s", type_names[p], n,
+		snprintf(f->st.last_error, sizeof(f->st.last_error), "%s task for %u process(es): %s", f->kind[p]->rest, n,
 			 err);
 		return;
 	}
@@ -206,7 +210,7 @@ void rest_flame__tick(struct rest_flame *f, uint64_t now_ms)
 			if (pe->end_mono_ms) {
 				struct task_submit_opts so = submit_opts(f);
 				char prefix[64], err[256];
-				int n = snprintf(prefix, sizeof(prefix), "rest-%s-%llu-", type_names[p],
+				int n = snprintf(prefix, sizeof(prefix), "rest-%s-%llu-", f->kind[p]->rest,
 						 (unsigned long long)pe->start_unix_ms);
 
 				for (unsigned i = 0; i < f->nids && i < MAX_TASK_IDS; i++)
