@@ -17,10 +17,10 @@
 #include "collector/unwind_store.h"
 #include "common/cleanup.h"
 #include "common/log.h"
+#include "common/profile_kind.h"
 #include "common/shm_ring.h"
 #include "common/timeutil.h"
 
-#define STACK_KINDS ((1u << EMBER_TASK_ONCPU) | (1u << EMBER_TASK_OFFCPU) | (1u << EMBER_TASK_MEM))
 
 struct ctl_conn {
 	int fd;
@@ -209,7 +209,7 @@ static int h_open_debuglink(struct collector *c, struct ctl_conn *cc, const stru
 /* Kernel addresses only to an analyzer with a stack task: it already sees kernel frames' addresses then. */
 static int h_open_kallsyms(struct collector *c, struct ctl_conn *cc, const struct ctl_msg *m)
 {
-	if (!tasks__shard_has(c->tasks, cc->shard, STACK_KINDS, true)) {
+	if (!tasks__shard_has(c->tasks, cc->shard, profile_kind__mask(PROFILE_KIND_STACKS), true)) {
 		c->stats[CTL_STAT_FD_BROKER_KALLSYMS]++;
 		c->stats[CTL_STAT_FD_BROKER_REFUSED]++;
 		return reply_err(cc, m, -EPERM, -1);
@@ -244,7 +244,7 @@ static int h_unwind_proc(struct collector *c, struct ctl_conn *cc, const struct 
 
 	if (!c->unwind)
 		return reply_err(cc, m, -EOPNOTSUPP, -1);
-	if (!tasks__targets(c->tasks, cc->shard, STACK_KINDS, r->pid, false)) {
+	if (!tasks__targets(c->tasks, cc->shard, profile_kind__mask(PROFILE_KIND_STACKS), r->pid, false)) {
 		c->stats[CTL_STAT_CTL_DENIED]++;
 		return reply_err(cc, m, -EPERM, -1);
 	}

@@ -13,6 +13,7 @@
 #include "collector/kinds.h"
 #include "collector/unwind_store.h"
 #include "common/log.h"
+#include "common/profile_kind.h"
 
 static int store_rows(void *ctx, uint32_t first, const struct unwind_row *rows, uint32_t n)
 {
@@ -144,7 +145,6 @@ static void counters(void *impl, uint64_t *stats)
 	stats[CTL_STAT_PERF_CPUS_UNSAMPLED] = bpf_stacks__cpus_unsampled(s->env->bpf);
 }
 
-#define STACK_KINDS ((1u << EMBER_TASK_ONCPU) | (1u << EMBER_TASK_OFFCPU) | (1u << EMBER_TASK_MEM))
 
 static int target(void *impl, const struct task *t, uint32_t pid, bool on)
 {
@@ -154,19 +154,18 @@ static int target(void *impl, const struct task *t, uint32_t pid, bool on)
 	if (on)
 		s->env->stacks_dirty = true;
 	/* A process no stack task watches any more walks without its tables. */
-	else if (s->env->unwind && !tasks__pid_elsewhere(s->env->tasks, t, STACK_KINDS, pid))
+	else if (s->env->unwind && !tasks__pid_elsewhere(s->env->tasks, t, profile_kind__mask(PROFILE_KIND_STACKS), pid))
 		unwind_store__forget(s->env->unwind, pid);
 	return r;
 }
 
 struct collector_kind *kind_stacks__new(struct kinds_env *env, uint32_t kind)
 {
-	static const char *const names[] = { [EMBER_TASK_ONCPU] = "oncpu", [EMBER_TASK_OFFCPU] = "offcpu",
-					     [EMBER_TASK_MEM] = "mem" };
+	const struct profile_kind *row = profile_kind__by_id(kind);
 	struct collector_kind *k = calloc(1, sizeof(*k));
 	struct stacks_kind *s = calloc(1, sizeof(*s));
 
-	if (!env->bpf || !k || !s || kind < EMBER_TASK_ONCPU || kind > EMBER_TASK_MEM) {
+	if (!env->bpf || !k || !s || !row || !(row->flags & PROFILE_KIND_STACKS)) {
 		free(k);
 		free(s);
 		errno = ENODEV;
@@ -174,7 +173,7 @@ struct collector_kind *kind_stacks__new(struct kinds_env *env, uint32_t kind)
 	}
 	s->env = env;
 	s->kind = kind;
-	*k = (struct collector_kind){ .kind = kind, .name = names[kind], .flags = CTL_ATTACH_F_HOLD, .stacks = true,
+	*k = (struct collector_kind){ .kind = kind, .name = row->name, .flags = CTL_ATTACH_F_HOLD, .stacks = true,
 				      .check = check, .attach = attach, .detach = detach, .target = target,
 				      .counters = counters, .impl = s };
 	return k;

@@ -47,6 +47,7 @@
 #include "common/cleanup.h"
 #include "common/ctl_proto.h"
 #include "common/log.h"
+#include "common/profile_kind.h"
 #include "common/shard.h"
 #include "common/shm_ring.h"
 #include "common/timeutil.h"
@@ -132,7 +133,7 @@ static void forward_net(void)
 static void net_timer_update(void)
 {
 	struct itimerspec its = { { 0, 0 }, { 0, 0 } };
-	if (tasks__count(C.col.tasks, 1u << EMBER_TASK_NETWORK)) {
+	if (tasks__count(C.col.tasks, profile_kind__mask(PROFILE_KIND_NETWORK))) {
 		its.it_interval.tv_nsec = (long)NET_POLL_NS;
 		its.it_value.tv_nsec = (long)NET_POLL_NS;
 	}

@@ -14,11 +14,10 @@
 #include "collector/kinds.h"
 #include "collector/tasks.h"
 #include "common/log.h"
+#include "common/profile_kind.h"
 #include "common/shard.h"
 #include "common/shm_ring.h"
 #include "common/timeutil.h"
-
-#define STACK_KINDS ((1u << EMBER_TASK_ONCPU) | (1u << EMBER_TASK_OFFCPU) | (1u << EMBER_TASK_MEM))
 
 struct stack_drain {
 	struct collector *col;
@@ -88,12 +87,18 @@ static void send_markers(struct stack_drain *d, uint64_t start, uint64_t end)
 {
 	for (unsigned s = 0; s < d->col->nshards; s++) {
 		struct collector_shard *sh = &d->col->shards[s];
-		/* One marker per kind: the analyzer closes that kind's window; ring drops ride on the first. */
-		for (uint32_t kind = EMBER_TASK_ONCPU; kind <= EMBER_TASK_MEM; kind++) {
-			struct ember_rec_window w = { .kind = kind, .start_ns = start, .end_ns = end,
-						      .stacks = kind == EMBER_TASK_ONCPU ? sh->window_stacks : 0,
-						      .ring_drops = kind == EMBER_TASK_ONCPU ? sh->window_drops : 0 };
+		const struct profile_kind *k;
+		bool first = true;
+
+		/* One marker per stack kind: the analyzer closes that kind's window; ring drops ride on the first. */
+		for (unsigned i = 0; (k = profile_kind__at(i)); i++) {
+			if (!(k->flags & PROFILE_KIND_STACKS))
+				continue;
+			struct ember_rec_window w = { .kind = k->id, .start_ns = start, .end_ns = end,
+						      .stacks = first ? sh->window_stacks : 0,
+						      .ring_drops = first ? sh->window_drops : 0 };
 			(void)shm_ring__write(sh->ring, EMBER_REC_WINDOW, &w, sizeof(w));
+			first = false;
 		}
 		(void)shm_ring__notify(sh->ring);
 	}
@@ -135,11 +140,11 @@ static void drain(struct stack_drain *d, bool sync)
 	d->col->stats[CTL_STAT_DRAINS]++;
 	d->end_real_ns = timeutil__now_ns(CLOCK_REALTIME);
 	if (!d->env->stacks_dirty) {
-		d->env->stacks_dirty = tasks__count(d->col->tasks, STACK_KINDS) > 0;
+		d->env->stacks_dirty = tasks__count(d->col->tasks, profile_kind__mask(PROFILE_KIND_STACKS)) > 0;
 		send_markers(d, d->last_real_ns, d->end_real_ns);
 		return;
 	}
-	d->env->stacks_dirty = tasks__count(d->col->tasks, STACK_KINDS) > 0;
+	d->env->stacks_dirty = tasks__count(d->col->tasks, profile_kind__mask(PROFILE_KIND_STACKS)) > 0;
 	bpf_stacks__flip(d->env->bpf);
 	d->pending = true;
 	if (sync || d->req_fd < 0 || write(d->req_fd, &one, sizeof(one)) != sizeof(one)) {

@@ -68,6 +68,17 @@ const struct profile_kind *profile_kind__at(unsigned i)
 	return NULL;
 }
 
+uint32_t profile_kind__mask(unsigned flags)
+{
+	uint32_t m = 0;
+
+	_Static_assert(NKINDS <= 32, "kind ids fit a 32-bit mask");
+	for (uint32_t id = 0; id < NKINDS; id++)
+		if (kinds[id].name && (kinds[id].flags & flags) == flags)
+			m |= 1u << id;
+	return m;
+}
+
 enum spelling { S_NAME, S_CLI, S_REST, S_OAP };
 
 /* Names come from users, REST bodies and the OAP: bounded before they are compared. */

@@ -67,5 +67,7 @@ const struct profile_kind *profile_kind__by_oap(const char *s);
 
 /* The rows in id order, for loops: i from 0 until it returns NULL. */
 const struct profile_kind *profile_kind__at(unsigned i);
+/* The ids of the kinds with every flag of flags, as a mask (1u << id): the task table's kind sets. */
+uint32_t profile_kind__mask(unsigned flags);
 
 #endif
