@@ -97,6 +97,17 @@ static void test_rows(void **state)
 }
 
 /* Each kind's files are named as common/profile_files.c named them before the table. */
+/* The collector's kind sets: which tasks drain stacks, which run the network timer. */
+static void test_masks(void **state)
+{
+	(void)state;
+	assert_int_equal(profile_kind__mask(PROFILE_KIND_STACKS),
+			 (1u << EMBER_TASK_ONCPU) | (1u << EMBER_TASK_OFFCPU) | (1u << EMBER_TASK_MEM));
+	assert_int_equal(profile_kind__mask(PROFILE_KIND_NETWORK), 1u << EMBER_TASK_NETWORK);
+	assert_int_equal(profile_kind__mask(PROFILE_KIND_STACKS | PROFILE_KIND_WEIGHTED), 1u << EMBER_TASK_OFFCPU);
+	assert_int_equal(profile_kind__mask(PROFILE_KIND_STACKS | PROFILE_KIND_NETWORK), 0);
+}
+
 static void test_file_names(void **state)
 {
 	char buf[64];
@@ -211,6 +222,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rows),
+		cmocka_unit_test(test_masks),
 		cmocka_unit_test(test_file_names),
 		cmocka_unit_test(test_names_round_trip),
 		cmocka_unit_test(test_oap_targets),
