@@ -509,23 +509,6 @@ static int check_out_dir(const struct profile_req *q, char *bad, size_t badlen)
 	return 0;
 }
 
-/* The collector's counters of what a kind's path can lose (host-wide: every task's). */
-static const unsigned stack_losses[] = {
-	CTL_STAT_BPF_STACKMAP_FULL, CTL_STAT_BPF_AGG_FULL, CTL_STAT_RING_DROPS, CTL_STAT_STACK_LOST,
-};
-static const unsigned offcpu_losses[] = {
-	CTL_STAT_BPF_OFFCPU_START_FULL, CTL_STAT_BPF_HSTACK_FULL, CTL_STAT_BPF_OFFCPU_TID_REUSED, CTL_STAT_BPF_OFFCPU_LOST,
-};
-static const unsigned net_losses[] = {
-	CTL_STAT_NET_RINGBUF_FULL, CTL_STAT_NET_INFLIGHT_FULL, CTL_STAT_NET_LOST_FULL, CTL_STAT_NET_RING_DROPS,
-	CTL_STAT_NET_RING_UNTRACKED, CTL_STAT_NET_TLS_INFLIGHT_FULL, CTL_STAT_NET_FORKS_FULL, CTL_STAT_NET_COPY_FAILED,
-};
-/* ... and of stacks walked only in part: the sample or block is in the profile, under a shorter stack. */
-static const unsigned stack_partial[] = {
-	CTL_STAT_BPF_KSTACK_ERR, CTL_STAT_BPF_USTACK_ERR, CTL_STAT_BPF_UNWIND_READ_ERR, CTL_STAT_BPF_UNWIND_TRUNCATED,
-	CTL_STAT_BPF_OFFCPU_STACK_ERR,
-};
-
 static int loss_list(const unsigned *idx, size_t n, const struct ctl_stats_ans *a,
 		     const struct ctl_stats_ans *b, char *buf, size_t len, size_t *off)
 {
@@ -571,8 +554,7 @@ static void print_losses(const struct profile_req *q, const struct ctl_stats_ans
 			 uint64_t restarts)
 {
 	const struct profile_kind *k = profile_kind__by_wire(q->kind);
-	/* the off-CPU path's counters go with the one weighted kind; a network task has no stacks */
-	unsigned flags = k ? k->flags : 0;
+	struct ctl_kind_losses kl;
 	char buf[1024] = "", part[512] = "", tail[600] = "";
 	size_t off = 0, poff = 0;
 	int any;
@@ -585,16 +567,11 @@ static void print_losses(const struct profile_req *q, const struct ctl_stats_ans
 		return;
 	}
 
-	if (flags & PROFILE_KIND_NETWORK)
-		any = loss_list(net_losses, sizeof(net_losses) / sizeof(net_losses[0]), a, b, buf, sizeof(buf), &off);
-	else
-		any = loss_list(stack_losses, sizeof(stack_losses) / sizeof(stack_losses[0]), a, b, buf, sizeof(buf),
-				&off) |
-		      (flags & PROFILE_KIND_WEIGHTED &&
-		       loss_list(offcpu_losses, sizeof(offcpu_losses) / sizeof(offcpu_losses[0]), a, b, buf, sizeof(buf),
-				 &off));
-	if (!(flags & PROFILE_KIND_NETWORK) &&
-	    loss_list(stack_partial, sizeof(stack_partial) / sizeof(stack_partial[0]), a, b, part, sizeof(part), &poff))
+	/* The collector's counters (host-wide: every task's) of what the kind's path can lose. */
+	ctl__kind_losses(k ? k->id : 0, &kl);
+	any = loss_list(kl.lost[0], kl.nlost[0], a, b, buf, sizeof(buf), &off) |
+	      loss_list(kl.lost[1], kl.nlost[1], a, b, buf, sizeof(buf), &off);
+	if (loss_list(kl.partial, kl.npartial, a, b, part, sizeof(part), &poff))
 		snprintf(tail, sizeof(tail), "; stacks walked in part (kept, shorter): %s", part);
 	if (any)
 		fprintf(stderr, "ember: LOST while the task ran (the collector's counters, all tasks): %s%s\n", buf, tail);

@@ -1,4 +1,5 @@
 #include "common/ctl_proto.h"
+#include "bpf/ember_abi.h"
 
 #include <errno.h>
 #include <string.h>
@@ -348,4 +349,42 @@ int ctl__call(int sock, uint16_t type, const void *req, uint32_t req_len,
 	if (ret_nfds)
 		*ret_nfds = nfds;
 	return 0;
+}
+
+static const unsigned stack_losses[] = {
+	CTL_STAT_BPF_STACKMAP_FULL, CTL_STAT_BPF_AGG_FULL, CTL_STAT_RING_DROPS, CTL_STAT_STACK_LOST,
+};
+static const unsigned offcpu_losses[] = {
+	CTL_STAT_BPF_OFFCPU_START_FULL, CTL_STAT_BPF_HSTACK_FULL, CTL_STAT_BPF_OFFCPU_TID_REUSED, CTL_STAT_BPF_OFFCPU_LOST,
+};
+static const unsigned net_losses[] = {
+	CTL_STAT_NET_RINGBUF_FULL, CTL_STAT_NET_INFLIGHT_FULL, CTL_STAT_NET_LOST_FULL, CTL_STAT_NET_RING_DROPS,
+	CTL_STAT_NET_RING_UNTRACKED, CTL_STAT_NET_TLS_INFLIGHT_FULL, CTL_STAT_NET_FORKS_FULL, CTL_STAT_NET_COPY_FAILED,
+};
+static const unsigned stack_partial[] = {
+	CTL_STAT_BPF_KSTACK_ERR, CTL_STAT_BPF_USTACK_ERR, CTL_STAT_BPF_UNWIND_READ_ERR, CTL_STAT_BPF_UNWIND_TRUNCATED,
+	CTL_STAT_BPF_OFFCPU_STACK_ERR,
+};
+
+void ctl__kind_losses(uint32_t kind, struct ctl_kind_losses *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	switch (kind) {
+	case EMBER_TASK_OFFCPU:
+		ret->lost[1] = offcpu_losses;
+		ret->nlost[1] = sizeof(offcpu_losses) / sizeof(offcpu_losses[0]);
+		/* and the stack kinds' */
+		__attribute__((fallthrough));
+	case EMBER_TASK_ONCPU:
+	case EMBER_TASK_MEM:
+		ret->lost[0] = stack_losses;
+		ret->nlost[0] = sizeof(stack_losses) / sizeof(stack_losses[0]);
+		ret->partial = stack_partial;
+		ret->npartial = sizeof(stack_partial) / sizeof(stack_partial[0]);
+		break;
+	case EMBER_TASK_NETWORK:
+		ret->lost[0] = net_losses;
+		ret->nlost[0] = sizeof(net_losses) / sizeof(net_losses[0]);
+		break;
+	}
 }

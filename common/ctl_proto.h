@@ -258,6 +258,20 @@ enum ctl_stat {
 struct ctl_stats_ans { int32_t err; uint32_t n; uint64_t v[CTL_STAT_MAX]; };
 
 const char *ctl__stat_name(unsigned idx);
+
+/*
+ * The counters (CTL_STAT_*) of what a kind's path through the collector can
+ * lose, and of the stacks it walks only in part (the sample is kept, under a
+ * shorter stack): what `ember profile` compares before and after a task.
+ * A kind (enum ember_task_kind) with no such path gets empty lists.
+ */
+struct ctl_kind_losses {
+	const unsigned *lost[2];    /* two lists: a family's common losses, then the kind's own */
+	size_t nlost[2];
+	const unsigned *partial;
+	size_t npartial;
+};
+void ctl__kind_losses(uint32_t kind, struct ctl_kind_losses *ret);
 /* Whether the stat is a level (tasks running, unwind tables held) rather than a count that only grows. */
 int ctl__stat_is_level(unsigned idx);
 /* "perf_event:cpu-clock", "tp_btf", ... ("none" for CTL_AP_NONE or unknown). */
