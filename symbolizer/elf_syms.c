@@ -17,11 +17,6 @@
 /* Symbols that overlap (aliases with different sizes, nested labels) are looked up this far back. */
 #define LOOKBACK 8
 
-struct seg {
-	uint64_t off, vaddr, filesz, memsz;
-	uint32_t flags;
-};
-
 struct esym {
 	uint64_t addr;
 	uint32_t size;   /* clamped: no function is 4 GiB */
@@ -33,7 +28,7 @@ struct elf_syms {
 	void *image;            /* our copy for elf_syms__open_mem() */
 	uint64_t file_size;
 	unsigned char ei_data;
-	struct seg segs[ELF_SYMS_MAX_SEGMENTS];
+	struct elf_syms_seg segs[ELF_SYMS_MAX_SEGMENTS];
 	uint8_t build_id[ELF_SYMS_MAX_BUILD_ID];
 	size_t build_id_len;
 	char *debuglink;
@@ -169,7 +164,7 @@ static int read_headers(struct elf_syms *es)
 				es->info.ignored_segments++;
 				continue;
 			}
-			es->segs[es->info.nsegments++] = (struct seg){
+			es->segs[es->info.nsegments++] = (struct elf_syms_seg){
 				.off = ph.p_offset, .vaddr = ph.p_vaddr, .filesz = ph.p_filesz,
 				.memsz = ph.p_memsz, .flags = ph.p_flags,
 			};
@@ -521,7 +516,7 @@ static int collect_go(struct elf_syms *es, size_t max, struct cand_vec *cv)
 static uint64_t segment_end(const struct elf_syms *es, uint64_t vaddr)
 {
 	for (uint32_t i = 0; i < es->info.nsegments; i++) {
-		const struct seg *s = &es->segs[i];
+		const struct elf_syms_seg *s = &es->segs[i];
 
 		if (vaddr >= s->vaddr && vaddr - s->vaddr < s->memsz)
 			return s->vaddr + s->memsz;
@@ -708,13 +703,12 @@ const char *elf_syms__debuglink(const struct elf_syms *es, uint32_t *ret_crc)
  * pos as a file offset (or a vaddr) translated through the segment holding
  * it, executable segments first.
  */
-static int seg_translate(const struct elf_syms *es, uint64_t pos, bool from_vaddr, uint64_t *ret)
+static int seg_translate(const struct elf_syms_seg *segs, size_t n, uint64_t pos, bool from_vaddr,
+			 uint64_t *ret)
 {
-	if (!es)
-		return -EINVAL;
 	for (int pass = 0; pass < 2; pass++) {
-		for (uint32_t i = 0; i < es->info.nsegments; i++) {
-			const struct seg *s = &es->segs[i];
+		for (size_t i = 0; i < n; i++) {
+			const struct elf_syms_seg *s = &segs[i];
 			uint64_t from = from_vaddr ? s->vaddr : s->off, to = from_vaddr ? s->off : s->vaddr;
 
 			if (pass == 0 && !(s->flags & PF_X))
@@ -728,14 +722,29 @@ static int seg_translate(const struct elf_syms *es, uint64_t pos, bool from_vadd
 	return -ENOENT;
 }
 
+size_t elf_syms__segments(const struct elf_syms *es, struct elf_syms_seg *ret, size_t max)
+{
+	size_t n = es ? es->info.nsegments : 0;
+
+	if (ret && n)
+		memcpy(ret, es->segs, (n < max ? n : max) * sizeof(*ret));
+	return n;
+}
+
+int elf_syms__segs_offset_to_vaddr(const struct elf_syms_seg *segs, size_t n, uint64_t file_offset,
+				   uint64_t *ret_vaddr)
+{
+	return seg_translate(segs, n, file_offset, false, ret_vaddr);
+}
+
 int elf_syms__offset_to_vaddr(const struct elf_syms *es, uint64_t file_offset, uint64_t *ret_vaddr)
 {
-	return seg_translate(es, file_offset, false, ret_vaddr);
+	return es ? seg_translate(es->segs, es->info.nsegments, file_offset, false, ret_vaddr) : -EINVAL;
 }
 
 int elf_syms__vaddr_to_offset(const struct elf_syms *es, uint64_t vaddr, uint64_t *ret_offset)
 {
-	return seg_translate(es, vaddr, true, ret_offset);
+	return es ? seg_translate(es->segs, es->info.nsegments, vaddr, true, ret_offset) : -EINVAL;
 }
 
 int elf_syms__lookup(const struct elf_syms *es, uint64_t vaddr, const char **ret_name,

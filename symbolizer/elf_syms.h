@@ -85,6 +85,20 @@ const char *elf_syms__debuglink(const struct elf_syms *es, uint32_t *ret_crc);
 int elf_syms__offset_to_vaddr(const struct elf_syms *es, uint64_t file_offset, uint64_t *ret_vaddr);
 
 /*
+ * The PT_LOAD segments kept, for a caller that translates offsets after
+ * elf_syms__free() (analyzer/unwind keeps them per file, not the file):
+ * their number, at most max of them copied to ret (ret may be NULL).
+ */
+struct elf_syms_seg {
+	uint64_t off, vaddr, filesz, memsz;
+	uint32_t flags;
+};
+size_t elf_syms__segments(const struct elf_syms *es, struct elf_syms_seg *ret, size_t max);
+/* elf_syms__offset_to_vaddr() over such a copy: 0 or -ENOENT. */
+int elf_syms__segs_offset_to_vaddr(const struct elf_syms_seg *segs, size_t n, uint64_t file_offset,
+				   uint64_t *ret_vaddr);
+
+/*
  * The inverse: ELF virtual address -> file offset (e.g. for uprobe attach
  * points or "module+offset" keys of a symbol).  Returns 0 or -ENOENT.
  */
