@@ -35,6 +35,7 @@ struct analyzer {
 	struct ctl_client *cc;
 	struct shm_ring *ring;
 	struct symbolizer *sym;
+	struct mappings *maps;        /* followed processes' executable mappings, for uw and tls */
 	struct unwinder *uw;          /* NULL: frame pointers only */
 	struct tls_finder *tls;       /* NULL: no TLS plaintext */
 	struct debuginfod *dinfod;    /* NULL unless symbolizer.debuginfod.enabled */

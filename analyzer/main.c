@@ -21,6 +21,7 @@
 #include "analyzer/analyzer.h"
 #include "analyzer/continuous/monitors.h"
 #include "analyzer/kinds.h"
+#include "analyzer/mappings.h"
 #include "analyzer/l7/l7.h"
 #include "analyzer/rest/rest_api.h"
 #include "analyzer/publisher.h"
@@ -451,14 +452,22 @@ static int setup(struct analyzer *a)
 		log_error("cannot connect to the exporter at %s: %s", ep, zmq_strerror(errno));
 		return -1;
 	}
-	if (a->cfg->profiling.unwind.tables) {
+	if (a->cfg->profiling.unwind.tables || a->cfg->profiling.task.network.tls) {
+		struct mappings_opts mo;
+
+		mappings__broker_opts(a->cc, &mo);
+		a->maps = mappings__new(&mo);
+		if (!a->maps)
+			log_warn("no mapping manager (%m): no unwind tables, no TLS plaintext");
+	}
+	if (a->cfg->profiling.unwind.tables && a->maps) {
 		/* The collector, which holds the rows, refuses what does not fit, and counts it. */
 		struct unwinder_opts uo = { .cc = a->cc };
 		a->uw = unwinder__new(&uo);
 		if (!a->uw)
 			log_warn("no unwind tables (%m): user stacks are walked with frame pointers only");
 	}
-	if (a->cfg->profiling.task.network.tls) {
+	if (a->cfg->profiling.task.network.tls && a->maps) {
 		struct tls_finder_opts to = { .cc = a->cc };
 		a->tls = tls_finder__new(&to);
 		if (!a->tls)
@@ -473,7 +482,7 @@ static int setup(struct analyzer *a)
 		return -1;
 	}
 	struct runner_opts ro = { .tm = a->tm, .cc = a->cc, .kinds = a->kinds, .pub = a->pub, .sym = a->sym, .uw = a->uw,
-				  .tls = a->tls,
+				  .tls = a->tls, .maps = a->maps,
 				  .run_dir = a->cfg->ember.run_dir, .shard = a->shard, .nshards = a->nshards,
 				  .drain = drain_ring, .ctx = a };
 	a->runner = runner__new(&ro);
@@ -643,6 +652,7 @@ cleanup:
 	if (a->zctx)
 		zmq_ctx_term(a->zctx);
 	a->sym = symbolizer__free(a->sym);
+	a->maps = mappings__free(a->maps);   /* releases what uw and tls made of files */
 	a->uw = unwinder__free(a->uw);
 	a->tls = tls_finder__free(a->tls);
 	a->dinfod = debuginfod__free(a->dinfod);

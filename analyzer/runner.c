@@ -20,39 +20,29 @@
 
 #define STATE_MAX (1u << 20) /* any number of tasks of CTL_MAX_PIDS pids fits easily */
 
-#define UNWIND_REFRESH_MS 2000
-
 struct task_runner {
 	struct runner_opts o;
 	char state_dir[512], state_name[64];
 	bool tls_unsupported_said;
 	struct runner_stats st;
-	uint64_t unwind_checked_ms, tls_checked_ms;
+	int uw_hid, tls_hid;      /* the unwinder's and the TLS finder's handlers in o.maps, -1: none */
 };
 
-/* The process's unwind tables to the collector; a failure leaves it on frame pointers (counted). */
-static void unwind_pid(struct task_runner *r, uint32_t pid)
+/* A look of the unwinder: a failure leaves the process on frame pointers (counted). */
+static void report_unwind(void *ctx, const struct mappings_look *l, int e, uint64_t elapsed_ns)
 {
-	int e;
-
-	if (!r->o.uw)
-		return;
-	e = unwinder__process(r->o.uw, pid);
+	(void)ctx;
+	(void)elapsed_ns;
 	if (e && e != -ENOSPC && e != -ESRCH && e != -ENOENT && e != -EPERM)
-		log_debug("unwind tables of pid %u: %s", pid, strerror(-e));
+		log_debug("unwind tables of pid %u: %s", l->pid, strerror(-e));
 }
 
-/* The process's TLS libraries to the collector; a failure leaves its TLS connections at L4 (counted). */
-static void tls_pid(struct task_runner *r, const struct task_def *t, uint32_t pid)
+/* A look of the TLS finder: a failure leaves the process's TLS connections at L4 (counted). */
+static void report_tls(void *ctx, const struct mappings_look *l, int e, uint64_t elapsed_ns)
 {
-	uint64_t t0 = timeutil__now_ns(CLOCK_MONOTONIC);
-	int e;
+	struct task_runner *r = ctx;
 
-	if (!r->o.tls || task_def__is_monitor(t))
-		return;
-	e = tls_finder__process(r->o.tls, t->num_id, pid);
-	log_debug("TLS look at pid %u: %d in %llu us", pid, e,
-		  (unsigned long long)(timeutil__now_ns(CLOCK_MONOTONIC) - t0) / 1000);
+	log_debug("TLS look at pid %u: %d in %llu us", l->pid, e, (unsigned long long)elapsed_ns / 1000);
 	if (e == -EOPNOTSUPP) {
 		/* Said once: the collector warned at its start, and every process is counted. */
 		if (!r->tls_unsupported_said)
@@ -60,7 +50,30 @@ static void tls_pid(struct task_runner *r, const struct task_def *t, uint32_t pi
 				 "TLS connections are profiled at L4 only (ember_tls_unsupported_processes)");
 		r->tls_unsupported_said = true;
 	} else if (e && e != -ESRCH && e != -ENOENT && e != -EPERM)
-		log_warn("TLS probes for pid %u: %s", pid, strerror(-e));
+		log_warn("TLS probes for pid %u: %s", l->pid, strerror(-e));
+}
+
+/* The process's unwind tables to the collector now, and again when its mappings change. */
+static void unwind_pid(struct task_runner *r, uint32_t pid)
+{
+	if (r->uw_hid < 0)
+		return;
+	if (!mappings__follow(r->o.maps, r->uw_hid, pid, 0, MAPPINGS_F_TIMER))
+		(void)mappings__look(r->o.maps, pid);
+}
+
+/* The process's TLS libraries to the collector now; a task's own targets again every few seconds. */
+static void tls_pid(struct task_runner *r, const struct task_def *t, uint32_t pid)
+{
+	unsigned flags = 0;
+
+	if (r->tls_hid < 0 || task_def__is_monitor(t))
+		return;
+	for (uint32_t i = 0; i < t->npids; i++)
+		if (t->pids[i] == pid)
+			flags = MAPPINGS_F_TIMER;   /* not its children: their fork, exec and mmap events only */
+	if (!mappings__follow(r->o.maps, r->tls_hid, pid, t->num_id, flags))
+		(void)mappings__look(r->o.maps, pid);
 }
 
 void runner__maps_changed(struct task_runner *r, uint64_t task_num_id, uint32_t pid)
@@ -80,6 +93,28 @@ struct task_runner *runner__new(const struct runner_opts *o)
 	if (!r)
 		return NULL;
 	r->o = *o;
+	r->uw_hid = r->tls_hid = -1;
+	if (o->maps && o->uw) {
+		struct mappings_handler h;
+
+		unwinder__handler(o->uw, &h);
+		h.report = report_unwind;
+		h.report_ctx = r;
+		r->uw_hid = mappings__add_handler(o->maps, &h);
+	}
+	if (o->maps && o->tls) {
+		struct mappings_handler h;
+
+		tls_finder__handler(o->tls, &h);
+		h.report = report_tls;
+		h.report_ctx = r;
+		r->tls_hid = mappings__add_handler(o->maps, &h);
+	}
+	if ((o->maps && o->uw && r->uw_hid < 0) || (o->maps && o->tls && r->tls_hid < 0)) {
+		errno = -(r->uw_hid < 0 ? r->uw_hid : r->tls_hid);
+		free(r);
+		return NULL;
+	}
 	snprintf(r->state_dir, sizeof(r->state_dir), "%s/" BUS_ANALYZER_DIR, o->run_dir);
 	snprintf(r->state_name, sizeof(r->state_name), "analyzer-%u.tasks", o->shard);
 	return r;
@@ -289,7 +324,7 @@ int runner__start(struct task_runner *r, struct task_def *def, char *err, size_t
 	}
 	/* A monitor's capture needs heads only: first lines and statuses, not bodies. */
 	/* Stacks: held until the unwind tables are in, so that no sample walks without them. */
-	hold = (ops->flags & ANALYZER_KIND_F_USER_STACKS) && r->o.uw;
+	hold = (ops->flags & ANALYZER_KIND_F_USER_STACKS) && r->uw_hid >= 0;
 	flags = (task_def__is_monitor(t) ? CTL_ATTACH_F_PREFIX : hold ? CTL_ATTACH_F_HOLD : 0) |
 		(ops->attach_flags ? ops->attach_flags(impl, t) : 0);
 	e = ctl_client__attach(r->o.cc, t->num_id, t->kind, t->pids, t->npids, t->period_ns, t->min_block_ns, flags,
@@ -363,11 +398,11 @@ void runner__end(struct task_runner *r, struct task_def *t, const char *why)
 		symbolizer__forget_pid(r->o.sym, t->pids[i]);
 	snprintf(id, sizeof(id), "%s", t->id);
 	task_mgr__remove(r->o.tm, id);
-	if (r->o.tls && (flags & ANALYZER_KIND_F_TLS))
-		tls_finder__forget_task(r->o.tls, num_id);
-	for (uint32_t i = 0; r->o.uw && (flags & ANALYZER_KIND_F_USER_STACKS) && i < npids; i++)
+	if (r->tls_hid >= 0 && (flags & ANALYZER_KIND_F_TLS))
+		mappings__unfollow_tag(r->o.maps, r->tls_hid, num_id);
+	for (uint32_t i = 0; r->uw_hid >= 0 && (flags & ANALYZER_KIND_F_USER_STACKS) && i < npids; i++)
 		if (!user_stacks_task(r, pids[i]))
-			unwinder__forget(r->o.uw, pids[i]);
+			mappings__unfollow(r->o.maps, r->uw_hid, pids[i], 0);
 	save_state(r);
 }
 
@@ -381,26 +416,12 @@ static int all_pids_gone(const struct task_def *t)
 
 void runner__check(struct task_runner *r, uint64_t now_ms)
 {
-	/* Mappings change (dlopen, exec): the tables follow, a few seconds behind. */
-	if (r->o.uw && now_ms - r->unwind_checked_ms >= UNWIND_REFRESH_MS) {
-		r->unwind_checked_ms = now_ms;
-		for (unsigned i = 0; i < task_mgr__count(r->o.tm); i++) {
-			const struct task_def *t = task_mgr__at(r->o.tm, i);
-			for (uint32_t j = 0; (analyzer_kinds__flags(r->o.kinds, t->kind) & ANALYZER_KIND_F_USER_STACKS) &&
-					     j < t->npids; j++)
-				unwind_pid(r, t->pids[j]);
-		}
-	}
-	/* TLS libraries: exec and mmap events ask at once; this catches what they missed. */
-	if (r->o.tls && now_ms - r->tls_checked_ms >= UNWIND_REFRESH_MS) {
-		r->tls_checked_ms = now_ms;
-		for (unsigned i = 0; i < task_mgr__count(r->o.tm); i++) {
-			const struct task_def *t = task_mgr__at(r->o.tm, i);
-			for (uint32_t j = 0; (analyzer_kinds__flags(r->o.kinds, t->kind) & ANALYZER_KIND_F_TLS) &&
-					     j < t->npids; j++)
-				tls_pid(r, t, t->pids[j]);
-		}
-	}
+	/*
+	 * Mappings change (dlopen, exec): the unwind tables follow a few seconds
+	 * behind; TLS libraries are asked for at exec and mmap events, and this
+	 * catches what they missed.
+	 */
+	mappings__tick(r->o.maps, now_ms);
 	for (unsigned i = 0; i < task_mgr__count(r->o.tm);) {
 		struct task_def *t = task_mgr__at(r->o.tm, i);
 

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "analyzer/kinds.h"
+#include "analyzer/mappings.h"
 #include "analyzer/publisher.h"
 #include "analyzer/tasks.h"
 #include "analyzer/tls/tls_finder.h"
@@ -26,6 +27,7 @@ struct runner_opts {
 	struct analyzer_kinds *kinds; /* what each kind does with its tasks */
 	struct publisher *pub;
 	struct symbolizer *sym;
+	struct mappings *maps;    /* the mapping manager uw and tls are handlers of (NULL: neither) */
 	struct unwinder *uw;      /* NULL: frame pointers only */
 	struct tls_finder *tls;   /* NULL: no TLS plaintext */
 	const char *run_dir;      /* the state file is <run_dir>/analyzer-<shard>.tasks */
@@ -37,7 +39,7 @@ struct runner_opts {
 
 struct task_runner;
 
-/* Everything in o is borrowed.  NULL + errno. */
+/* Everything in o is borrowed; uw and tls are registered with maps here.  NULL + errno. */
 struct task_runner *runner__new(const struct runner_opts *o);
 
 /*

@@ -9,69 +9,56 @@
 #include "analyzer/tls/tls_probe.h"
 #include "bpf/net_abi.h"
 #include "common/timeutil.h"
-#include "symbolizer/maps.h"
 
 #define MAX_PROCS 1024
 #define MAX_ASKED 1024
 
-/* What one file holds (examined once). */
+/* What one file with TLS functions holds (examined once, through the mapping manager). */
 struct tfile {
 	uint32_t dev_major, dev_minor;
 	uint64_t inode;
-	int lib;                       /* enum tls_lib_kind, -1: unreadable */
+	int lib;                       /* enum tls_lib_kind */
 	uint32_t npoints;
-	struct ctl_tls_point *pts;
+	struct ctl_tls_point pts[];
 };
 
-/* A process's executable mappings as last seen: a signature, to skip unchanged ones. */
-struct tproc { uint32_t pid; uint64_t task_id; uint64_t sig; uint64_t ready_ns; };
+/* When a task's probes were first in place in a process. */
+struct tproc { uint32_t pid; uint64_t task_id; uint64_t ready_ns; };
 
 /* Files a task has asked to be probed in a process. */
 struct tasked { uint64_t task_id; uint32_t pid, dev_major, dev_minor; uint64_t inode; };
 
 struct tls_finder {
 	struct tls_finder_opts o;
-	struct tfile *files;
-	size_t nfiles;
 	struct tproc procs[MAX_PROCS];
 	size_t nprocs;
 	struct tasked asked[MAX_ASKED];
 	size_t nasked;
 	struct tls_finder_stats st;
 	bool unsupported;              /* the collector answered EOPNOTSUPP: this kernel has no uprobe.multi */
+	/* The look under way: its process, its first error, whether a probe is in place. */
+	struct tproc *cur;
+	int look_err;
+	bool probed;
 };
 
 struct tls_finder *tls_finder__new(const struct tls_finder_opts *o)
 {
-	struct tls_finder *f = calloc(1, sizeof(*f));
+	struct tls_finder *f;
 
+	if (!o || !o->cc) {
+		errno = EINVAL;
+		return NULL;
+	}
+	f = calloc(1, sizeof(*f));
 	if (!f)
 		return NULL;
 	f->o = *o;
-	if (!f->o.max_files)
-		f->o.max_files = 4096;
-	f->files = calloc(f->o.max_files, sizeof(*f->files));
-	if (!f->files) {
-		free(f);
-		errno = ENOMEM;
-		return NULL;
-	}
 	return f;
-}
-
-static void files_clear(struct tls_finder *f)
-{
-	for (size_t i = 0; i < f->nfiles; i++)
-		free(f->files[i].pts);
-	f->nfiles = 0;
 }
 
 struct tls_finder *tls_finder__free(struct tls_finder *f)
 {
-	if (!f)
-		return NULL;
-	files_clear(f);
-	free(f->files);
 	free(f);
 	return NULL;
 }
@@ -81,72 +68,43 @@ void tls_finder__stats(const struct tls_finder *f, struct tls_finder_stats *ret)
 	*ret = f->st;
 }
 
-void tls_finder__forget_task(struct tls_finder *f, uint64_t task_id)
+/* The manager's examine: the TLS functions of the file; NULL data when it has none. */
+static int h_examine(void *ctx, int fd, const struct maps_entry *e, void **ret_data)
 {
-	for (size_t i = 0; i < f->nasked;)
-		if (f->asked[i].task_id == task_id)
-			f->asked[i] = f->asked[--f->nasked];
-		else
-			i++;
-	for (size_t i = 0; i < f->nprocs;)
-		if (f->procs[i].task_id == task_id)
-			f->procs[i] = f->procs[--f->nprocs];
-		else
-			i++;
-}
-
-/* The file behind mapping e, examined now if it is new. */
-static struct tfile *file_of(struct tls_finder *f, uint32_t pid, const struct maps_entry *e)
-{
+	struct tls_finder *f = ctx;
 	struct tls_probe_set set;
 	struct tfile *t;
-	int fd, r;
+	size_t n;
+	int r;
 
-	for (size_t i = 0; i < f->nfiles; i++) {
-		t = &f->files[i];
-		if (t->inode == e->inode && t->dev_major == e->dev_major && t->dev_minor == e->dev_minor)
-			return t;
-	}
-	if (f->nfiles == f->o.max_files)
-		files_clear(f);  /* rare (thousands of distinct executables): examine again */
-	fd = ctl_client__open_file(f->o.cc, pid, e->start, e->end);
-	if (fd < 0)
-		return NULL;     /* gone, or not the mapping any more: the next look tries again */
-	t = &f->files[f->nfiles++];
-	memset(t, 0, sizeof(*t));
-	t->dev_major = e->dev_major;
-	t->dev_minor = e->dev_minor;
-	t->inode = e->inode;
+	*ret_data = NULL;
 	memset(&set, 0, sizeof(set));
 	r = tls_probe__find_fd(fd, &set);
-	close(fd);
 	f->st.files_examined++;
 	if (r == -ENOTSUP && set.lib == TLS_LIB_GO) {
 		f->st.go_unsupported++;
-		t->lib = TLS_LIB_NONE;
-		return t;
+		return 0;
 	}
 	if (r && r != -ENOEXEC) {
 		f->st.errors++;
-		t->lib = -1;
-		return t;
+		return r;
 	}
-	t->lib = r ? TLS_LIB_NONE : set.lib;
-	if (t->lib == TLS_LIB_NONE || !set.n)
-		return t;
-	t->pts = calloc(set.n, sizeof(*t->pts));
-	if (!t->pts) {
-		t->lib = -1;
-		return t;
-	}
-	for (size_t i = 0; i < set.n && i < CTL_TLS_MAX_POINTS; i++) {
+	if (r || set.lib == TLS_LIB_NONE)
+		return 0;
+	n = set.n < CTL_TLS_MAX_POINTS ? set.n : CTL_TLS_MAX_POINTS;
+	t = calloc(1, sizeof(*t) + n * sizeof(t->pts[0]));
+	if (!t)
+		return -ENOMEM;
+	*t = (struct tfile){ .dev_major = e->dev_major, .dev_minor = e->dev_minor, .inode = e->inode,
+			     .lib = set.lib, .npoints = (uint32_t)n };
+	for (size_t i = 0; i < n; i++) {
 		t->pts[i].off = set.pts[i].off;
 		t->pts[i].cookie = NET_TLS_COOKIE(set.pts[i].fn, set.pts[i].kind);
-		t->npoints++;
 	}
-	f->st.files_openssl += t->lib == TLS_LIB_OPENSSL;
-	f->st.files_go += t->lib == TLS_LIB_GO;
-	return t;
+	f->st.files_openssl += n && t->lib == TLS_LIB_OPENSSL;
+	f->st.files_go += n && t->lib == TLS_LIB_GO;
+	*ret_data = t;
+	return 0;
 }
 
 static int asked(const struct tls_finder *f, uint64_t task_id, uint32_t pid, const struct tfile *t)
@@ -158,7 +116,7 @@ static int asked(const struct tls_finder *f, uint64_t task_id, uint32_t pid, con
 	return 0;
 }
 
-static int ask(struct tls_finder *f, uint64_t task_id, uint32_t pid, const struct maps_entry *e, struct tfile *t)
+static int ask(struct tls_finder *f, uint64_t task_id, uint32_t pid, const struct maps_entry *e, const struct tfile *t)
 {
 	struct ctl_tls_attach *r;
 	int err;
@@ -173,7 +131,7 @@ static int ask(struct tls_finder *f, uint64_t task_id, uint32_t pid, const struc
 	r->start = e->start;
 	r->end = e->end;
 	r->npoints = t->npoints;
-	memcpy(r->pts, t->pts, t->npoints * sizeof(*t->pts));
+	memcpy(r->pts, t->pts, t->npoints * sizeof(t->pts[0]));
 	err = ctl_client__tls_attach(f->o.cc, r);
 	free(r);
 	if (err == -EOPNOTSUPP) {
@@ -199,80 +157,114 @@ static struct tproc *proc_of(struct tls_finder *f, uint64_t task_id, uint32_t pi
 		if (f->procs[i].pid == pid && f->procs[i].task_id == task_id)
 			return &f->procs[i];
 	if (f->nprocs == MAX_PROCS)
-		f->nprocs = 0;   /* forget the signatures: the next looks compare nothing, still correct */
+		f->nprocs = 0;   /* forget the oldest: a process looked at again starts over, still correct */
 	f->procs[f->nprocs] = (struct tproc){ .pid = pid, .task_id = task_id };
 	return &f->procs[f->nprocs++];
 }
 
-int tls_finder__process(struct tls_finder *f, uint64_t task_id, uint32_t pid)
+static int h_begin(void *ctx, struct mappings_look *l)
 {
-	struct proc_maps *pm;
-	struct tproc *p;
-	uint64_t sig;
-	int fd, err = 0;
-	bool probed = false;
+	struct tls_finder *f = ctx;
 
 	if (f->unsupported) {
 		f->st.unsupported++;
 		return -EOPNOTSUPP;
 	}
-	fd = ctl_client__open_maps(f->o.cc, pid);
-	if (fd == -ESRCH || fd == -ENOENT || fd == -EPERM) {
+	f->cur = proc_of(f, l->tag, l->pid);
+	f->look_err = 0;
+	f->probed = false;
+	return 0;
+}
+
+static bool h_wants(void *ctx, const struct mappings_look *l, const struct maps_entry *e)
+{
+	return e->kind == MAPS_FILE && (e->perms & MAPS_PERM_X) && !e->deleted;
+}
+
+static int h_attach(void *ctx, struct mappings_look *l, const struct maps_entry *e, void *data, int open_err)
+{
+	struct tls_finder *f = ctx;
+	int r;
+
+	if (f->unsupported)
+		return 0;        /* said during this look: nothing more is asked */
+	if (open_err) {
+		l->again = true; /* not opened (a race with munmap, a transient error): looked at again next time */
+		return 0;
+	}
+	if (!data)
+		return 0;
+	r = ask(f, l->tag, l->pid, e, data);
+	if (r == -EOPNOTSUPP) {
+		f->st.unsupported++;
+		f->look_err = r;
+		return 0;
+	}
+	if ((r == -ESRCH || r == -EPERM) && !f->cur->ready_ns)
+		f->cur->ready_ns = TLS_FINDER_NEVER;
+	if (r && !f->look_err)
+		f->look_err = r;
+	f->probed |= !r;
+	return r == -ESRCH || r == -EPERM ? 0 : r;
+}
+
+static int h_end(void *ctx, struct mappings_look *l)
+{
+	struct tls_finder *f = ctx;
+	struct tproc *p = f->cur;
+
+	f->cur = NULL;
+	if (l->err) {
 		/* Gone before it was looked at (the collector refuses a pid it follows no more: an
 		 * exited child): whatever TLS it spoke, no probe saw. */
-		p = proc_of(f, task_id, pid);
-		if (!p->ready_ns)
+		if ((l->err == -ESRCH || l->err == -ENOENT || l->err == -EPERM) && !p->ready_ns)
 			p->ready_ns = TLS_FINDER_NEVER;
+		return l->err;
 	}
-	if (fd < 0)
-		return fd;
-	pm = proc_maps__read(fd, 0);
-	close(fd);
-	if (!pm)
-		return -errno;
-	sig = proc_maps__exec_signature(pm);
-	p = proc_of(f, task_id, pid);
-	if (!proc_maps__count(pm)) {
+	if (!l->nmaps) {
 		/* No memory: a process that has exited (a zombie), whatever TLS it spoke no probe saw. */
 		if (!p->ready_ns)
 			p->ready_ns = TLS_FINDER_NEVER;
-		proc_maps__free(pm);
+		l->again = true;
 		return -ESRCH;
 	}
-	if (p->sig == sig) {
-		proc_maps__free(pm);
+	if (!l->changed)
 		return 0;
-	}
-	p->sig = sig;
-	for (size_t i = 0; i < proc_maps__count(pm); i++) {
-		const struct maps_entry *e = proc_maps__entry(pm, i);
-		struct tfile *t;
-		int r;
-
-		if (e->kind != MAPS_FILE || !(e->perms & MAPS_PERM_X) || e->deleted)
-			continue;
-		t = file_of(f, pid, e);
-		if (!t)
-			p->sig = 0;   /* not opened (a race with munmap, a transient error): looked at again next time */
-		if (!t || t->lib <= TLS_LIB_NONE)
-			continue;
-		r = ask(f, task_id, pid, e, t);
-		if (r == -EOPNOTSUPP) {
-			f->st.unsupported++;
-			err = r;
-			break;
-		}
-		if ((r == -ESRCH || r == -EPERM) && !p->ready_ns)
-			p->ready_ns = TLS_FINDER_NEVER;
-		if (r && !err)
-			err = r;
-		probed |= !r;
-	}
 	/* After the collector's answer: its links are in place by then. */
-	if (probed && !p->ready_ns)
+	if (f->probed && !p->ready_ns)
 		p->ready_ns = timeutil__now_ns(CLOCK_MONOTONIC);
-	proc_maps__free(pm);
-	return err;
+	return f->look_err;
+}
+
+/* The task's subscription to pid ended: what it asked for there is forgotten. */
+static void h_detach(void *ctx, uint32_t pid, uint64_t task_id)
+{
+	struct tls_finder *f = ctx;
+
+	for (size_t i = 0; i < f->nasked;)
+		if (f->asked[i].task_id == task_id && f->asked[i].pid == pid)
+			f->asked[i] = f->asked[--f->nasked];
+		else
+			i++;
+	for (size_t i = 0; i < f->nprocs;)
+		if (f->procs[i].task_id == task_id && f->procs[i].pid == pid)
+			f->procs[i] = f->procs[--f->nprocs];
+		else
+			i++;
+}
+
+static void h_release(void *ctx, void *data)
+{
+	(void)ctx;
+	free(data);
+}
+
+void tls_finder__handler(struct tls_finder *f, struct mappings_handler *ret)
+{
+	*ret = (struct mappings_handler){
+		.name = "tls", .ctx = f, .begin = h_begin, .wants = h_wants, .examine = h_examine,
+		.attach = h_attach, .end = h_end, .detach = h_detach, .release = h_release,
+	};
 }
 
 uint64_t tls_finder__ready_ns(const struct tls_finder *f, uint32_t pid)

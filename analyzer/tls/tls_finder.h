@@ -6,26 +6,26 @@
  * crypto/tls) -> a TLS_ATTACH request per file and process, which the
  * collector checks and attaches for that process (collector/tls_links.h).
  *
- * Files are examined once, keyed by device and inode, whatever the number of
- * processes mapping them; a task asks for a file in a process once.  A
- * followed child of a target (fork) is asked for at its fork event: its
- * memory is a copy of its parent's, but the kernel's per-process probes are
- * not.  tls_finder__process()
- * is cheap when nothing changed: it compares the process's executable
- * mappings with the last ones seen.  It runs when a task starts, when a
- * followed process exec's or maps a file executable (NET_OP_MMAP_EXEC), and
- * every few seconds for what those missed.
+ * The finder is a handler of the mapping manager (analyzer/mappings.h),
+ * which reads a followed process's maps, opens its files and examines each
+ * once, keyed by device and inode, whatever the number of processes mapping
+ * them; a task asks for a file in a process once.  The manager looks when a
+ * task starts, when a followed process exec's or maps a file executable
+ * (NET_OP_MMAP_EXEC), and (for the task's own targets) every few seconds for
+ * what those missed.  A followed child of a target (fork) is looked at from
+ * its fork event on: its memory is a copy of its parent's, but the kernel's
+ * per-process probes are not.
  */
 #ifndef EMBER_ANALYZER_TLS_TLS_FINDER_H
 #define EMBER_ANALYZER_TLS_TLS_FINDER_H
 
 #include <stdint.h>
 
+#include "analyzer/mappings.h"
 #include "common/ctl_client.h"
 
 struct tls_finder_opts {
 	struct ctl_client *cc;   /* borrowed */
-	uint32_t max_files;      /* files remembered (0: 4096) */
 };
 
 struct tls_finder_stats {
@@ -44,12 +44,15 @@ struct tls_finder;
 /* NULL + errno. */
 struct tls_finder *tls_finder__new(const struct tls_finder_opts *o);
 /*
- * Looks at pid's executable mappings for network task task_id (the
- * collector's id).  0 or -errno; -EOPNOTSUPP once the collector said it
- * cannot attach TLS probes here (no uprobe.multi): from then on nothing is
- * asked, and each process is counted in unsupported.
+ * The manager's handler (ctx = f; no report): follow a network task's
+ * processes with it, tagged with the task's id (the collector's).  A look's
+ * result is 0 or -errno; -EOPNOTSUPP once the collector said it cannot
+ * attach TLS probes here (no uprobe.multi): from then on nothing is asked
+ * (nor read), and each look is counted in unsupported.  Unfollowing forgets
+ * what the task asked for in the process (the collector drops its probes
+ * itself).
  */
-int tls_finder__process(struct tls_finder *f, uint64_t task_id, uint32_t pid);
+void tls_finder__handler(struct tls_finder *f, struct mappings_handler *ret);
 /*
  * When pid's TLS probes were first in place (CLOCK_MONOTONIC ns, the clock of
  * the network events), TLS_FINDER_NEVER if it ended before it was looked at,
@@ -59,8 +62,6 @@ int tls_finder__process(struct tls_finder *f, uint64_t task_id, uint32_t pid);
  */
 #define TLS_FINDER_NEVER UINT64_MAX
 uint64_t tls_finder__ready_ns(const struct tls_finder *f, uint32_t pid);
-/* task_id ended: what it asked for is forgotten (the collector drops its probes itself). */
-void tls_finder__forget_task(struct tls_finder *f, uint64_t task_id);
 void tls_finder__stats(const struct tls_finder *f, struct tls_finder_stats *ret);
 /* Accepts NULL.  Returns NULL. */
 struct tls_finder *tls_finder__free(struct tls_finder *f);

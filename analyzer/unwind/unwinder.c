@@ -13,16 +13,27 @@
 #include "common/cleanup.h"
 #include "analyzer/unwind/eh_frame.h"
 #include "symbolizer/elf_syms.h"
-#include "symbolizer/maps.h"
 
 #define VDSO_MAX_SIZE (1u << 20)
 #define KEY_SALT 0x656d62657220756eull /* "ember un": keys of other kinds of table never collide */
 
 struct proc {
 	uint32_t pid;
-	uint64_t signature;  /* of the executable mappings req was built from; 0 = none */
 	bool sent;           /* the collector took req */
 	struct ctl_unwind_proc *req;
+	struct ctl_unwind_proc *next;   /* being built during a change */
+};
+
+/* What a file is to the unwinder (examined once, through the mapping manager). */
+struct ufile {
+	uint64_t key;
+	uint32_t id;         /* the collector's table, UNWIND_NO_TABLE: none */
+	bool looked;         /* the collector was asked for key (else: the first mapping had no segment) */
+	bool fresh;          /* looked up (or built) for the mapping attached next */
+	bool retry;          /* the table was not sent: examined again at its next mapping */
+	int err;             /* its table could not be built: counted per mapping */
+	uint32_t nsegs;
+	struct elf_syms_seg segs[];
 };
 
 struct unwinder {
@@ -30,6 +41,7 @@ struct unwinder {
 	struct proc *procs;
 	uint32_t nprocs;
 	struct unwinder_stats st;
+	struct proc *cur;    /* the process of the look under way */
 	/* The vDSO's table, from our own image (the same in every process of this kernel). */
 	bool vdso_tried;
 	uint64_t vdso_key;
@@ -73,8 +85,10 @@ struct unwinder *unwinder__new(const struct unwinder_opts *o)
 struct unwinder *unwinder__free(struct unwinder *u)
 {
 	if (u) {
-		for (uint32_t i = 0; i < u->nprocs; i++)
+		for (uint32_t i = 0; i < u->nprocs; i++) {
 			free(u->procs[i].req);
+			free(u->procs[i].next);
+		}
 		free(u->procs);
 		free(u->vdso_rows);
 		free(u);
@@ -114,55 +128,123 @@ static uint64_t now_us(void)
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
-/* The table of the file open at fd, by key; also the mapping's bias. UNWIND_NO_TABLE when it has none. */
-static uint32_t file_table(struct unwinder *u, int fd, const struct maps_entry *e, uint64_t *ret_bias)
+/* The ELF address of e's first byte through the file's segments: 0 or -ENOENT. */
+static int map_vaddr(const struct ufile *f, const struct maps_entry *e, uint64_t *ret)
 {
-	_cleanup_free_ struct unwind_row *rows = NULL;
-	struct elf_syms *es = elf_syms__open(fd);
-	const uint8_t *bid;
-	size_t bid_len = 0, n = 0;
-	uint64_t key = 14695981039346656037ull ^ KEY_SALT, va = 0, t0;
-	struct ctl_unwind_table_ans a;
-	struct stat sb;
-	int64_t id;
 	int err = -ENOENT;
+	uint64_t va = 0;
 
-	if (!es)
-		return UNWIND_NO_TABLE;
 	/* The mapping's first page may begin before its segment's first byte: try a few pages in. */
 	for (uint64_t d = 0; d < 16 * 4096 && d < e->end - e->start && err; d += 4096)
-		if (!(err = elf_syms__offset_to_vaddr(es, e->offset + d, &va)))
+		if (!(err = elf_syms__segs_offset_to_vaddr(f->segs, f->nsegs, e->offset + d, &va)))
 			va -= d;
-	bid = elf_syms__build_id(es, &bid_len);
-	if (bid && bid_len)
-		key = fnv(key, bid, bid_len);
-	else if (!fstat(fd, &sb)) {
-		uint64_t id4[4] = { sb.st_dev, sb.st_ino, (uint64_t)sb.st_size, (uint64_t)sb.st_mtim.tv_sec };
-		key = fnv(key, id4, sizeof(id4));
-	}
-	elf_syms__free(es);
-	if (err)
-		return UNWIND_NO_TABLE;
-	*ret_bias = e->start - va;
+	*ret = va;
+	return err;
+}
+
+/* The collector's table of f, looked up by key, else built from the file at fd and sent. */
+static void file_table(struct unwinder *u, int fd, struct ufile *f)
+{
+	_cleanup_free_ struct unwind_row *rows = NULL;
+	struct ctl_unwind_table_ans a;
+	size_t n = 0;
+	uint64_t t0;
+	int64_t id;
+	int err;
+
+	f->looked = f->fresh = true;
+	f->id = UNWIND_NO_TABLE;
 	/* Held already (another process, an earlier task): nothing to build. */
-	if (!ctl_client__unwind_table(u->o.cc, key, 0, &a) && a.complete) {
+	if (!ctl_client__unwind_table(u->o.cc, f->key, 0, &a) && a.complete) {
 		u->st.tables_shared++;
-		return a.id;
+		f->id = a.id;
+		return;
 	}
 	t0 = now_us();
 	err = eh_frame__rows_fd(fd, u->o.max_table_rows, &rows, &n, NULL);
 	u->st.build_us += now_us() - t0;
 	if (err || !n) {
 		u->st.errors += err != 0;
-		return UNWIND_NO_TABLE;
+		f->err = err;
+		return;
 	}
 	u->st.tables_built++;
-	id = send_table(u, key, rows, n);
+	id = send_table(u, f->key, rows, n);
 	if (id < 0) {
 		u->st.errors++;
-		return UNWIND_NO_TABLE;
+		f->retry = true;
+		return;
 	}
-	return (uint32_t)id;
+	f->id = (uint32_t)id;
+}
+
+/* The manager's examine: the file's key and segments, and its table unless e has no segment. */
+static int h_examine(void *ctx, int fd, const struct maps_entry *e, void **ret_data)
+{
+	struct unwinder *u = ctx;
+	struct elf_syms *es = elf_syms__open(fd);
+	const uint8_t *bid;
+	size_t bid_len = 0, nsegs;
+	struct ufile *f;
+	struct stat sb;
+	uint64_t va;
+
+	*ret_data = NULL;
+	if (!es)
+		return errno == ENOMEM ? -ENOMEM : 0;   /* not an ELF file: frame pointers */
+	nsegs = elf_syms__segments(es, NULL, 0);
+	f = calloc(1, sizeof(*f) + nsegs * sizeof(f->segs[0]));
+	if (!f) {
+		elf_syms__free(es);
+		return -ENOMEM;
+	}
+	f->nsegs = (uint32_t)elf_syms__segments(es, f->segs, nsegs);
+	f->key = 14695981039346656037ull ^ KEY_SALT;
+	bid = elf_syms__build_id(es, &bid_len);
+	if (bid && bid_len)
+		f->key = fnv(f->key, bid, bid_len);
+	else if (!fstat(fd, &sb)) {
+		uint64_t id4[4] = { sb.st_dev, sb.st_ino, (uint64_t)sb.st_size, (uint64_t)sb.st_mtim.tv_sec };
+		f->key = fnv(f->key, id4, sizeof(id4));
+	}
+	elf_syms__free(es);
+	/* A mapping outside every segment has no table: nothing is looked up for it. */
+	if (!map_vaddr(f, e, &va))
+		file_table(u, fd, f);
+	*ret_data = f;
+	return 0;
+}
+
+/* The table of a mapping of f and its bias: UNWIND_NO_TABLE when it has none; -ESTALE: examine again. */
+static int mapping_table(struct unwinder *u, struct ufile *f, const struct maps_entry *e, uint32_t *ret_id,
+			 uint64_t *ret_bias)
+{
+	struct ctl_unwind_table_ans a;
+	uint64_t va;
+
+	*ret_id = UNWIND_NO_TABLE;
+	if (map_vaddr(f, e, &va))
+		return 0;
+	*ret_bias = e->start - va;
+	if (f->fresh) {
+		/* Examined for this very mapping: looked up (or built) just now. */
+		f->fresh = false;
+		*ret_id = f->id;
+		return 0;
+	}
+	if (!f->looked || f->retry)
+		return -ESTALE;
+	if (f->id == UNWIND_NO_TABLE) {
+		u->st.errors += f->err != 0;
+		return 0;
+	}
+	/* Still held?  The collector evicts tables no process uses: built again then. */
+	if (ctl_client__unwind_table(u->o.cc, f->key, 0, &a) || !a.complete)
+		return -ESTALE;
+	u->st.tables_shared++;
+	f->id = a.id;
+	*ret_id = a.id;
+	return 0;
 }
 
 static uint32_t vdso_table(struct unwinder *u)
@@ -201,75 +283,92 @@ static struct proc *proc_of(struct unwinder *u, uint32_t pid, bool make)
 	return &u->procs[u->nprocs++];
 }
 
-/* The process's mappings with their tables (built and sent here unless the collector holds them). */
-static struct ctl_unwind_proc *build_req(struct unwinder *u, uint32_t pid, const struct proc_maps *pm)
+/* The mappings being built for p during a change, NULL without memory. */
+static struct ctl_unwind_proc *building(struct proc *p)
 {
-	struct ctl_unwind_proc *req = calloc(1, sizeof(*req));
-
-	if (!req)
-		return NULL;
-	req->pid = pid;
-	for (size_t i = 0; i < proc_maps__count(pm) && req->nmaps < UNWIND_MAX_MAPS; i++) {
-		const struct maps_entry *e = proc_maps__entry(pm, i);
-		struct ctl_unwind_map *m = &req->maps[req->nmaps];
-		uint64_t bias = 0;
-
-		/* Files and the vDSO: an address in no listed mapping is walked with frame pointers anyway. */
-		if (!(e->perms & MAPS_PERM_X) || (e->kind != MAPS_FILE && e->kind != MAPS_VDSO) ||
-		    e->end > UNWIND_MAX_ADDR || (req->nmaps && e->start < req->maps[req->nmaps - 1].end))
-			continue;
-		*m = (struct ctl_unwind_map){ .start = e->start, .end = e->end, .table = UNWIND_NO_TABLE };
-		if (e->kind == MAPS_FILE && !e->deleted) {
-			int ffd = ctl_client__open_file(u->o.cc, pid, e->start, e->end);
-			if (ffd >= 0) {
-				m->table = file_table(u, ffd, e, &bias);
-				close(ffd);
-			} else {
-				u->st.errors++;
-			}
-		} else if (e->kind == MAPS_VDSO) {
-			m->table = vdso_table(u);
-			bias = e->start; /* the vDSO is linked at 0 */
-		}
-		m->bias = m->table == UNWIND_NO_TABLE ? 0 : bias;
-		u->st.maps_without_table += m->table == UNWIND_NO_TABLE;
-		req->nmaps++;
-	}
-	return req;
+	if (!p->next && (p->next = calloc(1, sizeof(*p->next))))
+		p->next->pid = p->pid;
+	return p->next;
 }
 
-int unwinder__process(struct unwinder *u, uint32_t pid)
+static int h_begin(void *ctx, struct mappings_look *l)
 {
-	struct proc_maps *pm;
-	struct proc *p = proc_of(u, pid, true);
-	uint64_t sig;
-	int fd, err;
+	struct unwinder *u = ctx;
+	struct proc *p = proc_of(u, l->pid, true);
 
 	if (!p)
 		return -ENOSPC;
-	fd = ctl_client__open_maps(u->o.cc, pid);
-	if (fd < 0)
-		return fd;
-	pm = proc_maps__read(fd, 0);
-	close(fd);
-	if (!pm)
-		return -errno;
-	sig = proc_maps__exec_signature(pm);
-	if (sig != p->signature) {
-		free(p->req);
-		p->req = build_req(u, pid, pm);
-		p->signature = p->req ? sig : 0;
-		p->sent = false;
+	free(p->next);
+	p->next = NULL;
+	u->cur = p;
+	return 0;
+}
+
+/* Files and the vDSO: an address in no listed mapping is walked with frame pointers anyway. */
+static bool h_wants(void *ctx, const struct mappings_look *l, const struct maps_entry *e)
+{
+	struct unwinder *u = ctx;
+	struct ctl_unwind_proc *req;
+
+	if (!(e->perms & MAPS_PERM_X) || (e->kind != MAPS_FILE && e->kind != MAPS_VDSO) || e->end > UNWIND_MAX_ADDR)
+		return false;
+	req = building(u->cur);
+	return req && req->nmaps < UNWIND_MAX_MAPS && !(req->nmaps && e->start < req->maps[req->nmaps - 1].end);
+}
+
+static int h_attach(void *ctx, struct mappings_look *l, const struct maps_entry *e, void *data, int open_err)
+{
+	struct unwinder *u = ctx;
+	struct ctl_unwind_proc *req = building(u->cur);
+	uint64_t bias = 0;
+	uint32_t table = UNWIND_NO_TABLE;
+
+	if (!req || req->nmaps == UNWIND_MAX_MAPS)
+		return -ENOMEM;   /* not wanted then */
+	if (e->kind == MAPS_FILE && !e->deleted) {
+		if (open_err)
+			u->st.errors++;
+		else if (data && mapping_table(u, data, e, &table, &bias) == -ESTALE)
+			return -ESTALE;
+	} else if (e->kind == MAPS_VDSO) {
+		table = vdso_table(u);
+		bias = e->start; /* the vDSO is linked at 0 */
 	}
-	proc_maps__free(pm);
+	req->maps[req->nmaps] = (struct ctl_unwind_map){ .start = e->start, .end = e->end, .table = table,
+				      .bias = table == UNWIND_NO_TABLE ? 0 : bias };
+	u->st.maps_without_table += table == UNWIND_NO_TABLE;
+	req->nmaps++;
+	return 0;
+}
+
+static int h_end(void *ctx, struct mappings_look *l)
+{
+	struct unwinder *u = ctx;
+	struct proc *p = u->cur;
+	int err;
+
+	u->cur = NULL;
+	if (l->err) {
+		free(p->next);
+		p->next = NULL;
+		return l->err;
+	}
+	if (l->changed) {
+		(void)building(p);   /* no executable mapping: an empty list */
+		free(p->req);
+		p->req = p->next;
+		p->next = NULL;
+		p->sent = false;
+		l->again = !p->req;
+	}
 	if (!p->req)
 		return -ENOMEM;
 	if (p->sent)
 		return 0;
 	err = ctl_client__unwind_proc(u->o.cc, p->req);
 	if (err == -EINVAL) {
-		/* A table evicted since it was looked up: built again on the next call. */
-		p->signature = 0;
+		/* A table evicted since it was looked up: looked up again (and built) at the next look. */
+		l->again = true;
 		u->st.errors++;
 	} else if (err == -ENOSPC) {
 		u->st.procs_refused++;
@@ -280,14 +379,31 @@ int unwinder__process(struct unwinder *u, uint32_t pid)
 	return err;
 }
 
-void unwinder__forget(struct unwinder *u, uint32_t pid)
+static void h_detach(void *ctx, uint32_t pid, uint64_t tag)
 {
+	struct unwinder *u = ctx;
 	struct proc *p = proc_of(u, pid, false);
 
+	(void)tag;
 	if (p) {
 		free(p->req);
+		free(p->next);
 		*p = u->procs[--u->nprocs];
 	}
+}
+
+static void h_release(void *ctx, void *data)
+{
+	(void)ctx;
+	free(data);
+}
+
+void unwinder__handler(struct unwinder *u, struct mappings_handler *ret)
+{
+	*ret = (struct mappings_handler){
+		.name = "unwind", .ctx = u, .begin = h_begin, .wants = h_wants, .examine = h_examine,
+		.attach = h_attach, .end = h_end, .detach = h_detach, .release = h_release,
+	};
 }
 
 void unwinder__stats(const struct unwinder *u, struct unwinder_stats *ret)

@@ -11,14 +11,22 @@
  * a key already.  A mapping whose file has no call frame information, whose
  * table does not fit, or that is not a file (JIT code) is walked with frame
  * pointers; a process the collector has no room for is too, and counted.
- * unwinder__process() is cheap when nothing changed: it compares the
- * executable mappings with the last ones sent (dlopen, exec).
+ *
+ * The unwinder is a handler of the mapping manager (analyzer/mappings.h),
+ * which reads a followed process's maps and opens its files: it examines
+ * each file once (its key, PT_LOAD segments, and its table built and sent
+ * unless the collector holds it), and at each change of a process's
+ * executable mappings (dlopen, exec) builds the process's mappings with
+ * their tables; the collector is asked whether it still holds a cached
+ * file's table at each such change (a table it evicted is built again).
+ * The mappings go to the collector until it takes them, at every look.
  */
 #ifndef EMBER_ANALYZER_UNWIND_UNWINDER_H
 #define EMBER_ANALYZER_UNWIND_UNWINDER_H
 
 #include <stdint.h>
 
+#include "analyzer/mappings.h"
 #include "common/ctl_client.h"
 
 struct unwinder_opts {
@@ -43,13 +51,12 @@ struct unwinder;
 /* NULL + errno. */
 struct unwinder *unwinder__new(const struct unwinder_opts *o);
 /*
- * Builds pid's tables when its executable mappings changed since the last
- * call, and gives the collector the mappings until it takes them (pid must
- * be a target of an attached stack task of this analyzer).  0 or -errno.
+ * The manager's handler (ctx = u; no report): follow the targets of
+ * attached stack tasks with it, tag 0.  A look's result is 0 or -errno
+ * (-ENOSPC: no room here or in the collector: frame pointers).  Unfollowing
+ * forgets the process (the collector frees its slot when its tasks end).
  */
-int unwinder__process(struct unwinder *u, uint32_t pid);
-/* pid is no longer profiled here (the collector frees its slot when its tasks end). */
-void unwinder__forget(struct unwinder *u, uint32_t pid);
+void unwinder__handler(struct unwinder *u, struct mappings_handler *ret);
 void unwinder__stats(const struct unwinder *u, struct unwinder_stats *ret);
 /* Accepts NULL.  Returns NULL. */
 struct unwinder *unwinder__free(struct unwinder *u);
