@@ -54,7 +54,7 @@ struct mappings_opts {
 	void *ctx;
 	/* An O_RDONLY fd of pid's maps, or -errno.  Closed here. */
 	int (*open_maps)(void *ctx, uint32_t pid);
-	/* An O_RDONLY fd of the file pid maps at [start, end) (the mapping's, never a path), or -errno.  Closed here. */
+	/* An O_RDONLY fd of the file pid maps at [start, end) (the mapping's, not a path), or -errno.  Closed here. */
 	int (*open_file)(void *ctx, uint32_t pid, uint64_t start, uint64_t end);
 	uint32_t max_files;    /* files remembered (0: 4096) */
 	uint32_t max_procs;    /* processes followed (0: 4096) */
@@ -76,7 +76,7 @@ struct mappings_handler {
 	void *ctx;
 	/* Before the maps are read: nonzero declines this look (the look's result then).  NULL: 0. */
 	int (*begin)(void *ctx, struct mappings_look *l);
-	/* Whether the handler looks at mapping e (called in address order, during a change). */
+	/* Whether the handler looks at mapping e (called in address order, during a change).  NULL: every one. */
 	bool (*wants)(void *ctx, const struct mappings_look *l, const struct maps_entry *e);
 	/*
 	 * The file open at fd (opened for this call through the mapping e of

@@ -89,6 +89,7 @@ void runner__maps_changed(struct task_runner *r, uint64_t task_num_id, uint32_t 
 struct task_runner *runner__new(const struct runner_opts *o)
 {
 	struct task_runner *r = calloc(1, sizeof(*r));
+	int e = 0;
 
 	if (!r)
 		return NULL;
@@ -100,19 +101,19 @@ struct task_runner *runner__new(const struct runner_opts *o)
 		unwinder__handler(o->uw, &h);
 		h.report = report_unwind;
 		h.report_ctx = r;
-		r->uw_hid = mappings__add_handler(o->maps, &h);
+		r->uw_hid = e = mappings__add_handler(o->maps, &h);
 	}
-	if (o->maps && o->tls) {
+	if (e >= 0 && o->maps && o->tls) {
 		struct mappings_handler h;
 
 		tls_finder__handler(o->tls, &h);
 		h.report = report_tls;
 		h.report_ctx = r;
-		r->tls_hid = mappings__add_handler(o->maps, &h);
+		r->tls_hid = e = mappings__add_handler(o->maps, &h);
 	}
-	if ((o->maps && o->uw && r->uw_hid < 0) || (o->maps && o->tls && r->tls_hid < 0)) {
-		errno = -(r->uw_hid < 0 ? r->uw_hid : r->tls_hid);
+	if (e < 0) {
 		free(r);
+		errno = -e;
 		return NULL;
 	}
 	snprintf(r->state_dir, sizeof(r->state_dir), "%s/" BUS_ANALYZER_DIR, o->run_dir);
