@@ -2,7 +2,8 @@
 #   each folder's .c files that are not a program entry point go into that
 #   folder's static library (build/lib/lib<folder>.a); programs are <dir>/main.c
 #   and link only the libraries and system libraries they use (the privileged
-#   collector: collector + common, libbpf, liburing, libcap); tests/unit/test_*.c
+#   collector: collector + common, libbpf, liburing, libcap; the CLI: cli + l7 +
+#   common, not the analyzer); tests/unit/test_*.c
 #   are cmocka programs; tests/fuzz/fuzz_*.c are libFuzzer targets;
 #   tests/progs/*.c are test workloads; bench/bench_*.c benchmarks.
 # Adding a module = adding its files: nothing here needs to change.
@@ -22,7 +23,7 @@ ALL_CFLAGS = $(CFLAGS) $(WARN) -std=gnu11 -D_GNU_SOURCE -fno-omit-frame-pointer 
 LIBS_COLLECTOR := -lbpf -lelf -lz -luring -lcap
 LIBS_ANALYZER  := -lbpf -lelf -lz -lzmq -lprotobuf-c -lyaml -lcap -liberty -ljson-c -lmicrohttpd -lgnutls -lpthread -lm
 LIBS_EXPORTER  := -lelf -lzmq -lprotobuf-c -lyaml -ljson-c -lmicrohttpd -lcurl -lrdkafka -lpthread -lm -ldl
-LIBS_CLI       := -lbpf -lelf -lz -lzmq -lprotobuf-c -lyaml -lcap -lpcap -ljson-c -lpthread -lm
+LIBS_CLI       := -lelf -lz -lzmq -lprotobuf-c -lyaml -lcap -lpcap -ljson-c -lpthread -lm
 # tests, benchmarks and fuzzers: everything
 LDLIBS   := -lbpf -lelf -lz -luring -lzmq -lprotobuf-c -lyaml -lcap -lpcap -ljson-c -lmicrohttpd -lgnutls -lcurl -lrdkafka -lpthread -lm -liberty -ldl
 # jemalloc replaces malloc without being referenced by name: keep it past
@@ -34,7 +35,7 @@ ifeq ($(SAN),1)
   JEMALLOC :=
 endif
 
-LIB_DIRS  := common symbolizer analyzer analyzer/l7 analyzer/net analyzer/continuous analyzer/rest analyzer/unwind analyzer/tls exporter exporter/skywalking collector cli
+LIB_DIRS  := common symbolizer l7 analyzer analyzer/net analyzer/continuous analyzer/rest analyzer/unwind analyzer/tls exporter exporter/skywalking collector cli
 LIB_SRCS  := $(filter-out %/main.c,$(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c)))
 PROTOS    := $(wildcard proto/*.proto)
 PROTO_C   := $(patsubst proto/%.proto,$(BUILD)/gen/proto/%.pb-c.c,$(PROTOS))
@@ -46,13 +47,14 @@ PROTO_OBJS:= $(patsubst $(BUILD)/gen/%.c,$(BUILD)/obj/gen/%.o,$(PROTO_C))
 objs_of    = $(patsubst %.c,$(BUILD)/obj/%.o,$(filter-out %/main.c,$(foreach d,$(1),$(wildcard $(d)/*.c))))
 LIB_COMMON    := $(BUILD)/lib/libcommon.a
 LIB_SYMBOLIZER:= $(BUILD)/lib/libsymbolizer.a
+LIB_L7        := $(BUILD)/lib/libl7.a
 LIB_ANALYZER  := $(BUILD)/lib/libanalyzer.a
 LIB_EXPORTER  := $(BUILD)/lib/libexporter.a
 LIB_COLLECTOR := $(BUILD)/lib/libcollector.a
 LIB_CLI       := $(BUILD)/lib/libcli.a
 LIB_PROTO     := $(BUILD)/lib/libproto.a
 # Every library, in link order (users before what they use), for tests and tools.
-LIB       := $(LIB_CLI) $(LIB_COLLECTOR) $(LIB_ANALYZER) $(LIB_EXPORTER) $(LIB_SYMBOLIZER) $(LIB_COMMON) $(LIB_PROTO)
+LIB       := $(LIB_CLI) $(LIB_COLLECTOR) $(LIB_ANALYZER) $(LIB_EXPORTER) $(LIB_L7) $(LIB_SYMBOLIZER) $(LIB_COMMON) $(LIB_PROTO)
 LIB_OBJS  := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRCS)) $(PROTO_OBJS)
 
 PROGRAMS  := $(BUILD)/ember $(BUILD)/ember-collector $(BUILD)/ember-analyzer $(BUILD)/ember-exporter
@@ -106,17 +108,18 @@ $(BUILD)/lib/lib%.a:
 	ar rcs $@ $^
 $(LIB_COMMON): $(call objs_of,common)
 $(LIB_SYMBOLIZER): $(call objs_of,symbolizer)
-$(LIB_ANALYZER): $(call objs_of,analyzer analyzer/l7 analyzer/net analyzer/continuous analyzer/rest analyzer/unwind analyzer/tls)
+$(LIB_L7): $(call objs_of,l7)
+$(LIB_ANALYZER): $(call objs_of,analyzer analyzer/net analyzer/continuous analyzer/rest analyzer/unwind analyzer/tls)
 $(LIB_EXPORTER): $(call objs_of,exporter exporter/skywalking)
 $(LIB_COLLECTOR): $(call objs_of,collector)
 $(LIB_CLI): $(call objs_of,cli)
 $(LIB_PROTO): $(PROTO_OBJS)
 
-$(BUILD)/ember: $(BUILD)/obj/cli/main.o $(LIB_CLI) $(LIB_ANALYZER) $(LIB_COMMON) $(LIB_PROTO)
+$(BUILD)/ember: $(BUILD)/obj/cli/main.o $(LIB_CLI) $(LIB_L7) $(LIB_COMMON) $(LIB_PROTO)
 	$(CC) $(LDFLAGS) $^ -o $@ $(LIBS_CLI)
 $(BUILD)/ember-collector: $(BUILD)/obj/collector/main.o $(LIB_COLLECTOR) $(LIB_COMMON)
 	$(CC) $(LDFLAGS) $^ -o $@ $(LIBS_COLLECTOR)
-$(BUILD)/ember-analyzer: $(BUILD)/obj/analyzer/main.o $(LIB_ANALYZER) $(LIB_SYMBOLIZER) $(LIB_COMMON) $(LIB_PROTO)
+$(BUILD)/ember-analyzer: $(BUILD)/obj/analyzer/main.o $(LIB_ANALYZER) $(LIB_L7) $(LIB_SYMBOLIZER) $(LIB_COMMON) $(LIB_PROTO)
 	$(CC) $(LDFLAGS) $^ -o $@ $(LIBS_ANALYZER) $(JEMALLOC)
 $(BUILD)/ember-exporter: $(BUILD)/obj/exporter/main.o $(LIB_EXPORTER) $(LIB_COMMON) $(LIB_PROTO)
 	$(CC) $(LDFLAGS) $^ -o $@ $(LIBS_EXPORTER) $(JEMALLOC)

@@ -13,7 +13,7 @@
  *
  *   bench_l7 [--seconds S] [--only NAME]
  */
-#include "analyzer/l7/l7.h"
+#include "l7/l7.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -17,7 +17,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "analyzer/l7/l7.h"
+#include "l7/l7.h"
 
 extern const struct l7_parser_ops l7_mysql_ops, l7_pgsql_ops, l7_redis_ops, l7_kafka_ops, l7_cql_ops,
 	l7_mongo_ops;

@@ -2,7 +2,7 @@
  * ember analyze-pcap FILE [--protocol NAME] [--json] [options]
  *
  * Reads a pcap/pcapng file, reassembles TCP / follows UDP flows
- * (analyzer/l7/pcap_flow.c), runs the L7 parsers on them and prints one line
+ * (l7/pcap_flow.c), runs the L7 parsers on them and prints one line
  * per request/response exchange, ordered by request time.  With --json every
  * line is a JSON object whose keys include the columns of
  * shared/testdata/pcap/oracle.sh for the protocol (conn, method, uri, status,
@@ -13,9 +13,9 @@
  */
 #include "cli/commands.h"
 
-#include "analyzer/l7/l7.h"
-#include "analyzer/l7/l7_conn.h"
-#include "analyzer/l7/pcap_flow.h"
+#include "l7/l7.h"
+#include "l7/l7_conn.h"
+#include "l7/pcap_flow.h"
 
 #include <errno.h>
 #include <getopt.h>

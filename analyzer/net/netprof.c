@@ -10,7 +10,7 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 
-#include "analyzer/l7/l7_conn.h"
+#include "l7/l7_conn.h"
 #include "analyzer/net/conntrack.h"
 #include "analyzer/net/sampler.h"
 #include "bpf/ember_abi.h"

@@ -2,7 +2,7 @@
  * Network profiling in the analyzer: the socket events of a NETWORK task's
  * processes (EMBER_REC_NET records, bpf/net_abi.h) become connections
  * (analyzer/net/conntrack.h), L4 counters and histograms, and L7 exchanges
- * (the parsers of analyzer/l7 fed from live data), published once per
+ * (the parsers of l7 fed from live data), published once per
  * report interval as a NetworkBatch per task (proto/ember.proto).
  *
  * Directions: a connection's side is known from connect (client) or accept
@@ -46,7 +46,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "analyzer/l7/l7.h"
+#include "l7/l7.h"
 #include "analyzer/publisher.h"
 #include "analyzer/tasks.h"
 #include "common/counters.h"

@@ -24,7 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "analyzer/l7/l7.h"
+#include "l7/l7.h"
 #include "analyzer/tasks.h"
 #include "proto/ember.pb-c.h"
 

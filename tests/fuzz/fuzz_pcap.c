@@ -4,7 +4,7 @@
  * parser (pcap_flow__read_fp via fmemopen).  Small bounds so that flow
  * eviction and out-of-order overflow paths are reached.
  */
-#include "analyzer/l7/pcap_flow.h"
+#include "l7/pcap_flow.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -20,7 +20,7 @@
 #include <string.h>
 #include <stdlib.h>
 
-#include "analyzer/l7/l7.h"
+#include "l7/l7.h"
 
 static size_t fuzz_l7_body_cap;
 

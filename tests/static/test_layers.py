@@ -5,10 +5,13 @@
     proto       -> proto                       (generated message definitions)
     common      -> common, bpf, proto          (bpf and proto are definitions, no code)
     symbolizer  -> symbolizer, common
+    l7          -> l7, common                  (parsers of untrusted bytes: no process's state)
     collector   -> collector, common, bpf      (the privileged process)
-    analyzer    -> analyzer, symbolizer, common, proto, bpf
+    analyzer    -> analyzer, l7, symbolizer, common, proto, bpf
     exporter    -> exporter, common, proto     (it sees only messages)
-    cli         -> everything but collector    (the command and the supervisor)
+    cli         -> cli, l7, symbolizer, common, proto, bpf
+                   (the command and the supervisor: the libraries and the
+                   definitions, none of the three processes' internals)
 
 The collector also may not include the headers of a library that parses or
 talks to the outside world (YAML, ZeroMQ, protobuf, JSON, pcap, HTTP, gRPC).
@@ -23,10 +26,11 @@ ALLOWED = {
     'proto': {'proto'},
     'common': {'common', 'bpf', 'proto'},
     'symbolizer': {'symbolizer', 'common'},
+    'l7': {'l7', 'common'},
     'collector': {'collector', 'common', 'bpf'},
-    'analyzer': {'analyzer', 'symbolizer', 'common', 'proto', 'bpf'},
+    'analyzer': {'analyzer', 'l7', 'symbolizer', 'common', 'proto', 'bpf'},
     'exporter': {'exporter', 'common', 'proto'},
-    'cli': {'cli', 'analyzer', 'symbolizer', 'common', 'proto', 'bpf', 'exporter'},
+    'cli': {'cli', 'l7', 'symbolizer', 'common', 'proto', 'bpf'},
 }
 # Generated headers found through -I build/gen that are not project folders.
 GENERATED = {'vmlinux.h'}

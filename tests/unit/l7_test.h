@@ -11,7 +11,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include "analyzer/l7/l7.h"
+#include "l7/l7.h"
 
 #define REC_MAX 128
 

@@ -4,7 +4,7 @@
  * driver that replays the TCP payloads of a capture into one parser per
  * connection.  The driver is deliberately simple (in-order segments,
  * retransmissions dropped by sequence number, holes reported as gaps): the
- * real reassembly lives in analyzer/l7/pcap_flow.c; this one only has to be
+ * real reassembly lives in l7/pcap_flow.c; this one only has to be
  * good enough for the shared test captures.
  */
 #ifndef EMBER_TESTS_L7_TESTLIB_H
@@ -17,7 +17,7 @@
 #include <arpa/inet.h>
 #include <pcap/pcap.h>
 
-#include "analyzer/l7/l7.h"
+#include "l7/l7.h"
 
 struct trec {
 	struct l7_record r;

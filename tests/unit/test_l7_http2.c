@@ -1,6 +1,6 @@
 /* HTTP/2 parser and HPACK: RFC 7541 examples, streams, CONTINUATION, splits. */
 #include "tests/unit/l7_test.h"
-#include "analyzer/l7/hpack.h"
+#include "l7/hpack.h"
 
 #include <errno.h>
 

@@ -1,12 +1,12 @@
 /*
- * TCP reassembly and flow handling (analyzer/l7/pcap_flow.c) with synthetic
+ * TCP reassembly and flow handling (l7/pcap_flow.c) with synthetic
  * raw-IP packets, plus l7_conn detection through it: retransmissions,
  * out-of-order segments, holes declared by the peer's ACK, direction without
  * SYN, UDP, malformed packets.
  */
 #include "tests/unit/l7_test.h"
-#include "analyzer/l7/pcap_flow.h"
-#include "analyzer/l7/l7_conn.h"
+#include "l7/pcap_flow.h"
+#include "l7/l7_conn.h"
 
 #include <arpa/inet.h>
 

@@ -29,9 +29,9 @@
  * beyond are counted in dropped(), and commands are read afresh at the
  * client's first write after the server's (req_resume).
  */
-#include "analyzer/l7/l7.h"
-#include "analyzer/l7/l7_framed.h"
-#include "analyzer/l7/l7_util.h"
+#include "l7/l7.h"
+#include "l7/l7_framed.h"
+#include "l7/l7_util.h"
 
 #include <errno.h>
 #include <string.h>

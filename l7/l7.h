@@ -5,7 +5,7 @@
  * takes live socket data once network profiling feeds it.
  *
  * A parser is a table of function pointers (struct l7_parser_ops) registered by
- * name in analyzer/l7/registry.c; adding a protocol touches its own file and one
+ * name in l7/registry.c; adding a protocol touches its own file and one
  * line there.
  *
  * Ownership: the record handed to an l7_emit_fn and everything it points to is
@@ -116,7 +116,7 @@ struct l7_parser_ops {
 	 * carries this protocol.  server_port is a hint only (0 = unknown); a
 	 * parser must not claim a stream from the port alone.
 	 *
-	 * Scale used by l7_conn (analyzer/l7/l7_conn.c): >= L7_CONF_CERTAIN
+	 * Scale used by l7_conn (l7/l7_conn.c): >= L7_CONF_CERTAIN
 	 * decides at once (a signature that cannot be anything else, e.g.
 	 * "GET / HTTP/1.1", the HTTP/2 preface); >= L7_CONF_MIN is considered
 	 * once the first message of a direction is complete (the other side
@@ -156,7 +156,7 @@ struct l7_parser_ops {
 #define L7_CONF_CERTAIN 80
 #define L7_CONF_MIN     25
 
-/* Registry (analyzer/l7/registry.c). */
+/* Registry (l7/registry.c). */
 const struct l7_parser_ops *l7__find(const char *name);
 /* Iterate: returns NULL past the end. */
 const struct l7_parser_ops *l7__at(unsigned idx);

@@ -1,4 +1,4 @@
-#include "analyzer/l7/l7.h"
+#include "l7/l7.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -24,9 +24,9 @@
  * them are reported without a command (gap=request), and commands are read
  * afresh at the client's first write after a reply (req_resume).
  */
-#include "analyzer/l7/l7.h"
-#include "analyzer/l7/l7_framed.h"
-#include "analyzer/l7/l7_util.h"
+#include "l7/l7.h"
+#include "l7/l7_framed.h"
+#include "l7/l7_util.h"
 
 #include <errno.h>
 #include <string.h>

@@ -22,8 +22,8 @@
 #include <stdbool.h>
 #include <pcap/pcap.h>
 
-#include "analyzer/l7/l7.h"
-#include "analyzer/l7/l7_conn.h"
+#include "l7/l7.h"
+#include "l7/l7_conn.h"
 
 struct pcap_flow_endpoint {
 	int family;          /* AF_INET or AF_INET6 */

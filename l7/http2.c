@@ -23,8 +23,8 @@
  * and skipped.  At most H2_STREAMS streams are tracked; past that the
  * oldest is emitted unanswered (counted).
  */
-#include "analyzer/l7/l7.h"
-#include "analyzer/l7/hpack.h"
+#include "l7/l7.h"
+#include "l7/hpack.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -20,9 +20,9 @@
  * truncated to max_query_len, EXECUTE "id=<hex>", BATCH "batch(<n>)") and
  * result ("RESULT:<kind>", "ERROR:0x<code>", or the response opcode).
  */
-#include "analyzer/l7/l7.h"
-#include "analyzer/l7/l7_framed.h"
-#include "analyzer/l7/l7_util.h"
+#include "l7/l7.h"
+#include "l7/l7_framed.h"
+#include "l7/l7_util.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -6,7 +6,7 @@
  * Names are decoded with compression pointers under a hop limit, so pointer
  * loops end as malformed messages.
  */
-#include "analyzer/l7/l7.h"
+#include "l7/l7.h"
 
 #include <errno.h>
 #include <stdio.h>

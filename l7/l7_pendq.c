@@ -1,4 +1,4 @@
-#include "analyzer/l7/l7_pendq.h"
+#include "l7/l7_pendq.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -15,9 +15,9 @@
  * Ids make a gap harmless: after one, each direction waits for a chunk that
  * starts with a plausible header (a response must carry a pending id).
  */
-#include "analyzer/l7/l7.h"
-#include "analyzer/l7/l7_framed.h"
-#include "analyzer/l7/l7_util.h"
+#include "l7/l7.h"
+#include "l7/l7_framed.h"
+#include "l7/l7_util.h"
 
 #include <errno.h>
 #include <string.h>

@@ -38,9 +38,9 @@
  * ones are counted in dropped(), and the client's messages are read afresh
  * at its first write after the server's (req_resume).
  */
-#include "analyzer/l7/l7.h"
-#include "analyzer/l7/l7_framed.h"
-#include "analyzer/l7/l7_util.h"
+#include "l7/l7.h"
+#include "l7/l7_framed.h"
+#include "l7/l7_util.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -19,7 +19,7 @@
  * after it.  (With pipelining several requests may have ended before that
  * response; taking the latest can then misplace one more exchange.)
  */
-#include "analyzer/l7/l7.h"
+#include "l7/l7.h"
 
 #include <errno.h>
 #include <stdlib.h>

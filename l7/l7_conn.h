@@ -1,11 +1,11 @@
 /*
  * One connection's L7 analysis: protocol detection over the first bytes of
- * each direction, then feeding the chosen parser (analyzer/l7/l7.h).
+ * each direction, then feeding the chosen parser (l7/l7.h).
  *
  * Knows nothing about pcap or sockets: the caller delivers the bytes of each
  * direction in order (TCP already reassembled), reports lost bytes with
  * l7_conn__gap() and closes with l7_conn__finish().  Used by
- * `ember analyze-pcap` (analyzer/l7/pcap_flow.c) and by the live analyzer.
+ * `ember analyze-pcap` (l7/pcap_flow.c) and by the live analyzer.
  *
  * Detection: every registered parser's detect() is run on the buffered prefix
  * of both directions (and, when the caller is not sure which side is the
@@ -23,7 +23,7 @@
 #ifndef EMBER_L7_CONN_H
 #define EMBER_L7_CONN_H
 
-#include "analyzer/l7/l7.h"
+#include "l7/l7.h"
 
 /* Largest registry the counters cover; parsers past it count as "other". */
 #define L7_STATS_MAX_PARSERS 32

@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "analyzer/l7/l7_framer.h"
+#include "l7/l7_framer.h"
 
 struct l7_pendq {
 	uint8_t *slots;

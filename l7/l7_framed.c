@@ -1,4 +1,4 @@
-#include "analyzer/l7/l7_framed.h"
+#include "l7/l7_framed.h"
 
 #include <errno.h>
 #include <stdlib.h>

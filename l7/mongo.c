@@ -19,9 +19,9 @@
  * responseTo = requestID, so after a gap each direction waits for a chunk
  * that starts with a plausible header (a reply must answer a pending id).
  */
-#include "analyzer/l7/l7.h"
-#include "analyzer/l7/l7_framed.h"
-#include "analyzer/l7/l7_util.h"
+#include "l7/l7.h"
+#include "l7/l7_framed.h"
+#include "l7/l7_util.h"
 
 #include <errno.h>
 #include <stdint.h>

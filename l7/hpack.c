@@ -1,4 +1,4 @@
-#include "analyzer/l7/hpack.h"
+#include "l7/hpack.h"
 
 #include <errno.h>
 #include <pthread.h>

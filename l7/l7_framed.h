@@ -24,9 +24,9 @@
 #include <stdint.h>
 #include <stdbool.h>
 
-#include "analyzer/l7/l7.h"
-#include "analyzer/l7/l7_framer.h"
-#include "analyzer/l7/l7_pendq.h"
+#include "l7/l7.h"
+#include "l7/l7_framer.h"
+#include "l7/l7_pendq.h"
 
 /* What a parser tells l7_framed__new(); static, outlives every connection. */
 struct l7_framed_spec {

@@ -6,7 +6,7 @@
  * One file of ~1000 lines on purpose: the flow table, the reassembly and the
  * packet decoding share the flow and its two halves in every step.
  */
-#include "analyzer/l7/pcap_flow.h"
+#include "l7/pcap_flow.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

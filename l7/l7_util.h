@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "analyzer/l7/l7.h"
+#include "l7/l7.h"
 
 static inline uint16_t l7_be16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
 static inline uint32_t l7_be32(const uint8_t *p)
