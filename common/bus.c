@@ -73,31 +73,33 @@ static void *recv_unpack(void *sock, int flags, void *(*unpack)(size_t, const ui
 
 static void *unpack_env(size_t n, const uint8_t *d) { return ember__envelope__unpack(NULL, n, d); }
 static void *unpack_req(size_t n, const uint8_t *d) { return ember__request__unpack(NULL, n, d); }
+static void *unpack_rep(size_t n, const uint8_t *d) { return ember__reply__unpack(NULL, n, d); }
 
 Ember__Envelope *bus__recv_envelope(void *sock, int flags) { return recv_unpack(sock, flags, unpack_env); }
 Ember__Request *bus__recv_request(void *sock, int flags) { return recv_unpack(sock, flags, unpack_req); }
+Ember__Reply *bus__recv_reply(void *sock, int flags) { return recv_unpack(sock, flags, unpack_rep); }
 
-int bus__call(void *zctx, const char *endpoint, const Ember__Request *req, Ember__Reply **ret, int timeout_ms)
+/* A REQ socket connected to endpoint; NULL + errno. */
+static void *open_req(void *zctx, const char *endpoint, int timeout_ms)
 {
 	void *s = zmq_socket(zctx, ZMQ_REQ);
-	int zero = 0, err = 0;
+	int zero = 0, err;
 	int64_t maxmsg = BUS_MAX_MSG;
-	zmq_msg_t m;
 
 	if (!s)
-		return -errno;
+		return NULL;
 	/* The sockets live in the unprivileged users' directories: a caller (root's CLI) sends
 	 * nothing to whatever a link planted there points at. */
 	if (!strncmp(endpoint, "ipc://", 6)) {
 		struct stat st;
 
 		if (lstat(endpoint + 6, &st)) {
-			err = -errno;
-			goto out;
+			err = errno;
+			goto fail;
 		}
 		if (!S_ISSOCK(st.st_mode)) {
-			err = -ENOTSOCK;
-			goto out;
+			err = ENOTSOCK;
+			goto fail;
 		}
 	}
 	zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof(zero));
@@ -105,9 +107,24 @@ int bus__call(void *zctx, const char *endpoint, const Ember__Request *req, Ember
 	zmq_setsockopt(s, ZMQ_SNDTIMEO, &timeout_ms, sizeof(timeout_ms));
 	zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &maxmsg, sizeof(maxmsg));
 	if (zmq_connect(s, endpoint)) {
-		err = -errno;
-		goto out;
+		err = errno;
+		goto fail;
 	}
+	return s;
+fail:
+	zmq_close(s);
+	errno = err;
+	return NULL;
+}
+
+int bus__call(void *zctx, const char *endpoint, const Ember__Request *req, Ember__Reply **ret, int timeout_ms)
+{
+	void *s = open_req(zctx, endpoint, timeout_ms);
+	int err = 0;
+	zmq_msg_t m;
+
+	if (!s)
+		return -errno;
 	err = send_packed(s, ember__request__get_packed_size(req), pack_req, req, 0);
 	if (err)
 		goto out;
@@ -124,6 +141,22 @@ int bus__call(void *zctx, const char *endpoint, const Ember__Request *req, Ember
 out:
 	zmq_close(s);
 	return err;
+}
+
+void *bus__call_start(void *zctx, const char *endpoint, const Ember__Request *req)
+{
+	void *s = open_req(zctx, endpoint, 0);
+	int err;
+
+	if (!s)
+		return NULL;
+	err = send_packed(s, ember__request__get_packed_size(req), pack_req, req, ZMQ_DONTWAIT);
+	if (err) {
+		zmq_close(s);
+		errno = -err;
+		return NULL;
+	}
+	return s;
 }
 
 void bus__meter_init(Ember__Meter *m, const char *name, double value, int is_counter, uint64_t ts_ms)

@@ -35,9 +35,14 @@ int bus__send_reply(void *sock, const Ember__Reply *rep);
 /* Receives one message and unpacks it; NULL + errno (EAGAIN when nothing is there, EBADMSG when it does not decode). */
 Ember__Envelope *bus__recv_envelope(void *sock, int flags);
 Ember__Request *bus__recv_request(void *sock, int flags);
+Ember__Reply *bus__recv_reply(void *sock, int flags);
 
 /* One REQ/REP round trip with a timeout; *ret must be freed with ember__reply__free_unpacked. */
 int bus__call(void *zctx, const char *endpoint, const Ember__Request *req, Ember__Reply **ret, int timeout_ms);
+/* The same round trip for a loop that must not wait: the request queued (ZMQ_DONTWAIT) on a REQ
+ * socket of its own, returned (NULL + errno); the caller polls it for ZMQ_POLLIN, takes the answer
+ * with bus__recv_reply(sock, ZMQ_DONTWAIT), keeps its own deadline and zmq_close()s it. */
+void *bus__call_start(void *zctx, const char *endpoint, const Ember__Request *req);
 
 /* Helpers to fill meters. */
 void bus__meter_init(Ember__Meter *m, const char *name, double value, int is_counter, uint64_t ts_ms);

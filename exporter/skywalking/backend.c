@@ -56,7 +56,7 @@ const char *const sw_counter_names[SC_MAX] = {
 	"skywalking_network_span_event_content_cut", "skywalking_policies_received", "skywalking_policies_invalid",
 	"skywalking_triggers_reported", "skywalking_triggers_dropped", "skywalking_continuous_meters",
 	"skywalking_triggers_instance_silenced", "skywalking_network_sampled_no_trace_context",
-	"skywalking_network_sampled_bad_trace_context",
+	"skywalking_network_sampled_bad_trace_context", "skywalking_policy_push_timeouts",
 };
 
 void sw_set_conn(struct sw_backend *b, int up, const char *why)
@@ -300,6 +300,7 @@ static void sw_tick(void *st, uint64_t now_ms, int final)
 
 	(void)now_ms;
 	handle_results(b, mono);
+	sw_policies_tick(b, mono);
 	sw_triggers_tick(b, mono);
 	if (!final && mono >= b->next_heartbeat) {
 		struct pf_stats ps;
@@ -363,6 +364,7 @@ static void sw_free(void *st)
 		return;
 	for (unsigned i = 0; i < b->n_tasks; i++)
 		sw_task_release(&b->tasks[i]);
+	sw_policies_free(b);
 	grpc_client__free(b->gc);
 	while (b->head) {
 		struct item *it = b->head;

@@ -196,6 +196,101 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n)
 	return h;
 }
 
+/*
+ * The push to the analyzers never waits on one: the PolicySet goes out on a
+ * REQ socket per analyzer (bus__call_start) and sw_policies_tick, from the
+ * backend's tick, takes the answers as they come.  An analyzer that has not
+ * answered within POLICY_PUSH_TIMEOUT_MS is counted
+ * (skywalking_policy_push_timeouts) and, like one that refused or could not
+ * be reached, gets the set at the next push (the next check): the set counts
+ * as delivered (pushed_hash) once every analyzer answered it.  A changed set
+ * replaces a push still in flight; an unchanged one waits for it.
+ */
+#define POLICY_PUSH_TIMEOUT_MS 500	/* an analyzer answers at once */
+
+static void push_close(struct sw_policy_push *p)
+{
+	if (p->sock)
+		zmq_close(p->sock);
+	p->sock = NULL;
+}
+
+/* Every analyzer answered the set of the latest push: it need not go again until it changes. */
+static void push_settle(struct sw_backend *b)
+{
+	for (unsigned s = 0; s < b->analyzers; s++)
+		if (b->push[s].sock || !b->push[s].answered)
+			return;
+	b->pushed_hash = b->push_hash;
+	b->pushed_once = true;
+}
+
+static void push_send(struct sw_backend *b, const Ember__Request *req, uint64_t h, uint64_t mono)
+{
+	if (h != b->push_hash)
+		for (unsigned s = 0; s < b->analyzers; s++)
+			push_close(&b->push[s]);
+	b->push_hash = h;
+	for (unsigned s = 0; s < b->analyzers; s++) {
+		struct sw_policy_push *p = &b->push[s];
+		char ep[512];
+
+		if (p->sock)
+			continue;	/* the same set, on its way */
+		p->answered = false;
+		bus__analyzer_endpoint(b->cfg->ember.run_dir, s, ep, sizeof(ep));
+		p->sock = bus__call_start(b->zctx, ep, req);
+		p->deadline = mono + POLICY_PUSH_TIMEOUT_MS;
+	}
+}
+
+void sw_policies_tick(struct sw_backend *b, uint64_t mono)
+{
+	bool answers = false;
+
+	if (!b->push)
+		return;
+	for (unsigned s = 0; s < b->analyzers; s++) {
+		struct sw_policy_push *p = &b->push[s];
+		zmq_pollitem_t it = { .socket = p->sock, .events = ZMQ_POLLIN };
+		Ember__Reply *rep;
+
+		if (!p->sock)
+			continue;
+		if (zmq_poll(&it, 1, 0) <= 0 || !(it.revents & ZMQ_POLLIN)) {
+			if (mono < p->deadline)
+				continue;
+			b->c[SC_POLICY_PUSH_TIMEOUTS]++;
+			push_close(p);
+			continue;
+		}
+		rep = bus__recv_reply(p->sock, ZMQ_DONTWAIT);
+		if (!rep && errno == EAGAIN)
+			continue;
+		push_close(p);
+		if (!rep)
+			continue;	/* does not decode: sent again at the next push */
+		p->answered = answers = true;
+		if (rep->err)
+			log_warn("continuous profiling: analyzer %u refused the OAP's policies: %s", s,
+				 rep->error ? rep->error : "");
+		ember__reply__free_unpacked(rep, NULL);
+	}
+	/* on an answer only: backend.c clears pushed_once to have an unchanged set pushed again */
+	if (answers)
+		push_settle(b);
+}
+
+void sw_policies_free(struct sw_backend *b)
+{
+	if (!b->push)
+		return;
+	for (unsigned s = 0; s < b->analyzers; s++)
+		push_close(&b->push[s]);
+	free(b->push);
+	b->push = NULL;
+}
+
 /* The policies held and their services' processes, to every analyzer, when changed (or forced). */
 void sw_push_policies(struct sw_backend *b, bool force)
 {
@@ -206,8 +301,9 @@ void sw_push_policies(struct sw_backend *b, bool force)
 	size_t len = 3;
 	char *json;
 	uint64_t h = 1469598103934665603ull;
-	void *zctx = b->zctx;
 
+	if (!b->push && !(b->push = calloc(b->analyzers, sizeof(*b->push))))
+		return;
 	for (unsigned i = 0; i < b->n_policies; i++)
 		len += strlen(b->policies[i].json ? b->policies[i].json : "") + 1;
 	json = malloc(len);
@@ -247,29 +343,10 @@ void sw_push_policies(struct sw_backend *b, bool force)
 	ps.processes = ppp;
 	{
 		Ember__Request req = EMBER__REQUEST__INIT;
-		bool all = true;
 
 		req.body_case = EMBER__REQUEST__BODY_POLICIES;
 		req.policies = &ps;
-		for (unsigned s = 0; s < b->analyzers; s++) {
-			Ember__Reply *rep = NULL;
-			char ep[512];
-
-			bus__analyzer_endpoint(b->cfg->ember.run_dir, s, ep, sizeof(ep));
-			/* short: an analyzer answers at once; one that does not gets them at the next push */
-			if (bus__call(zctx, ep, &req, &rep, 500)) {
-				all = false;
-				continue;
-			}
-			if (rep->err)
-				log_warn("continuous profiling: analyzer %u refused the OAP's policies: %s", s,
-					 rep->error ? rep->error : "");
-			ember__reply__free_unpacked(rep, NULL);
-		}
-		if (all) {
-			b->pushed_hash = h;
-			b->pushed_once = true;
-		}
+		push_send(b, &req, h, timeutil__mono_ms());
 	}
 done:
 	for (unsigned i = 0; i < b->n_policies; i++)

@@ -75,6 +75,13 @@ struct sw_policy {
 	char *json;
 };
 
+/* The PolicySet's push to one analyzer (policies.c). */
+struct sw_policy_push {
+	void *sock;		/* REQ socket of the push in flight; NULL: none */
+	uint64_t deadline;	/* monotonic ms: no answer by then is a timeout */
+	bool answered;		/* it answered the latest set pushed */
+};
+
 /* A reportProfilingTask in flight: the task to start under the id the OAP answers. */
 struct sw_pending_trigger {
 	bool busy;			/* reportProfilingTask in flight */
@@ -128,7 +135,7 @@ enum sc {
 	SC_TASKS_BAD_SAMPLINGS, SC_NET_SAMPLED, SC_NET_SAMPLED_UNKNOWN, SC_NET_SAMPLED_BAD, SC_NET_SAMPLED_NOT_KEPT,
 	SC_NET_SPAN_EVENTS, SC_NET_CONTENT_CUT, SC_POLICIES_RECEIVED, SC_POLICIES_INVALID, SC_TRIGGERS_REPORTED,
 	SC_TRIGGERS_DROPPED, SC_CON_METERS, SC_TRIGGERS_SILENCED, SC_NET_SAMPLED_NO_TRACE, SC_NET_SAMPLED_BAD_TRACE,
-	SC_MAX
+	SC_POLICY_PUSH_TIMEOUTS, SC_MAX
 };
 extern const char *const sw_counter_names[SC_MAX];
 
@@ -166,6 +173,8 @@ struct sw_backend {
 	unsigned n_policies;
 	bool policy_busy, pushed_once;
 	uint64_t pushed_hash, policy_queries;
+	struct sw_policy_push *push;	/* one per analyzer, from the first push on */
+	uint64_t push_hash;		/* the set of the latest push */
 	struct sw_pending_trigger triggers[SW_MAX_TRIGGERS];
 	/* NETWORK triggers' silence per service instance (Rover's dimension) */
 	struct { char key[2 * SW_NAME_MAX + 2]; int64_t start_ms; } net_silence[SW_MAX_POLICIES];
@@ -212,6 +221,10 @@ struct sw_task *sw_new_task(struct sw_backend *b);
 void sw_query_policies(struct sw_backend *b);
 void sw_policies_done(struct sw_backend *b, const struct grpc_result *res);
 void sw_push_policies(struct sw_backend *b, bool force);
+/* Takes the analyzers' answers to the push, counts those past their time; never waits. */
+void sw_policies_tick(struct sw_backend *b, uint64_t mono);
+/* Closes the pushes in flight (before the ZeroMQ context is terminated). */
+void sw_policies_free(struct sw_backend *b);
 void sw_on_trigger(void *st, const Ember__TriggerRequest *tr, uint32_t analyzer);
 /* How long a NETWORK trigger waits for the other processes of its instance (analyzers check apart). */
 #define SW_TRIGGER_GATHER_MS 1500
