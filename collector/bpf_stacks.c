@@ -518,13 +518,6 @@ int bpf_stacks__collect(struct bpf_stacks *b, bpf_stacks_drain_fn cb, void *ctx)
 	return n;
 }
 
-int bpf_stacks__drain(struct bpf_stacks *b, bpf_stacks_drain_fn cb, void *ctx)
-{
-	bpf_stacks__flip(b);
-	wait_for_programs();
-	return bpf_stacks__collect(b, cb, ctx);
-}
-
 int bpf_stacks__unwind_rows(struct bpf_stacks *b, uint32_t first, const struct unwind_row *rows, uint32_t n)
 {
 	int fd = bpf_map__fd(b->skel->maps.unwind_rows);

@@ -72,15 +72,13 @@ int bpf_stacks__target(struct bpf_stacks *b, uint32_t tgid, uint32_t kind, int o
 typedef void (*bpf_stacks_drain_fn)(void *ctx, const struct stack_key *key, const struct stack_val *val,
 				    const uint64_t *kips, unsigned nk, const uint64_t *uips, unsigned nu,
 				    uint32_t flags);
-/* Flips the buffer sets, waits for in-flight programs, drains and clears the
- * inactive set.  Returns the number of stacks drained or -errno. */
-int bpf_stacks__drain(struct bpf_stacks *b, bpf_stacks_drain_fn cb, void *ctx);
 /*
- * The same in three steps, for a caller that must not block for the wait:
+ * Draining is three steps, so that the caller need not block for the wait:
  * flip (new samples go to the other set), wait_programs (returns once every
  * program that may still write the old set has finished: an RCU grace
  * period; no state, safe from another thread), collect (drains and clears
- * the old set).  collect only after a wait that began after the flip.
+ * the old set; the number of stacks drained or -errno).  collect only after a
+ * wait that began after the flip.
  */
 void bpf_stacks__flip(struct bpf_stacks *b);
 void bpf_stacks__wait_programs(void);

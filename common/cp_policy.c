@@ -14,23 +14,20 @@
 
 static const char *const target_names[CP_TARGET_MAX] = { "ON_CPU", "OFF_CPU", "NETWORK" };
 static const struct {
-	const char *name, *meter, *unit, *protocol;
+	const char *name, *protocol;
 } monitors[CP_MON_MAX] = {
-#define L7(M, m, P) [CP_MON_##M##_ERROR_RATE] = { #M "_ERROR_RATE", m "_error_rate", "%", P }, \
-		    [CP_MON_##M##_AVG_RESPONSE_TIME] = { #M "_AVG_RESPONSE_TIME", m "_avg_response_time", "ms", P }
-	[CP_MON_PROCESS_CPU] = { "PROCESS_CPU", "process_cpu", "%", NULL },
-	[CP_MON_PROCESS_THREAD_COUNT] = { "PROCESS_THREAD_COUNT", "process_thread_count", "threads", NULL },
-	[CP_MON_SYSTEM_LOAD] = { "SYSTEM_LOAD", "system_load", "", NULL },
-	L7(HTTP, "http", "http1"), L7(HTTP2, "http2", "http2"), L7(MYSQL, "mysql", "mysql"), L7(PGSQL, "pgsql", "pgsql"),
-	L7(REDIS, "redis", "redis"), L7(MONGO, "mongo", "mongo"), L7(KAFKA, "kafka", "kafka"), L7(DNS, "dns", "dns"),
-	L7(CQL, "cql", "cql"),
+#define L7(M, P) [CP_MON_##M##_ERROR_RATE] = { #M "_ERROR_RATE", P }, \
+		 [CP_MON_##M##_AVG_RESPONSE_TIME] = { #M "_AVG_RESPONSE_TIME", P }
+	[CP_MON_PROCESS_CPU] = { "PROCESS_CPU", NULL },
+	[CP_MON_PROCESS_THREAD_COUNT] = { "PROCESS_THREAD_COUNT", NULL },
+	[CP_MON_SYSTEM_LOAD] = { "SYSTEM_LOAD", NULL },
+	L7(HTTP, "http1"), L7(HTTP2, "http2"), L7(MYSQL, "mysql"), L7(PGSQL, "pgsql"), L7(REDIS, "redis"),
+	L7(MONGO, "mongo"), L7(KAFKA, "kafka"), L7(DNS, "dns"), L7(CQL, "cql"),
 #undef L7
 };
 
 const char *cp_target__name(enum cp_target t) { return (unsigned)t < CP_TARGET_MAX ? target_names[t] : "?"; }
 const char *cp_monitor__name(enum cp_monitor m) { return (unsigned)m < CP_MON_MAX ? monitors[m].name : "?"; }
-const char *cp_monitor__meter(enum cp_monitor m) { return (unsigned)m < CP_MON_MAX ? monitors[m].meter : "?"; }
-const char *cp_monitor__unit(enum cp_monitor m) { return (unsigned)m < CP_MON_MAX ? monitors[m].unit : ""; }
 const char *cp_monitor__protocol(enum cp_monitor m) { return (unsigned)m < CP_MON_MAX ? monitors[m].protocol : NULL; }
 bool cp_monitor__is_l7(enum cp_monitor m) { return m >= CP_MON_HTTP_ERROR_RATE && m < CP_MON_MAX; }
 bool cp_monitor__is_error_rate(enum cp_monitor m) { return cp_monitor__is_l7(m) && (m - CP_MON_HTTP_ERROR_RATE) % 2 == 0; }

@@ -119,10 +119,6 @@ int cp_policies__check_local(const char *text, char *err, size_t errlen);
 
 const char *cp_target__name(enum cp_target t);	/* "ON_CPU", ... */
 const char *cp_monitor__name(enum cp_monitor m);	/* "PROCESS_CPU", ... */
-/* Its meter's name after rover_con_p_: the name in lower case ("http_error_rate"). */
-const char *cp_monitor__meter(enum cp_monitor m);
-/* The unit of a monitor's values ("%", "threads", "", "ms"). */
-const char *cp_monitor__unit(enum cp_monitor m);
 /* A monitor of network exchanges (an error rate or an average response time). */
 bool cp_monitor__is_l7(enum cp_monitor m);
 bool cp_monitor__is_error_rate(enum cp_monitor m);

@@ -16,7 +16,6 @@ void log__init(const char *name, enum log_level level)
 	log_lvl = level;
 }
 
-void log__set_level(enum log_level level) { log_lvl = level; }
 enum log_level log__level(void) { return log_lvl; }
 
 int log__parse_level(const char *s, enum log_level *ret)

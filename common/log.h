@@ -12,7 +12,6 @@ enum log_level { LOG_LVL_ERROR = 0, LOG_LVL_WARN, LOG_LVL_INFO, LOG_LVL_DEBUG };
 
 /* name: process name used as line prefix ("collector", ...). */
 void log__init(const char *name, enum log_level level);
-void log__set_level(enum log_level level);
 enum log_level log__level(void);
 int log__parse_level(const char *s, enum log_level *ret);
 void log__msg(enum log_level lvl, const char *func, const char *fmt, ...)

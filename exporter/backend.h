@@ -46,6 +46,5 @@ struct exporter_backend_ops {
 };
 
 const struct exporter_backend_ops *exporter_backend__find(const char *name);
-const struct exporter_backend_ops *exporter_backend__at(unsigned idx);
 
 #endif

@@ -18,11 +18,6 @@ static const struct exporter_backend_ops *const backends[] = {
 	NULL,
 };
 
-const struct exporter_backend_ops *exporter_backend__at(unsigned idx)
-{
-	return idx < sizeof(backends) / sizeof(backends[0]) ? backends[idx] : NULL;
-}
-
 const struct exporter_backend_ops *exporter_backend__find(const char *name)
 {
 	for (unsigned i = 0; backends[i]; i++)

@@ -72,10 +72,6 @@ void l7_pendq__remove(struct l7_pendq *q, unsigned i)
 	q->count--;
 }
 
-void l7_pendq__clear(struct l7_pendq *q)
-{
-	q->head = q->count = 0;
-}
 
 void l7_pendq__release(struct l7_pendq *q)
 {

@@ -28,7 +28,6 @@ void *l7_pendq__at(const struct l7_pendq *q, unsigned i);
 /* Remove the i-th oldest entry, keeping the order of the others. */
 void l7_pendq__remove(struct l7_pendq *q, unsigned i);
 static inline unsigned l7_pendq__count(const struct l7_pendq *q) { return q->count; }
-void l7_pendq__clear(struct l7_pendq *q);
 void l7_pendq__release(struct l7_pendq *q);
 
 #endif

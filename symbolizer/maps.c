@@ -256,11 +256,6 @@ void proc_maps__stats(const struct proc_maps *pm, struct proc_maps_stats *ret)
 		*ret = (struct proc_maps_stats){ 0 };
 }
 
-size_t proc_maps__memory(const struct proc_maps *pm)
-{
-	return pm ? sizeof(*pm) + pm->n * sizeof(*pm->entries) + pm->arena_len : 0;
-}
-
 uint64_t proc_maps__exec_signature(const struct proc_maps *pm)
 {
 	uint64_t h = 14695981039346656037ull;

@@ -70,7 +70,6 @@ int proc_maps__find(const struct proc_maps *pm, uint64_t addr);
 size_t proc_maps__count(const struct proc_maps *pm);
 const struct maps_entry *proc_maps__entry(const struct proc_maps *pm, size_t idx);
 void proc_maps__stats(const struct proc_maps *pm, struct proc_maps_stats *ret);
-size_t proc_maps__memory(const struct proc_maps *pm);
 /*
  * A hash of the executable mappings (start, end, offset, inode), never 0:
  * equal when nothing executable was mapped, unmapped or replaced (dlopen,

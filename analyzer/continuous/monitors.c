@@ -921,17 +921,3 @@ void monitors__stats(const struct monitors *m, uint64_t ret[MS_MAX])
 {
 	memcpy(ret, m->st, sizeof(m->st));
 }
-
-int monitors__values(const struct monitors *m, uint32_t pid, struct mon_values *ret)
-{
-	bool found;
-	unsigned i = find(m, pid, &found);
-
-	if (!found)
-		return -ENOENT;
-	ret->cpu = m->p[i].cpu;
-	ret->has_cpu = m->p[i].has_cpu;
-	ret->threads = m->p[i].threads;
-	ret->load = m->load;
-	return 0;
-}

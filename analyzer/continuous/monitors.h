@@ -159,8 +159,4 @@ const char *monitors__stat_name(enum monitors_stat s);
 /* Their names and natures (common/counters.h), by enum monitors_stat. */
 extern const struct counter_def monitors_counters[MS_MAX];
 
-/* The latest values of a monitored process (for meters and tests); -ENOENT if not monitored. */
-struct mon_values { double cpu, threads, load; bool has_cpu; };
-int monitors__values(const struct monitors *m, uint32_t pid, struct mon_values *ret);
-
 #endif

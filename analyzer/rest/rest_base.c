@@ -46,7 +46,6 @@ struct rest_base {
 	 * (exited, no longer selected, the sub-item or the feature stopped) is forgotten there. */
 	uint32_t shown[REST_MAX_PIDS], now_shown[REST_MAX_PIDS];
 	unsigned nshown, n_now_shown;
-	struct rest_base_stats st;
 };
 
 struct rest_base *rest_base__new(void *zctx, const char *ep, const char *proc_root, const char *sys_root)
@@ -147,10 +146,8 @@ static ssize_t slurp(struct rest_base *b, const char *path)
 			n += r;
 		close(fd);
 	}
-	if (n < 0) {
-		b->st.read_errors++;
+	if (n < 0)
 		return -1;
-	}
 	b->buf[n] = 0;
 	return n;
 }
@@ -265,10 +262,8 @@ static void nic(struct rest_base *b, uint64_t ts)
 	DIR *dir;
 
 	snprintf(path, sizeof(path), "%s/class/net", b->sys);
-	if (!(dir = opendir(path))) {
-		b->st.read_errors++;
+	if (!(dir = opendir(path)))
 		return;
-	}
 	while ((e = readdir(dir))) {
 		if (e->d_name[0] == '.' || strlen(e->d_name) > 64 || !dev_wanted(b, e->d_name))
 			continue;
@@ -575,8 +570,6 @@ static void publish(struct rest_base *b)
 	}
 	if (b->nm || nd)
 		publisher__meters_drops(b->pub, b->m, b->nm, dp, nd);
-	b->st.meters += b->nm;
-	b->st.processes_dropped += nd;
 	memcpy(b->shown, b->now_shown, b->n_now_shown * sizeof(b->shown[0]));
 	b->nshown = b->n_now_shown;
 	b->n_now_shown = 0;
@@ -595,7 +588,6 @@ void rest_base__tick(struct rest_base *b, uint64_t now_ms)
 	if (!b->have || !d->running || now_ms < b->next_ms)
 		return;
 	b->next_ms = now_ms + (uint64_t)d->report_period_s * 1000;
-	b->st.collections++;
 	if (d->probes[REST_BASE_CPU])
 		cpu(b, ts);
 	if (d->probes[REST_BASE_MEM])
@@ -613,9 +605,4 @@ void rest_base__tick(struct rest_base *b, uint64_t now_ms)
 	if (d->probes[REST_BASE_PROC])
 		proc(b, ts);
 	publish(b);
-}
-
-void rest_base__stats(const struct rest_base *b, struct rest_base_stats *ret)
-{
-	*ret = b->st;
 }

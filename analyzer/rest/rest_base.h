@@ -40,11 +40,6 @@
 
 #include "analyzer/rest/rest_doc.h"
 
-struct rest_base_stats {
-	uint64_t collections, meters, read_errors;
-	uint64_t processes_dropped;	/* proc: processes whose gauges the exporter was told to forget */
-};
-
 struct rest_base;
 
 /*
@@ -58,6 +53,5 @@ struct rest_base *rest_base__new(void *zctx, const char *exporter_endpoint, cons
 struct rest_base *rest_base__free(struct rest_base *b);
 void rest_base__set(struct rest_base *b, const struct rest_doc *d);
 void rest_base__tick(struct rest_base *b, uint64_t now_ms);
-void rest_base__stats(const struct rest_base *b, struct rest_base_stats *ret);
 
 #endif

@@ -23,7 +23,7 @@
 
 /* Every gRPC function we use, resolved from the dlopen()ed library. */
 #define GRPC_SYMS(X) \
-	X(grpc_init) X(grpc_shutdown) X(grpc_version_string) \
+	X(grpc_init) X(grpc_shutdown) \
 	X(grpc_completion_queue_create_for_next) X(grpc_completion_queue_next) \
 	X(grpc_completion_queue_shutdown) X(grpc_completion_queue_destroy) \
 	X(grpc_channel_create) X(grpc_channel_destroy) X(grpc_channel_check_connectivity_state) \
@@ -88,7 +88,6 @@ struct grpc_client {
 	grpc_completion_queue *cq;
 	char *auth;
 	unsigned check_period_ms, max_pending;
-	char version[48];
 
 	pthread_t thread;
 	bool thread_started;
@@ -98,7 +97,6 @@ struct grpc_client {
 	struct done *done, **done_tail;
 	unsigned pending;		/* queued + in flight + finished but not polled */
 	bool stop;
-	struct grpc_client_stats st;
 
 	atomic_int conn;
 	int wake_fd;            /* eventfd: written once per finished call */
@@ -280,18 +278,9 @@ static void push_done(struct grpc_client *c, struct done *d)
 	c->done_tail = &d->next;
 	if (c->wake_fd >= 0)
 		(void)!write(c->wake_fd, &(uint64_t){ 1 }, sizeof(uint64_t));
-	c->st.calls++;
-	if (d->r.status == GRPC_STATUS_OK) {
-		c->st.ok++;
-		/* an answer is the best evidence of a working channel */
+	/* an answer is the best evidence of a working channel */
+	if (d->r.status == GRPC_STATUS_OK)
 		atomic_store(&c->conn, GRPC_CONN_UP);
-	}
-	else
-		c->st.failed++;
-	if (d->r.status == GRPC_STATUS_DEADLINE_EXCEEDED)
-		c->st.deadline_exceeded++;
-	if (d->r.status == GRPC_STATUS_UNAVAILABLE)
-		c->st.unavailable++;
 	pthread_mutex_unlock(&c->lock);
 }
 
@@ -308,7 +297,6 @@ static void finish_local(struct grpc_client *c, struct gc_call *k, const char *w
 	} else {
 		pthread_mutex_lock(&c->lock);
 		c->pending--;	/* nobody will poll it */
-		c->st.failed++;
 		pthread_mutex_unlock(&c->lock);
 	}
 }
@@ -368,10 +356,6 @@ static int send_next(struct grpc_client *c, struct gc_call *k, grpc_metadata *md
 		ops[nops].op = GRPC_OP_SEND_MESSAGE;
 		ops[nops].data.send_message.send_message = k->send_bb;
 		nops++;
-		pthread_mutex_lock(&c->lock);
-		c->st.msgs_sent++;
-		c->st.bytes_sent += k->msgs[k->sent].len;
-		pthread_mutex_unlock(&c->lock);
 		/* the copy is in the byte buffer now */
 		free(k->msgs[k->sent].data);
 		k->msgs[k->sent].data = NULL;
@@ -578,7 +562,6 @@ struct grpc_client *grpc_client__new(const struct grpc_client_opts *o, char *err
 	}
 	c->g.grpc_init();
 	c->grpc_inited = true;
-	snprintf(c->version, sizeof(c->version), "grpc-core %s", c->g.grpc_version_string());
 	creds = make_creds(c, o, err, errlen, &e);
 	if (!creds) {
 		if (!e) {
@@ -633,7 +616,6 @@ int grpc_client__call(struct grpc_client *c, const char *method, struct grpc_msg
 	}
 	pthread_mutex_lock(&c->lock);
 	if (c->pending >= c->max_pending || c->stop) {
-		c->st.rejected_busy++;
 		pthread_mutex_unlock(&c->lock);
 		free_msgs(msgs, n);
 		return -EBUSY;
@@ -698,16 +680,6 @@ enum grpc_client_conn grpc_client__connectivity(struct grpc_client *c)
 {
 	return (enum grpc_client_conn)atomic_load(&c->conn);
 }
-
-void grpc_client__stats(struct grpc_client *c, struct grpc_client_stats *ret)
-{
-	pthread_mutex_lock(&c->lock);
-	*ret = c->st;
-	ret->pending = c->pending;
-	pthread_mutex_unlock(&c->lock);
-}
-
-const char *grpc_client__version(struct grpc_client *c) { return c->version; }
 
 struct grpc_client *grpc_client__free(struct grpc_client *c)
 {

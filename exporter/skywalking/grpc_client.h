@@ -53,11 +53,6 @@ struct grpc_result {
 
 enum grpc_client_conn { GRPC_CONN_UNKNOWN = -1, GRPC_CONN_DOWN = 0, GRPC_CONN_UP = 1 };
 
-struct grpc_client_stats {
-	uint64_t calls, ok, failed, deadline_exceeded, unavailable, msgs_sent, bytes_sent, rejected_busy;
-	unsigned pending;
-};
-
 /* Loads libgrpc, builds the credentials and the channel, starts the thread.
  * NULL + errno with a message in err (missing library, unreadable PEM file...). */
 struct grpc_client *grpc_client__new(const struct grpc_client_opts *o, char *err, size_t errlen);
@@ -77,9 +72,6 @@ void grpc_client__result_release(struct grpc_result *r);
 
 /* Last sampled connectivity of the channel. */
 enum grpc_client_conn grpc_client__connectivity(struct grpc_client *c);
-void grpc_client__stats(struct grpc_client *c, struct grpc_client_stats *ret);
-/* "grpc-core 1.51.1" or similar once loaded. */
-const char *grpc_client__version(struct grpc_client *c);
 
 /* Cancels what is in flight, stops the thread, frees everything.  Accepts NULL.  Returns NULL. */
 struct grpc_client *grpc_client__free(struct grpc_client *c);
