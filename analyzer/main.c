@@ -22,7 +22,7 @@
 #include "analyzer/continuous/monitors.h"
 #include "analyzer/kinds.h"
 #include "analyzer/mappings.h"
-#include "analyzer/l7/l7.h"
+#include "l7/l7.h"
 #include "analyzer/rest/rest_api.h"
 #include "analyzer/publisher.h"
 #include "analyzer/requests.h"
