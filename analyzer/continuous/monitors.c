@@ -1,4 +1,4 @@
-/* Continuous-profiling monitors and triggers: see monitors.h. */
+/* Continuous-profiling monitors and triggers: see monitors.h.  What they read of /proc is mon_proc.c. */
 #include "analyzer/continuous/monitors.h"
 
 #include <ctype.h>
@@ -12,10 +12,10 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "analyzer/continuous/mon_proc.h"
 #include "analyzer/continuous/window.h"
 #include "common/shard.h"
 
-#define STAT_BUF 1024
 #define CMDLINE_BUF 4096
 
 struct mproc {
@@ -310,84 +310,6 @@ int monitors__set_oap_policies(struct monitors *m, const struct cp_policies *set
 	return compose(m);
 }
 
-/* ---- /proc ------------------------------------------------------------------------------ */
-
-struct pstat {
-	char comm[16];
-	char state;
-	uint64_t ticks, threads, start_ticks;
-};
-
-/* "pid (comm) S ppid ..." where comm may hold spaces and parentheses: split at the last ')'. */
-static int parse_stat(char *buf, struct pstat *ret)
-{
-	char *open = strchr(buf, '('), *close = strrchr(buf, ')'), *tok, *save = NULL;
-	unsigned long long v[20] = { 0 };
-	unsigned f = 0;
-
-	if (!open || !close || close < open || close[1] != ' ')
-		return -EINVAL;
-	snprintf(ret->comm, sizeof(ret->comm), "%.*s", (int)(close - open - 1), open + 1);
-	ret->state = close[2];
-	/* Fields from the state on: index 0 = field 3 (state), 11 utime, 12 stime, 17 num_threads, 19 starttime. */
-	for (tok = strtok_r(close + 2, " ", &save); tok && f < 20; tok = strtok_r(NULL, " ", &save), f++)
-		if (f)
-			v[f] = strtoull(tok, NULL, 10);
-	if (f < 20)
-		return -EINVAL;
-	ret->ticks = v[11] + v[12];
-	ret->threads = v[17];
-	ret->start_ticks = v[19];
-	return 0;
-}
-
-static int read_stat(struct monitors *m, struct mproc *p, uint32_t pid, struct pstat *ret)
-{
-	char buf[STAT_BUF], path[320];
-	ssize_t n;
-	int fd = p ? p->fd : -1, own = 0;
-
-	if (fd < 0) {
-		snprintf(path, sizeof(path), "%s/%u/stat", m->proc_root, pid);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			return -errno;
-		own = 1;
-	}
-	n = pread(fd, buf, sizeof(buf) - 1, 0);
-	if (n < 0)
-		n = -errno;
-	if (own)
-		close(fd);
-	if (n <= 0)
-		return n < 0 ? (int)n : -ESRCH;
-	buf[n] = 0;
-	return parse_stat(buf, ret);
-}
-
-/* The command line with NULs as spaces; "" for kernel threads and zombies. */
-static int read_cmdline(struct monitors *m, uint32_t pid, char *out, size_t outlen)
-{
-	char path[320];
-	ssize_t n, total = 0;
-	int fd;
-
-	snprintf(path, sizeof(path), "%s/%u/cmdline", m->proc_root, pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	while ((size_t)total < outlen - 1 && (n = read(fd, out + total, outlen - 1 - (size_t)total)) > 0)
-		total += n;
-	close(fd);
-	while (total > 0 && out[total - 1] == 0)
-		total--;
-	for (ssize_t i = 0; i < total; i++)
-		if (!out[i])
-			out[i] = ' ';
-	out[total] = 0;
-	return 0;
-}
-
 static unsigned find(const struct monitors *m, uint32_t pid, bool *found)
 {
 	unsigned lo = 0, hi = m->n;
@@ -474,12 +396,12 @@ static bool is_ember(const char *comm)
 	return !strcmp(comm, "ember") || !strncmp(comm, "ember-", 6);
 }
 
-static uint64_t match(struct monitors *m, uint32_t pid, const struct pstat *ps)
+static uint64_t match(struct monitors *m, uint32_t pid, const struct mon_proc_stat *ps)
 {
 	char cmd[CMDLINE_BUF];
 	uint64_t mask = 0;
 
-	if (is_ember(ps->comm) || ps->state == 'Z' || read_cmdline(m, pid, cmd, sizeof(cmd)) || !cmd[0])
+	if (is_ember(ps->comm) || ps->state == 'Z' || mon_proc__cmdline(m->proc_root, pid, cmd, sizeof(cmd)) || !cmd[0])
 		return 0;
 	for (unsigned i = 0; i < m->n_local; i++)
 		if (!regexec(&m->rx[i], cmd, 0, NULL, 0))
@@ -511,7 +433,7 @@ static void scan(struct monitors *m)
 		char *end;
 		unsigned long v;
 		uint32_t pid;
-		struct pstat ps;
+		struct mon_proc_stat ps;
 		uint64_t mask;
 		unsigned i;
 		bool found;
@@ -529,7 +451,7 @@ static void scan(struct monitors *m)
 			m->p[i].seen = true;
 			continue;
 		}
-		if (read_stat(m, found ? &m->p[i] : NULL, pid, &ps))
+		if (mon_proc__stat(m->proc_root, pid, found ? m->p[i].fd : -1, &ps))
 			continue; /* gone since readdir */
 		mask = match(m, pid, &ps);
 		if (found) {
@@ -573,42 +495,22 @@ static void scan(struct monitors *m)
 	m->st[MS_PROCESSES_OVER] += over;
 }
 
-static int read_load(struct monitors *m, double *ret)
-{
-	char path[320], buf[128];
-	ssize_t n;
-	char *end;
-	int fd;
-
-	snprintf(path, sizeof(path), "%s/loadavg", m->proc_root);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -EIO;
-	buf[n] = 0;
-	*ret = strtod(buf, &end);
-	return end == buf ? -EINVAL : 0;
-}
-
 static void fetch(struct monitors *m, uint64_t now_ms)
 {
 	int64_t sec = (int64_t)(now_ms / 1000);
 
 	m->st[MS_FETCHES]++;
 	if (m->uses_load) {
-		if (!read_load(m, &m->load))
+		if (!mon_proc__loadavg(m->proc_root, &m->load))
 			cp_window__put(&m->win_load, sec, m->load);
 		else
 			m->st[MS_READ_ERRORS]++;
 	}
 	for (unsigned i = m->n; i-- > 0;) {
 		struct mproc *p = &m->p[i];
-		struct pstat ps;
+		struct mon_proc_stat ps;
 		uint64_t ns;
-		int r = read_stat(m, p, p->pid, &ps);
+		int r = mon_proc__stat(m->proc_root, p->pid, p->fd, &ps);
 
 		ns = now_ms * 1000000ull; /* the tick's time: reading N processes takes microseconds */
 		if (r || ps.start_ticks != p->start_ticks || ps.state == 'Z') {
