@@ -18,6 +18,13 @@
  * in the gap.  So a gap costs the exchanges it touched, not every exchange
  * after it.  (With pipelining several requests may have ended before that
  * response; taking the latest can then misplace one more exchange.)
+ *
+ * One file of ~1000 lines on purpose: it is one parser, one state machine
+ * over struct h1 (the two directions, the pipelining ring, the bodies kept
+ * for sampling) whose every part (lines, message boundaries, feeding,
+ * gaps) moves the same fields; a second file would need that struct and
+ * its invariants in a header.  Its seam is l7.h's parser ops, as for every
+ * protocol.
  */
 #include "l7/l7.h"
 
