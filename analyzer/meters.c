@@ -1,9 +1,11 @@
 /*
  * The analyzer's own meters: one loop over counter tables (common/counters.h).
- * A module with a counters array publishes its table here, a profiler kind
- * through its ops (analyzer/kinds.h: a new kind's counters need nothing
- * here), and the modules that count in a struct are described below, one
- * table and one reader each.  The order is the order they are published in.
+ * Each module owns its table and fills its counters array (x_counters,
+ * x__stats); a profiler kind's come through its ops (analyzer/kinds.h: a new
+ * kind's counters need nothing here).  Below is the list of tables in the
+ * order they are published, each with the one line that finds its module
+ * in the analyzer object; the analyzer object's own counters (the ring's
+ * reader's in main.c, the OAP policies') are described here, beside it.
  */
 #include <stdio.h>
 
@@ -38,12 +40,6 @@ static bool read_ring_reader(const struct analyzer *a, uint64_t *v)
 	return true;
 }
 
-static bool read_monitors(const struct analyzer *a, uint64_t *v)
-{
-	monitors__stats(a->mon, v);
-	return true;
-}
-
 static const struct counter_def oap_policies[] = { { .name = "continuous_oap_policy_problems" } };
 static bool read_oap_policies(const struct analyzer *a, uint64_t *v)
 {
@@ -51,57 +47,11 @@ static bool read_oap_policies(const struct analyzer *a, uint64_t *v)
 	return true;
 }
 
-static const struct counter_def rest[] = {
-	{ .name = "rest_requests" }, { .name = "rest_puts_applied" }, { .name = "rest_puts_refused" }, { .name = "rest_gets" },
-	{ .name = "rest_not_found" }, { .name = "rest_not_allowed" }, { .name = "rest_unauthorized" }, { .name = "rest_too_large" },
-	{ .name = "rest_tasks_started" }, { .name = "rest_task_failures" },
-	{ .name = "rest_net_processes_followed", .level = true }, { .name = "rest_flame_processes_selected", .level = true },
-};
-static bool read_rest(const struct analyzer *a, uint64_t *v)
-{
-	struct rest_api_stats r;
-
-	if (!a->rest)
-		return false;
-	rest_api__stats(a->rest, &r);
-	v[0] = r.requests, v[1] = r.puts_applied, v[2] = r.puts_refused, v[3] = r.gets;
-	v[4] = r.not_found, v[5] = r.not_allowed, v[6] = r.unauthorized, v[7] = r.too_large;
-	v[8] = r.tasks_started, v[9] = r.task_failures, v[10] = r.net_followed, v[11] = r.flame_selected;
-	return true;
-}
-
-static const struct counter_def publisher[] = { { .name = "zmq_hwm_drops" }, { .name = "zmq_send_errors" } };
-static bool read_publisher(const struct analyzer *a, uint64_t *v)
-{
-	struct publisher_stats p;
-
-	publisher__stats(a->pub, &p);
-	v[0] = p.hwm_drops, v[1] = p.errors;
-	return true;
-}
-
-static const struct counter_def runner[] = {
-	{ .name = "tasks_started" }, { .name = "tasks_finished" }, { .name = "tasks_running", .level = true },
-};
-static bool read_runner(const struct analyzer *a, uint64_t *v)
-{
-	struct runner_stats r;
-
-	runner__stats(a->runner, &r);
-	v[0] = r.started, v[1] = r.finished, v[2] = task_mgr__count(a->tm);
-	return true;
-}
-
-static const struct counter_def requests[] = { { .name = "requests" }, { .name = "bad_requests" }, { .name = "request_reply_errors" } };
-static bool read_requests(const struct analyzer *a, uint64_t *v)
-{
-	struct requests_stats r;
-
-	requests__stats(a->req, &r);
-	v[0] = r.requests, v[1] = r.bad_requests, v[2] = r.reply_errors;
-	return true;
-}
-
+/*
+ * The symbolizer, the TLS finder and the unwinder count in a struct of
+ * their own still: their tables and field readers stay here until those
+ * modules own theirs as the others do.
+ */
 static const struct counter_def symbolizer[] = { { .name = "symbolizer_resolved" }, { .name = "symbolizer_unknown" } };
 static bool read_symbolizer(const struct analyzer *a, uint64_t *v)
 {
@@ -147,73 +97,74 @@ static bool read_unwind(const struct analyzer *a, uint64_t *v)
 	return true;
 }
 
-static const struct counter_def ring[] = { { .name = "ring_consumed" } };
-static bool read_ring(const struct analyzer *a, uint64_t *v)
-{
-	struct shm_ring_stats r;
+/* The modules that own their tables: which object each is, false when it does not run here. */
+static bool read_monitors(const struct analyzer *a, uint64_t *v) { monitors__stats(a->mon, v); return true; }
+static bool read_rest(const struct analyzer *a, uint64_t *v) { if (a->rest) rest_api__stats(a->rest, v); return a->rest; }
+static bool read_publisher(const struct analyzer *a, uint64_t *v) { publisher__stats(a->pub, v); return true; }
+static bool read_runner(const struct analyzer *a, uint64_t *v) { runner__stats(a->runner, v); return true; }
+static bool read_requests(const struct analyzer *a, uint64_t *v) { requests__stats(a->req, v); return true; }
+static bool read_ring(const struct analyzer *a, uint64_t *v) { shm_ring__consumer_stats(a->ring, v); return true; }
 
-	shm_ring__stats(a->ring, &r);
-	v[0] = r.consumed;
-	return true;
-}
-
-/* What the kinds' counters come between. */
+/* Every table, in the order published; the kinds' come where defs is NULL. */
 static const struct meter_source {
 	const struct counter_def *defs;
 	unsigned n;
 	bool (*read)(const struct analyzer *a, uint64_t *v);  /* false: the module does not run here */
-} before_kinds[] = {
+} sources[] = {
 	{ ring_reader, N(ring_reader), read_ring_reader },
-}, after_kinds[] = {
+	{ NULL, 0, NULL },   /* the profiler kinds, through their ops */
 	{ monitors_counters, MS_MAX, read_monitors },
 	{ oap_policies, N(oap_policies), read_oap_policies },
-	{ rest, N(rest), read_rest },
-	{ publisher, N(publisher), read_publisher },
-	{ runner, N(runner), read_runner },
-	{ requests, N(requests), read_requests },
+	{ rest_api_counters, RAS_MAX, read_rest },
+	{ publisher_counters, PUBS_MAX, read_publisher },
+	{ runner_counters, RUNS_MAX, read_runner },
+	{ requests_counters, RQS_MAX, read_requests },
 	{ symbolizer, N(symbolizer), read_symbolizer },
 	{ tls, N(tls), read_tls },
 	{ unwind, N(unwind), read_unwind },
-	{ ring, N(ring), read_ring },
+	{ shm_ring_consumer_counters, SRC_MAX, read_ring },
 };
 
 #define SOURCE_MAX 32  /* the largest table above */
 
 /* Every table, four plugins' worth of kinds, the memory gauges and the collector's fit one set. */
-_Static_assert(N(ring_reader) + MS_MAX + N(oap_policies) + N(rest) + N(publisher) + N(runner) + N(requests) +
-	       N(symbolizer) + N(tls) + N(unwind) + N(ring) + 4 * ANALYZER_KIND_COUNTERS_MAX + 4 + CTL_STAT_MAX <=
+_Static_assert(N(ring_reader) + MS_MAX + N(oap_policies) + RAS_MAX + PUBS_MAX + RUNS_MAX + RQS_MAX +
+	       N(symbolizer) + N(tls) + N(unwind) + SRC_MAX + 4 * ANALYZER_KIND_COUNTERS_MAX + 4 + CTL_STAT_MAX <=
 	       BUS_METER_SET_MAX, "the analyzer's meters fit a meter set");
+_Static_assert(MS_MAX <= SOURCE_MAX && RAS_MAX <= SOURCE_MAX, "the largest tables fit a source's array");
 
-static void add_sources(const struct analyzer *a, struct bus_meter_set *ms, const struct meter_source *s, unsigned n,
-			uint64_t ts)
+static void add_kinds(const struct analyzer *a, struct bus_meter_set *ms, uint64_t ts)
 {
-	uint64_t v[SOURCE_MAX];
+	const struct analyzer_kind_ops *ops;
+	uint64_t v[ANALYZER_KIND_COUNTERS_MAX];
+	void *impl;
 
-	for (unsigned i = 0; i < n; i++)
-		if (s[i].n <= SOURCE_MAX && s[i].read(a, v))
-			bus__meter_set_add_counters(ms, s[i].defs, v, s[i].n, ts);
+	for (unsigned i = 0; analyzer_kinds__plugin(a->kinds, i, &ops, &impl); i++)
+		if (ops->stats && ops->ncounters <= ANALYZER_KIND_COUNTERS_MAX) {
+			ops->stats(impl, v);
+			bus__meter_set_add_counters(ms, ops->counters, v, ops->ncounters, ts);
+		}
 }
 
 void analyzer__meters(struct analyzer *a, struct bus_meter_set *ms, bool with_collector)
 {
 	static Ember__Label shard_label = EMBER__LABEL__INIT, *labels[1] = { &shard_label };
 	static char shard_buf[16];
-	const struct analyzer_kind_ops *ops;
-	uint64_t ts = timeutil__unix_ms(), v[ANALYZER_KIND_COUNTERS_MAX];
+	uint64_t ts = timeutil__unix_ms(), v[SOURCE_MAX];
 	struct ctl_stats_ans cs;
-	void *impl;
 
 	snprintf(shard_buf, sizeof(shard_buf), "%u", a->shard);
 	shard_label.name = "analyzer";
 	shard_label.value = shard_buf;
 	bus__meter_set_reset(ms, labels, 1);
-	add_sources(a, ms, before_kinds, N(before_kinds), ts);
-	for (unsigned i = 0; analyzer_kinds__plugin(a->kinds, i, &ops, &impl); i++)
-		if (ops->stats && ops->ncounters <= ANALYZER_KIND_COUNTERS_MAX) {
-			ops->stats(impl, v);
-			bus__meter_set_add_counters(ms, ops->counters, v, ops->ncounters, ts);
-		}
-	add_sources(a, ms, after_kinds, N(after_kinds), ts);
+	for (unsigned i = 0; i < N(sources); i++) {
+		const struct meter_source *s = &sources[i];
+
+		if (!s->defs)
+			add_kinds(a, ms, ts);
+		else if (s->n <= SOURCE_MAX && s->read(a, v))
+			bus__meter_set_add_counters(ms, s->defs, v, s->n, ts);
+	}
 	bus__meter_set_add_memory(ms, "analyzer", ts);
 	if (with_collector && !ctl_client__stats(a->cc, &cs))
 		for (unsigned i = 0; i < CTL_STAT_MAX && i < cs.n; i++)

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include <zmq.h>
 
 #include "common/bus.h"
@@ -11,7 +12,12 @@ struct publisher {
 	void *sock;
 	unsigned shard;
 	uint64_t seq;
-	struct publisher_stats st;
+	uint64_t st[PUBS_MAX];
+};
+
+const struct counter_def publisher_counters[PUBS_MAX] = {
+	[PUBS_HWM_DROPS] = { .name = "zmq_hwm_drops" },
+	[PUBS_SEND_ERRORS] = { .name = "zmq_send_errors" },
 };
 
 struct publisher *publisher__new(void *zctx, const char *endpoint, int hwm, unsigned shard)
@@ -47,12 +53,10 @@ static void send_env(struct publisher *p, Ember__Envelope *env)
 	env->analyzer = p->shard;
 	env->seq = ++p->seq;
 	r = bus__send_envelope(p->sock, env);
-	if (!r)
-		p->st.sent++;
-	else if (r == -EAGAIN)
-		p->st.hwm_drops++;
-	else
-		p->st.errors++;
+	if (r == -EAGAIN)
+		p->st[PUBS_HWM_DROPS]++;
+	else if (r)
+		p->st[PUBS_SEND_ERRORS]++;
 }
 
 void publisher__profile(struct publisher *p, const struct task_def *t, uint64_t window_start_ns,
@@ -147,9 +151,9 @@ void publisher__meters(struct publisher *p, Ember__Meter **meters, size_t n)
 	publisher__meters_drops(p, meters, n, NULL, 0);
 }
 
-void publisher__stats(const struct publisher *p, struct publisher_stats *ret)
+void publisher__stats(const struct publisher *p, uint64_t ret[PUBS_MAX])
 {
-	*ret = p->st;
+	memcpy(ret, p->st, sizeof(p->st));
 }
 
 struct publisher *publisher__free(struct publisher *p)

@@ -11,15 +11,18 @@
 #include <stdint.h>
 
 #include "analyzer/tasks.h"
+#include "common/counters.h"
 #include "proto/ember.pb-c.h"
 
 struct publisher;
 
-struct publisher_stats {
-	uint64_t sent;       /* envelopes queued for the exporter */
-	uint64_t hwm_drops;  /* dropped at the high-water mark */
-	uint64_t errors;     /* any other send failure */
+enum publisher_stat {
+	PUBS_HWM_DROPS,      /* dropped at the high-water mark */
+	PUBS_SEND_ERRORS,    /* any other send failure */
+	PUBS_MAX
 };
+/* Their names and natures (common/counters.h), by enum publisher_stat. */
+extern const struct counter_def publisher_counters[PUBS_MAX];
 
 /*
  * Connects to the exporter's endpoint with send high-water mark hwm; shard is
@@ -43,7 +46,7 @@ void publisher__meters_drops(struct publisher *p, Ember__Meter **meters, size_t 
 void publisher__trigger(struct publisher *p, const struct task_def *t, const char *service);
 void publisher__monitors(struct publisher *p, Ember__MonitorBatch *b);
 
-void publisher__stats(const struct publisher *p, struct publisher_stats *ret);
+void publisher__stats(const struct publisher *p, uint64_t ret[PUBS_MAX]);
 
 /* Closes the socket (what is queued gets up to 3 s to leave).  Accepts NULL.  Returns NULL. */
 struct publisher *publisher__free(struct publisher *p);

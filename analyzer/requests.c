@@ -15,8 +15,14 @@ struct request_server {
 	void *sock;
 	struct requests_opts o;
 	uint64_t next_task_num;
-	struct requests_stats st;
+	uint64_t st[RQS_MAX];
 	struct bus_meter_set ms;   /* a stats reply's meters: big, so not on the stack */
+};
+
+const struct counter_def requests_counters[RQS_MAX] = {
+	[RQS_REQUESTS] = { .name = "requests" },
+	[RQS_BAD_REQUESTS] = { .name = "bad_requests" },
+	[RQS_REPLY_ERRORS] = { .name = "request_reply_errors" },
 };
 
 struct request_server *requests__new(void *zctx, const char *endpoint, const struct requests_opts *o)
@@ -55,9 +61,9 @@ void *requests__socket(struct request_server *s)
 	return s->sock;
 }
 
-void requests__stats(const struct request_server *s, struct requests_stats *ret)
+void requests__stats(const struct request_server *s, uint64_t ret[RQS_MAX])
 {
-	*ret = s->st;
+	memcpy(ret, s->st, sizeof(s->st));
 }
 
 struct request_server *requests__free(struct request_server *s)
@@ -151,13 +157,13 @@ static void handle_one(struct request_server *s, Ember__Request *req)
 		break;
 	}
 	default:
-		s->st.bad_requests++;
+		s->st[RQS_BAD_REQUESTS]++;
 		rep.err = -EINVAL;
 		snprintf(err, sizeof(err), "unknown request");
 	}
 	rep.error = err;
 	if (bus__send_reply(s->sock, &rep))
-		s->st.reply_errors++;
+		s->st[RQS_REPLY_ERRORS]++;
 }
 
 void requests__handle(struct request_server *s)
@@ -171,14 +177,14 @@ void requests__handle(struct request_server *s)
 			if (errno != EBADMSG)
 				return;   /* nothing waiting (EAGAIN), or the socket is going away */
 			/* REP must answer before it can receive again. */
-			s->st.bad_requests++;
+			s->st[RQS_BAD_REQUESTS]++;
 			rep.err = -EBADMSG;
 			rep.error = "malformed request";
 			if (bus__send_reply(s->sock, &rep))
-				s->st.reply_errors++;
+				s->st[RQS_REPLY_ERRORS]++;
 			continue;
 		}
-		s->st.requests++;
+		s->st[RQS_REQUESTS]++;
 		handle_one(s, req);
 		ember__request__free_unpacked(req, NULL);
 	}

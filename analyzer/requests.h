@@ -14,6 +14,7 @@
 #include "analyzer/tasks.h"
 #include "common/bus.h"
 #include "common/config.h"
+#include "common/counters.h"
 
 struct request_server;
 
@@ -36,8 +37,15 @@ void *requests__socket(struct request_server *s);
 /* Answers the requests waiting, without blocking. */
 void requests__handle(struct request_server *s);
 
-struct requests_stats { uint64_t requests, bad_requests, reply_errors; };
-void requests__stats(const struct request_server *s, struct requests_stats *ret);
+enum requests_stat {
+	RQS_REQUESTS,
+	RQS_BAD_REQUESTS,       /* undecodable or unknown: answered with an error */
+	RQS_REPLY_ERRORS,       /* replies that could not be sent */
+	RQS_MAX
+};
+/* Their names and natures (common/counters.h), by enum requests_stat. */
+extern const struct counter_def requests_counters[RQS_MAX];
+void requests__stats(const struct request_server *s, uint64_t ret[RQS_MAX]);
 
 /* Accepts NULL.  Returns NULL. */
 struct request_server *requests__free(struct request_server *s);

@@ -24,8 +24,14 @@ struct task_runner {
 	struct runner_opts o;
 	char state_dir[512], state_name[64];
 	bool tls_unsupported_said;
-	struct runner_stats st;
+	uint64_t st[RUNS_MAX];     /* RUNS_RUNNING: read from the task manager */
 	int uw_hid, tls_hid;      /* the unwinder's and the TLS finder's handlers in o.maps, -1: none */
+};
+
+const struct counter_def runner_counters[RUNS_MAX] = {
+	[RUNS_STARTED] = { .name = "tasks_started" },
+	[RUNS_FINISHED] = { .name = "tasks_finished" },
+	[RUNS_RUNNING] = { .name = "tasks_running", .level = true },
 };
 
 /* A look of the unwinder: a failure leaves the process on frame pointers (counted). */
@@ -127,9 +133,10 @@ struct task_runner *runner__free(struct task_runner *r)
 	return NULL;
 }
 
-void runner__stats(const struct task_runner *r, struct runner_stats *ret)
+void runner__stats(const struct task_runner *r, uint64_t ret[RUNS_MAX])
 {
-	*ret = r->st;
+	memcpy(ret, r->st, sizeof(r->st));
+	ret[RUNS_RUNNING] = task_mgr__count(r->o.tm);
 }
 
 /* ---- the state file: the running tasks, as a Reply message -------------------------- */
@@ -348,7 +355,7 @@ int runner__start(struct task_runner *r, struct task_def *def, char *err, size_t
 		tls_pid(r, t, t->pids[i]);
 	for (uint32_t i = 0; (ops->flags & ANALYZER_KIND_F_USER_STACKS) && i < t->npids; i++)
 		(void)symbolizer__preload(r->o.sym, t->pids[i]);
-	r->st.started++;
+	r->st[RUNS_STARTED]++;
 	/* the kind as `ember profile --type` names it (its values are the proto's) */
 	log_info("task %s started: %s, %u pid(s), %llu ms, attach point %s", t->id,
 		 profile_files__kind((Ember__TaskKind)t->kind), t->npids,
@@ -394,7 +401,7 @@ void runner__end(struct task_runner *r, struct task_def *t, const char *why)
 	log_info("task %s finished (%s): %s", t->id, why, summary);
 	if (!task_def__is_monitor(t))
 		publisher__task_event(r->o.pub, t, EMBER__TASK_EVENT__STATE__FINISHED, NULL);
-	r->st.finished++;
+	r->st[RUNS_FINISHED]++;
 	for (uint32_t i = 0; i < t->npids; i++)
 		symbolizer__forget_pid(r->o.sym, t->pids[i]);
 	snprintf(id, sizeof(id), "%s", t->id);

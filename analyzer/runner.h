@@ -18,6 +18,7 @@
 #include "analyzer/tasks.h"
 #include "analyzer/tls/tls_finder.h"
 #include "analyzer/unwind/unwinder.h"
+#include "common/counters.h"
 #include "common/ctl_client.h"
 #include "symbolizer/symbolizer.h"
 
@@ -59,8 +60,15 @@ void runner__restore(struct task_runner *r);
 /* Ends every task and removes the state file (a clean stop resumes nothing). */
 void runner__finish_all(struct task_runner *r, const char *why);
 
-struct runner_stats { uint64_t started, finished; };
-void runner__stats(const struct task_runner *r, struct runner_stats *ret);
+enum runner_stat {
+	RUNS_STARTED,
+	RUNS_FINISHED,
+	RUNS_RUNNING,           /* a level: the task manager's tasks now */
+	RUNS_MAX
+};
+/* Their names and natures (common/counters.h), by enum runner_stat. */
+extern const struct counter_def runner_counters[RUNS_MAX];
+void runner__stats(const struct task_runner *r, uint64_t ret[RUNS_MAX]);
 
 /* Accepts NULL.  Returns NULL. */
 struct task_runner *runner__free(struct task_runner *r);

@@ -305,6 +305,15 @@ void shm_ring__stats(const struct shm_ring *r, struct shm_ring_stats *ret)
 	*ret = r->st;
 }
 
+const struct counter_def shm_ring_consumer_counters[SRC_MAX] = {
+	[SRC_CONSUMED] = { .name = "ring_consumed" },
+};
+
+void shm_ring__consumer_stats(const struct shm_ring *r, uint64_t ret[SRC_MAX])
+{
+	ret[SRC_CONSUMED] = r->st.consumed;
+}
+
 /*
  * Reads the consumer position and accepts it only inside
  * [cached_cons, published] and 8-aligned.  Anything else (ahead of us, further

@@ -34,6 +34,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/counters.h"
+
 struct shm_ring; /* opaque; one handle type for both sides */
 
 /* Record type reserved for the wrap-around padding record; never delivered. */
@@ -170,6 +172,17 @@ int shm_ring__prepare_wait(struct shm_ring *r);
 
 /* Copies this side's counters; the other side's fields are 0. */
 void shm_ring__stats(const struct shm_ring *r, struct shm_ring_stats *ret);
+
+/*
+ * The consumer's counters as the consumer's process publishes them
+ * (common/counters.h); the producer's are its own process's to publish.
+ */
+enum shm_ring_consumer_stat {
+	SRC_CONSUMED,            /* records delivered to the callback */
+	SRC_MAX
+};
+extern const struct counter_def shm_ring_consumer_counters[SRC_MAX];
+void shm_ring__consumer_stats(const struct shm_ring *r, uint64_t ret[SRC_MAX]);
 
 /* Largest payload a record may carry: data_size / 4. */
 size_t shm_ring__max_record(const struct shm_ring *r);

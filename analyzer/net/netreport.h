@@ -33,7 +33,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "analyzer/l7/l7.h"
+#include "l7/l7.h"
 #include "analyzer/net/conntrack.h"
 #include "analyzer/net/sampler.h"
 #include "analyzer/publisher.h"

@@ -36,7 +36,22 @@ struct rest_api {
 	struct rest_base *base;		/* baseinfo */
 	struct rest_doc docs[REST_FEATURE_MAX];
 	char *key_pem, *cert_pem, *ca_pem;
-	struct rest_api_stats st;
+	uint64_t st[RAS_MAX];
+};
+
+const struct counter_def rest_api_counters[RAS_MAX] = {
+	[RAS_REQUESTS] = { .name = "rest_requests" },
+	[RAS_PUTS_APPLIED] = { .name = "rest_puts_applied" },
+	[RAS_PUTS_REFUSED] = { .name = "rest_puts_refused" },
+	[RAS_GETS] = { .name = "rest_gets" },
+	[RAS_NOT_FOUND] = { .name = "rest_not_found" },
+	[RAS_NOT_ALLOWED] = { .name = "rest_not_allowed" },
+	[RAS_UNAUTHORIZED] = { .name = "rest_unauthorized" },
+	[RAS_TOO_LARGE] = { .name = "rest_too_large" },
+	[RAS_TASKS_STARTED] = { .name = "rest_tasks_started" },
+	[RAS_TASK_FAILURES] = { .name = "rest_task_failures" },
+	[RAS_NET_FOLLOWED] = { .name = "rest_net_processes_followed", .level = true },
+	[RAS_FLAME_SELECTED] = { .name = "rest_flame_processes_selected", .level = true },
 };
 
 /* One request's body, gathered across the upload callbacks. */
@@ -98,10 +113,10 @@ static bool client_verified(struct MHD_Connection *c)
 	return gnutls_certificate_verify_peers2(s, &status) == 0 && status == 0;
 }
 
-static void count(struct rest_api *r, uint64_t *field)
+static void count(struct rest_api *r, enum rest_api_stat stat)
 {
 	pthread_mutex_lock(&r->lock);
-	(*field)++;
+	r->st[stat]++;
 	pthread_mutex_unlock(&r->lock);
 }
 
@@ -116,7 +131,7 @@ static enum MHD_Result put(struct rest_api *r, struct MHD_Connection *c, enum re
 	*d = r->docs[f];
 	if (rest_doc__apply(u->buf, u->len, d, err, sizeof(err)) ||
 	    (f == REST_FLAMEGRAPH && d->running && rest_flame__check_dirs(d, err, sizeof(err)))) {
-		count(r, &r->st.puts_refused);
+		count(r, RAS_PUTS_REFUSED);
 		free(d);
 		return answer(c, MHD_HTTP_BAD_REQUEST, err, NULL);
 	}
@@ -127,7 +142,7 @@ static enum MHD_Result put(struct rest_api *r, struct MHD_Connection *c, enum re
 		rest_base__set(r->base, d);
 	else
 		rest_net__set(r->net, d);
-	count(r, &r->st.puts_applied);
+	count(r, RAS_PUTS_APPLIED);
 	snprintf(msg, sizeof(msg), "New config takes effect%s%s%s", d->notes[0] ? " (" : "", d->notes,
 		 d->notes[0] ? ")" : "");
 	free(d);
@@ -165,13 +180,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		*size = 0;
 		return MHD_YES;
 	}
-	count(r, &r->st.requests);
+	count(r, RAS_REQUESTS);
 	if (r->o.ssl_auth && !client_verified(c)) {
-		count(r, &r->st.unauthorized);
+		count(r, RAS_UNAUTHORIZED);
 		return answer(c, MHD_HTTP_FORBIDDEN, "a client certificate signed by the configured CA is required", NULL);
 	}
 	if (f < 0) {
-		count(r, &r->st.not_found);
+		count(r, RAS_NOT_FOUND);
 		if (rest_doc__known_unsupported(url)) {
 			const char *instead = rest_doc__instead(url);
 
@@ -184,7 +199,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	}
 	if (!strcmp(method, MHD_HTTP_METHOD_PUT)) {
 		if (u->too_large) {
-			count(r, &r->st.too_large);
+			count(r, RAS_TOO_LARGE);
 			snprintf(msg, sizeof(msg), "the body is larger than %zu bytes (ember.rest_api.max_body)", r->o.max_body);
 			return answer(c, MHD_HTTP_CONTENT_TOO_LARGE, msg, NULL);
 		}
@@ -194,14 +209,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		char *doc = rest_doc__render(&r->docs[f]);
 		enum MHD_Result res;
 
-		count(r, &r->st.gets);
+		count(r, RAS_GETS);
 		if (!doc)
 			return answer(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory", NULL);
 		res = answer(c, MHD_HTTP_OK, doc, "application/json");
 		free(doc);
 		return res;
 	}
-	count(r, &r->st.not_allowed);
+	count(r, RAS_NOT_ALLOWED);
 	{
 		struct MHD_Response *resp = MHD_create_response_from_buffer(strlen("use GET or PUT"), "use GET or PUT",
 									    MHD_RESPMEM_PERSISTENT);
@@ -243,10 +258,10 @@ static void *run(void *arg)
 		rest_flame__stats(r->flame, &fs);
 		rest_net__stats(r->net, &ns);
 		pthread_mutex_lock(&r->lock);
-		r->st.tasks_started = fs.tasks_started + ns.tasks_started;
-		r->st.task_failures = fs.task_failures + ns.task_failures;
-		r->st.net_followed = ns.followed;
-		r->st.flame_selected = fs.selected;
+		r->st[RAS_TASKS_STARTED] = fs.tasks_started + ns.tasks_started;
+		r->st[RAS_TASK_FAILURES] = fs.task_failures + ns.task_failures;
+		r->st[RAS_NET_FOLLOWED] = ns.followed;
+		r->st[RAS_FLAME_SELECTED] = fs.selected;
 		pthread_mutex_unlock(&r->lock);
 	}
 	return NULL;
@@ -337,9 +352,9 @@ struct rest_api *rest_api__stop(struct rest_api *r)
 	return NULL;
 }
 
-void rest_api__stats(struct rest_api *r, struct rest_api_stats *ret)
+void rest_api__stats(struct rest_api *r, uint64_t ret[RAS_MAX])
 {
 	pthread_mutex_lock(&r->lock);
-	*ret = r->st;
+	memcpy(ret, r->st, sizeof(r->st));
 	pthread_mutex_unlock(&r->lock);
 }

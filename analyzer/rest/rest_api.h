@@ -24,6 +24,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/counters.h"
+
 struct rest_api_opts {
 	const char *address;
 	uint16_t port;
@@ -36,12 +38,16 @@ struct rest_api_opts {
 	uint32_t self_uid;		/* processes of this user are never selected (0: none) */
 };
 
-struct rest_api_stats {
-	uint64_t requests, puts_applied, puts_refused, gets, not_found, not_allowed, unauthorized, too_large;
-	uint64_t tasks_started, task_failures;
-	uint64_t net_followed;		/* processes the l7 and tcp features follow now */
-	uint64_t flame_selected;	/* processes the flamegraph feature's snoopers select now */
+enum rest_api_stat {
+	RAS_REQUESTS, RAS_PUTS_APPLIED, RAS_PUTS_REFUSED, RAS_GETS,
+	RAS_NOT_FOUND, RAS_NOT_ALLOWED, RAS_UNAUTHORIZED, RAS_TOO_LARGE,
+	RAS_TASKS_STARTED, RAS_TASK_FAILURES,
+	RAS_NET_FOLLOWED,		/* a level: processes the l7 and tcp features follow now */
+	RAS_FLAME_SELECTED,		/* a level: processes the flamegraph feature's snoopers select now */
+	RAS_MAX
 };
+/* Their names and natures (common/counters.h), by enum rest_api_stat. */
+extern const struct counter_def rest_api_counters[RAS_MAX];
 
 struct rest_api;
 
@@ -49,6 +55,7 @@ struct rest_api;
 struct rest_api *rest_api__start(const struct rest_api_opts *o, char *err, size_t errlen);
 /* Stops the thread (the tasks it started end by themselves).  Accepts NULL; returns NULL. */
 struct rest_api *rest_api__stop(struct rest_api *r);
-void rest_api__stats(struct rest_api *r, struct rest_api_stats *ret);
+/* Its counters, taken under the lock the REST thread counts under. */
+void rest_api__stats(struct rest_api *r, uint64_t ret[RAS_MAX]);
 
 #endif
