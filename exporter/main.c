@@ -17,6 +17,7 @@
 
 #include "common/bus.h"
 #include "common/config.h"
+#include "common/counters.h"
 #include "common/log.h"
 #include "common/timeutil.h"
 #include "exporter/backend.h"
@@ -29,12 +30,19 @@ enum xstat {
 	XS_ENVELOPES, XS_DECODE_ERRORS, XS_PROFILES, XS_TASK_EVENTS, XS_METER_BATCHES, XS_SEQ_GAPS, XS_NETWORK_BATCHES,
 	XS_OTHER_BODIES, XS_MAX
 };
-static const char *const xstat_names[XS_MAX] = {
-	"exporter_envelopes", "exporter_decode_errors", "exporter_profile_batches", "exporter_task_events",
-	"exporter_meter_batches", "exporter_sequence_gaps", "exporter_network_batches", "exporter_unknown_bodies",
+static const struct counter_def xstat_counters[XS_MAX] = {
+	[XS_ENVELOPES] = { .name = "exporter_envelopes" },
+	[XS_DECODE_ERRORS] = { .name = "exporter_decode_errors" },
+	[XS_PROFILES] = { .name = "exporter_profile_batches" },
+	[XS_TASK_EVENTS] = { .name = "exporter_task_events" },
+	[XS_METER_BATCHES] = { .name = "exporter_meter_batches" },
+	[XS_SEQ_GAPS] = { .name = "exporter_sequence_gaps" },
+	[XS_NETWORK_BATCHES] = { .name = "exporter_network_batches" },
+	[XS_OTHER_BODIES] = { .name = "exporter_unknown_bodies" },
 };
 
-static struct {
+/* The exporter: what its loop and handlers work on, built by main(). */
+struct exporter {
 	struct ember_config *cfg;
 	void *zctx, *pull, *rep;
 	const struct exporter_backend_ops *ops[MAX_BACKENDS];
@@ -43,76 +51,78 @@ static struct {
 	uint64_t stats[XS_MAX];
 	struct task_join *join;
 	uint64_t last_seq[64];
-	volatile sig_atomic_t stop;
-} X;
+	struct bus_meter_set meters;  /* the own meters' batch: big, so not on the stack */
+};
 
-static void on_signal(int sig) { (void)sig; X.stop = 1; }
+/* SIGTERM, SIGINT: the signal handler's only state. */
+static volatile sig_atomic_t stop;
+static void on_signal(int sig) { (void)sig; stop = 1; }
 
-static void dispatch(Ember__Envelope *env)
+static void dispatch(struct exporter *x, Ember__Envelope *env)
 {
 	int pass_event = 1;
 
-	X.stats[XS_ENVELOPES]++;
+	x->stats[XS_ENVELOPES]++;
 	if (env->analyzer < 64) {
 		/* Sequence numbers reveal envelopes lost between analyzer and exporter. */
-		uint64_t last = X.last_seq[env->analyzer];
+		uint64_t last = x->last_seq[env->analyzer];
 		if (last && env->seq > last + 1)
-			X.stats[XS_SEQ_GAPS] += env->seq - last - 1;
-		X.last_seq[env->analyzer] = env->seq;
+			x->stats[XS_SEQ_GAPS] += env->seq - last - 1;
+		x->last_seq[env->analyzer] = env->seq;
 	}
 	/* A task spread over several analyzers reaches the backends as one. */
 	if (env->body_case == EMBER__ENVELOPE__BODY_TASK_EVENT && env->task_event) {
 		Ember__TaskEvent__State st;
 
-		pass_event = task_join__event(X.join, env->task_event, env->analyzer, &st);
+		pass_event = task_join__event(x->join, env->task_event, env->analyzer, &st);
 		env->task_event->state = st;
 	}
-	for (unsigned i = 0; i < X.nb; i++) {
+	for (unsigned i = 0; i < x->nb; i++) {
 		switch (env->body_case) {
 		case EMBER__ENVELOPE__BODY_PROFILE:
-			if (X.ops[i]->on_profile) X.ops[i]->on_profile(X.st[i], env->profile);
+			if (x->ops[i]->on_profile) x->ops[i]->on_profile(x->st[i], env->profile);
 			break;
 		case EMBER__ENVELOPE__BODY_TASK_EVENT:
-			if (pass_event && X.ops[i]->on_task_event) X.ops[i]->on_task_event(X.st[i], env->task_event);
+			if (pass_event && x->ops[i]->on_task_event) x->ops[i]->on_task_event(x->st[i], env->task_event);
 			break;
 		case EMBER__ENVELOPE__BODY_METERS:
-			if (X.ops[i]->on_meters) X.ops[i]->on_meters(X.st[i], env->meters, env->analyzer);
+			if (x->ops[i]->on_meters) x->ops[i]->on_meters(x->st[i], env->meters, env->analyzer);
 			break;
 		case EMBER__ENVELOPE__BODY_NETWORK:
 			/* every shard's batch as it comes: their flows add up, no join needed */
-			if (X.ops[i]->on_network) X.ops[i]->on_network(X.st[i], env->network);
+			if (x->ops[i]->on_network) x->ops[i]->on_network(x->st[i], env->network);
 			break;
 		case EMBER__ENVELOPE__BODY_TRIGGER:
-			if (X.ops[i]->on_trigger) X.ops[i]->on_trigger(X.st[i], env->trigger, env->analyzer);
+			if (x->ops[i]->on_trigger) x->ops[i]->on_trigger(x->st[i], env->trigger, env->analyzer);
 			break;
 		case EMBER__ENVELOPE__BODY_MONITORS:
-			if (X.ops[i]->on_monitors) X.ops[i]->on_monitors(X.st[i], env->monitors, env->analyzer);
+			if (x->ops[i]->on_monitors) x->ops[i]->on_monitors(x->st[i], env->monitors, env->analyzer);
 			break;
 		default:
 			break;
 		}
 	}
 	switch (env->body_case) {
-	case EMBER__ENVELOPE__BODY_PROFILE: X.stats[XS_PROFILES]++; break;
-	case EMBER__ENVELOPE__BODY_TASK_EVENT: X.stats[XS_TASK_EVENTS]++; break;
-	case EMBER__ENVELOPE__BODY_METERS: X.stats[XS_METER_BATCHES]++; break;
-	case EMBER__ENVELOPE__BODY_NETWORK: X.stats[XS_NETWORK_BATCHES]++; break;
-	default: X.stats[XS_OTHER_BODIES]++; break;
+	case EMBER__ENVELOPE__BODY_PROFILE: x->stats[XS_PROFILES]++; break;
+	case EMBER__ENVELOPE__BODY_TASK_EVENT: x->stats[XS_TASK_EVENTS]++; break;
+	case EMBER__ENVELOPE__BODY_METERS: x->stats[XS_METER_BATCHES]++; break;
+	case EMBER__ENVELOPE__BODY_NETWORK: x->stats[XS_NETWORK_BATCHES]++; break;
+	default: x->stats[XS_OTHER_BODIES]++; break;
 	}
 }
 
-static int drain_pull(int max)
+static int drain_pull(struct exporter *x, int max)
 {
 	int n = 0;
 	while (n < max) {
-		Ember__Envelope *env = bus__recv_envelope(X.pull, ZMQ_DONTWAIT);
+		Ember__Envelope *env = bus__recv_envelope(x->pull, ZMQ_DONTWAIT);
 		if (!env) {
 			if (errno == EAGAIN || errno == EINTR)
 				break;
-			X.stats[XS_DECODE_ERRORS]++;
+			x->stats[XS_DECODE_ERRORS]++;
 			continue;
 		}
-		dispatch(env);
+		dispatch(x, env);
 		ember__envelope__free_unpacked(env, NULL);
 		n++;
 	}
@@ -122,43 +132,40 @@ static int drain_pull(int max)
 _Static_assert(XS_MAX + MAX_BACKENDS * MAX_BACKEND_COUNTERS + 10 <= BUS_METER_SET_MAX,
 	       "the exporter's and its backends' meters fit a meter set");
 
-static void own_meters(struct bus_meter_set *o)
+static void own_meters(struct exporter *x, struct bus_meter_set *o)
 {
 	uint64_t ts = timeutil__unix_ms();
 	struct backend_counter bc[MAX_BACKEND_COUNTERS];
 	struct task_join_stats js;
 
 	bus__meter_set_reset(o, NULL, 0);
-	task_join__stats(X.join, &js);
+	task_join__stats(x->join, &js);
 	bus__meter_set_add(o, "exporter_tasks_joined", js.joined, 1, ts);
 	bus__meter_set_add(o, "exporter_tasks_join_evicted", js.evicted, 1, ts);
-	for (unsigned i = 0; i < XS_MAX; i++)
-		bus__meter_set_add(o, xstat_names[i], X.stats[i], 1, ts);
-	for (unsigned b = 0; b < X.nb; b++) {
-		unsigned n = X.ops[b]->counters ? X.ops[b]->counters(X.st[b], bc, MAX_BACKEND_COUNTERS) : 0;
+	bus__meter_set_add_counters(o, xstat_counters, x->stats, XS_MAX, ts);
+	for (unsigned b = 0; b < x->nb; b++) {
+		unsigned n = x->ops[b]->counters ? x->ops[b]->counters(x->st[b], bc, MAX_BACKEND_COUNTERS) : 0;
 		for (unsigned i = 0; i < n; i++)
 			bus__meter_set_add(o, bc[i].name, bc[i].value, !bc[i].level, ts);
 	}
 	bus__meter_set_add_memory(o, "exporter", ts);
 }
 
-static void publish_own_meters(void)
+static void publish_own_meters(struct exporter *x)
 {
-	static struct bus_meter_set o;
 	Ember__MeterBatch b = EMBER__METER_BATCH__INIT;
 
-	own_meters(&o);
-	b.n_meters = o.n;
-	b.meters = o.ptrs;
-	for (unsigned i = 0; i < X.nb; i++)
-		if (X.ops[i]->on_meters)
-			X.ops[i]->on_meters(X.st[i], &b, UINT32_MAX);
+	own_meters(x, &x->meters);
+	b.n_meters = x->meters.n;
+	b.meters = x->meters.ptrs;
+	for (unsigned i = 0; i < x->nb; i++)
+		if (x->ops[i]->on_meters)
+			x->ops[i]->on_meters(x->st[i], &b, UINT32_MAX);
 }
 
-static void handle_request(void)
+static void handle_request(struct exporter *x)
 {
-	static struct bus_meter_set o;
-	Ember__Request *req = bus__recv_request(X.rep, ZMQ_DONTWAIT);
+	Ember__Request *req = bus__recv_request(x->rep, ZMQ_DONTWAIT);
 	Ember__Reply rep = EMBER__REPLY__INIT;
 
 	if (!req && errno == EAGAIN)
@@ -167,14 +174,14 @@ static void handle_request(void)
 		rep.err = -EBADMSG;
 		rep.error = "malformed request";
 	} else if (req->body_case == EMBER__REQUEST__BODY_STATS) {
-		own_meters(&o);
-		rep.n_stats = o.n;
-		rep.stats = o.ptrs;
+		own_meters(x, &x->meters);
+		rep.n_stats = x->meters.n;
+		rep.stats = x->meters.ptrs;
 	} else {
 		rep.err = -EOPNOTSUPP;
 		rep.error = "the exporter answers stats requests only";
 	}
-	bus__send_reply(X.rep, &rep);
+	bus__send_reply(x->rep, &rep);
 	if (req)
 		ember__request__free_unpacked(req, NULL);
 }
@@ -182,34 +189,34 @@ static void handle_request(void)
 /* The configured backends, in order.  0 or -1 (logged). */
 extern const struct exporter_backend_ops pyroscope_backend_ops;
 
-static int setup_backends(void)
+static int setup_backends(struct exporter *x)
 {
 	char err[512];
 
-	for (size_t i = 0; i < X.cfg->exporter.backends.n && X.nb < MAX_BACKENDS; i++) {
-		const char *name = X.cfg->exporter.backends.v[i];
+	for (size_t i = 0; i < x->cfg->exporter.backends.n && x->nb < MAX_BACKENDS; i++) {
+		const char *name = x->cfg->exporter.backends.v[i];
 		const struct exporter_backend_ops *ops = exporter_backend__find(name);
 
 		if (!ops) {
 			log_warn("exporter backend '%s' is not available in this build; skipping it", name);
 			continue;
 		}
-		X.st[X.nb] = ops->init(X.cfg, err, sizeof(err));
-		if (!X.st[X.nb]) {
+		x->st[x->nb] = ops->init(x->cfg, err, sizeof(err));
+		if (!x->st[x->nb]) {
 			log_error("backend '%s': %s", name, err);
 			return -1;
 		}
-		X.ops[X.nb++] = ops;
+		x->ops[x->nb++] = ops;
 		log_info("backend '%s' ready", name);
 	}
 	/* The REST API's params.pyroscope_server works without the backend in the list (gala-gopher's way). */
-	if (X.cfg->ember.rest_api.enabled && X.nb < MAX_BACKENDS) {
+	if (x->cfg->ember.rest_api.enabled && x->nb < MAX_BACKENDS) {
 		bool listed = false;
 
-		for (size_t i = 0; i < X.cfg->exporter.backends.n; i++)
-			listed |= !strcmp(X.cfg->exporter.backends.v[i], "pyroscope");
-		if (!listed && (X.st[X.nb] = pyroscope_backend_ops.init(X.cfg, err, sizeof(err))))
-			X.ops[X.nb++] = &pyroscope_backend_ops;
+		for (size_t i = 0; i < x->cfg->exporter.backends.n; i++)
+			listed |= !strcmp(x->cfg->exporter.backends.v[i], "pyroscope");
+		if (!listed && (x->st[x->nb] = pyroscope_backend_ops.init(x->cfg, err, sizeof(err))))
+			x->ops[x->nb++] = &pyroscope_backend_ops;
 		else if (!listed)
 			log_warn("the REST API's pyroscope_server is not available: %s", err);
 	}
@@ -217,32 +224,32 @@ static int setup_backends(void)
 }
 
 /* PULL from every analyzer, REP for stats requests; both 0600 under the run directory. */
-static int setup_sockets(void)
+static int setup_sockets(struct exporter *x)
 {
-	int hwm = (int)X.cfg->exporter.zmq_hwm, zero = 0, r;
+	int hwm = (int)x->cfg->exporter.zmq_hwm, zero = 0, r;
 	int64_t maxmsg = BUS_MAX_MSG;
 	char ep[512];
 	mode_t old;
 
-	X.zctx = zmq_ctx_new();
-	X.pull = zmq_socket(X.zctx, ZMQ_PULL);
-	X.rep = zmq_socket(X.zctx, ZMQ_REP);
-	if (!X.pull || !X.rep)
+	x->zctx = zmq_ctx_new();
+	x->pull = zmq_socket(x->zctx, ZMQ_PULL);
+	x->rep = zmq_socket(x->zctx, ZMQ_REP);
+	if (!x->pull || !x->rep)
 		return -1;
-	zmq_setsockopt(X.pull, ZMQ_RCVHWM, &hwm, sizeof(hwm));
-	zmq_setsockopt(X.pull, ZMQ_MAXMSGSIZE, &maxmsg, sizeof(maxmsg));
-	zmq_setsockopt(X.rep, ZMQ_MAXMSGSIZE, &maxmsg, sizeof(maxmsg));
-	zmq_setsockopt(X.rep, ZMQ_LINGER, &zero, sizeof(zero));
+	zmq_setsockopt(x->pull, ZMQ_RCVHWM, &hwm, sizeof(hwm));
+	zmq_setsockopt(x->pull, ZMQ_MAXMSGSIZE, &maxmsg, sizeof(maxmsg));
+	zmq_setsockopt(x->rep, ZMQ_MAXMSGSIZE, &maxmsg, sizeof(maxmsg));
+	zmq_setsockopt(x->rep, ZMQ_LINGER, &zero, sizeof(zero));
 	/* The analyzers (our group) push here; the stats socket is for root alone. */
 	old = umask(0007);
-	bus__exporter_endpoint(X.cfg->ember.run_dir, ep, sizeof(ep));
+	bus__exporter_endpoint(x->cfg->ember.run_dir, ep, sizeof(ep));
 	unlink(ep + strlen("ipc://"));
-	r = zmq_bind(X.pull, ep);
+	r = zmq_bind(x->pull, ep);
 	umask(0077);
 	if (!r) {
-		bus__exporter_ctl_endpoint(X.cfg->ember.run_dir, ep, sizeof(ep));
+		bus__exporter_ctl_endpoint(x->cfg->ember.run_dir, ep, sizeof(ep));
 		unlink(ep + strlen("ipc://"));
-		r = zmq_bind(X.rep, ep);
+		r = zmq_bind(x->rep, ep);
 	}
 	umask(old);
 	if (r)
@@ -250,19 +257,19 @@ static int setup_sockets(void)
 	return r ? -1 : 0;
 }
 
-static void run(void)
+static void run(struct exporter *x)
 {
 	uint64_t next_tick = timeutil__mono_ms() + TICK_MS, last_meters = 0;
 
-	while (!X.stop) {
-		zmq_pollitem_t items[2 + MAX_BACKENDS] = { { .socket = X.pull, .events = ZMQ_POLLIN },
-							   { .socket = X.rep, .events = ZMQ_POLLIN } };
+	while (!stop) {
+		zmq_pollitem_t items[2 + MAX_BACKENDS] = { { .socket = x->pull, .events = ZMQ_POLLIN },
+							   { .socket = x->rep, .events = ZMQ_POLLIN } };
 		unsigned owner[MAX_BACKENDS], ni = 2;
 		uint64_t now, mono = timeutil__mono_ms();
 		int n;
 
-		for (unsigned i = 0; i < X.nb; i++) {
-			int fd = X.ops[i]->event_fd ? X.ops[i]->event_fd(X.st[i]) : -1;
+		for (unsigned i = 0; i < x->nb; i++) {
+			int fd = x->ops[i]->event_fd ? x->ops[i]->event_fd(x->st[i]) : -1;
 
 			if (fd >= 0) {
 				owner[ni - 2] = i;
@@ -277,23 +284,23 @@ static void run(void)
 		if (n < 0 && errno != EINTR)
 			break;
 		if (n > 0 && (items[0].revents & ZMQ_POLLIN))
-			drain_pull(1000);
+			drain_pull(x, 1000);
 		if (n > 0 && (items[1].revents & ZMQ_POLLIN))
-			handle_request();
+			handle_request(x);
 		now = timeutil__unix_ms();
 		for (unsigned k = 2; n > 0 && k < ni; k++)
 			if (items[k].revents & ZMQ_POLLIN)
-				X.ops[owner[k - 2]]->tick(X.st[owner[k - 2]], now, 0);
-		if (now - last_meters >= X.cfg->profiling.flush_interval_ns / 1000000) {
+				x->ops[owner[k - 2]]->tick(x->st[owner[k - 2]], now, 0);
+		if (now - last_meters >= x->cfg->profiling.flush_interval_ns / 1000000) {
 			last_meters = now;
-			publish_own_meters();
+			publish_own_meters(x);
 		}
 		mono = timeutil__mono_ms();
 		if (mono >= next_tick) {
 			next_tick = next_tick + TICK_MS > mono ? next_tick + TICK_MS : mono + TICK_MS;
-			for (unsigned i = 0; i < X.nb; i++)
-				if (X.ops[i]->tick)
-					X.ops[i]->tick(X.st[i], now, 0);
+			for (unsigned i = 0; i < x->nb; i++)
+				if (x->ops[i]->tick)
+					x->ops[i]->tick(x->st[i], now, 0);
 		}
 	}
 }
@@ -303,6 +310,8 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "config", required_argument, 0, 'c' }, { "help", no_argument, 0, 'h' }, { 0 },
 	};
+	static struct exporter ex;   /* static: its meter set is big */
+	struct exporter *x = &ex;
 	const char *config_path = NULL;
 	struct sigaction sa = { .sa_handler = on_signal };
 	char err[512];
@@ -315,35 +324,35 @@ int main(int argc, char **argv)
 		default: fprintf(stderr, "usage: ember-exporter --config FILE\n"); return 2;
 		}
 	}
-	X.cfg = config__new();
-	X.join = task_join__new(256);
-	if (!X.cfg || !X.join)
+	x->cfg = config__new();
+	x->join = task_join__new(256);
+	if (!x->cfg || !x->join)
 		return 1;
-	if (config_path && config__load_file(X.cfg, config_path, err, sizeof(err))) {
+	if (config_path && config__load_file(x->cfg, config_path, err, sizeof(err))) {
 		fprintf(stderr, "ember-exporter: %s\n", err);
 		return 2;
 	}
-	log__init("exporter", (enum log_level)X.cfg->ember.log_level);
+	log__init("exporter", (enum log_level)x->cfg->ember.log_level);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	if (setup_backends() || setup_sockets())
+	if (setup_backends(x) || setup_sockets(x))
 		return 1;
-	log_info("ready: %u backend(s)", X.nb);
-	run();
+	log_info("ready: %u backend(s)", x->nb);
+	run(x);
 	/* The supervisor stops the analyzers first: take what they sent, then flush. */
-	while (drain_pull(100000) > 0)
+	while (drain_pull(x, 100000) > 0)
 		;
-	for (unsigned i = 0; i < X.nb; i++) {
-		if (X.ops[i]->tick)
-			X.ops[i]->tick(X.st[i], timeutil__unix_ms(), 1);
-		X.ops[i]->free(X.st[i]);
+	for (unsigned i = 0; i < x->nb; i++) {
+		if (x->ops[i]->tick)
+			x->ops[i]->tick(x->st[i], timeutil__unix_ms(), 1);
+		x->ops[i]->free(x->st[i]);
 	}
-	log_info("stopped after %llu envelopes", (unsigned long long)X.stats[XS_ENVELOPES]);
-	zmq_close(X.pull);
-	zmq_close(X.rep);
-	zmq_ctx_term(X.zctx);
-	X.join = task_join__free(X.join);
-	config__free(X.cfg);
+	log_info("stopped after %llu envelopes", (unsigned long long)x->stats[XS_ENVELOPES]);
+	zmq_close(x->pull);
+	zmq_close(x->rep);
+	zmq_ctx_term(x->zctx);
+	x->join = task_join__free(x->join);
+	config__free(x->cfg);
 	return 0;
 }
