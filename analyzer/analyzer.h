@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "common/bus.h"
+#include "common/counters.h"
 
 struct ember_config;
 struct ctl_client;
@@ -27,6 +28,22 @@ struct task_runner;
 struct request_server;
 struct monitors;
 struct rest_api;
+
+/* The ring's reader's counters (main.c; common/counters.h), by enum analyzer_ring_stat. */
+enum analyzer_ring_stat {
+	ARS_RECORDS,             /* records read, of any type */
+	ARS_BAD_RECORDS,         /* records whose lengths do not add up, or of no kind */
+	ARS_WINDOW_DROPS,        /* the ring's drops the collector's windows report */
+	ARS_MAX
+};
+extern const struct counter_def analyzer_ring_counters[ARS_MAX];
+
+/* The OAP's continuous-profiling policies' (main.c), by enum analyzer_oap_stat. */
+enum analyzer_oap_stat {
+	AOS_POLICY_PROBLEMS,     /* policy items ignored */
+	AOS_MAX
+};
+extern const struct counter_def analyzer_oap_counters[AOS_MAX];
 
 struct analyzer {
 	struct ember_config *cfg;
@@ -46,10 +63,10 @@ struct analyzer {
 	struct request_server *req;
 	struct monitors *mon;         /* continuous profiling */
 	struct rest_api *rest;        /* the REST control API (the first analyzer, when enabled) */
-	uint64_t oap_policy_problems;
+	uint64_t oap_st[AOS_MAX];
 	uint64_t oap_policy_print;    /* fingerprint of the OAP policies last logged (0: none yet) */
 	uint64_t triggered;           /* ids of triggered tasks */
-	uint64_t records, bad_records, ring_window_drops;
+	uint64_t ring_st[ARS_MAX];
 	struct bus_meter_set meters;  /* the periodic batch: big, so not on the stack */
 };
 

@@ -54,20 +54,26 @@ static void on_signal(int sig)
 
 /* ---- the ring ------------------------------------------------------------------------ */
 
+const struct counter_def analyzer_ring_counters[ARS_MAX] = {
+	[ARS_RECORDS] = { .name = "analyzer_ring_records" },
+	[ARS_BAD_RECORDS] = { .name = "analyzer_bad_records" },
+	[ARS_WINDOW_DROPS] = { .name = "ring_window_drops" },
+};
+
 /* A record to the kind that reads its type; one that does not add up, or of no kind, is counted. */
 static int on_record(void *ctx, uint32_t type, const void *data, uint32_t len)
 {
 	struct analyzer *a = ctx;
 	struct ember_rec_window w;
 
-	a->records++;
+	a->ring_st[ARS_RECORDS]++;
 	/* The window closes a drain of the collector's: the ring's drops up to it are the ring's. */
 	if (type == EMBER_REC_WINDOW && len == sizeof(w)) {
 		memcpy(&w, data, sizeof(w));
-		a->ring_window_drops += w.ring_drops;
+		a->ring_st[ARS_WINDOW_DROPS] += w.ring_drops;
 	}
 	if (analyzer_kinds__record(a->kinds, type, data, len))
-		a->bad_records++;
+		a->ring_st[ARS_BAD_RECORDS]++;
 	return 0;
 }
 
@@ -353,6 +359,10 @@ static uint64_t policy_set_print(const Ember__PolicySet *ps)
 	return h ? h : 1;
 }
 
+const struct counter_def analyzer_oap_counters[AOS_MAX] = {
+	[AOS_POLICY_PROBLEMS] = { .name = "continuous_oap_policy_problems" },
+};
+
 /* The OAP's policies, from the exporter, with the processes of each policy's service. */
 static int cb_policies(void *ctx, const Ember__PolicySet *ps, char *err, size_t errlen)
 {
@@ -374,7 +384,7 @@ static int cb_policies(void *ctx, const Ember__PolicySet *ps, char *err, size_t 
 	changed = print != a->oap_policy_print;
 	for (unsigned i = 0; changed && i < set->n_problems && i < CP_MAX_PROBLEMS; i++)
 		log_warn("continuous profiling: OAP %s: ignored", set->problems[i]);
-	a->oap_policy_problems += set->n_problems;
+	a->oap_st[AOS_POLICY_PROBLEMS] += set->n_problems;
 	for (size_t i = 0; i < ps->n_processes && n < CP_MAX_POLICIES; i++)
 		if (ps->processes[i]->service)
 			svc[n++] = (struct mon_service_pids){ ps->processes[i]->service, ps->processes[i]->pids,

@@ -1096,6 +1096,17 @@ void symbolizer__stats(const struct symbolizer *s, struct symbolizer_stats *ret)
 	ret->no_mapping = s->st.by_reason[SYM_NO_MAPPING] + s->st.by_reason[SYM_NO_MAPS];
 }
 
+const struct counter_def symbolizer_counters[SYMC_MAX] = {
+	[SYMC_RESOLVED] = { .name = "symbolizer_resolved" },
+	[SYMC_UNKNOWN] = { .name = "symbolizer_unknown" },
+};
+
+void symbolizer__counters(const struct symbolizer *s, uint64_t ret[SYMC_MAX])
+{
+	ret[SYMC_RESOLVED] = s ? s->st.resolved : 0;
+	ret[SYMC_UNKNOWN] = s ? s->st.unknown : 0;
+}
+
 const char *sym_reason__str(enum sym_reason r)
 {
 	static const char *const names[SYM_REASON_MAX] = {

@@ -53,6 +53,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/counters.h"
+
 struct symbolizer_opts {
 	size_t sz;     /* sizeof(struct symbolizer_opts); larger sizes need zeroed tails */
 	void *ctx;     /* passed to every callback */
@@ -208,6 +210,19 @@ int sym_frame__format(const struct sym_frame *f, char *buf, size_t len);
 const char *sym_reason__str(enum sym_reason r);
 
 void symbolizer__stats(const struct symbolizer *s, struct symbolizer_stats *ret);
+
+/*
+ * The counters its owner publishes (common/counters.h), by enum
+ * symbolizer_counter: a few of struct symbolizer_stats, which stays the
+ * library's full account for its tests and benchmark.
+ */
+enum symbolizer_counter {
+	SYMC_RESOLVED,          /* frames named, user + kernel */
+	SYMC_UNKNOWN,           /* frames left "[unknown]" */
+	SYMC_MAX
+};
+extern const struct counter_def symbolizer_counters[SYMC_MAX];
+void symbolizer__counters(const struct symbolizer *s, uint64_t ret[SYMC_MAX]);
 /* Accepts NULL.  Returns NULL. */
 struct symbolizer *symbolizer__free(struct symbolizer *s);
 

@@ -34,7 +34,7 @@ struct tls_finder {
 	size_t nprocs;
 	struct tasked asked[MAX_ASKED];
 	size_t nasked;
-	struct tls_finder_stats st;
+	uint64_t st[TLSF_MAX];
 	bool unsupported;              /* the collector answered EOPNOTSUPP: this kernel has no uprobe.multi */
 	/* The look under way: its process, its first error, whether a probe is in place. */
 	struct tproc *cur;
@@ -63,9 +63,20 @@ struct tls_finder *tls_finder__free(struct tls_finder *f)
 	return NULL;
 }
 
-void tls_finder__stats(const struct tls_finder *f, struct tls_finder_stats *ret)
+const struct counter_def tls_finder_counters[TLSF_MAX] = {
+	[TLSF_FILES_EXAMINED] = { .name = "tls_files_examined" },
+	[TLSF_FILES_OPENSSL] = { .name = "tls_files_openssl" },
+	[TLSF_FILES_GO] = { .name = "tls_files_go" },
+	[TLSF_GO_UNSUPPORTED] = { .name = "tls_go_unsupported" },
+	[TLSF_ATTACHED] = { .name = "tls_attach_requests" },
+	[TLSF_REFUSED] = { .name = "tls_attach_refused" },
+	[TLSF_ERRORS] = { .name = "tls_file_errors" },
+	[TLSF_UNSUPPORTED] = { .name = "tls_unsupported_processes" },
+};
+
+void tls_finder__stats(const struct tls_finder *f, uint64_t ret[TLSF_MAX])
 {
-	*ret = f->st;
+	memcpy(ret, f->st, sizeof(f->st));
 }
 
 /* The manager's examine: the TLS functions of the file; NULL data when it has none. */
@@ -80,13 +91,13 @@ static int h_examine(void *ctx, int fd, const struct maps_entry *e, void **ret_d
 	*ret_data = NULL;
 	memset(&set, 0, sizeof(set));
 	r = tls_probe__find_fd(fd, &set);
-	f->st.files_examined++;
+	f->st[TLSF_FILES_EXAMINED]++;
 	if (r == -ENOTSUP && set.lib == TLS_LIB_GO) {
-		f->st.go_unsupported++;
+		f->st[TLSF_GO_UNSUPPORTED]++;
 		return 0;
 	}
 	if (r && r != -ENOEXEC) {
-		f->st.errors++;
+		f->st[TLSF_ERRORS]++;
 		return r;
 	}
 	if (r || set.lib == TLS_LIB_NONE)
@@ -101,8 +112,8 @@ static int h_examine(void *ctx, int fd, const struct maps_entry *e, void **ret_d
 		t->pts[i].off = set.pts[i].off;
 		t->pts[i].cookie = NET_TLS_COOKIE(set.pts[i].fn, set.pts[i].kind);
 	}
-	f->st.files_openssl += n && t->lib == TLS_LIB_OPENSSL;
-	f->st.files_go += n && t->lib == TLS_LIB_GO;
+	f->st[TLSF_FILES_OPENSSL] += n && t->lib == TLS_LIB_OPENSSL;
+	f->st[TLSF_FILES_GO] += n && t->lib == TLS_LIB_GO;
 	*ret_data = t;
 	return 0;
 }
@@ -141,10 +152,10 @@ static int ask(struct tls_finder *f, uint64_t task_id, uint32_t pid, const struc
 	if (err == -ESRCH || err == -EPERM)
 		return err;     /* the process exited first (the collector follows it no more): not a refusal */
 	if (err) {
-		f->st.refused++;
+		f->st[TLSF_REFUSED]++;
 		return err;
 	}
-	f->st.attached++;
+	f->st[TLSF_ATTACHED]++;
 	if (f->nasked == MAX_ASKED)
 		f->nasked = 0;   /* asking again is harmless: the collector answers 0 for a file it probes */
 	f->asked[f->nasked++] = (struct tasked){ task_id, pid, t->dev_major, t->dev_minor, t->inode };
@@ -167,7 +178,7 @@ static int h_begin(void *ctx, struct mappings_look *l)
 	struct tls_finder *f = ctx;
 
 	if (f->unsupported) {
-		f->st.unsupported++;
+		f->st[TLSF_UNSUPPORTED]++;
 		return -EOPNOTSUPP;
 	}
 	f->cur = proc_of(f, l->tag, l->pid);
@@ -196,7 +207,7 @@ static int h_attach(void *ctx, struct mappings_look *l, const struct maps_entry 
 		return 0;
 	r = ask(f, l->tag, l->pid, e, data);
 	if (r == -EOPNOTSUPP) {
-		f->st.unsupported++;
+		f->st[TLSF_UNSUPPORTED]++;
 		f->look_err = r;
 		return 0;
 	}

@@ -22,22 +22,26 @@
 #include <stdint.h>
 
 #include "analyzer/mappings.h"
+#include "common/counters.h"
 #include "common/ctl_client.h"
 
 struct tls_finder_opts {
 	struct ctl_client *cc;   /* borrowed */
 };
 
-struct tls_finder_stats {
-	uint64_t files_examined;   /* ELF files looked into */
-	uint64_t files_openssl;    /* ... with OpenSSL/BoringSSL functions */
-	uint64_t files_go;         /* ... Go programs with crypto/tls */
-	uint64_t go_unsupported;   /* Go older than 1.17 (stack ABI): not probed */
-	uint64_t attached;         /* TLS_ATTACH requests the collector took */
-	uint64_t refused;          /* ... it refused */
-	uint64_t errors;           /* files unreadable or malformed */
-	uint64_t unsupported;      /* processes not probed: the collector cannot attach TLS probes on this kernel */
+/* Its counters (common/counters.h), by enum tls_finder_stat. */
+enum tls_finder_stat {
+	TLSF_FILES_EXAMINED,       /* ELF files looked into */
+	TLSF_FILES_OPENSSL,        /* ... with OpenSSL/BoringSSL functions */
+	TLSF_FILES_GO,             /* ... Go programs with crypto/tls */
+	TLSF_GO_UNSUPPORTED,       /* Go older than 1.17 (stack ABI): not probed */
+	TLSF_ATTACHED,             /* TLS_ATTACH requests the collector took */
+	TLSF_REFUSED,              /* ... it refused */
+	TLSF_ERRORS,               /* files unreadable or malformed */
+	TLSF_UNSUPPORTED,          /* processes not probed: the collector cannot attach TLS probes on this kernel */
+	TLSF_MAX
 };
+extern const struct counter_def tls_finder_counters[TLSF_MAX];
 
 struct tls_finder;
 
@@ -62,7 +66,7 @@ void tls_finder__handler(struct tls_finder *f, struct mappings_handler *ret);
  */
 #define TLS_FINDER_NEVER UINT64_MAX
 uint64_t tls_finder__ready_ns(const struct tls_finder *f, uint32_t pid);
-void tls_finder__stats(const struct tls_finder *f, struct tls_finder_stats *ret);
+void tls_finder__stats(const struct tls_finder *f, uint64_t ret[TLSF_MAX]);
 /* Accepts NULL.  Returns NULL. */
 struct tls_finder *tls_finder__free(struct tls_finder *f);
 

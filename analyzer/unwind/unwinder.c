@@ -40,7 +40,7 @@ struct unwinder {
 	struct unwinder_opts o;
 	struct proc *procs;
 	uint32_t nprocs;
-	struct unwinder_stats st;
+	uint64_t st[UNWS_MAX];
 	struct proc *cur;    /* the process of the look under way */
 	/* The vDSO's table, from our own image (the same in every process of this kernel). */
 	bool vdso_tried;
@@ -106,7 +106,7 @@ static int64_t send_table(struct unwinder *u, uint64_t key, const struct unwind_
 	if (err)
 		return err;
 	if (a.complete) {
-		u->st.tables_shared++;
+		u->st[UNWS_TABLES_SHARED]++;
 		return a.id;
 	}
 	for (size_t i = 0; i < n; i += CTL_UNWIND_ROWS_MAX) {
@@ -115,7 +115,7 @@ static int64_t send_table(struct unwinder *u, uint64_t key, const struct unwind_
 		err = ctl_client__unwind_rows(u->o.cc, a.id, (uint32_t)i, rows + i, k);
 		if (err)
 			return err;
-		u->st.rows_sent += k;
+		u->st[UNWS_ROWS_SENT] += k;
 	}
 	return a.id;
 }
@@ -156,22 +156,22 @@ static void file_table(struct unwinder *u, int fd, struct ufile *f)
 	f->id = UNWIND_NO_TABLE;
 	/* Held already (another process, an earlier task): nothing to build. */
 	if (!ctl_client__unwind_table(u->o.cc, f->key, 0, &a) && a.complete) {
-		u->st.tables_shared++;
+		u->st[UNWS_TABLES_SHARED]++;
 		f->id = a.id;
 		return;
 	}
 	t0 = now_us();
 	err = eh_frame__rows_fd(fd, u->o.max_table_rows, &rows, &n, NULL);
-	u->st.build_us += now_us() - t0;
+	u->st[UNWS_BUILD_US] += now_us() - t0;
 	if (err || !n) {
-		u->st.errors += err != 0;
+		u->st[UNWS_ERRORS] += err != 0;
 		f->err = err;
 		return;
 	}
-	u->st.tables_built++;
+	u->st[UNWS_TABLES_BUILT]++;
 	id = send_table(u, f->key, rows, n);
 	if (id < 0) {
-		u->st.errors++;
+		u->st[UNWS_ERRORS]++;
 		f->retry = true;
 		return;
 	}
@@ -235,13 +235,13 @@ static int mapping_table(struct unwinder *u, struct ufile *f, const struct maps_
 	if (!f->looked || f->retry)
 		return -ESTALE;
 	if (f->id == UNWIND_NO_TABLE) {
-		u->st.errors += f->err != 0;
+		u->st[UNWS_ERRORS] += f->err != 0;
 		return 0;
 	}
 	/* Still held?  The collector evicts tables no process uses: built again then. */
 	if (ctl_client__unwind_table(u->o.cc, f->key, 0, &a) || !a.complete)
 		return -ESTALE;
-	u->st.tables_shared++;
+	u->st[UNWS_TABLES_SHARED]++;
 	f->id = a.id;
 	*ret_id = a.id;
 	return 0;
@@ -327,7 +327,7 @@ static int h_attach(void *ctx, struct mappings_look *l, const struct maps_entry 
 		return -ENOMEM;   /* not wanted then */
 	if (e->kind == MAPS_FILE && !e->deleted) {
 		if (open_err)
-			u->st.errors++;
+			u->st[UNWS_ERRORS]++;
 		else if (data && mapping_table(u, data, e, &table, &bias) == -ESTALE)
 			return -ESTALE;
 	} else if (e->kind == MAPS_VDSO) {
@@ -336,7 +336,7 @@ static int h_attach(void *ctx, struct mappings_look *l, const struct maps_entry 
 	}
 	req->maps[req->nmaps] = (struct ctl_unwind_map){ .start = e->start, .end = e->end, .table = table,
 				      .bias = table == UNWIND_NO_TABLE ? 0 : bias };
-	u->st.maps_without_table += table == UNWIND_NO_TABLE;
+	u->st[UNWS_MAPS_WITHOUT_TABLE] += table == UNWIND_NO_TABLE;
 	req->nmaps++;
 	return 0;
 }
@@ -369,11 +369,11 @@ static int h_end(void *ctx, struct mappings_look *l)
 	if (err == -EINVAL) {
 		/* A table evicted since it was looked up: looked up again (and built) at the next look. */
 		l->again = true;
-		u->st.errors++;
+		u->st[UNWS_ERRORS]++;
 	} else if (err == -ENOSPC) {
-		u->st.procs_refused++;
+		u->st[UNWS_PROCS_REFUSED]++;
 	} else if (!err) {
-		u->st.procs++;
+		u->st[UNWS_PROCS]++;
 		p->sent = true;
 	}
 	return err;
@@ -406,7 +406,19 @@ void unwinder__handler(struct unwinder *u, struct mappings_handler *ret)
 	};
 }
 
-void unwinder__stats(const struct unwinder *u, struct unwinder_stats *ret)
+const struct counter_def unwinder_counters[UNWS_MAX] = {
+	[UNWS_PROCS] = { .name = "unwind_processes_sent" },
+	[UNWS_PROCS_REFUSED] = { .name = "unwind_processes_frame_pointers" },
+	[UNWS_TABLES_BUILT] = { .name = "unwind_tables_built" },
+	[UNWS_TABLES_SHARED] = { .name = "unwind_tables_shared" },
+	[UNWS_ROWS_SENT] = { .name = "unwind_rows_sent" },
+	/* Prometheus names units in base units: seconds, not microseconds */
+	[UNWS_BUILD_US] = { .name = "unwind_build_seconds", .per_unit = 1000000 },
+	[UNWS_MAPS_WITHOUT_TABLE] = { .name = "unwind_mappings_frame_pointers" },
+	[UNWS_ERRORS] = { .name = "unwind_errors" },
+};
+
+void unwinder__stats(const struct unwinder *u, uint64_t ret[UNWS_MAX])
 {
-	*ret = u->st;
+	memcpy(ret, u->st, sizeof(u->st));
 }

@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "analyzer/mappings.h"
+#include "common/counters.h"
 #include "common/ctl_client.h"
 
 struct unwinder_opts {
@@ -35,16 +36,19 @@ struct unwinder_opts {
 	uint32_t max_procs;      /* processes tracked here (0: 1024) */
 };
 
-struct unwinder_stats {
-	uint64_t procs;          /* processes whose mappings the collector took */
-	uint64_t procs_refused;  /* ... it had no room for: frame pointers there */
-	uint64_t tables_built;   /* files converted here */
-	uint64_t tables_shared;  /* mappings whose table the collector held already */
-	uint64_t rows_sent;
-	uint64_t build_us;       /* time spent building tables */
-	uint64_t maps_without_table; /* executable mappings walked with frame pointers */
-	uint64_t errors;         /* a file unreadable, a table refused: counted per mapping */
+/* Its counters (common/counters.h), by enum unwinder_stat. */
+enum unwinder_stat {
+	UNWS_PROCS,              /* processes whose mappings the collector took */
+	UNWS_PROCS_REFUSED,      /* ... it had no room for: frame pointers there */
+	UNWS_TABLES_BUILT,       /* files converted here */
+	UNWS_TABLES_SHARED,      /* mappings whose table the collector held already */
+	UNWS_ROWS_SENT,
+	UNWS_BUILD_US,           /* time spent building tables (published in seconds) */
+	UNWS_MAPS_WITHOUT_TABLE, /* executable mappings walked with frame pointers */
+	UNWS_ERRORS,             /* a file unreadable, a table refused: counted per mapping */
+	UNWS_MAX
 };
+extern const struct counter_def unwinder_counters[UNWS_MAX];
 
 struct unwinder;
 
@@ -57,7 +61,7 @@ struct unwinder *unwinder__new(const struct unwinder_opts *o);
  * forgets the process (the collector frees its slot when its tasks end).
  */
 void unwinder__handler(struct unwinder *u, struct mappings_handler *ret);
-void unwinder__stats(const struct unwinder *u, struct unwinder_stats *ret);
+void unwinder__stats(const struct unwinder *u, uint64_t ret[UNWS_MAX]);
 /* Accepts NULL.  Returns NULL. */
 struct unwinder *unwinder__free(struct unwinder *u);
 
