@@ -386,3 +386,36 @@ void mappings__stats(const struct mappings *m, struct mappings_stats *ret)
 	ret->procs = m->nprocs;
 	ret->files = m->nfiles;
 }
+
+const struct counter_def mappings_counters[MAPC_MAX] = {
+	[MAPC_LOOKS] = { .name = "mappings_looks" },
+	[MAPC_READ_ERRORS] = { .name = "mappings_read_errors" },
+	[MAPC_PROCESSES] = { .name = "mappings_processes", .level = true },
+	[MAPC_FILES] = { .name = "mappings_files", .level = true },
+	[MAPC_FILES_CLEARED] = { .name = "mappings_files_cleared" },
+	[MAPC_FOLLOW_REFUSED] = { .name = "mappings_follow_refused" },
+	[MAPC_OPEN_ERRORS] = { .name = "mappings_open_errors" },
+	[MAPC_EXAMINED] = { .name = "mappings_files_examined" },
+	[MAPC_ATTACHED] = { .name = "mappings_attached" },
+	[MAPC_HANDLER_FAILURES] = { .name = "mappings_handler_failures" },
+};
+
+void mappings__counters(const struct mappings *m, uint64_t ret[MAPC_MAX])
+{
+	struct mappings_stats st;
+
+	mappings__stats(m, &st);
+	ret[MAPC_LOOKS] = st.looks;
+	ret[MAPC_READ_ERRORS] = st.maps_errors;
+	ret[MAPC_PROCESSES] = st.procs;
+	ret[MAPC_FILES] = st.files;
+	ret[MAPC_FILES_CLEARED] = st.files_cleared;
+	ret[MAPC_FOLLOW_REFUSED] = st.follow_refused;
+	ret[MAPC_OPEN_ERRORS] = st.open_errors;
+	ret[MAPC_EXAMINED] = ret[MAPC_ATTACHED] = ret[MAPC_HANDLER_FAILURES] = 0;
+	for (unsigned i = 0; i < MAPPINGS_MAX_HANDLERS; i++) {
+		ret[MAPC_EXAMINED] += st.h[i].examined;
+		ret[MAPC_ATTACHED] += st.h[i].attached;
+		ret[MAPC_HANDLER_FAILURES] += st.h[i].failures;
+	}
+}

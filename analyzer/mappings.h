@@ -42,6 +42,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/counters.h"
 #include "symbolizer/maps.h"
 
 #define MAPPINGS_MAX_HANDLERS 8
@@ -145,6 +146,27 @@ int mappings__look(struct mappings *m, uint32_t pid);
 /* Every period_ms: looks at each process for its timer subscriptions. */
 void mappings__tick(struct mappings *m, uint64_t now_ms);
 void mappings__stats(const struct mappings *m, struct mappings_stats *ret);
+
+/*
+ * The counters its owner publishes (common/counters.h), by enum
+ * mappings_counter: struct mappings_stats with the handlers' summed (each
+ * handler counts its own failures by cause too).
+ */
+enum mappings_counter {
+	MAPC_LOOKS,              /* maps read (or tried) */
+	MAPC_READ_ERRORS,        /* ... that could not be read */
+	MAPC_PROCESSES,          /* a level: processes followed now */
+	MAPC_FILES,              /* a level: files remembered now */
+	MAPC_FILES_CLEARED,      /* times the file cache was full and emptied */
+	MAPC_FOLLOW_REFUSED,     /* follows refused: too many processes or subscriptions */
+	MAPC_OPEN_ERRORS,        /* files that could not be opened to be examined */
+	MAPC_EXAMINED,           /* examine calls, every handler */
+	MAPC_ATTACHED,           /* attach calls, every handler */
+	MAPC_HANDLER_FAILURES,   /* examine or attach returned -errno, every handler */
+	MAPC_MAX
+};
+extern const struct counter_def mappings_counters[MAPC_MAX];
+void mappings__counters(const struct mappings *m, uint64_t ret[MAPC_MAX]);
 /* Releases every file's data.  Accepts NULL.  Returns NULL. */
 struct mappings *mappings__free(struct mappings *m);
 

@@ -13,6 +13,7 @@
 #include "analyzer/analyzer.h"
 #include "analyzer/continuous/monitors.h"
 #include "analyzer/kinds.h"
+#include "analyzer/mappings.h"
 #include "analyzer/publisher.h"
 #include "analyzer/requests.h"
 #include "analyzer/rest/rest_api.h"
@@ -34,6 +35,7 @@ static bool read_publisher(const struct analyzer *a, uint64_t *v) { publisher__s
 static bool read_runner(const struct analyzer *a, uint64_t *v) { runner__stats(a->runner, v); return true; }
 static bool read_requests(const struct analyzer *a, uint64_t *v) { requests__stats(a->req, v); return true; }
 static bool read_symbolizer(const struct analyzer *a, uint64_t *v) { symbolizer__counters(a->sym, v); return true; }
+static bool read_mappings(const struct analyzer *a, uint64_t *v) { if (a->maps) mappings__counters(a->maps, v); return a->maps; }
 static bool read_tls(const struct analyzer *a, uint64_t *v) { if (a->tls) tls_finder__stats(a->tls, v); return a->tls; }
 static bool read_unwind(const struct analyzer *a, uint64_t *v) { if (a->uw) unwinder__stats(a->uw, v); return a->uw; }
 static bool read_ring(const struct analyzer *a, uint64_t *v) { shm_ring__consumer_stats(a->ring, v); return true; }
@@ -53,6 +55,7 @@ static const struct meter_source {
 	{ runner_counters, RUNS_MAX, read_runner },
 	{ requests_counters, RQS_MAX, read_requests },
 	{ symbolizer_counters, SYMC_MAX, read_symbolizer },
+	{ mappings_counters, MAPC_MAX, read_mappings },
 	{ tls_finder_counters, TLSF_MAX, read_tls },
 	{ unwinder_counters, UNWS_MAX, read_unwind },
 	{ shm_ring_consumer_counters, SRC_MAX, read_ring },
@@ -62,7 +65,7 @@ static const struct meter_source {
 
 /* Every table, four plugins' worth of kinds, the memory gauges and the collector's fit one set. */
 _Static_assert(ARS_MAX + MS_MAX + AOS_MAX + RAS_MAX + PUBS_MAX + RUNS_MAX + RQS_MAX +
-	       SYMC_MAX + TLSF_MAX + UNWS_MAX + SRC_MAX + 4 * ANALYZER_KIND_COUNTERS_MAX + 4 + CTL_STAT_MAX <=
+	       SYMC_MAX + MAPC_MAX + TLSF_MAX + UNWS_MAX + SRC_MAX + 4 * ANALYZER_KIND_COUNTERS_MAX + 4 + CTL_STAT_MAX <=
 	       BUS_METER_SET_MAX, "the analyzer's meters fit a meter set");
 _Static_assert(MS_MAX <= SOURCE_MAX && RAS_MAX <= SOURCE_MAX, "the largest tables fit a source's array");
 

@@ -269,6 +269,7 @@ static void test_failures(void **state)
 	struct rec a, b;
 	struct mappings *m = new_manager(0, &a, &b);
 	struct mappings_stats st;
+	uint64_t v[MAPC_MAX];
 
 	(void)state;
 	text[0] = APP LIBC;
@@ -315,6 +316,24 @@ static void test_failures(void **state)
 	assert_int_equal(b.last_err, -ESRCH);
 	mappings__stats(m, &st);
 	assert_int_equal(st.maps_errors, 1);
+
+	/* Published (common/counters.h): the manager's counters, the handlers' summed. */
+	mappings__counters(m, v);
+	assert_int_equal(v[MAPC_LOOKS], st.looks);
+	assert_int_equal(v[MAPC_READ_ERRORS], 1);
+	assert_int_equal(v[MAPC_OPEN_ERRORS], 1);
+	assert_int_equal(v[MAPC_PROCESSES], 3);
+	assert_int_equal(v[MAPC_FILES], st.files);
+	assert_int_equal(v[MAPC_HANDLER_FAILURES], 1);   /* b's, handler 1 */
+	assert_int_equal(v[MAPC_EXAMINED], st.h[0].examined + st.h[1].examined);
+	assert_int_equal(v[MAPC_ATTACHED], st.h[0].attached + st.h[1].attached);
+	for (unsigned i = 0; i < MAPC_MAX; i++) {
+		assert_non_null(mappings_counters[i].name);
+		assert_int_equal(strncmp(mappings_counters[i].name, "mappings_", 9), 0);
+		assert_int_equal(mappings_counters[i].level, i == MAPC_PROCESSES || i == MAPC_FILES);
+		for (unsigned j = 0; j < i; j++)
+			assert_string_not_equal(mappings_counters[i].name, mappings_counters[j].name);
+	}
 	mappings__free(m);
 	assert_int_equal(a.live, 0);
 	assert_int_equal(b.live, 0);
