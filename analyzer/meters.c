@@ -103,6 +103,5 @@ void analyzer__meters(struct analyzer *a, struct bus_meter_set *ms, bool with_co
 	}
 	bus__meter_set_add_memory(ms, "analyzer", ts);
 	if (with_collector && !ctl_client__stats(a->cc, &cs))
-		for (unsigned i = 0; i < CTL_STAT_MAX && i < cs.n; i++)
-			bus__meter_set_add(ms, ctl__stat_name(i), cs.v[i], !ctl__stat_is_level(i), ts);
+		bus__meter_set_add_counters(ms, ctl_stat_counters, cs.v, cs.n < CTL_STAT_MAX ? cs.n : CTL_STAT_MAX, ts);
 }

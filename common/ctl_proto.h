@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "bpf/unwind_abi.h"
+#include "common/counters.h"
 
 #define CTL_MAGIC 0x454d4252u /* "EMBR" */
 #define CTL_VERSION 4
@@ -257,6 +258,11 @@ enum ctl_stat {
 };
 struct ctl_stats_ans { int32_t err; uint32_t n; uint64_t v[CTL_STAT_MAX]; };
 
+/*
+ * Their names and natures (common/counters.h), by enum ctl_stat: whoever
+ * publishes the collector's counters (the first analyzer) loops over it.
+ */
+extern const struct counter_def ctl_stat_counters[CTL_STAT_MAX];
 const char *ctl__stat_name(unsigned idx);
 
 /*
@@ -272,8 +278,6 @@ struct ctl_kind_losses {
 	size_t npartial;
 };
 void ctl__kind_losses(uint32_t kind, struct ctl_kind_losses *ret);
-/* Whether the stat is a level (tasks running, unwind tables held) rather than a count that only grows. */
-int ctl__stat_is_level(unsigned idx);
 /* "perf_event:cpu-clock", "tp_btf", ... ("none" for CTL_AP_NONE or unknown). */
 const char *ctl__attach_point_name(uint32_t ap);
 const char *ctl__type_name(unsigned type);
