@@ -5,7 +5,7 @@
  * of each file kind lives in its own module (elf_syms, maps, perfmap,
  * kallsyms, gopclntab, demangle).
  *
- * One file of ~1250 lines on purpose: the cache, the pid table and the
+ * One file of ~1300 lines on purpose: the cache, the pid table and the
  * resolution path share the intrusive lists and reference counts defined at
  * the top, and every part changes them.
  */
