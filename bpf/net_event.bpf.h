@@ -1,0 +1,176 @@
+/*
+ * Part of net.bpf.c: what every network concern writes through.  The target
+ * table and the collector's settings, the event ring buffer with its per-CPU
+ * scratch and the counters, the copy of user data into an event, and the
+ * losses a full ring leaves, handed to the socket's next event.
+ */
+
+/* Set by the collector before load. */
+const volatile __u32 max_targets = 1024;
+/*
+ * The collector is woken only once this much waits in the ring buffer; it
+ * also drains on a short timer.  Waking it per event would cost a context
+ * switch per socket call at the rates network profiling sees.
+ */
+const volatile __u64 wake_bytes = 1 << 18;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);                 /* tgid */
+	__type(value, struct net_target);
+	__uint(max_entries, 1024);
+} net_targets SEC(".maps");
+
+/* Losses of a socket, handed to its next event (see struct net_event). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__type(key, __u64);                 /* socket inode */
+	__type(value, struct net_lost);
+	__uint(max_entries, 16384);
+} net_lost SEC(".maps");
+/* Non-zero once anything was lost: until then no event pays for the lookup. */
+__u64 lost_pending = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 22);       /* set by the collector from the per-CPU budget */
+} net_events SEC(".maps");
+
+struct scratch {
+	struct net_event e;
+	__u8 data[3 * NET_MAX_PAYLOAD];     /* room for the verifier's view of offset + length */
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct scratch);
+	__uint(max_entries, 1);
+} net_scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(max_entries, NET_CNT_MAX);
+} net_counters SEC(".maps");
+
+static __always_inline void count(__u32 id)
+{
+	__u64 *c = bpf_map_lookup_elem(&net_counters, &id);
+	if (c)
+		*c += 1;
+}
+
+/* Copies up to cap - off bytes of user memory to s->data + off (cap <= NET_MAX_PAYLOAD); returns what it copied. */
+static __always_inline __u32 copy_in(struct scratch *s, __u32 off, __u64 src, __u64 n, __u32 cap)
+{
+	if (cap > NET_MAX_PAYLOAD)
+		cap = NET_MAX_PAYLOAD;
+	if (off >= cap || !src)
+		return 0;
+	if (n > cap - off)
+		n = cap - off;
+	/* Masks the verifier can follow (the compiler would drop plain checks): off < 4 KiB, n < 8 KiB. */
+	barrier_var(n);
+	n &= 2 * NET_MAX_PAYLOAD - 1;
+	barrier_var(off);
+	off &= NET_MAX_PAYLOAD - 1;
+	if (bpf_probe_read_user(s->data + off, n, (void *)src)) {
+		count(NET_CNT_COPY_FAILED);
+		return 0;
+	}
+	return (__u32)n;
+}
+
+/* The data of an iovec array, up to `total` bytes and NET_MAX_IOV entries. */
+static __always_inline __u32 copy_iov(struct scratch *s, __u64 iov, __u64 cnt, __u64 total, __u32 cap)
+{
+	__u32 off = 0;
+
+	for (int i = 0; i < NET_MAX_IOV; i++) {
+		struct iovec v;
+
+		if (i >= cnt || off >= total || off >= cap || off >= NET_MAX_PAYLOAD)
+			break;
+		if (bpf_probe_read_user(&v, sizeof(v), (void *)(iov + i * sizeof(v))))
+			break;
+		if (v.iov_len > total - off)
+			v.iov_len = total - off;
+		off += copy_in(s, off, (__u64)v.iov_base, v.iov_len, cap);
+	}
+	return off;
+}
+
+/* The losses the socket's earlier events left behind ride on this event. */
+static __always_inline void take_losses(struct net_event *e)
+{
+	__u64 key = e->ino;
+	struct net_lost *l;
+
+	if (!lost_pending)
+		return;
+	l = bpf_map_lookup_elem(&net_lost, &key);
+	if (!l)
+		return;
+	e->lost_events += l->events;
+	e->lost_read_bytes += l->read_bytes;
+	e->lost_write_bytes += l->write_bytes;
+	bpf_map_delete_elem(&net_lost, &key);
+}
+
+/* The event could not be sent: what it carried (and its own losses) waits for the next one. */
+static __always_inline void keep_losses(const struct net_event *e)
+{
+	__u64 key = e->ino, moved = e->ret > 0 ? (__u64)e->ret : 0;
+	struct net_lost l = { .events = e->lost_events + 1, .read_bytes = e->lost_read_bytes,
+			      .write_bytes = e->lost_write_bytes };
+
+	if (e->op == NET_OP_READ || e->op == NET_OP_TLS_READ)
+		l.read_bytes += moved;
+	else if (e->op == NET_OP_WRITE || e->op == NET_OP_TLS_WRITE)
+		l.write_bytes += moved;
+	__sync_fetch_and_add(&lost_pending, 1);
+	if (bpf_map_update_elem(&net_lost, &key, &l, BPF_ANY))
+		count(NET_CNT_LOST_FULL);
+}
+
+static __always_inline __u64 wake_flag(void)
+{
+	return bpf_ringbuf_query(&net_events, BPF_RB_AVAIL_DATA) >= wake_bytes ? BPF_RB_FORCE_WAKEUP
+									     : BPF_RB_NO_WAKEUP;
+}
+
+static __always_inline void emit_now(struct scratch *s, __u32 payload, const bool now)
+{
+	if (payload > NET_MAX_PAYLOAD)
+		payload = NET_MAX_PAYLOAD;
+	s->e.payload = payload;
+	if ((s->e.op == NET_OP_READ || s->e.op == NET_OP_WRITE) && s->e.ret > 0 && (__u64)s->e.ret > payload) {
+		s->e.flags |= NET_F_TRUNCATED;
+		count(NET_CNT_TRUNCATED);
+	}
+	take_losses(&s->e);
+	barrier_var(payload);
+	payload &= 2 * NET_MAX_PAYLOAD - 1;
+	if (!bpf_ringbuf_output(&net_events, s, sizeof(s->e) + payload, now ? BPF_RB_FORCE_WAKEUP : wake_flag())) {
+		count(NET_CNT_EVENTS);
+		return;
+	}
+	/* No room for the data: sizes and timing still go, the data becomes a gap. */
+	if (payload) {
+		s->e.payload = 0;
+		s->e.flags |= NET_F_NO_BUDGET | NET_F_TRUNCATED;
+		if (!bpf_ringbuf_output(&net_events, s, sizeof(s->e), BPF_RB_FORCE_WAKEUP)) {
+			count(NET_CNT_NO_BUDGET);
+			count(NET_CNT_EVENTS);
+			return;
+		}
+	}
+	count(NET_CNT_RINGBUF_FULL);
+	keep_losses(&s->e);
+}
+
+static __always_inline void emit(struct scratch *s, __u32 payload)
+{
+	emit_now(s, payload, false);
+}
