@@ -23,6 +23,7 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
 #include "bpf/net_abi.h"
+#include "bpf/ember.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 

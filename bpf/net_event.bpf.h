@@ -56,9 +56,7 @@ struct {
 
 static __always_inline void count(__u32 id)
 {
-	__u64 *c = bpf_map_lookup_elem(&net_counters, &id);
-	if (c)
-		*c += 1;
+	counter_inc(&net_counters, id);
 }
 
 /* Copies up to cap - off bytes of user memory to s->data + off (cap <= NET_MAX_PAYLOAD); returns what it copied. */

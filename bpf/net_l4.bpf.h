@@ -13,6 +13,7 @@ static __always_inline void sock_event(struct sock *sk, __u16 op, long ret, cons
 
 	if (!o)
 		return;
+	/* its own zero key: percpu_scratch() here costs the drop programs an instruction */
 	s = bpf_map_lookup_elem(&net_scratch, &zero);
 	if (!s)
 		return;

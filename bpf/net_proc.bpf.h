@@ -10,9 +10,8 @@
 static __always_inline void proc_event(__u32 op, __u32 tgid, __s64 ret, __u32 root)
 {
 	struct scratch *s;
-	__u32 zero = 0;
 
-	s = bpf_map_lookup_elem(&net_scratch, &zero);
+	s = percpu_scratch(&net_scratch);
 	if (!s)
 		return;
 	__builtin_memset(&s->e, 0, sizeof(s->e));

@@ -78,9 +78,9 @@ static __always_inline void tls_emit(struct tls_call *tc, __u32 tgid, long ret)
 	struct tls_obj_key ok = { .obj = tc->obj, .tgid = tgid };
 	struct tls_sock *ts;
 	struct scratch *s;
-	__u32 zero = 0, got = 0;
+	__u32 got = 0;
 
-	s = bpf_map_lookup_elem(&net_scratch, &zero);
+	s = percpu_scratch(&net_scratch);
 	if (!s)
 		return;
 	__builtin_memset(&s->e, 0, sizeof(s->e));

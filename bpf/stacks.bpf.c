@@ -16,6 +16,7 @@
 #include <bpf/bpf_tracing.h>
 #include "bpf/ember_abi.h"
 #include "bpf/unwind_abi.h"
+#include "bpf/ember.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -118,9 +119,7 @@ struct {
 
 static __always_inline void count(__u32 id)
 {
-	__u64 *c = bpf_map_lookup_elem(&counters, &id);
-	if (c)
-		*c += 1;
+	counter_inc(&counters, id);
 }
 
 /* ---- user stacks through unwind tables ------------------------------------ */
@@ -140,8 +139,8 @@ enum { UW_RUNNING = 0, UW_COMPLETE, UW_READ_ERR, UW_STOPPED };
 
 static long uw_step(__u32 i, struct uw_state *c)
 {
-	__u32 zero = 0, nm, lo, hi;
-	struct hstack *st = bpf_map_lookup_elem(&scratch, &zero);
+	__u32 nm, lo, hi;
+	struct hstack *st = percpu_scratch(&scratch);
 	struct unwind_proc_head *p = bpf_map_lookup_elem(&unwind_procs, &c->slot);
 	struct unwind_map *m;
 	struct unwind_row *row = NULL;
@@ -328,13 +327,14 @@ static __always_inline __u64 unwind_gen(__u32 tgid)
  */
 static __always_inline __u64 unwind_user(__u32 tgid)
 {
+	/* its own zero key for its two scratch lookups: percpu_scratch() twice costs two instructions */
 	__u32 zero = 0, *slot = bpf_map_lookup_elem(&unwind_slot, &tgid);
 	struct task_struct *task;
 	struct pt_regs *regs;
 	struct unwind_proc_head *p;
 	struct hstack *st;
 	struct uw_state c = {};
-	__u64 h = 14695981039346656037ull;
+	__u64 h = EMBER_FNV_OFFSET;
 
 	if (!slot)
 		return 0;
@@ -368,11 +368,10 @@ static __always_inline __u64 unwind_user(__u32 tgid)
 	for (__u32 i = 0; i < EMBER_MAX_STACK_DEPTH; i++) {
 		if (i >= c.n)
 			break;
-		h = (h ^ st->ips[i]) * 1099511628211ull;
+		h = fnv_mix(h, st->ips[i]);
 	}
 	h |= 1;
-	if (!bpf_map_lookup_elem(&hstacks, &h) && bpf_map_update_elem(&hstacks, &h, st, BPF_NOEXIST) &&
-	    !bpf_map_lookup_elem(&hstacks, &h))
+	if (!map_ensure(&hstacks, &h, st))
 		count(BPF_CNT_HSTACK_FULL);
 	return h;
 }
@@ -386,7 +385,6 @@ static __always_inline __u64 unwind_user(__u32 tgid)
 static __always_inline int record(void *ctx, __u32 tgid, __u32 kind, __u64 weight, const bool legacy)
 {
 	struct stack_key key = {};
-	struct stack_val one = { .count = 1, .weight = weight }, *val;
 	struct task_struct *task = legacy ? (struct task_struct *)bpf_get_current_task()
 					  : (struct task_struct *)bpf_get_current_task_btf();
 	void *stacks, *agg;
@@ -411,22 +409,8 @@ static __always_inline int record(void *ctx, __u32 tgid, __u32 kind, __u64 weigh
 	if (key.ustack_id < 0 && !key.uhash)
 		count(key.ustack_id == -17 || key.ustack_id == -12 ? BPF_CNT_STACKMAP_FULL : BPF_CNT_USTACK_ERR);
 
-	val = bpf_map_lookup_elem(agg, &key);
-	if (val) {
-		__sync_fetch_and_add(&val->count, 1);
-		__sync_fetch_and_add(&val->weight, weight);
-		return 0;
-	}
-	if (bpf_map_update_elem(agg, &key, &one, BPF_NOEXIST)) {
-		/* Lost the race with another CPU inserting the same key: add to it. */
-		val = bpf_map_lookup_elem(agg, &key);
-		if (val) {
-			__sync_fetch_and_add(&val->count, 1);
-			__sync_fetch_and_add(&val->weight, weight);
-		} else {
-			count(BPF_CNT_AGG_FULL);
-		}
-	}
+	if (agg_add(agg, &key, weight))
+		count(BPF_CNT_AGG_FULL);
 	return 0;
 }
 
@@ -472,9 +456,8 @@ int mem_fault_legacy(struct bpf_perf_event_data *ctx) { return mem(ctx, true); }
 /* Walks one stack into the per-CPU scratch and stores it by content hash. */
 static __always_inline __u64 hash_stack(void *ctx, __u64 flags)
 {
-	__u32 zero = 0;
-	struct hstack *st = bpf_map_lookup_elem(&scratch, &zero);
-	__u64 h = 14695981039346656037ull;
+	struct hstack *st = percpu_scratch(&scratch);
+	__u64 h = EMBER_FNV_OFFSET;
 	long len;
 
 	if (!st)
@@ -488,12 +471,11 @@ static __always_inline __u64 hash_stack(void *ctx, __u64 flags)
 	for (__u32 i = 0; i < EMBER_MAX_STACK_DEPTH; i++) {
 		if (i >= st->n)
 			break;
-		h = (h ^ st->ips[i]) * 1099511628211ull;
+		h = fnv_mix(h, st->ips[i]);
 	}
 	h |= 1; /* never 0: 0 means "no stack" */
 	/* Most blocks repeat a known stack: look before copying 1 KiB into the map. */
-	if (!bpf_map_lookup_elem(&hstacks, &h) && bpf_map_update_elem(&hstacks, &h, st, BPF_NOEXIST) &&
-	    !bpf_map_lookup_elem(&hstacks, &h))
+	if (!map_ensure(&hstacks, &h, st))
 		count(BPF_CNT_HSTACK_FULL);
 	return h;
 }
@@ -627,7 +609,7 @@ static __always_inline int on_switch(void *ctx, __u32 next_tid, __u32 next_tgid,
 	{
 		struct task_struct *task = (struct task_struct *)bpf_get_current_task_btf();
 		struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
-		__u64 fp = 14695981039346656037ull, uframe[2] = {};
+		__u64 fp = EMBER_FNV_OFFSET, uframe[2] = {};
 
 		/*
 		 * Where the thread is, from what costs next to nothing to read: the
@@ -637,21 +619,21 @@ static __always_inline int on_switch(void *ctx, __u32 next_tid, __u32 next_tgid,
 		 * Walking even 8 kernel frames here tripled the cost per switch.
 		 */
 		/* regs is a BTF pointer: plain loads, no helper call each. */
-		fp = (fp ^ regs->ip) * 1099511628211ull;
-		fp = (fp ^ regs->sp) * 1099511628211ull;
-		fp = (fp ^ regs->bp) * 1099511628211ull;
-		fp = (fp ^ regs->orig_ax) * 1099511628211ull;
-		fp = (fp ^ regs->di) * 1099511628211ull;
+		fp = fnv_mix(fp, regs->ip);
+		fp = fnv_mix(fp, regs->sp);
+		fp = fnv_mix(fp, regs->bp);
+		fp = fnv_mix(fp, regs->orig_ax);
+		fp = fnv_mix(fp, regs->di);
 		/* The call's second argument: a futex's op, an ioctl's or fcntl's command take other kernel paths. */
-		fp = (fp ^ regs->si) * 1099511628211ull;
+		fp = fnv_mix(fp, regs->si);
 		/* Preempted, sleeping or waiting uninterruptibly: different kernel paths of one call. */
-		fp = (fp ^ state) * 1099511628211ull;
+		fp = fnv_mix(fp, state);
 		/* Waiting for I/O or for a lock, both uninterruptible, in one write(). */
-		fp = (fp ^ BPF_CORE_READ_BITFIELD(task, in_iowait)) * 1099511628211ull;
+		fp = fnv_mix(fp, BPF_CORE_READ_BITFIELD(task, in_iowait));
 		bpf_probe_read_user(uframe, sizeof(uframe), (void *)regs->bp);
-		fp = (fp ^ uframe[1]) * 1099511628211ull;
+		fp = fnv_mix(fp, uframe[1]);
 		/* New unwind tables for the process: the stacks are walked again. */
-		fp = (fp ^ unwind_gen(tgid)) * 1099511628211ull;
+		fp = fnv_mix(fp, unwind_gen(tgid));
 
 		st = bpf_map_lookup_elem(&offcpu_starts, &tid);
 		if (st && st->ts)
