@@ -484,8 +484,6 @@ static __always_inline __u64 hash_stack(void *ctx, __u64 flags)
 static __always_inline void book_block(struct offcpu_start *st, __u64 delta)
 {
 	struct offcpu_key key = { .tgid = st->tgid, .kind = EMBER_TASK_OFFCPU, .khash = st->khash, .uhash = st->uhash };
-	struct stack_val one = { .count = 1, .weight = delta }, *val;
-	void *agg = active ? (void *)&offagg1 : (void *)&offagg0;
 
 	__builtin_memcpy(key.comm, st->comm, sizeof(key.comm));
 	st->ts = 0; /* timed; the entry stays as this thread's stack cache */
@@ -493,19 +491,8 @@ static __always_inline void book_block(struct offcpu_start *st, __u64 delta)
 		count(BPF_CNT_OFFCPU_BELOW_MIN);
 		return;
 	}
-	val = bpf_map_lookup_elem(agg, &key);
-	if (val) {
-		__sync_fetch_and_add(&val->count, 1);
-		__sync_fetch_and_add(&val->weight, delta);
-	} else if (bpf_map_update_elem(agg, &key, &one, BPF_NOEXIST)) {
-		val = bpf_map_lookup_elem(agg, &key);
-		if (val) {
-			__sync_fetch_and_add(&val->count, 1);
-			__sync_fetch_and_add(&val->weight, delta);
-		} else {
-			count(BPF_CNT_AGG_FULL);
-		}
-	}
+	if (agg_add(active ? (void *)&offagg1 : (void *)&offagg0, &key, delta))
+		count(BPF_CNT_AGG_FULL);
 }
 
 /*
