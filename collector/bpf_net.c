@@ -104,7 +104,7 @@ static struct net_bpf *open_variant(const struct bpf_net_opts *o, int btf, int t
 		bpf_program__set_autoload(other[i], false);
 		bpf_program__set_autoload(mine[i], true);
 	}
-	/* Task storage is the tp_btf variant's (bpf/net.bpf.c call_keep); the raw_tp one keeps calls by hash. */
+	/* Task storage is the tp_btf variant's (bpf/net_syscalls.bpf.h call_keep); the raw_tp one keeps calls by hash. */
 	bpf_map__set_autocreate(skel->maps.inflight_ts, btf);
 	bpf_map__set_autocreate(skel->maps.inflight, !btf);
 	/* The packets under a call: the tp_btf variant's (its calls are in task storage). */
@@ -242,7 +242,7 @@ int bpf_net__l2(struct bpf_net *n, bool on)
 	return 0;
 }
 
-/* The children BPF followed from root (bpf/net.bpf.c on_fork) go with it: one walk, then the deletes. */
+/* The children BPF followed from root (bpf/net_proc.bpf.h on_fork) go with it: one walk, then the deletes. */
 static void unfollow_children(struct bpf_net *n, int fd, uint32_t root)
 {
 	uint32_t max = bpf_map__max_entries(n->skel->maps.net_targets), cnt = 0, key, *prev = NULL;

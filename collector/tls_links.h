@@ -1,6 +1,6 @@
 /*
  * TLS probes on the collector's side: the uprobe.multi links of the TLS
- * program (bpf/net.bpf.c net_tls) on library files, one set per file
+ * program (bpf/net_tls.bpf.h net_tls) on library files, one set per file
  * (device, inode) and target process, each owned by the network tasks that
  * asked for it and removed with the last of them.
  *

@@ -1,5 +1,5 @@
 /*
- * Where the TLS program's probes (bpf/net.bpf.c net_tls, bpf/net_abi.h
+ * Where the TLS program's probes (bpf/net_tls.bpf.h net_tls, bpf/net_abi.h
  * NET_TLS_*) go inside one function's code.  The one rule for both sides of
  * the privilege split: the analyzer (analyzer/tls/tls_probe) emits exactly
  * these points, and the collector (collector/tls_verify) attaches a point
