@@ -23,12 +23,12 @@
  *    private stage (32 KiB, hot in L1) and copied into the ring in bulk;
  *  - publishing the position per record makes the consumer read lines the
  *    producer is still filling: it is published per 32 KiB and at notify;
- *  - the producer walks the whole buffer each lap.  Wrapping early, to keep
- *    laps within a cached eighth while the consumer keeps up, made 64-byte
- *    records faster, but a consumer that paused right after such a wrap, before
- *    it had skipped the pad, had only that eighth: under wrk the analyzer's few-ms
- *    pauses then overflowed an 8 MiB ring whose whole would have held ~40 ms.
- *    A consumer's pause is what the ring is for, so each lap is the whole buffer.
+ *  - the producer walks the whole buffer each lap, even while the consumer
+ *    keeps up and laps within a cached eighth would move small records
+ *    faster: a consumer that pauses right after such an early wrap, before it
+ *    skips the pad, has only that eighth, and the analyzer's pauses of a few
+ *    ms under load fill more than an eighth of 8 MiB.  Absorbing a consumer's
+ *    pause is what the ring is for.
  * None of this changes what the producer trusts: the consumer position is
  * validated as before, against what was published.
  */

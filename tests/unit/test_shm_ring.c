@@ -704,8 +704,8 @@ static void test_batched_publication(void **state)
  * A consumer that pauses, wherever in the buffer it caught up last, has the
  * whole ring as buffer: the producer fits all but a record's worth of pad
  * without a drop.  (The analyzer pauses for a report while the collector
- * goes on; when the producer wrapped early, to keep its laps in cache, a
- * pause right after such a wrap had an eighth of the ring.)
+ * goes on; a producer that wrapped early, to keep its laps in cache, would
+ * leave a pause right after such a wrap an eighth of the ring.)
  */
 static void test_pause_anywhere_gets_whole_ring(void **state)
 {
