@@ -27,11 +27,11 @@ static void on_exchange(void *ctx, uint32_t pid, const struct l7_record *r)
 	n->env.exchange(n->env.ctx, pid, r);
 }
 
-static void on_maps_changed(void *ctx, uint64_t task_num_id, uint32_t pid)
+static void on_maps_changed(void *ctx, uint64_t task_num_id, uint32_t pid, bool soon)
 {
 	struct net_kind *n = ctx;
 
-	n->env.maps_changed(n->env.ctx, task_num_id, pid);
+	n->env.maps_changed(n->env.ctx, task_num_id, pid, soon);
 }
 
 static uint64_t on_tls_ready_ns(void *ctx, uint32_t pid)

@@ -42,7 +42,7 @@ struct analyzer_kind_env {
 	/* Optional: a server-side L7 exchange of a followed process (the continuous-profiling monitors). */
 	void (*exchange)(void *ctx, uint32_t pid, const struct l7_record *r);
 	/* Optional: a followed process of task task_num_id exec'ed or mapped a file executable. */
-	void (*maps_changed)(void *ctx, uint64_t task_num_id, uint32_t pid);
+	void (*maps_changed)(void *ctx, uint64_t task_num_id, uint32_t pid, bool soon);
 	void *ctx;
 };
 

@@ -209,11 +209,11 @@ static int cb_capture(void *ctx, uint32_t pid, bool on)
 }
 
 /* A followed process exec'ed or mapped a file executable (its ring record): its TLS libraries now. */
-static void cb_maps_changed(void *ctx, uint64_t task_num_id, uint32_t pid)
+static void cb_maps_changed(void *ctx, uint64_t task_num_id, uint32_t pid, bool soon)
 {
 	struct analyzer *a = ctx;
 	if (a->runner)
-		runner__maps_changed(a->runner, task_num_id, pid);
+		runner__maps_changed(a->runner, task_num_id, pid, soon);
 }
 
 static void cb_exchange(void *ctx, uint32_t pid, const struct l7_record *r)
@@ -533,6 +533,8 @@ static int run(struct analyzer *a)
 
 		if (due < next)
 			next = due;
+		if (mappings__next_due(a->maps) < next)
+			next = mappings__next_due(a->maps);
 		if (mdue != UINT64_MAX && now + (mdue > mono ? mdue - mono : 0) < next)
 			next = now + (mdue > mono ? mdue - mono : 0);
 		if (next != UINT64_MAX)

@@ -24,6 +24,9 @@ struct sub {
 struct watcher {
 	uint32_t pid;
 	uint32_t nsubs;
+	/* mappings__look_soon(): its next look (0: none), its last look and event, quick looks in a row */
+	uint64_t due_ms, looked_ms, event_ms;
+	uint32_t quick;
 	struct sub subs[MAPPINGS_MAX_SUBS];
 };
 
@@ -370,9 +373,54 @@ int mappings__look(struct mappings *m, uint32_t pid)
 	return 0;
 }
 
+int mappings__look_soon(struct mappings *m, uint32_t pid, uint64_t now_ms)
+{
+	struct watcher *w = m ? watcher_of(m, pid) : NULL;
+	uint64_t due;
+
+	if (!w)
+		return -ENOENT;
+	w->event_ms = now_ms;
+	if (!w->due_ms) {
+		due = now_ms + MAPPINGS_SETTLE_MS;
+		if (w->quick >= MAPPINGS_QUICK_LOOKS && w->looked_ms + MAPPINGS_LOOK_GAP_MS > due)
+			due = w->looked_ms + MAPPINGS_LOOK_GAP_MS;
+		w->due_ms = due;
+	}
+	return 0;
+}
+
+uint64_t mappings__next_due(const struct mappings *m)
+{
+	uint64_t due = UINT64_MAX;
+
+	for (uint32_t i = 0; m && i < m->nprocs; i++)
+		if (m->procs[i].due_ms && m->procs[i].due_ms < due)
+			due = m->procs[i].due_ms;
+	return due;
+}
+
 void mappings__tick(struct mappings *m, uint64_t now_ms)
 {
-	if (!m || (m->ticked && now_ms - m->last_tick_ms < m->o.period_ms))
+	if (!m)
+		return;
+	for (uint32_t i = 0; i < m->nprocs; i++) {
+		struct watcher *w = &m->procs[i];
+
+		if (!w->due_ms || now_ms < w->due_ms)
+			continue;
+		look_at(m, w, false);
+		w->looked_ms = now_ms;
+		w->due_ms = 0;
+		/* an event just before this look: its library may still be mapping; look again, soon then less */
+		if (w->event_ms + MAPPINGS_SETTLE_MS > now_ms) {
+			w->quick++;
+			w->due_ms = now_ms + (w->quick >= MAPPINGS_QUICK_LOOKS ? MAPPINGS_LOOK_GAP_MS : MAPPINGS_SETTLE_MS);
+		} else {
+			w->quick = 0;
+		}
+	}
+	if (m->ticked && now_ms - m->last_tick_ms < m->o.period_ms)
 		return;
 	m->ticked = true;
 	m->last_tick_ms = now_ms;

@@ -143,7 +143,23 @@ void mappings__unfollow(struct mappings *m, int hid, uint32_t pid, uint64_t tag)
 void mappings__unfollow_tag(struct mappings *m, int hid, uint64_t tag);
 /* Looks at pid now for each of its subscriptions.  0, or -ENOENT when nothing follows it. */
 int mappings__look(struct mappings *m, uint32_t pid);
-/* Every period_ms: looks at each process for its timer subscriptions. */
+/*
+ * A mapping event of pid (an mmap that chose its address: a library's code
+ * is mapped just after): mappings__tick() looks MAPPINGS_SETTLE_MS later,
+ * one look for the events until then, and again after a look that followed
+ * an event by less than that, MAPPINGS_SETTLE_MS later the first
+ * MAPPINGS_QUICK_LOOKS times in a row, then MAPPINGS_LOOK_GAP_MS: the last
+ * library of a burst is always seen, and a process mapping memory all the
+ * time is read a few times a second.  now_ms: the clock mappings__tick() is
+ * given.  0, or -ENOENT when nothing follows pid.
+ */
+#define MAPPINGS_SETTLE_MS 2
+#define MAPPINGS_QUICK_LOOKS 3
+#define MAPPINGS_LOOK_GAP_MS 100
+int mappings__look_soon(struct mappings *m, uint32_t pid, uint64_t now_ms);
+/* When mappings__tick() has a look put off to make: UINT64_MAX for none. */
+uint64_t mappings__next_due(const struct mappings *m);
+/* Every period_ms: looks at each process for its timer subscriptions; and the looks mappings__look_soon() put off. */
 void mappings__tick(struct mappings *m, uint64_t now_ms);
 void mappings__stats(const struct mappings *m, struct mappings_stats *ret);
 

@@ -68,8 +68,12 @@ static void unwind_pid(struct task_runner *r, uint32_t pid)
 		(void)mappings__look(r->o.maps, pid);
 }
 
-/* The process's TLS libraries to the collector now; a task's own targets again every few seconds. */
-static void tls_pid(struct task_runner *r, const struct task_def *t, uint32_t pid)
+/*
+ * The process's TLS libraries to the collector now (soon: within
+ * MAPPINGS_LOOK_GAP_MS of the last look, for mapping events, which can come
+ * in bursts); a task's own targets again every few seconds.
+ */
+static void tls_pid(struct task_runner *r, const struct task_def *t, uint32_t pid, bool soon)
 {
 	unsigned flags = 0;
 
@@ -78,17 +82,21 @@ static void tls_pid(struct task_runner *r, const struct task_def *t, uint32_t pi
 	for (uint32_t i = 0; i < t->npids; i++)
 		if (t->pids[i] == pid)
 			flags = MAPPINGS_F_TIMER;   /* not its children: their fork, exec and mmap events only */
-	if (!mappings__follow(r->o.maps, r->tls_hid, pid, t->num_id, flags))
+	if (mappings__follow(r->o.maps, r->tls_hid, pid, t->num_id, flags))
+		return;
+	if (soon)
+		(void)mappings__look_soon(r->o.maps, pid, timeutil__unix_ms());
+	else
 		(void)mappings__look(r->o.maps, pid);
 }
 
-void runner__maps_changed(struct task_runner *r, uint64_t task_num_id, uint32_t pid)
+void runner__maps_changed(struct task_runner *r, uint64_t task_num_id, uint32_t pid, bool soon)
 {
 	for (unsigned i = 0; i < task_mgr__count(r->o.tm); i++) {
 		const struct task_def *t = task_mgr__at(r->o.tm, i);
 
 		if (t->num_id == task_num_id && (analyzer_kinds__flags(r->o.kinds, t->kind) & ANALYZER_KIND_F_TLS))
-			tls_pid(r, t, pid);
+			tls_pid(r, t, pid, soon);
 	}
 }
 
@@ -352,7 +360,7 @@ int runner__start(struct task_runner *r, struct task_def *def, char *err, size_t
 	}
 	t->attach_point = ans.attach_point;
 	for (uint32_t i = 0; (ops->flags & ANALYZER_KIND_F_TLS) && i < t->npids; i++)
-		tls_pid(r, t, t->pids[i]);
+		tls_pid(r, t, t->pids[i], false);
 	for (uint32_t i = 0; (ops->flags & ANALYZER_KIND_F_USER_STACKS) && i < t->npids; i++)
 		(void)symbolizer__preload(r->o.sym, t->pids[i]);
 	r->st[RUNS_STARTED]++;

@@ -54,7 +54,7 @@ void runner__end(struct task_runner *r, struct task_def *t, const char *why);
 /* Ends the tasks whose duration is over or whose processes have all exited. */
 void runner__check(struct task_runner *r, uint64_t now_ms);
 /* A followed process of task task_num_id exec'ed or mapped a file executable: its TLS libraries now, if its kind has them. */
-void runner__maps_changed(struct task_runner *r, uint64_t task_num_id, uint32_t pid);
+void runner__maps_changed(struct task_runner *r, uint64_t task_num_id, uint32_t pid, bool soon);
 /* Starts again the tasks of the state file that still have time left. */
 void runner__restore(struct task_runner *r);
 /* Ends every task and removes the state file (a clean stop resumes nothing). */

@@ -34,3 +34,4 @@ char LICENSE[] SEC("license") = "GPL";
 #include "bpf/net_tls.bpf.h"            /* TLS library calls (uprobes) */
 #include "bpf/net_syscalls.bpf.h"       /* socket calls (sys_enter / sys_exit) */
 #include "bpf/net_l2.bpf.h"             /* packets under a call */
+#include "bpf/net_socklayer.bpf.h"      /* socket calls (sock_send_length / sock_recv_length) */

@@ -67,6 +67,13 @@ enum net_op {
 #define NET_F_NO_SOCK    0x4u  /* the fd is a socket no more (closed under the call) */
 #define NET_F_NO_BUDGET  0x8u  /* the ring buffer had no room for the data: sizes and timing only */
 #define NET_F_TLS_WIRE   0x10u /* a syscall under a TLS call: ciphertext, counted, never copied */
+/*
+ * Seen where the call ends (the socket layer), not where it starts: ts_ns is
+ * its end and dur_ns 0 (accept, close, data calls); a call's time is unknown.
+ */
+#define NET_F_UNTIMED    0x20u
+/* NET_OP_MMAP_EXEC: the mapping it announces is still being made (a library's first mapping): look a little later */
+#define NET_F_MAPS_SOON  0x40u
 
 /* One traced call (or L4 event) of a target process's socket. */
 struct net_event {
@@ -137,6 +144,7 @@ struct net_event {
 	/* followed by `payload` bytes of the call's data */
 };
 
+#define NET_MAP_CONNECTED 0x80000000u
 #define NET_TURN_WRITE 0x80000000u
 #define NET_TURN_MASK  0x7fffffffu
 
@@ -153,7 +161,11 @@ struct net_target {
 	__u32 tasks;          /* network tasks that want the process */
 	__u32 root;           /* 0 for a process a task named; else the one it was forked from */
 	__u32 prefix_tasks;   /* ... of them, those that want NET_PREFIX_PAYLOAD bytes of data only */
-	__u32 pad;
+	/*
+	 * The BPF program's (socket layer): bits 0-30 the ms (wrapping) of its
+	 * last mapping event, NET_MAP_CONNECTED once a connect asked for a look.
+	 */
+	__u32 map_ms;
 };
 
 /* Every place the program gives up counts here (per-CPU array "net_counters"). Append only. */
@@ -177,6 +189,7 @@ enum net_counter {
 	NET_CNT_TLS_WIRE,         /* syscalls under a TLS call: ciphertext counted, not copied */
 	NET_CNT_L2_PKTS,          /* packets counted into their call's L2 detail */
 	NET_CNT_PEEKS,            /* MSG_PEEK reads not traced: their bytes come again in the next read */
+	NET_CNT_SL_NO_SYSCALL,    /* socket-layer calls under no socket syscall (io_uring, splice): sizes only */
 	NET_CNT_MAX,
 };
 

@@ -2,7 +2,7 @@
  * Part of net.bpf.c: processes.  The events about a process rather than a
  * socket: a target's forks (followed), the exits of the children it
  * follows, and its execs and executable mappings (the latter seen among the
- * syscalls, net_syscalls.bpf.h), on which the analyzer looks for TLS
+ * syscalls, net_syscalls.bpf.h, or as vm_unmapped_area, net_socklayer.bpf.h), on which the analyzer looks for TLS
  * libraries to probe.
  */
 

@@ -20,6 +20,7 @@
 #define NR_writev 20
 #define NR_sendfile 40
 #define NR_connect 42
+#define NR_shutdown 48
 #define NR_accept 43
 #define NR_sendto 44
 #define NR_recvfrom 45
@@ -37,6 +38,7 @@
 #define NR_writev 66
 #define NR_sendfile 71
 #define NR_connect 203
+#define NR_shutdown 210
 #define NR_accept 202
 #define NR_sendto 206
 #define NR_recvfrom 207
@@ -267,23 +269,68 @@ static __always_inline __u32 turn_of(struct sock_owner *o, bool write)
 	return o->turn;
 }
 
-/* sendmmsg / recvmmsg: one event per message moved (the first iovec of each). */
+/*
+ * Message i of a sendmmsg / recvmmsg array into the event (its peer when
+ * `peer`: a read's address is filled only when its syscall returns); len:
+ * the bytes it moved.  Returns the bytes copied.
+ */
+static __always_inline __u32 mmsg_one(struct scratch *s, const struct call *c, __u32 i, __u64 len, const bool peer)
+{
+	struct mmsghdr m;
+	struct iovec v;
+
+	if (bpf_probe_read_user(&m, sizeof(m), (void *)(c->buf + (__u64)i * sizeof(m))))
+		return 0;
+	if (peer && m.msg_hdr.msg_name)
+		peer_from_arg(&s->e, (__u64)m.msg_hdr.msg_name);
+	if (!m.msg_hdr.msg_iovlen || bpf_probe_read_user(&v, sizeof(v), m.msg_hdr.msg_iov))
+		return 0;
+	return copy_in(s, 0, (__u64)v.iov_base, v.iov_len < len ? v.iov_len : len, c->cap);
+}
+
+/* sendmmsg / recvmmsg at their exit: one event per message moved (the first iovec of each). */
 static __always_inline void mmsg(struct scratch *s, const struct call *c, long n)
 {
 	for (int i = 0; i < NET_MAX_MMSG; i++) {
 		struct mmsghdr m;
-		struct iovec v;
-		__u32 got = 0;
+		__u32 got;
 
 		if (i >= n || bpf_probe_read_user(&m, sizeof(m), (void *)(c->buf + i * sizeof(m))))
 			break;
 		s->e.ret = m.msg_len;
 		s->e.flags &= ~(NET_F_TRUNCATED | NET_F_PEER_ARG);
-		if (m.msg_hdr.msg_name)
-			peer_from_arg(&s->e, (__u64)m.msg_hdr.msg_name);
-		if (m.msg_hdr.msg_iovlen && !bpf_probe_read_user(&v, sizeof(v), m.msg_hdr.msg_iov))
-			got = copy_in(s, 0, (__u64)v.iov_base, v.iov_len < m.msg_len ? v.iov_len : m.msg_len, c->cap);
+		got = mmsg_one(s, c, i, m.msg_len, true);
 		emit(s, got);
+	}
+}
+
+/*
+ * The data a read or write call moved (ret bytes) into the event, by the
+ * syscall that moved it: not sendmmsg / recvmmsg (mmsg_one).  The peer from
+ * its address argument when `peer` (a read's is filled only at its exit).
+ */
+static __always_inline __u32 call_data(struct scratch *s, const struct call *c, long ret, const bool peer)
+{
+	switch (c->nr) {
+	case NR_readv:
+	case NR_writev:
+		return copy_iov(s, c->buf, c->len, (__u64)ret, c->cap);
+	case NR_sendmsg:
+	case NR_recvmsg: {
+		struct user_msghdr m;
+
+		if (bpf_probe_read_user(&m, sizeof(m), (void *)c->buf))
+			return 0;
+		if (peer && m.msg_name)
+			peer_from_arg(&s->e, (__u64)m.msg_name);
+		return copy_iov(s, (__u64)m.msg_iov, m.msg_iovlen, (__u64)ret, c->cap);
+	}
+	case NR_sendfile:
+		return 0;   /* the data comes from a file: sizes only */
+	default:
+		if (peer && c->addr)
+			peer_from_arg(&s->e, c->addr);
+		return copy_in(s, 0, c->buf, (__u64)ret, c->cap);
 	}
 }
 
@@ -417,33 +464,11 @@ static __always_inline int leave(struct pt_regs *regs, long ret, const bool btf)
 		return 0;
 	}
 	if ((c.op == NET_OP_READ || c.op == NET_OP_WRITE) && ret > 0) {
-		switch (c.nr) {
-		case NR_sendmmsg:
-		case NR_recvmmsg:
+		if (c.nr == NR_sendmmsg || c.nr == NR_recvmmsg) {
 			mmsg(s, &c, ret);
 			return 0;
-		case NR_readv:
-		case NR_writev:
-			got = copy_iov(s, c.buf, c.len, (__u64)ret, c.cap);
-			break;
-		case NR_sendmsg:
-		case NR_recvmsg: {
-			struct user_msghdr m;
-
-			if (bpf_probe_read_user(&m, sizeof(m), (void *)c.buf))
-				break;
-			if (m.msg_name)
-				peer_from_arg(&s->e, (__u64)m.msg_name);
-			got = copy_iov(s, (__u64)m.msg_iov, m.msg_iovlen, (__u64)ret, c.cap);
-			break;
 		}
-		case NR_sendfile:
-			break;   /* the data comes from a file: sizes only */
-		default:
-			if (c.addr)
-				peer_from_arg(&s->e, c.addr);
-			got = copy_in(s, 0, c.buf, (__u64)ret, c.cap);
-		}
+		got = call_data(s, &c, ret, true);
 	}
 	emit(s, got);
 	return 0;

@@ -1,6 +1,8 @@
 #include "collector/bpf_net.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -12,8 +14,8 @@
 #include "bpf/net.skel.h"
 #include "common/ctl_proto.h"
 
-/* enter, exit, retransmit, drop, fork, process exit, exec */
-#define NET_PROGS 7
+/* The most tracepoint programs a variant attaches (the socket layer's: send, receive, state, mmap, and five shared). */
+#define NET_PROGS 9
 /* BPF_TRACE_UPROBE_MULTI and its return flag: Debian's libbpf 1.1 and 6.1 headers predate them. */
 #define TRACE_UPROBE_MULTI 48
 #define F_UPROBE_MULTI_RETURN 1u
@@ -23,9 +25,12 @@ struct bpf_net {
 	struct ring_buffer *rb;
 	struct bpf_link *links[NET_PROGS];
 	unsigned users;
-	struct bpf_link *l2_links[2];   /* net_l2_xmit, net_l2_copy */
+	struct bpf_link *l2_links[2];   /* net_l2_xmit, net_l2_copy; net_sl_l2_xmit, net_sl_copy */
+	struct bpf_link *cg_links[2];   /* the socket layer's recvmsg4, recvmsg6 on the cgroup v2 root */
+	int cgroup_fd;              /* that root, opened at load (as root), -1 for none */
+	int sock_err;               /* why the socket layer was not loaded (-errno), 0 if it was or was not tried */
 	unsigned l2_users;
-	int ap;                     /* CTL_AP_TP_BTF or CTL_AP_RAW_TP: the variant loaded */
+	int ap;                     /* CTL_AP_SOCKET, CTL_AP_TP_BTF or CTL_AP_RAW_TP: the variant loaded */
 	int tls;                    /* the TLS program loaded (the kernel has uprobe.multi) */
 	int ncpus;
 	bpf_net_event_fn cb;
@@ -67,49 +72,108 @@ static int kfree_skb_has_reason(void)
 	return r;
 }
 
-/* The programs of one variant, in attach order. */
-static void variant_progs(struct net_bpf *skel, int btf, struct bpf_program *p[NET_PROGS])
+/*
+ * The root of the cgroup v2 hierarchy, opened: where the socket layer's
+ * recvmsg hooks go (every process's sockets run them).  Found in this
+ * process's mount table (root's, before the privilege drop), not at a fixed
+ * path: hybrid hosts mount it at /sys/fs/cgroup/unified.  -1 if none.
+ */
+static int cgroup2_root(void)
 {
-	static int reason = -1;
-	struct bpf_program *b[NET_PROGS], *r[NET_PROGS];
+	char line[4096], mnt[4096];
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	int fd = -1;
 
-	if (reason < 0)
-		reason = kfree_skb_has_reason();
-	memcpy(b, (struct bpf_program *[NET_PROGS]){ skel->progs.net_enter_btf, skel->progs.net_exit_btf,
-		skel->progs.net_retransmit_btf, reason ? skel->progs.net_drop_btf : skel->progs.net_drop_btf_noreason,
-		skel->progs.net_fork_btf, skel->progs.net_pexit_btf, skel->progs.net_exec_btf }, sizeof(b));
-	memcpy(r, (struct bpf_program *[NET_PROGS]){ skel->progs.net_enter_raw, skel->progs.net_exit_raw,
-		skel->progs.net_retransmit_raw, reason ? skel->progs.net_drop_raw : skel->progs.net_drop_raw_noreason,
-		skel->progs.net_fork_raw, skel->progs.net_pexit_raw, skel->progs.net_exec_raw }, sizeof(r));
-	memcpy(p, btf ? b : r, sizeof(b));
+	if (!f)
+		return -1;
+	while (fd < 0 && fgets(line, sizeof(line), f)) {
+		const char *sep = strstr(line, " - ");
+
+		/* "id parent major:minor root mountpoint options ... - fstype source superoptions" */
+		if (!sep || strncmp(sep + 3, "cgroup2 ", 8) || sscanf(line, "%*s %*s %*s %*s %4095s", mnt) != 1)
+			continue;
+		/* a mount point with a space is escaped (\040): not ours to guess */
+		if (!strchr(mnt, '\\'))
+			fd = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	}
+	fclose(f);
+	return fd;
 }
 
-/* One variant: the tp_btf programs or the raw_tp ones, loaded; NULL + errno.  tls: with the TLS uprobe program. */
-static struct net_bpf *open_variant(const struct bpf_net_opts *o, int btf, int tls)
+/* kfree_skb_has_reason(), asked once. */
+static int reason_cache = -1;
+
+/* The programs of variant ap (CTL_AP_*), in attach order, NULL after the last. */
+static void variant_progs(struct net_bpf *skel, int ap, struct bpf_program *p[NET_PROGS])
 {
+	struct bpf_program *btf_drop, *raw_drop;
+
+	if (reason_cache < 0)
+		reason_cache = kfree_skb_has_reason();
+	btf_drop = reason_cache ? skel->progs.net_drop_btf : skel->progs.net_drop_btf_noreason;
+	raw_drop = reason_cache ? skel->progs.net_drop_raw : skel->progs.net_drop_raw_noreason;
+
+	memset(p, 0, NET_PROGS * sizeof(*p));
+	if (ap == CTL_AP_SOCKET)
+		memcpy(p, (struct bpf_program *[]){ skel->progs.net_sl_send, skel->progs.net_sl_recv,
+			skel->progs.net_sl_state, skel->progs.net_sl_mmap,
+			skel->progs.net_retransmit_btf, btf_drop, skel->progs.net_fork_btf, skel->progs.net_pexit_btf,
+			skel->progs.net_exec_btf }, 9 * sizeof(*p));
+	else if (ap == CTL_AP_TP_BTF)
+		memcpy(p, (struct bpf_program *[]){ skel->progs.net_enter_btf, skel->progs.net_exit_btf,
+			skel->progs.net_retransmit_btf, btf_drop, skel->progs.net_fork_btf, skel->progs.net_pexit_btf,
+			skel->progs.net_exec_btf }, 7 * sizeof(*p));
+	else
+		memcpy(p, (struct bpf_program *[]){ skel->progs.net_enter_raw, skel->progs.net_exit_raw,
+			skel->progs.net_retransmit_raw, raw_drop, skel->progs.net_fork_raw, skel->progs.net_pexit_raw,
+			skel->progs.net_exec_raw }, 7 * sizeof(*p));
+}
+
+/* The packet programs of variant ap (attached while a task asks), NULL after the last. */
+static void variant_l2(struct net_bpf *skel, int ap, struct bpf_program *p[2])
+{
+	p[0] = ap == CTL_AP_SOCKET ? skel->progs.net_sl_l2_xmit : ap == CTL_AP_TP_BTF ? skel->progs.net_l2_xmit : NULL;
+	p[1] = ap == CTL_AP_SOCKET ? skel->progs.net_sl_copy : ap == CTL_AP_TP_BTF ? skel->progs.net_l2_copy : NULL;
+}
+
+/* One variant (CTL_AP_*) loaded; NULL + errno.  tls: with the TLS uprobe program. */
+static struct net_bpf *open_variant(const struct bpf_net_opts *o, int ap, int tls)
+{
+	static const int aps[] = { CTL_AP_SOCKET, CTL_AP_TP_BTF, CTL_AP_RAW_TP };
 	struct net_bpf *skel = net_bpf__open();
-	struct bpf_program *mine[NET_PROGS], *other[NET_PROGS];
+	struct bpf_program *p[NET_PROGS], *l2[2];
+	struct bpf_program *prog;
 	int err;
 
 	if (!skel)
 		return NULL;
-	variant_progs(skel, btf, mine);
-	variant_progs(skel, !btf, other);
-	/* Both drop programs of each variant off, then the chosen ones on. */
-	bpf_program__set_autoload(skel->progs.net_drop_btf, false);
-	bpf_program__set_autoload(skel->progs.net_drop_btf_noreason, false);
-	bpf_program__set_autoload(skel->progs.net_drop_raw, false);
-	bpf_program__set_autoload(skel->progs.net_drop_raw_noreason, false);
-	for (unsigned i = 0; i < NET_PROGS; i++) {
-		bpf_program__set_autoload(other[i], false);
-		bpf_program__set_autoload(mine[i], true);
+	/* Every program off, then the variant's on. */
+	bpf_object__for_each_program(prog, skel->obj)
+		bpf_program__set_autoload(prog, false);
+	for (unsigned v = 0; v < sizeof(aps) / sizeof(aps[0]); v++) {
+		if (aps[v] != ap)
+			continue;
+		variant_progs(skel, ap, p);
+		for (unsigned i = 0; i < NET_PROGS && p[i]; i++)
+			bpf_program__set_autoload(p[i], true);
+		variant_l2(skel, ap, l2);
+		for (unsigned i = 0; i < 2 && l2[i]; i++)
+			bpf_program__set_autoload(l2[i], true);
 	}
-	/* Task storage is the tp_btf variant's (bpf/net_syscalls.bpf.h call_keep); the raw_tp one keeps calls by hash. */
-	bpf_map__set_autocreate(skel->maps.inflight_ts, btf);
-	bpf_map__set_autocreate(skel->maps.inflight, !btf);
-	/* The packets under a call: the tp_btf variant's (its calls are in task storage). */
-	bpf_program__set_autoload(skel->progs.net_l2_xmit, btf);
-	bpf_program__set_autoload(skel->progs.net_l2_copy, btf);
+	bpf_program__set_autoload(skel->progs.net_sl_recvmsg4, ap == CTL_AP_SOCKET);
+	bpf_program__set_autoload(skel->progs.net_sl_recvmsg6, ap == CTL_AP_SOCKET);
+	/*
+	 * Each variant's own maps: calls in flight by thread (tp_btf: task
+	 * storage; raw_tp: a hash), closes between entry and exit (both syscall
+	 * variants), the socket layer's threads, passive opens and connects.
+	 */
+	bpf_map__set_autocreate(skel->maps.inflight_ts, ap == CTL_AP_TP_BTF);
+	bpf_map__set_autocreate(skel->maps.inflight, ap == CTL_AP_RAW_TP);
+	bpf_map__set_autocreate(skel->maps.closing, ap != CTL_AP_SOCKET);
+	bpf_map__set_autocreate(skel->maps.sl_threads, ap == CTL_AP_SOCKET);
+	bpf_map__set_autocreate(skel->maps.sl_passive, ap == CTL_AP_SOCKET);
+	bpf_map__set_autocreate(skel->maps.sl_connects, ap == CTL_AP_SOCKET);
+	bpf_map__set_autocreate(skel->maps.sl_peers, ap == CTL_AP_SOCKET);
 	/* uprobe.multi (6.6+): needs only CAP_BPF + CAP_PERFMON, one link for many offsets. */
 	bpf_program__set_autoload(skel->progs.net_tls, tls);
 	if (tls)
@@ -144,15 +208,28 @@ struct bpf_net *bpf_net__load(const struct bpf_net_opts *o)
 	if (!n)
 		return NULL;
 	n->ncpus = libbpf_num_possible_cpus();
-	/* Decided by loading, not by feature probes: tp_btf first, raw_tp if it will not load. */
-	/* Without uprobe.multi the TLS program does not load: the rest still does. */
+	n->cgroup_fd = o->attach == BPF_NET_SOCKET ? cgroup2_root() : -1;
+	/*
+	 * Decided by loading, not by feature probes: the socket layer, else the
+	 * syscall layer's tp_btf variant, else its raw_tp one, from the first
+	 * the options allow.  Without uprobe.multi the TLS program does not
+	 * load: the rest still does.
+	 */
 	for (int tls = 1; tls >= 0 && !n->skel; tls--) {
+		static const int chain[] = { CTL_AP_SOCKET, CTL_AP_TP_BTF, CTL_AP_RAW_TP };
+		unsigned first = o->attach == BPF_NET_SYSCALL ? 1 : o->attach == BPF_NET_RAW_TP ? 2 : 0;
+
 		n->tls = tls;
-		n->skel = o->force_raw_tp ? NULL : open_variant(o, 1, tls);
-		n->ap = CTL_AP_TP_BTF;
-		if (!n->skel) {
-			n->skel = open_variant(o, 0, tls);
-			n->ap = CTL_AP_RAW_TP;
+		for (unsigned i = first; i < 3 && !n->skel; i++) {
+			/* Without the cgroup v2 root, a datagram's source would be lost: the syscall layer has it. */
+			if (chain[i] == CTL_AP_SOCKET && n->cgroup_fd < 0) {
+				n->sock_err = -ENOENT;
+				continue;
+			}
+			n->ap = chain[i];
+			n->skel = open_variant(o, chain[i], tls);
+			if (chain[i] == CTL_AP_SOCKET)
+				n->sock_err = n->skel ? 0 : -errno;
 		}
 	}
 	if (!n->skel || n->ncpus <= 0) {
@@ -188,8 +265,8 @@ int bpf_net__attach(struct bpf_net *n)
 
 	if (n->users++)
 		return n->ap;
-	variant_progs(n->skel, n->ap == CTL_AP_TP_BTF, progs);
-	for (unsigned i = 0; i < NET_PROGS; i++) {
+	variant_progs(n->skel, n->ap, progs);
+	for (unsigned i = 0; i < NET_PROGS && progs[i]; i++) {
 		n->links[i] = bpf_program__attach(progs[i]);
 		if (!n->links[i]) {
 			int err = -errno;
@@ -197,6 +274,20 @@ int bpf_net__attach(struct bpf_net *n)
 			n->users = 1;
 			bpf_net__detach(n);
 			return err;
+		}
+	}
+	if (n->ap == CTL_AP_SOCKET) {
+		struct bpf_program *cg[2] = { n->skel->progs.net_sl_recvmsg4, n->skel->progs.net_sl_recvmsg6 };
+
+		for (unsigned i = 0; i < 2; i++) {
+			n->cg_links[i] = bpf_program__attach_cgroup(cg[i], n->cgroup_fd);
+			if (!n->cg_links[i]) {
+				int err = -errno;
+
+				n->users = 1;
+				bpf_net__detach(n);
+				return err;
+			}
 		}
 	}
 	return n->ap;
@@ -210,12 +301,17 @@ void bpf_net__detach(struct bpf_net *n)
 		bpf_link__destroy(n->links[i]);
 		n->links[i] = NULL;
 	}
+	for (unsigned i = 0; i < 2; i++) {
+		bpf_link__destroy(n->cg_links[i]);
+		n->cg_links[i] = NULL;
+	}
 }
 
 int bpf_net__l2(struct bpf_net *n, bool on)
 {
-	struct bpf_program *p[2] = { n->skel->progs.net_l2_xmit, n->skel->progs.net_l2_copy };
+	struct bpf_program *p[2];
 
+	variant_l2(n->skel, n->ap, p);
 	if (!on) {
 		if (!n->l2_users || --n->l2_users)
 			return 0;
@@ -225,11 +321,11 @@ int bpf_net__l2(struct bpf_net *n, bool on)
 		}
 		return 0;
 	}
-	if (n->ap != CTL_AP_TP_BTF)
+	if (!p[0])
 		return -EOPNOTSUPP;
 	if (n->l2_users++)
 		return 0;
-	for (unsigned i = 0; i < 2; i++) {
+	for (unsigned i = 0; i < 2 && p[i]; i++) {
 		n->l2_links[i] = bpf_program__attach(p[i]);
 		if (!n->l2_links[i]) {
 			int err = -errno;
@@ -240,6 +336,16 @@ int bpf_net__l2(struct bpf_net *n, bool on)
 		}
 	}
 	return 0;
+}
+
+int bpf_net__attach_point(const struct bpf_net *n)
+{
+	return n->ap;
+}
+
+int bpf_net__socket_error(const struct bpf_net *n)
+{
+	return n->sock_err;
 }
 
 /* The children BPF followed from root (bpf/net_proc.bpf.h on_fork) go with it: one walk, then the deletes. */
@@ -367,8 +473,12 @@ struct bpf_net *bpf_net__free(struct bpf_net *n)
 		return NULL;
 	for (unsigned i = 0; i < NET_PROGS; i++)
 		bpf_link__destroy(n->links[i]);
-	for (unsigned i = 0; i < 2; i++)
+	for (unsigned i = 0; i < 2; i++) {
 		bpf_link__destroy(n->l2_links[i]);
+		bpf_link__destroy(n->cg_links[i]);
+	}
+	if (n->cgroup_fd >= 0)
+		close(n->cgroup_fd);
 	ring_buffer__free(n->rb);
 	net_bpf__destroy(n->skel);
 	free(n);

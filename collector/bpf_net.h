@@ -1,7 +1,8 @@
 /*
- * The network program (bpf/net.bpf.c) on the collector's side: load (tp_btf,
- * else raw_tp: decided by loading), attach while at least one network task
- * runs (tracing every syscall costs the whole host, so never longer),
+ * The network program (bpf/net.bpf.c) on the collector's side: load (the
+ * socket layer, else the syscall layer's tp_btf variant, else its raw_tp
+ * one: decided by loading), attach while at least one network task runs
+ * (its programs cost every socket call, or every syscall, of the host),
  * target processes, and the BPF ring buffer of events, drained into the
  * analyzers' rings as they come.  The collector never looks inside an event
  * beyond its fixed header (the tgid that picks the shard).
@@ -14,17 +15,23 @@
 
 #include "bpf/net_abi.h"
 
+/* Where the attach chain starts (EMBER_NET_ATTACH): each falls back to the ones after it. */
+enum bpf_net_attach {
+	BPF_NET_SOCKET = 0,       /* the socket layer (sock_send_length / sock_recv_length, 6.3+), the default */
+	BPF_NET_SYSCALL,          /* the syscall layer's tp_btf variant (sys_enter / sys_exit, task storage) */
+	BPF_NET_RAW_TP,           /* the syscall layer's raw_tp variant (kernels without BTF trampolines) */
+};
 struct bpf_net_opts {
 	uint32_t max_targets;     /* processes followed at once */
 	uint64_t ringbuf_bytes;   /* BPF ring buffer, rounded up to a power of two pages */
-	bool force_raw_tp;        /* skip the tp_btf variant (tests of the fallback) */
+	enum bpf_net_attach attach;
 };
 
 struct bpf_net;
 
 /* Loads (does not attach).  NULL + errno. */
 struct bpf_net *bpf_net__load(const struct bpf_net_opts *o);
-/* Attaches (refcounted).  Returns the attach point (CTL_AP_TP_BTF or CTL_AP_RAW_TP) or -errno. */
+/* Attaches (refcounted).  Returns the attach point (CTL_AP_SOCKET, CTL_AP_TP_BTF or CTL_AP_RAW_TP) or -errno. */
 int bpf_net__attach(struct bpf_net *n);
 void bpf_net__detach(struct bpf_net *n);
 /*
@@ -34,6 +41,15 @@ void bpf_net__detach(struct bpf_net *n);
  * (-EOPNOTSUPP: the raw_tp variant, whose calls are not in task storage).
  */
 int bpf_net__l2(struct bpf_net *n, bool on);
+/* The variant loaded (CTL_AP_SOCKET, CTL_AP_TP_BTF or CTL_AP_RAW_TP), attached or not. */
+int bpf_net__attach_point(const struct bpf_net *n);
+/*
+ * Why the socket layer is not the variant loaded, when it was tried: -ENOENT
+ * no cgroup v2 hierarchy is mounted (its recvmsg hooks give a datagram's
+ * source), else the load's -errno (a kernel before 6.3 has no
+ * sock_send_length).  0 when it loaded or EMBER_NET_ATTACH skipped it.
+ */
+int bpf_net__socket_error(const struct bpf_net *n);
 /*
  * Adds / removes one network task's interest in tgid (the same prefix on
  * both): a prefix task wants NET_PREFIX_PAYLOAD bytes of each call's data;

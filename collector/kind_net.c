@@ -26,7 +26,7 @@ int kind_net__load(struct kinds_env *env, struct kinds_load_opts *o)
 	long ncpus = sysconf(_SC_NPROCESSORS_CONF);
 	struct bpf_net_opts no = { .max_targets = o->stacks.max_pids,
 				   .ringbuf_bytes = o->net_buffer * (uint64_t)(ncpus > 0 ? ncpus : 1),
-				   .force_raw_tp = o->net_raw_tp };
+				   .attach = (enum bpf_net_attach)o->net_attach };
 
 	env->net = bpf_net__load(&no);
 	if (!env->net) {
@@ -34,6 +34,16 @@ int kind_net__load(struct kinds_env *env, struct kinds_load_opts *o)
 			 "(log_level debug shows the verifier's logs)");
 		return 0;
 	}
+	if (bpf_net__socket_error(env->net) == -ENOENT)
+		log_info("network capture: no cgroup v2 hierarchy is mounted (it gives a datagram's source at the "
+			 "socket layer): the syscall layer is used");
+	else if (bpf_net__socket_error(env->net))
+		log_info("network capture: the socket layer did not load (%s; Linux 6.3+ has its tracepoints): "
+			 "the syscall layer is used", strerror(-bpf_net__socket_error(env->net)));
+	log_info("network capture: %s", bpf_net__attach_point(env->net) == CTL_AP_SOCKET
+		 ? "socket layer (sock_send_length / sock_recv_length; no syscall tracepoint)"
+		 : bpf_net__attach_point(env->net) == CTL_AP_TP_BTF ? "syscall layer (tp_btf sys_enter / sys_exit)"
+								       : "syscall layer (raw_tp sys_enter / sys_exit)");
 	if (!bpf_net__has_tls(env->net)) {
 		struct utsname u;
 
@@ -99,7 +109,8 @@ static uint32_t follows(void *impl, uint32_t pid)
 }
 
 _Static_assert(CTL_STAT_NET_FORKS_FULL - CTL_STAT_NET_CALLS + 1 == NET_CNT_TLS_CALLS &&
-	       CTL_STAT_NET_PEEKS - CTL_STAT_NET_TLS_CALLS + 1 == NET_CNT_MAX - NET_CNT_TLS_CALLS,
+	       CTL_STAT_NET_PEEKS - CTL_STAT_NET_TLS_CALLS + 1 == NET_CNT_PEEKS + 1 - NET_CNT_TLS_CALLS &&
+	       NET_CNT_SL_NO_SYSCALL + 1 == NET_CNT_MAX,
 	       "the collector's network stats mirror the BPF program's counters one to one");
 
 /* The program's counters, one to one, and the forwarder's. */
@@ -112,9 +123,11 @@ static void counters(void *impl, uint64_t *stats)
 	if (!bpf_net__counters(env->net, nc)) {
 		for (unsigned i = 0; i < NET_CNT_TLS_CALLS; i++)
 			stats[CTL_STAT_NET_CALLS + i] = nc[i];
-		for (unsigned i = NET_CNT_TLS_CALLS; i < NET_CNT_MAX; i++)
+		for (unsigned i = NET_CNT_TLS_CALLS; i <= NET_CNT_PEEKS; i++)
 			stats[CTL_STAT_NET_TLS_CALLS + i - NET_CNT_TLS_CALLS] = nc[i];
+		stats[CTL_STAT_NET_SL_NO_SYSCALL] = nc[NET_CNT_SL_NO_SYSCALL];
 	}
+	stats[CTL_STAT_NET_SOCKET_LAYER] = bpf_net__attach_point(env->net) == CTL_AP_SOCKET;
 	if (env->fwd) {
 		struct net_fwd_stats fs;
 

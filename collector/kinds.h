@@ -32,7 +32,7 @@ struct kinds_env {
 struct kinds_load_opts {
 	struct bpf_stacks_opts stacks;  /* unwind_rows becomes 0 where the kernel cannot walk tables */
 	uint64_t net_buffer;            /* the network events' BPF ring buffer, bytes per CPU */
-	bool net_raw_tp;                /* the network program's fallback on purpose (EMBER_NET_ATTACH=raw_tp) */
+	int net_attach;                 /* enum bpf_net_attach: where the network program's chain starts (EMBER_NET_ATTACH) */
 };
 
 /*

@@ -353,6 +353,22 @@ static struct shm_ring **shard_rings(void)
 }
 
 /* Everything that needs root: BPF, tracefs, the rings, the socket.  Then the privileges go. */
+/* EMBER_NET_ATTACH: where the network program's chain starts (unset: the socket layer). */
+static int net_attach_of(const char *v, int *ret)
+{
+	if (!v || !*v || !strcmp(v, "socket"))
+		*ret = BPF_NET_SOCKET;
+	else if (!strcmp(v, "syscall") || !strcmp(v, "tp_btf"))
+		*ret = BPF_NET_SYSCALL;
+	else if (!strcmp(v, "raw_tp"))
+		*ret = BPF_NET_RAW_TP;
+	else {
+		log_error("EMBER_NET_ATTACH=%s: expected socket, syscall or raw_tp", v);
+		return -1;
+	}
+	return 0;
+}
+
 static int setup(void)
 {
 	struct itimerspec its = { .it_interval = { C.flush_ns / 1000000000ull, C.flush_ns % 1000000000ull } };
@@ -376,8 +392,9 @@ static int setup(void)
 		log_error("cannot create run directory %s: %m", C.run_dir);
 		return -1;
 	}
-	/* The raw_tp fallback is what kernels without BTF trampolines get: tests load it here on purpose. */
-	C.load.net_raw_tp = getenv("EMBER_NET_ATTACH") && !strcmp(getenv("EMBER_NET_ATTACH"), "raw_tp");
+	/* The fallbacks are what older kernels get: tests (and users) start the chain there on purpose. */
+	if (net_attach_of(getenv("EMBER_NET_ATTACH"), &C.load.net_attach))
+		return -1;
 	/* A variant an older kernel refuses is expected: the loaders say the outcome in one line. */
 	libbpf_quiet = 1;
 	err = kinds__load(&C.env, &C.load);

@@ -100,6 +100,8 @@ const struct counter_def ctl_stat_counters[CTL_STAT_MAX] = {
 	[CTL_STAT_TLS_REFUSED_OUTSIDE] = { .name = "tls_attach_refused_outside_function" },
 	[CTL_STAT_TLS_REFUSED_BOUNDARY] = { .name = "tls_attach_refused_not_instruction_start" },
 	[CTL_STAT_TLS_REFUSED_INSN] = { .name = "tls_attach_refused_wrong_instruction" },
+	[CTL_STAT_NET_SL_NO_SYSCALL] = { .name = "bpf_net_calls_without_syscall" },
+	[CTL_STAT_NET_SOCKET_LAYER] = { .name = "bpf_net_socket_layer", .level = true },
 };
 
 const char *ctl__attach_point_name(uint32_t ap)
@@ -108,6 +110,7 @@ const char *ctl__attach_point_name(uint32_t ap)
 	case CTL_AP_PERF_CPU_CLOCK: return "perf_event:cpu-clock";
 	case CTL_AP_TP_BTF: return "tp_btf";
 	case CTL_AP_RAW_TP: return "raw_tp";
+	case CTL_AP_SOCKET: return "tp_btf:socket";
 	case CTL_AP_TRACEPOINT: return "tracepoint";
 	case CTL_AP_PERF_PAGE_FAULTS: return "perf_event:page-faults";
 	default: return "none";

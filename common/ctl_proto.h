@@ -96,7 +96,8 @@ struct ctl_attach {
 #define CTL_ATTACH_F_L2 4u
 #define CTL_ATTACH_F_ALL (CTL_ATTACH_F_PREFIX | CTL_ATTACH_F_HOLD | CTL_ATTACH_F_L2)
 enum ctl_attach_point { CTL_AP_NONE = 0, CTL_AP_PERF_CPU_CLOCK = 1, CTL_AP_TP_BTF = 2,
-	CTL_AP_RAW_TP = 3, CTL_AP_TRACEPOINT = 4, CTL_AP_PERF_PAGE_FAULTS = 5 };
+	CTL_AP_RAW_TP = 3, CTL_AP_TRACEPOINT = 4, CTL_AP_PERF_PAGE_FAULTS = 5,
+	CTL_AP_SOCKET = 6 /* network: tp_btf at the socket layer, no syscall tracepoint */ };
 struct ctl_attach_ans { int32_t err; uint32_t attach_point; uint32_t npids_ok; uint32_t pad; };
 
 struct ctl_detach { uint64_t task_id; };
@@ -254,6 +255,8 @@ enum ctl_stat {
 	CTL_STAT_BPF_OFFCPU_UNTIMED,
 	CTL_STAT_BPF_OFFCPU_LOST,
 	CTL_STAT_TLS_GONE,             /* TLS_ATTACH requests for a process that exited first (not refused) */
+	CTL_STAT_NET_SL_NO_SYSCALL,    /* NET_CNT_SL_NO_SYSCALL */
+	CTL_STAT_NET_SOCKET_LAYER,     /* 1 while the network program captures at the socket layer, 0 at the syscall layer */
 	CTL_STAT_MAX,
 };
 struct ctl_stats_ans { int32_t err; uint32_t n; uint64_t v[CTL_STAT_MAX]; };

@@ -91,9 +91,10 @@ static void calls(struct build *b, const Ember__NetCalls *k, const char *what, e
 	if (bytes_id >= 0 && k->bytes)
 		single(b, (enum net_meter_id)bytes_id, NET_UNIT_BYTES, true, part, "bytes_counter", (double)k->bytes,
 		       (double)k->bytes, 0);
-	if (k->time_ns)
-		single(b, time_id, time_unit, true, part, "exe_time_counter", (double)k->time_ns / (double)k->count,
-		       (double)k->time_ns, k->count);
+	/* the average of the calls whose time is known (socket-layer capture sees a call's end only) */
+	if (k->time_ns && k->count > k->untimed)
+		single(b, time_id, time_unit, true, part, "exe_time_counter",
+		       (double)k->time_ns / (double)(k->count - k->untimed), (double)k->time_ns, k->count - k->untimed);
 }
 
 static const uint64_t *hist_of(const Ember__NetCalls *k, size_t *n)

@@ -335,6 +335,7 @@ static void put_calls(struct json_object *o, const char *k, const Ember__NetCall
 	put_u64(x, "count", c ? c->count : 0);
 	put_u64(x, "bytes", c ? c->bytes : 0);
 	put_u64(x, time_key, c ? c->time_ns : 0);
+	put_u64(x, "untimed", c ? c->untimed : 0);
 	put_array(x, "hist", c ? c->hist : NULL, c ? c->n_hist : 0);
 	json_object_object_add(o, k, x);
 }

@@ -705,6 +705,13 @@ static void give_gap(struct netprof *np, struct cstate *cs, bool write, uint64_t
 	(void)l7_conn__gap(cs->l7, dir_of(cs, write), (size_t)bytes, ts);
 }
 
+/* A call's time, or NO_TIME when its event was seen where the call ended (NET_F_UNTIMED). */
+#define NO_TIME UINT64_MAX
+static uint64_t time_of(const struct net_event *e)
+{
+	return e->flags & NET_F_UNTIMED ? NO_TIME : e->dur_ns;
+}
+
 static void count_call(struct cstate *cs, unsigned kind, uint64_t bytes, uint64_t time)
 {
 	struct netreport_calls *w = &cs->win.w[kind];
@@ -712,9 +719,13 @@ static void count_call(struct cstate *cs, unsigned kind, uint64_t bytes, uint64_
 
 	w->count++;
 	w->bytes += bytes;
+	cs->win.active = true;
+	if (time == NO_TIME) {
+		w->untimed++;
+		return;
+	}
 	w->time += time;
 	w->hist[net_hist__index(net_hist__l4_bounds, NET_L4_BUCKETS, v)]++;
-	cs->win.active = true;
 }
 
 /* The latest turn: events of one socket from two CPUs may arrive a little out of order. */
@@ -781,7 +792,7 @@ static void data_call(struct netprof *np, struct cstate *cs, const struct net_ev
 		mark_tls(np, cs);
 	note_tls_unprobed(np, cs, e);
 
-	count_call(cs, write ? NC_WRITE : NC_READ, moved, e->dur_ns);
+	count_call(cs, write ? NC_WRITE : NC_READ, moved, time_of(e));
 	record_call(np, cs, e);
 	if (write) {
 		cs->writes++;
@@ -869,7 +880,7 @@ static void on_maps_event(struct netprof *np, const struct net_event *e)
 	struct ntask *t = task_of_pid(np, e->tgid);
 
 	if (t && np->o.maps_changed)
-		np->o.maps_changed(np->o.ctx, t->def->num_id, e->tgid);
+		np->o.maps_changed(np->o.ctx, t->def->num_id, e->tgid, e->flags & NET_F_MAPS_SOON);
 }
 
 /* A child of a target forked (its records are the task's from now on) or exited. */
@@ -957,7 +968,7 @@ void netprof__record(struct netprof *np, const void *data, uint32_t len)
 			cs->calls_lost += e.lost_events;
 			e.lost_events = 0;     /* the socket's, booked to its first connection */
 			note_turn(cs, e.turn);
-			count_call(cs, NC_CLOSE, 0, e.dur_ns);
+			count_call(cs, NC_CLOSE, 0, time_of(&e));
 			conn_end(np, cs, e.ts_ns + e.dur_ns, true);
 		}
 		return;
@@ -988,7 +999,7 @@ void netprof__record(struct netprof *np, const void *data, uint32_t len)
 	switch (e.op) {
 	case NET_OP_CONNECT:
 	case NET_OP_ACCEPT:
-		count_call(cs, NC_CONNECT, 0, e.dur_ns);
+		count_call(cs, NC_CONNECT, 0, time_of(&e));
 		break;
 	default:
 		if (e.ret > 0) {

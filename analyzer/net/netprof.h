@@ -63,7 +63,8 @@ struct netprof_opts {
 	void (*exchange)(void *ctx, uint32_t pid, const struct l7_record *r);
 	void *ctx;
 	/* Optional: a followed process exec'ed or mapped a file executable (task: the collector's task id). */
-	void (*maps_changed)(void *ctx, uint64_t task_num_id, uint32_t pid);
+	/* soon: the mapping is still being made (NET_F_MAPS_SOON): look a little later */
+	void (*maps_changed)(void *ctx, uint64_t task_num_id, uint32_t pid, bool soon);
 	/* Optional: when pid's TLS probes were first in place (tls_finder__ready_ns), 0: never. */
 	uint64_t (*tls_ready_ns)(void *ctx, uint32_t pid);
 	/*

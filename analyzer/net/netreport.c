@@ -13,7 +13,7 @@
 
 /* One kind of call over a report: flows keep 64-bit buckets, connections 32-bit. */
 struct calls {
-	uint64_t count, bytes, time;
+	uint64_t count, bytes, time, untimed;
 	uint64_t hist[NET_L4_BUCKETS];
 };
 
@@ -278,6 +278,7 @@ void netreport__fold(struct netreport *t, const struct netreport_conn *c, struct
 			f->l4[k].count += w->w[k].count;
 			f->l4[k].bytes += w->w[k].bytes;
 			f->l4[k].time += w->w[k].time;
+			f->l4[k].untimed += w->w[k].untimed;
 			for (unsigned b = 0; b < NET_L4_BUCKETS; b++)
 				f->l4[k].hist[b] += w->w[k].hist[b];
 		}
@@ -419,7 +420,8 @@ static Ember__NetCalls *calls_msg(struct netreport *t, struct calls *c)
 	m->count = c->count;
 	m->bytes = c->bytes;
 	m->time_ns = c->time;
-	if (c->count) {
+	m->untimed = c->untimed;
+	if (c->count > c->untimed) {
 		m->n_hist = NET_L4_BUCKETS;
 		m->hist = c->hist;
 	}

@@ -48,6 +48,7 @@ enum netreport_call { NC_WRITE, NC_READ, NC_RTT, NC_CONNECT, NC_CLOSE, NC_MAX };
 /* A connection's calls of one kind in the window: 32-bit buckets (a flow sums them in 64). */
 struct netreport_calls {
 	uint64_t count, bytes, time;
+	uint64_t untimed;           /* of count: calls whose time is unknown (not in time or hist) */
 	uint32_t hist[NET_L4_BUCKETS];
 };
 

@@ -340,6 +340,52 @@ static void test_failures(void **state)
 }
 
 /* The slow timer looks at its subscriptions only, every period; a declining handler costs no read. */
+/*
+ * Mapping events in a burst (a loader mapping its libraries): one look
+ * MAPPINGS_SETTLE_MS after the first, another after an event that came just
+ * before a look (its library's code may not have been mapped yet), and a
+ * process mapping all the time is read once per MAPPINGS_LOOK_GAP_MS after
+ * MAPPINGS_QUICK_LOOKS quick looks.
+ */
+static void test_look_soon(void **state)
+{
+	struct rec a, b;
+	struct mappings *m = new_manager(0, &a, &b);
+	uint64_t t = 5000;
+
+	(void)state;
+	text[0] = APP;
+	assert_int_equal(mappings__follow(m, b.id, 100, 5, 0), 0);   /* events only: the timer does nothing */
+	assert_int_equal(mappings__look_soon(m, 101, t), -ENOENT);
+	assert_int_equal(mappings__next_due(m), UINT64_MAX);
+	/* a burst within the settling time: one look at its first event + MAPPINGS_SETTLE_MS */
+	assert_int_equal(mappings__look_soon(m, 100, t), 0);
+	assert_int_equal(mappings__look_soon(m, 100, t + 1), 0);
+	assert_int_equal(mappings__next_due(m), t + MAPPINGS_SETTLE_MS);
+	mappings__tick(m, t + MAPPINGS_SETTLE_MS - 1);
+	assert_int_equal(maps_reads, 0);
+	text[0] = APP LIBC;
+	mappings__tick(m, t + MAPPINGS_SETTLE_MS);
+	assert_int_equal(maps_reads, 1);
+	assert_int_equal(b.examined[42], 1);
+	/* the event at t + 1 came less than MAPPINGS_SETTLE_MS before that look: once more */
+	assert_int_equal(mappings__next_due(m), t + 2 * MAPPINGS_SETTLE_MS);
+	mappings__tick(m, t + 2 * MAPPINGS_SETTLE_MS);
+	assert_int_equal(maps_reads, 2);
+	assert_int_equal(mappings__next_due(m), UINT64_MAX);
+	mappings__tick(m, t + 1000);
+	assert_int_equal(maps_reads, 2);            /* nothing due, no timer subscription */
+	/* a process mapping all the time: MAPPINGS_QUICK_LOOKS quick looks, then one per gap */
+	t = 10000;
+	for (uint64_t now = t; now < t + 1000; now++) {
+		assert_int_equal(mappings__look_soon(m, 100, now), 0);
+		mappings__tick(m, now);
+	}
+	assert_true(maps_reads - 2 >= 1000 / MAPPINGS_LOOK_GAP_MS);
+	assert_true(maps_reads - 2 <= MAPPINGS_QUICK_LOOKS + 1000 / MAPPINGS_LOOK_GAP_MS + 1);
+	mappings__free(m);
+}
+
 static void test_timer(void **state)
 {
 	struct rec a, b;
@@ -400,6 +446,7 @@ int main(void)
 		cmocka_unit_test(test_shared_file),
 		cmocka_unit_test(test_failures),
 		cmocka_unit_test(test_timer),
+		cmocka_unit_test(test_look_soon),
 		cmocka_unit_test(test_cache_full),
 	};
 
