@@ -67,7 +67,7 @@ GO_BINS   := $(if $(shell command -v go 2>/dev/null),$(BUILD)/progs/go_tls $(BUI
 BENCH_SRCS:= $(wildcard bench/bench_*.c)
 BENCH_BINS:= $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
 
-.PHONY: all programs tests clean test unit-test fuzz bench deps deps-agent run test-kernels soak
+.PHONY: all programs tests clean test unit-test fuzz bench deps deps-agent run test-kernels soak test-net-syscall
 .DELETE_ON_ERROR:
 # Generated headers and objects are kept (they are not throwaway intermediates).
 .SECONDARY:
@@ -221,6 +221,13 @@ bench: deps
 test-kernels: deps
 	$(MAKE) -j$(NPROC) programs tests
 	tests/kernels/matrix.sh $(if $(KERNELS),--kernels $(KERNELS)) $(if $(FEATURES),--features $(FEATURES))
+
+# The network and TLS integration tests again on the syscall layer (the suite runs them on
+# the socket layer where the kernel has it; test_net_attach_path and test_net_raw_tp run the
+# fallbacks there): tests/net-syscall.sh, EMBER_NET_ATTACH=syscall.
+test-net-syscall: deps
+	$(MAKE) -j$(NPROC) programs tests
+	tests/net-syscall.sh
 
 # The soak and fault run (tests/soak/soak.sh): an hour by default, SOAK_DURATION=10m for less.
 soak: deps

@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
 # Network profiling overhead: nginx (one worker) serving a 3 KB file to wrk on
-# loopback, alone, under `ember profile --type network` (L7 parsing on), under
+# loopback, alone, under `ember profile --type network` (L7 parsing on) on the
+# socket layer (the default where the kernel has it) and on the syscall layer
+# (a second agent, EMBER_NET_ATTACH=syscall: the fallback), under
 # a continuous-profiling HTTP monitor (an agent whose policy watches the
 # worker's HTTP error rate: its capture copies heads only, 1 KiB per call),
 # and under a bpftrace syscall tracer printing each call's data (the peer), in
 # one run, alternating.  Prints the throughput and p99 ratios, the agent's CPU,
 # the events per second and every drop (counted by ember; unaccounted =
 # calls seen minus events delivered minus drops counted).
-# Then the BPF cost per syscall from the kernel's own accounting: for the
-# target's socket calls (enter + exit), and for the whole host's syscalls
-# that are not the target's, which every process pays while a task runs:
-# read/write of another process (the same syscall numbers: one hash lookup)
-# and getppid (any other syscall: a switch); then the same on the wall clock,
-# with the kernel's accounting off, task on and off alternated.
+# Then the BPF cost per call from the kernel's own accounting, per layer: for
+# the target's socket calls, and for what every other process pays while a
+# task runs: read/write of another process (the syscall layer: the same
+# syscall numbers, one hash lookup; the socket layer: nothing runs), getppid
+# (any other syscall: a switch, or nothing), another process's socket calls
+# (the socket layer: one hash lookup); then the same on the wall clock, with
+# the kernel's accounting off, task on and off alternated.
 set -u
 ROOT=${EMBER_ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
 B=${EMBER_BUILD:-$ROOT/build}
@@ -20,9 +23,22 @@ B=${EMBER_BUILD:-$ROOT/build}
 for t in nginx wrk; do command -v $t >/dev/null || { echo "net: $t missing (deploy/install-deps.sh installs it)"; exit 1; }; done
 DUR=${DUR:-5} ROUNDS=${ROUNDS:-3} CONNS=${CONNS:-16}
 T=$(mktemp -d /tmp/ember-bench.XXXXXX); chmod 755 "$T"
-trap 'kill $AGENT $NGINX 2>/dev/null; wait 2>/dev/null; rm -rf "$T"' EXIT
+trap 'kill $AGENT ${SYSAGENT:-} $NGINX 2>/dev/null; wait 2>/dev/null; rm -rf "$T"' EXIT
 . "$(dirname "$0")/lib/agent.sh"
 start_bench_agent || exit 1
+# The syscall layer's agent: idle (its programs attached only while its task runs) beside the first.
+cat > "$T/sys.yaml" <<YAML
+ember: { run_dir: $T/sysrun, output_dir: $T/sysout, log_level: warn }
+exporter: { backends: [file] }
+profiling: { continuous: { policies: [] } }
+YAML
+EMBER_NET_ATTACH=syscall "$B/ember" run --config "$T/sys.yaml" > "$T/sys.log" 2>&1 & SYSAGENT=$!
+for _ in $(seq 100); do [ -S "$T/sysrun/analyzer/analyzer-0.ctl" ] && break; sleep 0.1; done
+[ -S "$T/sysrun/analyzer/analyzer-0.ctl" ] || { echo "net: the syscall layer's agent did not come up" >&2; cat "$T/sys.log" >&2; exit 1; }
+for c in ember sys; do
+  l=$("$B/ember" stats --config "$T/$c.yaml" 2>/dev/null | awk '$1 == "collector" && $2 == "bpf_net_socket_layer" {print $3}')
+  echo "net_layer_$c: $([ "$l" = 1 ] && echo socket || echo syscall)"
+done
 PORT=$(( 30000 + $$ % 5000 ))
 mkdir -p "$T/html" "$T/logs"; head -c 3000 /dev/zero | tr '\0' 'a' > "$T/html/small.txt"
 cat > "$T/nginx.conf" <<EOF
@@ -42,19 +58,21 @@ have_bt=1; command -v bpftrace >/dev/null || have_bt=0
 sysctl -qw kernel.bpf_stats_enabled=0
 snap() { python3 "$ROOT/bench/lib/bpfstats.py" snap "$1"; }
 delta() { python3 "$ROOT/bench/lib/bpfstats.py" diff "$@"; }
-NETP='net_(enter|exit)_(btf|raw)'
-stat() { "$B/ember" stats --config "$T/ember.yaml" 2>/dev/null | awk -v k="$1" '$1 == "collector" && $2 == k {print $3; exit}'; }
+# The programs of each layer (the kernel keeps 15 characters of a name).
+NETP_SYS='net_(enter|exit)_(btf|raw)'
+NETP_SOCK='net_sl_(send|recv|state|mmap|recvmsg4|recvmsg6)'
+CFG=$T/ember.yaml NETP=$NETP_SOCK
 # One reading of the collector's counters, so that they agree with each other: sv FILE KEY.
-stats_to() { "$B/ember" stats --config "$T/ember.yaml" > "$1" 2>/dev/null; }
+stats_to() { "$B/ember" stats --config "$CFG" > "$1" 2>/dev/null; }
 sv() { awk -v k="$2" '$1 == "collector" && $2 == k {print $3; exit}' "$1"; }
 agent_cpu() { local s=0; for p in $(pgrep -f "ember-(collector|analyzer|exporter)" ); do
   s=$(awk -v s="$s" -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); printf "%.3f", s + ($12 + $13) / hz }' "/proc/$p/stat"); done; echo "$s"; }
 run_wrk() { wrk -t 2 -c "$CONNS" -d "${DUR}s" --latency "http://127.0.0.1:$PORT/small.txt" > "$T/wrk.out" 2>&1
   awk '/Requests\/sec/ {r=$2} /^ +99%/ {p=$2} END {print r, p}' "$T/wrk.out"; }
 run_alone() { echo "alone $(run_wrk)" >> "$T/res"; }
-run_ember() {   # $1: the row's name (ember, or ember_stats for the pass with BPF accounting on)
+run_ember() {   # $1: the row's name (ember, or ember_stats for the pass with BPF accounting on); CFG, NETP: the agent
   local c0 e0 calls0 d0 c1 e1 calls1 d1
-  "$B/ember" profile --config "$T/ember.yaml" --type network --pid "$W" --duration $((DUR + 4))s --out "$T/prof" >/dev/null 2>"$T/prof.err" &
+  "$B/ember" profile --config "$CFG" --type network --pid "$W" --duration $((DUR + 4))s --out "$T/prof" >/dev/null 2>"$T/prof.err" &
   local P=$!
   for _ in $(seq 100); do grep -q profiling "$T/prof.err" && break; sleep 0.05; done
   c0=$(agent_cpu); stats_to "$T/s0"; e0=$(sv "$T/s0" bpf_net_events); calls0=$(sv "$T/s0" bpf_net_socket_calls)
@@ -103,19 +121,20 @@ tracepoint:syscalls:sys_enter_writev, tracepoint:syscalls:sys_enter_sendfile64 /
   kill -INT $BT 2>/dev/null; wait $BT 2>/dev/null
   grep -o 'Lost [0-9]* events' "$T/bt.err" "$T/bt.out" 2>/dev/null | awk '{s+=$2} END {print "bpftrace_lost", s+0}' >> "$T/res"
 }
+sys_ember() { CFG=$T/sys.yaml NETP=$NETP_SYS run_ember "$@"; }
 run_wrk > /dev/null   # warm-up
 for i in $(seq "$ROUNDS"); do
-  run_alone; run_ember; run_monitor; [ $have_bt = 1 ] && run_bpftrace
+  run_alone; run_ember; sys_ember ember_syscall; run_monitor; [ $have_bt = 1 ] && run_bpftrace
 done
 sysctl -qw kernel.bpf_stats_enabled=1
-run_ember ember_stats; run_monitor monitor_stats
+run_ember ember_stats; sys_ember ember_syscall_stats; run_monitor monitor_stats
 sysctl -qw kernel.bpf_stats_enabled=0
 # Both ends followed (the worker and wrk): the event rate at which every drop is accounted for.
 run_rate() {
   local e0 calls0 d0 f0 t0 e1 calls1 d1 f1 t1
   wrk -t 2 -c "$CONNS" -d "$((DUR + 3))s" "http://127.0.0.1:$PORT/small.txt" > "$T/wrk_rate.out" 2>&1 & local WRK=$!
   sleep 0.3
-  "$B/ember" profile --config "$T/ember.yaml" --type network --pid "$W,$WRK" --duration $((DUR + 1))s --out "$T/rate" >/dev/null 2>"$T/rate.err" &
+  "$B/ember" profile --config "$CFG" --type network --pid "$W,$WRK" --duration $((DUR + 1))s --out "$T/rate" >/dev/null 2>"$T/rate.err" &
   local P=$!
   for _ in $(seq 100); do grep -q profiling "$T/rate.err" && break; sleep 0.05; done
   stats_to "$T/r0"; t0=$(date +%s%N)
@@ -132,14 +151,20 @@ run_rate
 sysctl -qw kernel.bpf_stats_enabled=1
 # The whole host's cost while a task runs elsewhere: an idle process is the target.
 sleep 600 & IDLE=$!
-"$B/ember" profile --config "$T/ember.yaml" --type network --pid "$IDLE" --duration 15s --out "$T/idle" >/dev/null 2>"$T/idle.err" &
-IP=$!
-for _ in $(seq 100); do grep -q profiling "$T/idle.err" && break; sleep 0.05; done
-snap "$T/n0"; dd if=/dev/zero of=/dev/null bs=64 count=2000000 2>/dev/null; snap "$T/n1"
-echo "other_rw $(delta "$T/n0" "$T/n1" "$NETP")" >> "$T/res"
-snap "$T/g0"; perf bench syscall basic --loop 2000000 > /dev/null 2>&1; snap "$T/g1"
-echo "other_getppid $(delta "$T/g0" "$T/g1" "$NETP")" >> "$T/res"
-wait $IP 2>/dev/null   # the task ends (a killed `ember profile` would leave it running)
+others() {   # $1: row suffix; CFG, NETP: the agent
+  "$B/ember" profile --config "$CFG" --type network --pid "$IDLE" --duration 20s --out "$T/idle$1" >/dev/null 2>"$T/idle$1.err" &
+  local IP=$!
+  for _ in $(seq 100); do grep -q profiling "$T/idle$1.err" && break; sleep 0.05; done
+  snap "$T/n0"; dd if=/dev/zero of=/dev/null bs=64 count=2000000 2>/dev/null; snap "$T/n1"
+  echo "other_rw$1 $(delta "$T/n0" "$T/n1" "$NETP")" >> "$T/res"
+  snap "$T/g0"; perf bench syscall basic --loop 2000000 > /dev/null 2>&1; snap "$T/g1"
+  echo "other_getppid$1 $(delta "$T/g0" "$T/g1" "$NETP")" >> "$T/res"
+  # another process's socket calls: wrk and nginx, neither followed (the socket layer's bystanders)
+  snap "$T/k0"; wrk -t 1 -c 4 -d 2s "http://127.0.0.1:$PORT/small.txt" > /dev/null 2>&1; snap "$T/k1"
+  echo "other_sock$1 $(delta "$T/k0" "$T/k1" "$NETP")" >> "$T/res"
+  wait $IP 2>/dev/null   # the task ends (a killed `ember profile` would leave it running)
+}
+others ""; CFG=$T/sys.yaml NETP=$NETP_SYS others _syscall
 sysctl -qw kernel.bpf_stats_enabled=0
 # The same costs as another process sees them, on the wall clock and without
 # the kernel's BPF accounting (whose own clock reads are a large part of a
@@ -148,12 +173,15 @@ sysctl -qw kernel.bpf_stats_enabled=0
 wall() { local t0; t0=$(date +%s%N); "$@" >/dev/null 2>&1; echo $(( $(date +%s%N) - t0 )); }
 loops() { echo "$1 $(wall dd if=/dev/zero of=/dev/null bs=64 count=500000) $(wall perf bench syscall basic --loop 1000000)" >> "$T/res"; }
 for i in $(seq "$ROUNDS"); do
-  loops wall_off
-  "$B/ember" profile --config "$T/ember.yaml" --type network --pid "$IDLE" --duration 4s --out "$T/idle$i" >/dev/null 2>"$T/idle$i.err" &
-  IP=$!
-  for _ in $(seq 100); do grep -q profiling "$T/idle$i.err" && break; sleep 0.05; done
-  loops wall_on
-  wait $IP 2>/dev/null
+  for layer in "" _syscall; do
+    c=$T/ember.yaml; [ -n "$layer" ] && c=$T/sys.yaml
+    loops "wall_off$layer"
+    "$B/ember" profile --config "$c" --type network --pid "$IDLE" --duration 4s --out "$T/idle$i$layer" >/dev/null 2>"$T/idle$i$layer.err" &
+    IP=$!
+    for _ in $(seq 100); do grep -q profiling "$T/idle$i$layer.err" && break; sleep 0.05; done
+    loops "wall_on$layer"
+    wait $IP 2>/dev/null
+  done
 done
 kill $IDLE
 python3 - "$T/res" "$DUR" "$CONNS" <<'PY'
@@ -163,46 +191,53 @@ dur, conns = int(sys.argv[2]), int(sys.argv[3])
 def ms(s):
     v = float(s.rstrip('usm')); return v / 1000 if s.endswith('us') else v * 1000 if s.endswith('s') and not s.endswith('ms') else v
 alone = [(float(r[1]), ms(r[2])) for r in rows if r[0] == 'alone']
-ember = [r for r in rows if r[0] == 'ember']
 bt = [r for r in rows if r[0] == 'bpftrace']
 base_r, base_p = st.median(a[0] for a in alone), st.median(a[1] for a in alone)
 print(f"net_workload: nginx 1 worker, 3 KB file, wrk {conns} connections, {dur} s x {len(alone)} per mode, alternated")
 print(f"net_alone: {base_r:.0f} req/s, p99 {base_p:.2f} ms")
-er = [float(r[1]) for r in ember]; ep = [ms(r[2]) for r in ember]
-print(f"net_throughput_ratio_ember: {st.median(er)/base_r:.2f}x (runs {', '.join(f'{x/base_r:.2f}' for x in er)}; target >= 0.90)")
-print(f"net_p99_ratio_ember: {st.median(ep)/base_p:.2f}x (runs {', '.join(f'{x/base_p:.2f}' for x in ep)}; target <= 1.20)")
-secs = [int(r[3]) / 1000 for r in ember]
-cpu = [float(r[4]) / s for r, s in zip(ember, secs)]
-evs = [int(r[5]) / s for r, s in zip(ember, secs)]
-calls = sum(int(r[6]) for r in ember); events = sum(int(r[5]) for r in ember); drops = sum(int(r[7]) for r in ember)
-fwd_drops = sum(int(r[10]) for r in ember)
-print(f"net_agent_cpu_ember: {st.median(cpu)*100:.1f}% of one core (collector + analyzer + exporter)")
-print(f"net_events_per_s_ember: {st.median(evs)/1e3:.0f}k (runs {', '.join(f'{x/1e3:.0f}k' for x in evs)})")
-print(f"net_drops_ember: {drops + fwd_drops} counted of {calls} calls ({drops} in the kernel, {fwd_drops} events the "
-      f"collector could not pass on to a full analyzer ring); unaccounted: {calls - events - drops}")
-es = [r for r in rows if r[0] == 'ember_stats']
-scalls = sum(int(r[6]) for r in es)
-rate = next((x for x in rows if x[0] == 'rate'), None)
-if rate:
-    ms_, ev, rc, rd, rf = (int(v) for v in rate[1:6])
-    print(f"net_events_per_s_both_ends: {ev / (ms_ / 1000) / 1e3:.0f}k (the worker and wrk followed, {ms_ / 1000:.1f} s); "
-          f"drops: {rd + rf} counted ({rd} in the kernel, {rf} by the collector) of {rc} calls; unaccounted: {rc - ev - rd} "
-          f"(a call is counted just before its event: readings may differ by the calls in flight at either reading)")
-bruns = sum(int(r[8]) for r in es); bns = sum(int(r[9]) for r in es)
-other = next((x for x in rows if x[0] == 'other_rw'), None)
-per_other_run = int(other[2]) / int(other[1]) if other and int(other[1]) else None
-if scalls and per_other_run is not None:
-    print(f"net_bpf_ns_per_target_call_ember: {(bns - (bruns - 2 * scalls) * per_other_run) / scalls:.0f} ns "
-          f"(enter + exit with the data copied, in a pass with the kernel's BPF accounting on; "
-          f"the load's {bruns - 2 * scalls} other runs at {per_other_run:.0f} ns taken out)")
-    # What the BPF programs alone leave of the throughput: the worker is CPU-bound on one core, so
-    # a request costs it 1/rps alone, plus its socket calls' BPF time under a task.
-    per_call = (bns - (bruns - 2 * scalls) * per_other_run) / scalls
-    reqs = sum(float(r[1]) * int(r[3]) / 1000 for r in ember)
-    cpr = calls / reqs if reqs else 0
-    t_req = 1e9 / base_r
-    print(f"net_throughput_ceiling_from_bpf: {t_req / (t_req + cpr * per_call):.2f}x ({cpr:.2f} traced calls per request at "
-          f"{per_call:.0f} ns against {t_req:.0f} ns per request alone, agent CPU and other syscalls' runs not counted)")
+def row(name): return next((x for x in rows if x[0] == name), None)
+per_call_of = {}
+# The socket layer (the default) and the syscall layer (its fallback), from the same run.
+for sfx, layer, runs_per_call in (('', 'socket layer', 1), ('_syscall', 'syscall layer', 2)):
+    ember = [r for r in rows if r[0] == 'ember' + sfx]
+    if not ember:
+        continue
+    er = [float(r[1]) for r in ember]; ep = [ms(r[2]) for r in ember]
+    print(f"net_throughput_ratio_ember{sfx}: {st.median(er)/base_r:.2f}x ({layer}; runs {', '.join(f'{x/base_r:.2f}' for x in er)}; target >= 0.90)")
+    print(f"net_p99_ratio_ember{sfx}: {st.median(ep)/base_p:.2f}x (runs {', '.join(f'{x/base_p:.2f}' for x in ep)}; target <= 1.20)")
+    secs = [int(r[3]) / 1000 for r in ember]
+    cpu = [float(r[4]) / s for r, s in zip(ember, secs)]
+    evs = [int(r[5]) / s for r, s in zip(ember, secs)]
+    calls = sum(int(r[6]) for r in ember); events = sum(int(r[5]) for r in ember); drops = sum(int(r[7]) for r in ember)
+    fwd_drops = sum(int(r[10]) for r in ember)
+    print(f"net_agent_cpu_ember{sfx}: {st.median(cpu)*100:.1f}% of one core (collector + analyzer + exporter; both agents' processes)")
+    print(f"net_events_per_s_ember{sfx}: {st.median(evs)/1e3:.0f}k (runs {', '.join(f'{x/1e3:.0f}k' for x in evs)})")
+    print(f"net_drops_ember{sfx}: {drops + fwd_drops} counted of {calls} calls ({drops} in the kernel, {fwd_drops} events the "
+          f"collector could not pass on to a full analyzer ring); unaccounted: {calls - events - drops}")
+    es = [r for r in rows if r[0] == 'ember' + sfx + '_stats']
+    scalls = sum(int(r[6]) for r in es)
+    bruns = sum(int(r[8]) for r in es); bns = sum(int(r[9]) for r in es)
+    # the other runs during the load: the syscall layer's are wrk's and nginx's other syscalls (priced as
+    # another process's read/write), the socket layer's are wrk's socket calls (priced as another process's)
+    other = row('other_rw' + sfx) if sfx else row('other_sock')
+    per_other_run = int(other[2]) / int(other[1]) if other and int(other[1]) else None
+    if scalls and per_other_run is not None:
+        per_call = (bns - (bruns - runs_per_call * scalls) * per_other_run) / scalls
+        per_call_of[sfx] = per_call
+        print(f"net_bpf_ns_per_target_call_ember{sfx}: {per_call:.0f} ns ({layer}: "
+              f"{'enter + exit' if runs_per_call == 2 else 'one program run'} with the data copied, in a pass with the "
+              f"kernel's BPF accounting on; the load's {bruns - runs_per_call * scalls} other runs at {per_other_run:.0f} ns taken out)")
+        reqs = sum(float(r[1]) * int(r[3]) / 1000 for r in ember)
+        cpr = calls / reqs if reqs else 0
+        t_req = 1e9 / base_r
+        print(f"net_throughput_ceiling_from_bpf{sfx}: {t_req / (t_req + cpr * per_call):.2f}x ({cpr:.2f} traced calls per request at "
+              f"{per_call:.0f} ns against {t_req:.0f} ns per request alone, agent CPU and other processes' runs not counted)")
+    rate = row('rate')
+    if rate and not sfx:
+        ms_, ev, rc, rd, rf = (int(v) for v in rate[1:6])
+        print(f"net_events_per_s_both_ends: {ev / (ms_ / 1000) / 1e3:.0f}k ({layer}; the worker and wrk followed, {ms_ / 1000:.1f} s); "
+              f"drops: {rd + rf} counted ({rd} in the kernel, {rf} by the collector) of {rc} calls; unaccounted: {rc - ev - rd} "
+              f"(a call is counted just before its event: readings may differ by the calls in flight at either reading)")
 mon = [r for r in rows if r[0] == 'monitor']
 if mon:
     mr = [float(r[1]) for r in mon]; mp = [ms(r[2]) for r in mon]
@@ -211,9 +246,11 @@ if mon:
     print(f"net_p99_ratio_monitor: {st.median(mp)/base_p:.2f}x (runs {', '.join(f'{x/base_p:.2f}' for x in mp)})")
     ms_ = [r for r in rows if r[0] == 'monitor_stats']
     mcalls = sum(int(r[3]) for r in ms_); mruns = sum(int(r[5]) for r in ms_); mns = sum(int(r[6]) for r in ms_)
+    other = row('other_sock')
+    per_other_run = int(other[2]) / int(other[1]) if other and int(other[1]) else None
     if mcalls and per_other_run is not None:
-        print(f"net_bpf_ns_per_target_call_monitor: {(mns - (mruns - 2 * mcalls) * per_other_run) / mcalls:.0f} ns "
-              f"(enter + exit, the first 1 KiB copied; {sum(int(r[4]) for r in ms_)} exchanges given to the monitors)")
+        print(f"net_bpf_ns_per_target_call_monitor: {(mns - (mruns - mcalls) * per_other_run) / mcalls:.0f} ns "
+              f"(socket layer, the first 1 KiB copied; {sum(int(r[4]) for r in ms_)} exchanges given to the monitors)")
 if bt:
     br = [float(r[1]) for r in bt]; bp = [ms(r[2]) for r in bt]
     lines = sum(int(r[3]) for r in bt)
@@ -223,16 +260,21 @@ if bt:
     print(f"net_events_bpftrace: {lines} printed, {lost} reported lost ({lost/(lines+lost)*100 if lines+lost else 0:.0f}%)")
 else:
     print("net_bpftrace: not measured (bpftrace missing)")
-off = [r for r in rows if r[0] == 'wall_off']; on = [r for r in rows if r[0] == 'wall_on']
-if off and on:
-    # dd: 500000 reads + 500000 writes; perf bench: 1000000 getppid
-    for col, n, label in ((1, 1000000, "read/write"), (2, 1000000, "getppid")):
-        base = st.median(int(r[col]) for r in off) / n
-        added = [(int(b[col]) - int(a[col])) / n for a, b in zip(off, on)]
-        print(f"net_added_ns_per_other_syscall_{'rw' if col == 1 else 'getppid'}: {st.median(added):.0f} ns on the wall clock "
-              f"({label} of another process, {base:.0f} ns alone; pairs {', '.join(f'{x:.0f}' for x in added)})")
-for name, label in (("other_rw", "read/write of another process"), ("other_getppid", "getppid of another process")):
-    r = next((x for x in rows if x[0] == name), None)
-    if r and int(r[1]):
-        print(f"net_bpf_ns_per_other_syscall_{name[6:]}: {int(r[2])/int(r[1])*2:.0f} ns ({label}: enter + exit, {int(r[1])//2} syscalls)")
+for sfx, layer in (('', 'socket layer'), ('_syscall', 'syscall layer')):
+    off = [r for r in rows if r[0] == 'wall_off' + sfx]; on = [r for r in rows if r[0] == 'wall_on' + sfx]
+    if off and on:
+        # dd: 500000 reads + 500000 writes; perf bench: 1000000 getppid
+        for col, n, label in ((1, 1000000, "read/write"), (2, 1000000, "getppid")):
+            base = st.median(int(r[col]) for r in off) / n
+            added = [(int(b[col]) - int(a[col])) / n for a, b in zip(off, on)]
+            print(f"net_added_ns_per_other_syscall_{'rw' if col == 1 else 'getppid'}{sfx}: {st.median(added):.0f} ns on the wall clock "
+                  f"({layer}; {label} of another process, {base:.0f} ns alone; pairs {', '.join(f'{x:.0f}' for x in added)})")
+    for name, label, per in (("other_rw", "read/write of another process", 2), ("other_getppid", "getppid of another process", 2),
+                             ("other_sock", "a socket call of another process (wrk, nginx)", 1)):
+        r = row(name + sfx)
+        if r and int(r[1]):
+            print(f"net_bpf_ns_per_other_{name[6:]}{sfx}: {int(r[2])/int(r[1])*per:.0f} ns ({layer}; {label}: "
+                  f"{'enter + exit' if per == 2 else 'one run'}, {int(r[1])} runs)")
+        elif r:
+            print(f"net_bpf_ns_per_other_{name[6:]}{sfx}: 0 ns ({layer}; {label}: no program runs)")
 PY

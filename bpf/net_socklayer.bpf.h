@@ -280,7 +280,7 @@ static __always_inline int sl_data(struct sock *sk, int ret, int flags, const bo
 	struct pt_regs *regs;
 	struct scratch *s;
 	struct call c = {};
-	bool known;
+	bool known, wire;
 	long nr;
 
 	if (!(t = bpf_map_lookup_elem(&net_targets, &tgid)))
@@ -331,6 +331,8 @@ static __always_inline int sl_data(struct sock *sk, int ret, int flags, const bo
 		sl_first(sk, ino, c.fd, &c, now);
 		o = bpf_map_lookup_elem(&socks, &skey);
 	}
+	/* Before the event is built: a Go write's plaintext goes out first, through the same scratch. */
+	wire = tls_on && known && tls_wire(regs, c.fd, ino, sk, true);
 	s = bpf_map_lookup_elem(&net_scratch, &zero);
 	if (!s || begin(s, &c, sk, ino, c.fd, ret, now, true))
 		return 0;
@@ -354,7 +356,7 @@ static __always_inline int sl_data(struct sock *sk, int ret, int flags, const bo
 			bpf_map_delete_elem(&sl_peers, &id);
 		}
 	}
-	if (tls_on && known && tls_wire(regs, c.fd, ino, sk, true)) {
+	if (wire) {
 		/* Ciphertext: its size and timing count, its bytes mean nothing to a parser. */
 		s->e.flags |= NET_F_TLS_WIRE;
 		emit(s, 0);

@@ -67,6 +67,23 @@ YAML
   cat "$TMP/agent.log"; fail "agent did not come up"
 }
 
+# The BPF programs this test's agent loaded (their names, sorted, one line): the collector's
+# (the prog_id of each of its fds), not another agent's on the same host.
+agent_progs() {
+  local cpid
+  cpid=$(pgrep -f "ember-collector --run-dir $AGENT_RUN" | head -1)
+  [ -n "$cpid" ] || { echo "agent_progs: no collector for $AGENT_RUN" >&2; return 1; }
+  bpftool prog show -j | python3 -c '
+import glob, json, sys
+ids = set()
+for f in glob.glob(f"/proc/{sys.argv[1]}/fdinfo/*"):
+    try:
+        ids.update(int(l.split()[1]) for l in open(f) if l.startswith("prog_id:"))
+    except OSError:
+        pass
+print(" ".join(sorted({"name " + p.get("name", "") for p in json.load(sys.stdin) if p["id"] in ids})))' "$cpid"
+}
+
 stop_agent() {
   kill -TERM "$AGENT_PID" 2>/dev/null
   for _ in $(seq 300); do kill -0 "$AGENT_PID" 2>/dev/null || { wait "$AGENT_PID"; return $?; }; sleep 0.1; done

@@ -31,7 +31,7 @@ check_path() {   # NAME EXPECT_SOCKET
   start_net_task "$name" "$NGINX_PID" 4s
   layer=$("$EMBER" stats --config "$TMP/ember.yaml" | awk '$1 == "collector" && $2 == "bpf_net_socket_layer" {print $3}')
   [ "$layer" = "$sock" ] || fail "$name: bpf_net_socket_layer is '$layer', expected $sock"
-  progs=$(bpftool prog list | grep -oE "name net_(sl_[a-z0-9]+|enter_[a-z]+|exit_[a-z]+)" | sort -u | tr '\n' ' ')
+  progs=$(agent_progs | grep -oE "name net_(sl_[a-z0-9]+|enter_[a-z]+|exit_[a-z]+)" | tr '\n' ' ')
   echo "  programs loaded: $progs"
   if [ "$sock" = 1 ]; then
     case "$progs" in *net_sl_send*net_sl_state*) ;; *) fail "$name: the socket layer's programs are not loaded" ;; esac

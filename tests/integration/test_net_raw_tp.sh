@@ -13,7 +13,7 @@ start_agent
 start_nginx
 N=30
 start_net_task raw "$NGINX_PID" 5s
-progs=$(bpftool prog list | grep -oE "name net_[a-z]+_(raw|btf)" | sort -u | tr '\n' ' ')
+progs=$(agent_progs | grep -oE "name net_[a-z]+_(raw|btf)" | tr '\n' ' ')
 echo "programs loaded: $progs"
 case "$progs" in *net_enter_raw*net_exit_raw*) ;; *) fail "the raw_tp programs are not the ones loaded: $progs" ;; esac
 case "$progs" in *_btf*) fail "tp_btf programs loaded although raw_tp was asked for: $progs" ;; esac

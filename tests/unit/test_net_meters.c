@@ -246,6 +246,20 @@ static void test_omissions(void **state)
 	assert_string_equal(s.m[0].name, "rover_net_p_client_write_counts_counter");
 	assert_string_equal(s.m[1].name, "rover_net_p_client_write_exe_time_counter");
 	assert_int_equal(s.bad_hists, 1);
+	/* calls of unknown time (socket layer): the average is the timed calls' */
+	tflow_init(&t, 100, "client", "http1");
+	t.read.count = 5;
+	t.read.untimed = 3;
+	t.read.time_ns = 800;
+	assert_int_equal(net_meters__from_flow(&t.f, &rover, &s), 0);
+	assert_int_equal(s.n, 2);
+	check_single(&s.m[0], "rover_net_p_client_read_counts_counter", 5);
+	check_single(&s.m[1], "rover_net_p_client_read_exe_time_counter", 400);
+	/* none timed: no average */
+	t.read.untimed = 5;
+	t.read.time_ns = 0;
+	assert_int_equal(net_meters__from_flow(&t.f, &rover, &s), 0);
+	assert_int_equal(s.n, 1);
 	/* unanswered requests only: the request counter, no averages or histograms */
 	tflow_init(&t, 100, "client", "http1");
 	tflow_exchange(&t, 200, 0, 0, 0, 0);

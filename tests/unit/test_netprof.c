@@ -212,6 +212,47 @@ static void test_client_http(void **state)
 	ember__envelope__free_unpacked(env, NULL);
 }
 
+/*
+ * Calls seen where they end (the socket layer: NET_F_UNTIMED) are counted,
+ * with their bytes, apart from the timed calls' time and histogram.
+ */
+static void test_untimed_calls(void **state)
+{
+	static const char req[] = "GET /a HTTP/1.1\r\nHost: x\r\n\r\n";
+	static const char resp[] = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello";
+	Ember__Envelope *env;
+	Ember__NetFlow *f;
+	uint64_t hist = 0;
+
+	(void)state;
+	ev(NET_OP_CONNECT, 11, SOCK_STREAM, "10.0.0.2", 80, 40001, 0, NULL, 0);     /* timed: its handshake */
+	ev(NET_OP_WRITE, 11, SOCK_STREAM, "10.0.0.2", 80, 40001, sizeof(req) - 1, req, NET_F_UNTIMED);
+	ev(NET_OP_READ, 11, SOCK_STREAM, "10.0.0.2", 80, 40001, sizeof(resp) - 1, resp, NET_F_UNTIMED);
+	ev(NET_OP_WRITE, 11, SOCK_STREAM, "10.0.0.2", 80, 40001, sizeof(req) - 1, req, 0);
+	ev(NET_OP_READ, 11, SOCK_STREAM, "10.0.0.2", 80, 40001, sizeof(resp) - 1, resp, NET_F_UNTIMED);
+	ev(NET_OP_CLOSE, 11, SOCK_STREAM, "10.0.0.2", 80, 40001, 0, NULL, NET_F_UNTIMED);
+	env = last_batch();
+	assert_int_equal(env->network->n_flows, 1);
+	f = env->network->flows[0];
+	assert_int_equal(f->write->count, 2);
+	assert_int_equal(f->write->untimed, 1);
+	assert_int_equal(f->write->bytes, 2 * (sizeof(req) - 1));
+	assert_int_equal(f->write->time_ns, 1000);              /* the timed write's (ev: 1000 ns each) */
+	for (size_t i = 0; i < f->write->n_hist; i++)
+		hist += f->write->hist[i];
+	assert_int_equal(hist, 1);
+	assert_int_equal(f->read->count, 2);
+	assert_int_equal(f->read->untimed, 2);
+	assert_int_equal(f->read->time_ns, 0);
+	assert_int_equal(f->read->n_hist, 0);                   /* no timed read: no histogram */
+	assert_int_equal(f->connect->untimed, 0);
+	assert_int_equal(f->connect->time_ns, 1000);
+	assert_int_equal(f->close->count, 1);
+	assert_int_equal(f->close->untimed, 1);
+	assert_int_equal(env->network->n_exchanges, 2);
+	ember__envelope__free_unpacked(env, NULL);
+}
+
 /* A server socket met mid-life (no accept seen): side from the ports, then from the protocol. */
 static void test_guessed_server_and_lost_events(void **state)
 {
@@ -709,6 +750,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_client_http, setup, teardown_np),
+		cmocka_unit_test_setup_teardown(test_untimed_calls, setup, teardown_np),
 		cmocka_unit_test_setup_teardown(test_guessed_server_and_lost_events, setup, teardown_np),
 		cmocka_unit_test_setup_teardown(test_udp_peers, setup, teardown_np),
 		cmocka_unit_test_setup_teardown(test_children, setup, teardown_np),
