@@ -341,8 +341,12 @@ static __always_inline int sl_data(struct sock *sk, int ret, int flags, const bo
 	count(NET_CNT_CALLS);
 	if (o && ret > 0)
 		s->e.turn = turn_of(o, write);
-	if (write && s->e.type == 1 /* SOCK_STREAM */)
-		s->e.srtt_us = BPF_CORE_READ((struct tcp_sock *)sk, srtt_us) >> 3;
+	if (write && s->e.type == 1 /* SOCK_STREAM */) {
+		/* a plain load (6.2+, as this layer's tracepoints): the helper read costs a call per write */
+		struct tcp_sock *tp = bpf_rdonly_cast(sk, bpf_core_type_id_kernel(struct tcp_sock));
+
+		s->e.srtt_us = tp->srtt_us >> 3;
+	}
 	if (!write && s->e.type == 2 /* SOCK_DGRAM */) {
 		struct sl_peer *p = bpf_map_lookup_elem(&sl_peers, &id);
 
@@ -526,6 +530,11 @@ int BPF_PROG(net_sl_state, const struct sock *sk, const int oldstate, const int 
 	}
 	if (newstate == TCP_FIN_WAIT1 || newstate == TCP_LAST_ACK || newstate == TCP_CLOSE)
 		sl_closing(sk, newstate);
+	if (newstate == TCP_CLOSE) {
+		/* a passive open nobody called on: its address may come back as another socket */
+		key = (__u64)sk;
+		bpf_map_delete_elem(&sl_passive, &key);
+	}
 	return 0;
 }
 
