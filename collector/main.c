@@ -18,6 +18,7 @@
 #include <malloc.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,7 +118,14 @@ static int on_net_event(void *ctx, const struct net_event *e, uint32_t len)
 	return net_fwd__event(C.fwd, e, len);
 }
 
-static void forward_net(void)
+/*
+ * wake: wake the analyzers that sleep on what was forwarded.  Otherwise (a
+ * batch the BPF ring buffer's fill level woke us for, about a thousand a
+ * second under load) an analyzer is woken only once an eighth of its ring
+ * waits, and the network timer's next batch wakes it for the rest: a
+ * wake-up costs both processes more than a batch's records.
+ */
+static void forward_net(bool wake)
 {
 	int n;
 
@@ -126,7 +134,10 @@ static void forward_net(void)
 	n = bpf_net__consume(C.env.net, on_net_event, NULL);
 	if (n < 0)
 		log_warn("reading the network events failed: %s", strerror(-n));
-	net_fwd__notify(C.fwd);
+	if (wake)
+		net_fwd__notify(C.fwd);
+	else
+		net_fwd__publish(C.fwd);
 }
 
 /* The network events' timer runs while a network task is attached, and only then. */
@@ -137,8 +148,12 @@ static void net_timer_update(void)
 		its.it_interval.tv_nsec = (long)NET_POLL_NS;
 		its.it_value.tv_nsec = (long)NET_POLL_NS;
 	}
-	if (C.env.net)
+	if (C.env.net) {
 		timerfd_settime(C.net_timer_src.fd, 0, &its, NULL);
+		/* A stopped timer wakes nobody: what waits is announced now. */
+		if (C.fwd)
+			net_fwd__notify(C.fwd);
+	}
 }
 
 /* Every kind's counters (collector_hooks.collect_stats). */
@@ -161,7 +176,7 @@ static void hook_drain(void *ctx)
 {
 	(void)ctx;
 	stack_drain__sync(C.drain);
-	forward_net();
+	forward_net(true);
 }
 
 static const struct collector_hooks hooks = { .drain = hook_drain, .tasks_changed = tasks_changed,
@@ -512,12 +527,12 @@ static void run(void)
 			switch (src->kind) {
 			case SRC_LISTEN: on_accept(); arm(src); break;
 			case SRC_TIMER: on_timer(); arm(src); break;
-			case SRC_NET: forward_net(); arm(src); break;
+			case SRC_NET: forward_net(false); arm(src); break;
 			case SRC_DRAIN_DONE: stack_drain__done(C.drain); arm(src); break;
 			case SRC_NET_TIMER: {
 				uint64_t ticks;
 				(void)!read(src->fd, &ticks, sizeof(ticks));
-				forward_net();
+				forward_net(true);
 				arm(src);
 				break;
 			}
@@ -570,7 +585,7 @@ int main(int argc, char **argv)
 	run();
 	log_info("stopping: final drain");
 	stack_drain__sync(C.drain);
-	forward_net();
+	forward_net(true);
 	C.col.tasks = tasks__free(C.col.tasks);
 	kinds__free(C.kinds, C.nkinds);
 	stack_drain__free(C.drain);

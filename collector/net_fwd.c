@@ -268,6 +268,14 @@ void net_fwd__notify(struct net_fwd *f)
 		}
 }
 
+void net_fwd__publish(struct net_fwd *f)
+{
+	/* written[] stays set: the next net_fwd__notify checks these shards' sleeps. */
+	for (unsigned s = 0; s < f->nshards; s++)
+		if (f->written[s])
+			(void)shm_ring__publish(f->rings[s]);
+}
+
 void net_fwd__stats(const struct net_fwd *f, struct net_fwd_stats *ret)
 {
 	*ret = f->st;

@@ -43,6 +43,13 @@ struct net_fwd *net_fwd__new(struct shm_ring **rings, unsigned nshards);
 int net_fwd__event(struct net_fwd *f, const struct net_event *e, uint32_t len);
 /* Wakes the analyzers of the shards written since the last call. */
 void net_fwd__notify(struct net_fwd *f);
+/*
+ * Makes what was written visible to the analyzers, and wakes one only once
+ * an eighth of its ring waits (shm_ring__publish): for batches that come
+ * faster than an analyzer needs waking.  net_fwd__notify must follow within
+ * a bounded time (the collector's network timer).
+ */
+void net_fwd__publish(struct net_fwd *f);
 void net_fwd__stats(const struct net_fwd *f, struct net_fwd_stats *ret);
 /* Accepts NULL.  Returns NULL. */
 struct net_fwd *net_fwd__free(struct net_fwd *f);

@@ -529,14 +529,14 @@ size_t shm_ring__writable(struct shm_ring *r)
  * tells a new sleep from one we already woke; a consumer that bumps it
  * needlessly only costs itself one datagram per batch.
  */
-int shm_ring__notify(struct shm_ring *r)
+static int notify(struct shm_ring *r, uint64_t min_bytes)
 {
 	static const char one = 1;
 	uint32_t seq;
 
 	if (!r->producer)
 		return -EPERM;
-	/* Nothing committed since the last call: that call already either woke
+	/* Nothing committed since the last check: that check already either woke
 	 * the consumer or saw it awake, and it has seen those records. */
 	if (r->prod == r->notified)
 		return 0;
@@ -544,6 +544,10 @@ int shm_ring__notify(struct shm_ring *r)
 		stage_flush(r);
 		prod_publish(r);
 	}
+	/* Published but not checked: `notified` stays, so the next check
+	 * answers an announcement made before or after this publication. */
+	if (r->prod - r->notified < min_bytes)
+		return 0;
 	r->notified = r->prod;
 	/* seq_cst: orders the prod_pos stores of this batch before the
 	 * sleep_seq load below (store->load needs a full fence). */
@@ -561,6 +565,16 @@ int shm_ring__notify(struct shm_ring *r)
 	}
 	r->st.wakeups++;
 	return 1;
+}
+
+int shm_ring__notify(struct shm_ring *r)
+{
+	return notify(r, 0);
+}
+
+int shm_ring__publish(struct shm_ring *r)
+{
+	return notify(r, r->size / 8);
 }
 
 /* ---- consumer ---------------------------------------------------------- */

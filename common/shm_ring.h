@@ -120,6 +120,17 @@ int shm_ring__write(struct shm_ring *r, uint32_t type, const void *data, uint32_
  */
 int shm_ring__notify(struct shm_ring *r);
 
+/*
+ * Ends a batch like shm_ring__notify (everything committed so far becomes
+ * visible), but answers a sleep announcement only once an eighth of the
+ * ring has been committed since the last wake-up check: a producer whose
+ * batches come faster than the consumer needs waking saves it (and itself)
+ * a wake-up per batch.  Records below that wait for the next
+ * shm_ring__notify, which the producer must call within a bounded time.
+ * Returns as shm_ring__notify.
+ */
+int shm_ring__publish(struct shm_ring *r);
+
 /* Bytes the producer could reserve now (header and padding included), 0 if
  * the consumer position is invalid.  Nothing is counted.  For back-pressure
  * in tests and benchmarks and for fill-level metrics; the collector drops. */

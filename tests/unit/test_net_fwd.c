@@ -4,13 +4,16 @@
  * (lost_events, lost_read_bytes, lost_write_bytes), once, with nothing left
  * over for another socket that later uses the same table slot; with several
  * shards, the two ends of a local connection routed to different shards
- * name each other (peer_tgid), and a closed endpoint is forgotten.
+ * name each other (peer_tgid), and a closed endpoint is forgotten; a
+ * batch published without a wake-up is woken for by the next notify.
  */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <poll.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -274,11 +277,59 @@ static void test_peers_across_shards(void **state)
 	free(g);
 }
 
+static bool readable(int fd)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+
+	return poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLIN);
+}
+
+/*
+ * A batch published without waking (net_fwd__publish) is visible at once,
+ * and the next net_fwd__notify wakes the sleeping analyzer of its shard,
+ * and only that one.
+ */
+static void test_publish_then_notify(void **state)
+{
+	struct pair r[2];
+	struct shm_ring *rings[2];
+	struct net_fwd *f;
+	struct got *g = calloc(1, sizeof(*g));
+	struct net_event e = ev(pid_in(0, 1000), 1, NET_OP_READ, 10);
+
+	(void)state;
+	pair_new(&r[0], 1 << 20);
+	pair_new(&r[1], 1 << 20);
+	rings[0] = r[0].p;
+	rings[1] = r[1].p;
+	f = net_fwd__new(rings, 2);
+	assert_non_null(f);
+	assert_int_equal(shm_ring__prepare_wait(r[0].c), 0);
+	assert_int_equal(shm_ring__prepare_wait(r[1].c), 0);
+	net_fwd__event(f, &e, sizeof(e));
+	net_fwd__publish(f);
+	assert_false(readable(shm_ring__event_fd(r[0].c)));
+	assert_int_equal(shm_ring__consume(r[0].c, keep, g, 0), 1);
+	assert_int_equal(shm_ring__prepare_wait(r[0].c), 0);
+	net_fwd__event(f, &e, sizeof(e));
+	net_fwd__publish(f);
+	assert_false(readable(shm_ring__event_fd(r[0].c)));
+	net_fwd__notify(f);
+	assert_true(readable(shm_ring__event_fd(r[0].c)));
+	assert_false(readable(shm_ring__event_fd(r[1].c)));
+	assert_int_equal(shm_ring__consume(r[0].c, keep, g, 0), 1);
+	net_fwd__free(f);
+	pair_free(&r[0]);
+	pair_free(&r[1]);
+	free(g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_losses_reach_the_next_event_once),
 		cmocka_unit_test(test_peers_across_shards),
+		cmocka_unit_test(test_publish_then_notify),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

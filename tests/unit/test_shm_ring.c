@@ -1000,6 +1000,55 @@ static void test_wakeups(void **state)
 	shm_ring__free(p);
 }
 
+/*
+ * shm_ring__publish makes records visible at once, but answers a sleep only
+ * once an eighth of the ring was committed since the last check; the next
+ * shm_ring__notify answers it for what is below.
+ */
+static void test_lazy_publish(void **state)
+{
+	struct shm_ring *p, *c;
+	int n = 0, wfd, woke = 0, writes = 0;
+
+	pair_new(4096, &p, &c);   /* an eighth: 512 bytes, 32 records of 16 */
+	wfd = shm_ring__event_fd(c);
+	assert_int_equal(shm_ring__publish(c), -EPERM);
+	assert_int_equal(shm_ring__prepare_wait(c), 0);
+
+	/* Visible without a wake-up. */
+	assert_int_equal(shm_ring__write(p, 1, "abc", 3), 0);
+	assert_int_equal(shm_ring__publish(p), 0);
+	assert_false(readable(wfd));
+	assert_int_equal(shm_ring__consume(c, count_cb, &n, 0), 1);
+
+	/* Asleep again: a small batch is published without waking it, and the
+	 * next notify wakes it for that batch. */
+	assert_int_equal(shm_ring__prepare_wait(c), 0);
+	assert_int_equal(shm_ring__write(p, 1, "abc", 3), 0);
+	assert_int_equal(shm_ring__publish(p), 0);
+	assert_false(readable(wfd));
+	assert_int_equal(shm_ring__notify(p), 1);
+	assert_true(readable(wfd));
+	assert_int_equal(shm_ring__consume(c, count_cb, &n, 0), 1);
+	assert_int_equal(stats(p).wakeups, 1);
+
+	/* Asleep: the batch that brings an eighth of the ring wakes it, not before. */
+	assert_int_equal(shm_ring__prepare_wait(c), 0);
+	while (!woke) {
+		assert_int_equal(shm_ring__write(p, 1, "abc", 3), 0);
+		writes++;
+		woke = shm_ring__publish(p);
+		assert_true(woke >= 0);
+		assert_int_equal(readable(wfd), woke);
+	}
+	assert_int_equal(writes, 4096 / 8 / 16);
+	assert_int_equal(stats(p).wakeups, 2);
+	assert_int_equal(shm_ring__consume(c, count_cb, &n, 0), writes);
+	assert_int_equal(n, 2 + writes);
+	shm_ring__free(c);
+	shm_ring__free(p);
+}
+
 /* A consumer that never drains, made its socket blocking and keeps
  * announcing sleeps must not be able to block the producer. */
 static void test_hostile_wake_fd(void **state)
@@ -1290,6 +1339,7 @@ int main(void)
 		cmocka_unit_test(test_readonly_enforced),
 		cmocka_unit_test(test_attach_validation),
 		cmocka_unit_test(test_wakeups),
+		cmocka_unit_test(test_lazy_publish),
 		cmocka_unit_test(test_hostile_wake_fd),
 		cmocka_unit_test(test_consumer_restart),
 		cmocka_unit_test(test_cross_process),
