@@ -82,6 +82,7 @@ struct cstate {
 	struct netreport_window win;       /* its calls of the report's window */
 	struct netreport_flow_cache flow;  /* the report's flow it went to */
 	struct netcalls *dc;      /* task->calls: its latest data calls, allocated at the first */
+	char peer_str[64], local_str[64]; /* its endpoints as text, "" until first needed (peer_str()) */
 };
 
 struct netprof {
@@ -277,6 +278,25 @@ static const char *protocol_of(const struct cstate *cs)
 	return ops ? ops->name : "";
 }
 
+/*
+ * The connection's endpoints as text, formatted once: every exchange lists
+ * its peer, and inet_ntop + snprintf per exchange was an eighth of the
+ * analyzer's time under wrk.  A connection's endpoints never change.
+ */
+static const char *peer_str(struct cstate *cs)
+{
+	if (!cs->peer_str[0])
+		net_endpoint__str(&cs->nc->peer, cs->peer_str, sizeof(cs->peer_str));
+	return cs->peer_str;
+}
+
+static const char *local_str(struct cstate *cs)
+{
+	if (!cs->local_str[0])
+		net_endpoint__str(&cs->nc->local, cs->local_str, sizeof(cs->local_str));
+	return cs->local_str;
+}
+
 /* The other end, when it is a process this analyzer follows too. */
 static void link_peer(struct netprof *np, struct cstate *cs)
 {
@@ -326,13 +346,12 @@ static void fold(struct netprof *np, struct cstate *cs)
 static void list_exchange(struct netprof *np, struct cstate *cs, const struct l7_record *r)
 {
 	Ember__NetExchange x = EMBER__NET_EXCHANGE__INIT;
-	char peer[64];
 
 	x.pid = cs->nc->tgid;
 	x.connection_id = cs->nc->id;
 	x.protocol = (char *)r->protocol;
 	x.side = (char *)netreport__side_name(side_of(cs));
-	x.peer_address = net_endpoint__str(&cs->nc->peer, peer, sizeof(peer));
+	x.peer_address = (char *)peer_str(cs);
 	x.req_unix_ns = r->req_ts_ns ? to_unix(np, r->req_ts_ns) : 0;
 	x.latency_ns = l7_record__latency_ns(r);
 	x.duration_ns = l7_record__duration_ns(r);
@@ -358,14 +377,13 @@ static void record_call(struct netprof *np, struct cstate *cs, const struct net_
 static void offer_sample(struct netprof *np, struct cstate *cs, const struct l7_record *r)
 {
 	struct sampler_call calls[SAMPLER_MAX_CALLS];
-	char peer[64], local[64];
 	struct sampler_ctx c = {
 		.pid = cs->nc->tgid,
 		.process_name = cs->comm,
 		.connection_id = cs->nc->id,
 		.side = netreport__side_name(side_of(cs)),
-		.peer = net_endpoint__str(&cs->nc->peer, peer, sizeof(peer)),
-		.local = net_endpoint__str(&cs->nc->local, local, sizeof(local)),
+		.peer = peer_str(cs),
+		.local = local_str(cs),
 		.req_unix_ns = r->req_ts_ns ? to_unix(np, r->req_ts_ns) : 0,
 		.peer_local = cs->peer_local,
 		.ssl = cs->tls,
@@ -448,7 +466,6 @@ static void list_connection(struct netprof *np, struct cstate *cs, uint64_t clos
 {
 	Ember__NetConnection m = EMBER__NET_CONNECTION__INIT;
 	uint64_t req_turns = request_turns(cs);
-	char local[64], remote[64];
 
 	settle_tls_pending(np, cs);
 	m.pid = cs->nc->tgid;
@@ -456,8 +473,8 @@ static void list_connection(struct netprof *np, struct cstate *cs, uint64_t clos
 	m.id = cs->nc->id;
 	m.side = (char *)netreport__side_name(side_of(cs));
 	m.side_guessed = cs->side_guessed;
-	m.local_address = net_endpoint__str(&cs->nc->local, local, sizeof(local));
-	m.remote_address = net_endpoint__str(&cs->nc->peer, remote, sizeof(remote));
+	m.local_address = (char *)local_str(cs);
+	m.remote_address = (char *)peer_str(cs);
 	m.remote_local = cs->peer_local;
 	m.remote_pid = cs->peer_pid;
 	m.transport = (char *)(cs->nc->udp ? "udp" : "tcp");

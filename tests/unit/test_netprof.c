@@ -201,6 +201,11 @@ static void test_client_http(void **state)
 	assert_string_equal(field(b->exchanges[1], "method"), "POST");
 	assert_int_equal(b->exchanges[1]->status, 404);
 	assert_int_equal(b->exchanges[1]->req_bytes, sizeof(post) - 1 - 10 + 10000);
+	/* The endpoints as text, every exchange's and the connection's (formatted once per connection). */
+	assert_string_equal(b->exchanges[0]->peer_address, "10.0.0.2:80");
+	assert_string_equal(b->exchanges[1]->peer_address, "10.0.0.2:80");
+	assert_string_equal(b->connections[0]->remote_address, "10.0.0.2:80");
+	assert_string_equal(b->connections[0]->local_address, "127.0.0.1:40000");
 	assert_int_equal(b->n_connections, 1);
 	assert_true(b->connections[0]->closed_unix_ns > 0);
 	assert_int_equal(b->connections[0]->gaps, 1);
