@@ -221,7 +221,8 @@ static void cb_exchange(void *ctx, uint32_t pid, const struct l7_record *r)
 	const char *uri = NULL;
 
 	struct analyzer *a = ctx;
-	if (!a->mon || !r->has_request || !r->has_response)
+	/* Every server-side exchange comes here: most are of processes no monitor watches. */
+	if (!a->mon || !r->has_request || !r->has_response || !monitors__wants_exchanges(a->mon, pid))
 		return;
 	for (unsigned i = 0; i < r->nfields; i++)
 		if (!strcmp(r->fields[i].key, "uri") || !strcmp(r->fields[i].key, "path")) /* HTTP/1, HTTP/2 */

@@ -579,6 +579,14 @@ static void check_http(struct monitors *m, const struct mproc *p, unsigned polic
 	}
 }
 
+bool monitors__wants_exchanges(const struct monitors *m, uint32_t pid)
+{
+	bool found;
+	unsigned i = find(m, pid, &found);
+
+	return found && m->p[i].nhw;
+}
+
 void monitors__exchange(struct monitors *m, uint32_t pid, const char *protocol, const char *uri, bool error,
 			double latency_ms, uint64_t now_ms)
 {

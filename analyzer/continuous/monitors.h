@@ -152,6 +152,9 @@ void monitors__tick(struct monitors *m, uint64_t now_ms);
  */
 void monitors__exchange(struct monitors *m, uint32_t pid, const char *protocol, const char *uri, bool error,
 			double latency_ms, uint64_t now_ms);
+/* Whether pid has an L7 item whose windows monitors__exchange fills: exchanges of other
+ * processes need not be looked at (nor the clock read for them). */
+bool monitors__wants_exchanges(const struct monitors *m, uint32_t pid);
 /* When the next tick has work (monotonic ms); UINT64_MAX without policies. */
 uint64_t monitors__next_due(const struct monitors *m);
 void monitors__stats(const struct monitors *m, uint64_t ret[MS_MAX]);

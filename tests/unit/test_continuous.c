@@ -467,6 +467,9 @@ static void test_http_items(void **state)
 		}
 	}
 	assert_true(captures_on > 0);
+	/* The analyzer hands over the exchanges of watched processes only. */
+	assert_true(monitors__wants_exchanges(m, 6000));
+	assert_false(monitors__wants_exchanges(m, 6001));
 	monitors__stats(m, st);
 	assert_int_equal(st[MS_EXCHANGES], 12 * 18);
 	unsigned on = 0, off = 0, net = 0;
