@@ -238,10 +238,15 @@ static struct h1_req *q_at(struct h1 *h, unsigned i)
 	return &h->q[(h->qhead + i) % H1_PENDING];
 }
 
+/*
+ * The oldest request leaves the queue.  An emptied queue starts again at its
+ * first slot: without pipelining every request then uses that one slot (and
+ * its sample buffer), still in the cache, where walking round the 32 slots
+ * of every connection made each request's slot a miss.
+ */
 static void q_pop(struct h1 *h)
 {
-	h->qhead = (h->qhead + 1) % H1_PENDING;
-	h->qlen--;
+	h->qhead = --h->qlen ? (h->qhead + 1) % H1_PENDING : 0;
 }
 
 static struct h1_req *q_find(struct h1 *h, uint64_t seq)
@@ -367,8 +372,7 @@ static void resp_done(struct h1 *h, uint64_t ts)
 		struct h1_req *r = q_at(h, 0);
 
 		emit_exchange(h, r, true, true, ts);
-		h->qhead = (h->qhead + 1) % H1_PENDING;
-		h->qlen--;
+		q_pop(h);
 		h->resp_matched = false;
 	} else {
 		emit_exchange(h, &h->orphan, false, true, ts);
@@ -923,8 +927,7 @@ static void h1_finish(void *st, uint64_t ts_ns)
 		resp_done(h, ts_ns);
 	while (h->qlen) {
 		emit_exchange(h, q_at(h, 0), true, false, 0);
-		h->qhead = (h->qhead + 1) % H1_PENDING;
-		h->qlen--;
+		q_pop(h);
 	}
 	if (qd->st == ST_HEADERS) {
 		/* Request line seen, headers cut off by the close. */
