@@ -105,5 +105,5 @@ for n in names:
     print(f"net_events_per_s[{n}]: {st.median(evs)/1e3:.0f}k; req/s median {st.median(float(r[1]) for r in rs):.0f}; "
           f"forwarded {sum(fwd)} of {sum(int(r[8]) for r in rs)} events; drops: "
           f"{sum(int(r[10]) for r in rs)} in the kernel (runs {', '.join(r[10] for r in rs)}), "
-          f"{sum(int(r[11]) for r in rs)} by the collector")
+          f"{sum(int(r[11]) for r in rs)} by the collector (runs {', '.join(r[11] for r in rs)})")
 PY
