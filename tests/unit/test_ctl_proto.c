@@ -518,7 +518,7 @@ static void test_stat_names(void **state)
 		assert_string_equal(ctl_stat_counters[i].name, ctl__stat_name(i));
 		assert_int_equal(ctl_stat_counters[i].level,
 				 i == CTL_STAT_TASKS_ACTIVE || i == CTL_STAT_UNWIND_TABLES || i == CTL_STAT_UNWIND_ROWS ||
-				 i == CTL_STAT_UNWIND_ROWS_MAX || i == CTL_STAT_UNWIND_PROCS);
+				 i == CTL_STAT_UNWIND_ROWS_MAX || i == CTL_STAT_UNWIND_PROCS || i == CTL_STAT_NET_SOCKET_LAYER);
 		assert_int_equal(ctl_stat_counters[i].per_unit, 0);
 	}
 }
