@@ -46,7 +46,10 @@ for _ in $(seq 20); do
 done
 [ $((CLIENT % 2)) != $((NGINX_PID % 2)) ] || fail "no client pid in the other analyzer's shard than nginx's ($NGINX_PID)"
 start_net_task l4 "$NGINX_PID,$CLIENT" 6s
-echo go > "$TMP/go"
+# A client gone before it opened the FIFO would leave the writer blocked: the test says so instead.
+timeout 30 bash -c "echo go > '$TMP/go'" || fail "the client never read its go (alive: $(kill -0 "$CLIENT" 2>&1 && echo yes))"
+for _ in $(seq 600); do kill -0 "$CLIENT" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$CLIENT" 2>/dev/null && { cat "$TMP/client.json"; fail "the client did not finish its $N requests in 60 s"; }
 wait "$CLIENT" || fail "the client failed"
 cat "$TMP/client.json"
 wait_net_task l4
