@@ -37,18 +37,28 @@
 #define SL_ETH_P_IP 0x0800
 #define SL_ETH_P_IPV6 0x86DD
 
+/* Packets of one socket counted for a thread. */
+struct sl_l2 {
+	__u64 sk;
+	__u64 skb;          /* the last one (a read copies one packet in parts: it is one packet) */
+	__u32 pkts;
+	__u32 bytes;
+	__u32 ifindex;
+	__u32 pad;
+};
+
 /* A thread's socket-layer state (its own storage): only target threads have one. */
 struct sl_thread {
 	__u64 mm_buf;       /* the sendmmsg / recvmmsg array whose messages the thread is moving */
 	__u32 mm_next;      /* the index of its next message */
 	__u32 mm_nr;
-	/* the packets since the thread's last socket event (net_sl_l2_xmit, net_sl_copy) */
-	__u64 l2_sk;
-	__u64 l2_skb;
-	__u32 l2_pkts;
-	__u32 l2_bytes;
-	__u32 l2_ifindex;
-	__u32 pad;
+	/*
+	 * The packets since the thread's last socket event (net_sl_l2_xmit,
+	 * net_sl_copy), for two sockets: between two calls a thread also queues
+	 * packets of other sockets (a FIN of the socket it closed, on loopback
+	 * the ACK of the socket it writes to), and the next call takes its own.
+	 */
+	struct sl_l2 l2[2];
 };
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -207,6 +217,27 @@ int net_sl_recvmsg6(struct bpf_sock_addr *ctx)
 	return sl_recv_source(ctx, true);
 }
 
+/* One packet of socket sk for the thread: in its socket's slot, else a free one, else the second's. */
+static __always_inline void sl_l2_add(struct sl_thread *th, const struct sock *sk, const struct sk_buff *skb,
+				      __u32 bytes, __u32 ifindex)
+{
+	struct sl_l2 *l = &th->l2[0];
+
+	if (l->sk && l->sk != (__u64)sk) {
+		l = &th->l2[1];
+		if (l->sk != (__u64)sk)
+			__builtin_memset(l, 0, sizeof(*l));
+	}
+	l->sk = (__u64)sk;
+	if (l->skb != (__u64)skb) {
+		l->pkts++;
+		l->skb = (__u64)skb;
+		count(NET_CNT_L2_PKTS);
+	}
+	l->bytes += bytes;
+	l->ifindex = ifindex;
+}
+
 /* The packets under a read as its thread copies them out (attached while a task asks). */
 SEC("tp_btf/skb_copy_datagram_iovec")
 int BPF_PROG(net_sl_copy, const struct sk_buff *skb, int len)
@@ -214,19 +245,8 @@ int BPF_PROG(net_sl_copy, const struct sk_buff *skb, int len)
 	struct sl_thread *th = sl_thread_of(false);
 	struct sock *sk = skb->sk;
 
-	if (!th || !sk || len <= 0)
-		return 0;
-	if (!th->l2_sk)
-		th->l2_sk = (__u64)sk;
-	else if (th->l2_sk != (__u64)sk)
-		return 0;
-	if (th->l2_skb != (__u64)skb) {
-		th->l2_pkts++;
-		th->l2_skb = (__u64)skb;
-		count(NET_CNT_L2_PKTS);
-	}
-	th->l2_bytes += len;
-	th->l2_ifindex = skb->skb_iif;
+	if (th && sk && len > 0)
+		sl_l2_add(th, sk, skb, (__u32)len, (__u32)skb->skb_iif);
 	return 0;
 }
 
@@ -238,19 +258,8 @@ int BPF_PROG(net_sl_l2_xmit, struct sk_buff *skb)
 	struct net_device *dev = skb->dev;
 	struct sock *sk = skb->sk;
 
-	if (!th || !sk)
-		return 0;
-	if (!th->l2_sk)
-		th->l2_sk = (__u64)sk;
-	else if (th->l2_sk != (__u64)sk)
-		return 0;
-	if (th->l2_skb != (__u64)skb) {
-		th->l2_pkts++;
-		th->l2_skb = (__u64)skb;
-		count(NET_CNT_L2_PKTS);
-	}
-	th->l2_bytes += skb->len;
-	th->l2_ifindex = dev ? (__u32)dev->ifindex : 0;
+	if (th && sk)
+		sl_l2_add(th, sk, skb, skb->len, dev ? (__u32)dev->ifindex : 0);
 	return 0;
 }
 
@@ -315,16 +324,15 @@ static __always_inline int sl_data(struct sock *sk, int ret, int flags, const bo
 	} else {
 		count(NET_CNT_SL_NO_SYSCALL);
 	}
-	if (th->l2_pkts && th->l2_sk == (__u64)sk) {
-		c.l2_sk = th->l2_sk;
-		c.l2_pkts = th->l2_pkts;
-		c.l2_bytes = th->l2_bytes;
-		c.l2_ifindex = th->l2_ifindex;
+	for (int i = 0; i < 2; i++) {
+		if (th->l2[i].pkts && th->l2[i].sk == (__u64)sk) {
+			c.l2_sk = th->l2[i].sk;
+			c.l2_pkts = th->l2[i].pkts;
+			c.l2_bytes = th->l2[i].bytes;
+			c.l2_ifindex = th->l2[i].ifindex;
+		}
 	}
-	th->l2_sk = 0;
-	th->l2_skb = 0;
-	th->l2_pkts = 0;
-	th->l2_bytes = 0;
+	__builtin_memset(th->l2, 0, sizeof(th->l2));
 	skey = (__u64)sk;
 	o = bpf_map_lookup_elem(&socks, &skey);
 	if (!o) {

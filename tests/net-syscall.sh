@@ -6,7 +6,7 @@
 set -u
 cd "$(dirname "$0")/.."
 export EMBER_NET_ATTACH=syscall
-tests=$(grep -l -E "start_net_task|network:|tls" tests/integration/test_*.sh | xargs -n1 basename | sed 's/\.sh$//' |
+tests=$(grep -l -E "start_net_task|network:|tls|oap_network_task" tests/integration/test_*.sh | xargs -n1 basename | sed 's/\.sh$//' |
         grep -v -E "^test_(net_attach_path|net_raw_tp|kernel_debian12)$")
 pass=0; failed=0
 for t in $tests; do
