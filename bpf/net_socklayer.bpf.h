@@ -476,7 +476,10 @@ static __always_inline void sl_connected(const struct sock *sk, bool ok)
 /*
  * A followed socket closing: its owner's close (or exit) starts the
  * teardown in its context; else the socket's end (TCP_CLOSE: reset,
- * timeout, the end of a shutdown) closes it.  One close event per socket.
+ * timeout, the end of a shutdown) closes it once no file holds it, or its
+ * destruction (tcp_destroy_sock) does: a socket the process still holds
+ * may still be read (nginx shuts down, then reads until the peer's
+ * end).  newstate -1: destroyed.  One close event per socket.
  */
 static __always_inline void sl_closing(const struct sock *sk, int newstate)
 {
@@ -495,7 +498,10 @@ static __always_inline void sl_closing(const struct sock *sk, int newstate)
 		nr = sl_nr(regs);
 	}
 	/* a shutdown sends a FIN too, but the socket stays open */
-	if (newstate != TCP_CLOSE && (!owner || nr == NR_shutdown))
+	if (newstate != TCP_CLOSE && newstate != -1 && (!owner || nr == NR_shutdown))
+		return;
+	/* ended under a process that still holds it, and not by its close: it closes when destroyed */
+	if (newstate == TCP_CLOSE && sk->sk_socket && !(owner && nr == NR_close))
 		return;
 	now = bpf_ktime_get_ns();
 	s = sl_begin(sk, NET_OP_CLOSE, now, now);
@@ -543,6 +549,14 @@ int BPF_PROG(net_sl_state, const struct sock *sk, const int oldstate, const int 
 		key = (__u64)sk;
 		bpf_map_delete_elem(&sl_passive, &key);
 	}
+	return 0;
+}
+
+/* A socket's destruction: the close of a followed socket no state change closed. */
+SEC("tp_btf/tcp_destroy_sock")
+int BPF_PROG(net_sl_destroy, struct sock *sk)
+{
+	sl_closing(sk, -1);
 	return 0;
 }
 

@@ -14,8 +14,8 @@
 #include "bpf/net.skel.h"
 #include "common/ctl_proto.h"
 
-/* The most tracepoint programs a variant attaches (the socket layer's: send, receive, state, mmap, and five shared). */
-#define NET_PROGS 9
+/* The most tracepoint programs a variant attaches (the socket layer's: send, receive, state, destroy, mmap, and five shared). */
+#define NET_PROGS 10
 /* BPF_TRACE_UPROBE_MULTI and its return flag: Debian's libbpf 1.1 and 6.1 headers predate them. */
 #define TRACE_UPROBE_MULTI 48
 #define F_UPROBE_MULTI_RETURN 1u
@@ -116,9 +116,9 @@ static void variant_progs(struct net_bpf *skel, int ap, struct bpf_program *p[NE
 	memset(p, 0, NET_PROGS * sizeof(*p));
 	if (ap == CTL_AP_SOCKET)
 		memcpy(p, (struct bpf_program *[]){ skel->progs.net_sl_send, skel->progs.net_sl_recv,
-			skel->progs.net_sl_state, skel->progs.net_sl_mmap,
+			skel->progs.net_sl_state, skel->progs.net_sl_destroy, skel->progs.net_sl_mmap,
 			skel->progs.net_retransmit_btf, btf_drop, skel->progs.net_fork_btf, skel->progs.net_pexit_btf,
-			skel->progs.net_exec_btf }, 9 * sizeof(*p));
+			skel->progs.net_exec_btf }, 10 * sizeof(*p));
 	else if (ap == CTL_AP_TP_BTF)
 		memcpy(p, (struct bpf_program *[]){ skel->progs.net_enter_btf, skel->progs.net_exit_btf,
 			skel->progs.net_retransmit_btf, btf_drop, skel->progs.net_fork_btf, skel->progs.net_pexit_btf,
