@@ -15,8 +15,9 @@
  * - accept: a passively opened connection (SYN_RECV -> ESTABLISHED, in
  *   softirq) is remembered by socket and becomes an accept event before its
  *   first data call (a connection closed before any is not seen);
- * - connect and close come from inet_sock_set_state (TCP only: a UDP socket's
- *   connect and close are not seen; its flows end by idle time);
+ * - connect and close come from inet_sock_set_state and tcp_destroy_sock
+ *   (TCP only: a UDP socket's connect and close are not seen; its flows end
+ *   by idle time);
  * - a datagram's source (recvfrom's and recvmsg's address is written to the
  *   caller only after the protocol returns): the cgroup recvmsg hooks, which
  *   the kernel runs in udp_recvmsg once it knows the source, keep it for the
