@@ -26,31 +26,13 @@ struct conntrack {
  */
 #define HASH_MUL 0x9e3779b97f4a7c15ull
 
-/*
- * An address is read as four 32-bit words, each inside one store of the
- * caller's, which builds the endpoint just before (a zeroed struct, then an
- * IPv4 address's 4 bytes): a wider load spanning two of those stores cannot
- * take its bytes from the store buffer and waits for both to retire, which
- * was most of a lookup's time under load.  (Words combined by shifts and ors
- * would be merged back into one wide load by the compiler: rotations.)
- */
-static uint32_t ep_word(const struct net_endpoint *ep, unsigned i)
-{
-	uint32_t w;
-
-	memcpy(&w, ep->addr + 4 * i, 4);
-	return w;
-}
-
-static uint64_t rotl(uint64_t v, unsigned n)
-{
-	return v << n | v >> (64 - n);
-}
-
 static uint64_t ep_fold(const struct net_endpoint *ep)
 {
-	return ep_word(ep, 0) ^ rotl(ep_word(ep, 1), 19) ^ rotl(ep_word(ep, 2), 29) ^ rotl(ep_word(ep, 3), 7) ^
-	       ((uint64_t)ep->family << 16 | ep->port) << 40;
+	uint64_t a, b;
+
+	memcpy(&a, ep->addr, 8);
+	memcpy(&b, ep->addr + 8, 8);
+	return a ^ (b << 29 | b >> 35) ^ ((uint64_t)ep->family << 16 | ep->port) << 40;
 }
 
 static size_t slot_of(const struct conntrack *ct, uint64_t h)
@@ -60,10 +42,7 @@ static size_t slot_of(const struct conntrack *ct, uint64_t h)
 
 static bool ep_eq(const struct net_endpoint *x, const struct net_endpoint *y)
 {
-	/* Word by word, as ep_fold reads them. */
-	return x->family == y->family && x->port == y->port &&
-	       !((ep_word(x, 0) ^ ep_word(y, 0)) | (ep_word(x, 1) ^ ep_word(y, 1)) |
-		 (ep_word(x, 2) ^ ep_word(y, 2)) | (ep_word(x, 3) ^ ep_word(y, 3)));
+	return x->family == y->family && x->port == y->port && !memcmp(x->addr, y->addr, 16);
 }
 
 static uint64_t sock_fold(uint32_t tgid, uint64_t ino)
