@@ -9,7 +9,6 @@
 
 struct conntrack {
 	size_t max, n, nbuckets;
-	unsigned shift;              /* 64 - log2(nbuckets): a slot is a hash's top bits */
 	uint64_t next_id;
 	struct net_conn **buckets;   /* by key */
 	struct net_conn **sbuckets;  /* by socket: (tgid, inode) */
@@ -17,27 +16,19 @@ struct conntrack {
 	struct net_conn *oldest, *newest;
 };
 
-/*
- * Every event looks its connection up (and every exchange of a local peer
- * its other end), so a key is folded into one word with shifts and xors and
- * multiplied once; the slot is the product's top bits, which depend on
- * every bit of the word (Fibonacci hashing).  A chain of multiplies per
- * field was 5% of the analyzer's time under wrk.
- */
-#define HASH_MUL 0x9e3779b97f4a7c15ull
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+	h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+	return h * 0xff51afd7ed558ccdull;
+}
 
-static uint64_t ep_fold(const struct net_endpoint *ep)
+static uint64_t ep_hash(uint64_t h, const struct net_endpoint *ep)
 {
 	uint64_t a, b;
 
 	memcpy(&a, ep->addr, 8);
 	memcpy(&b, ep->addr + 8, 8);
-	return a ^ (b << 29 | b >> 35) ^ ((uint64_t)ep->family << 16 | ep->port) << 40;
-}
-
-static size_t slot_of(const struct conntrack *ct, uint64_t h)
-{
-	return (size_t)((h * HASH_MUL) >> ct->shift);
+	return mix(mix(mix(h, ((uint64_t)ep->family << 16) | ep->port), a), b);
 }
 
 static bool ep_eq(const struct net_endpoint *x, const struct net_endpoint *y)
@@ -45,48 +36,37 @@ static bool ep_eq(const struct net_endpoint *x, const struct net_endpoint *y)
 	return x->family == y->family && x->port == y->port && !memcmp(x->addr, y->addr, 16);
 }
 
-static uint64_t sock_fold(uint32_t tgid, uint64_t ino)
-{
-	return ino ^ ((uint64_t)tgid << 40 | (uint64_t)tgid >> 24);
-}
-
 static size_t key_slot(const struct conntrack *ct, uint32_t tgid, uint64_t ino, const struct net_endpoint *peer)
 {
-	uint64_t e = ep_fold(peer);
-
-	return slot_of(ct, sock_fold(tgid, ino) ^ (e << 13 | e >> 51));
+	return ep_hash(mix(mix(0, tgid), ino), peer) & (ct->nbuckets - 1);
 }
 
 static size_t sock_slot(const struct conntrack *ct, uint32_t tgid, uint64_t ino)
 {
-	return slot_of(ct, sock_fold(tgid, ino));
+	return mix(mix(0x1234, tgid), ino) & (ct->nbuckets - 1);
 }
 
 static size_t local_slot(const struct conntrack *ct, const struct net_endpoint *ep)
 {
-	return slot_of(ct, ep_fold(ep));
+	return ep_hash(0x5a5a, ep) & (ct->nbuckets - 1);
 }
 
 struct conntrack *conntrack__new(size_t max)
 {
 	struct conntrack *ct;
 	size_t nb = 64;
-	unsigned bits = 6;
 
 	if (!max) {
 		errno = EINVAL;
 		return NULL;
 	}
-	while (nb < max && nb < ((size_t)1 << 30)) {
+	while (nb < max && nb < ((size_t)1 << 30))
 		nb <<= 1;
-		bits++;
-	}
 	ct = calloc(1, sizeof(*ct));
 	if (!ct)
 		return NULL;
 	ct->max = max;
 	ct->nbuckets = nb;
-	ct->shift = 64 - bits;
 	ct->buckets = calloc(nb, sizeof(*ct->buckets));
 	ct->lbuckets = calloc(nb, sizeof(*ct->lbuckets));
 	ct->sbuckets = calloc(nb, sizeof(*ct->sbuckets));
