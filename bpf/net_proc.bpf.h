@@ -6,8 +6,8 @@
  * libraries to probe.
  */
 
-/* An event about a process rather than a socket (fork, exit, executable mapping): family 0. */
-static __always_inline void proc_event(__u32 op, __u32 tgid, __s64 ret, __u32 root)
+/* An event about a process rather than a socket (fork, exit, executable mapping): family 0; flags NET_F_*. */
+static __always_inline void proc_event_flags(__u32 op, __u32 tgid, __s64 ret, __u32 root, __u32 flags)
 {
 	struct scratch *s;
 
@@ -21,9 +21,15 @@ static __always_inline void proc_event(__u32 op, __u32 tgid, __s64 ret, __u32 ro
 	s->e.op = op;
 	s->e.ret = ret;
 	s->e.root = root;
+	s->e.flags = flags;
 	bpf_get_current_comm(s->e.comm, sizeof(s->e.comm));
 	/* The analyzer attaches the process's TLS probes on these: no batching delay. */
 	emit_now(s, 0, true);
+}
+
+static __always_inline void proc_event(__u32 op, __u32 tgid, __s64 ret, __u32 root)
+{
+	proc_event_flags(op, tgid, ret, root, 0);
 }
 
 /*

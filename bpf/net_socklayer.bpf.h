@@ -399,24 +399,6 @@ int BPF_PROG(net_sl_recv, struct sock *sk, int ret, int flags)
 	return sl_data(sk, ret, flags, false);
 }
 
-/* An executable-mapping event (family 0), sent at once. */
-static __always_inline void maps_event(__u32 tgid, __u32 root, __u32 flags)
-{
-	struct scratch *s = percpu_scratch(&net_scratch);
-
-	if (!s)
-		return;
-	__builtin_memset(&s->e, 0, sizeof(s->e));
-	s->e.ts_ns = bpf_ktime_get_ns();
-	s->e.tgid = tgid;
-	s->e.tid = (__u32)bpf_get_current_pid_tgid();
-	s->e.op = NET_OP_MMAP_EXEC;
-	s->e.flags = flags;
-	s->e.root = root;
-	bpf_get_current_comm(s->e.comm, sizeof(s->e.comm));
-	emit_now(s, 0, true);
-}
-
 /*
  * A target's connect sent its SYN (in its context): kept until the handshake
  * ends.  A process's first connect also asks the analyzer to look at its
@@ -443,7 +425,7 @@ static __always_inline void sl_connecting(const struct sock *sk)
 		count(NET_CNT_INFLIGHT_FULL);
 	if (!(t->map_ms & NET_MAP_CONNECTED)) {
 		t->map_ms |= NET_MAP_CONNECTED;
-		maps_event(tgid, t->root, 0);
+		proc_event(NET_OP_MMAP_EXEC, tgid, 0, t->root);
 	}
 }
 
@@ -581,6 +563,6 @@ int BPF_PROG(net_sl_mmap, unsigned long addr, struct vm_unmapped_area_info *info
 	if ((t->map_ms & ~NET_MAP_CONNECTED) == ms)
 		return 0;
 	t->map_ms = (t->map_ms & NET_MAP_CONNECTED) | ms;
-	maps_event(tgid, t->root, NET_F_MAPS_SOON);
+	proc_event_flags(NET_OP_MMAP_EXEC, tgid, 0, t->root, NET_F_MAPS_SOON);
 	return 0;
 }
