@@ -104,6 +104,14 @@ struct h1 {
 	bool resync[2];                 /* after a gap: skip to the next start line, whatever the line length */
 	bool repair;                    /* after a gap: re-pair the next response by time */
 	size_t uri_max;
+	/*
+	 * What live capture must copy of each call (l7_parser_ops.head), per
+	 * direction: where in its call the furthest head ended (or a head
+	 * still open at the call's end), and whether only every byte will do.
+	 */
+	size_t head_need[2];
+	bool head_all[2];
+	size_t feed_off;                /* bytes of the current feed() consumed (for head_need) */
 };
 
 /* ---- small helpers --------------------------------------------------- */
@@ -547,6 +555,12 @@ static int headers_done(struct h1 *h, enum l7_dir dir, uint64_t ts)
 {
 	struct h1_dir *d = &h->d[dir];
 
+	if (h->feed_off > h->head_need[dir])
+		h->head_need[dir] = h->feed_off;
+	/* A chunked body's end is in its bytes: a capture cut after the head loses the next message. */
+	if (d->chunked)
+		h->head_all[dir] = true;
+
 	if (dir == L7_DIR_REQ) {
 		struct h1_req *r;
 		int err;
@@ -721,6 +735,7 @@ static int h1_feed(void *st, enum l7_dir dir, const uint8_t *data, size_t len, u
 {
 	struct h1 *h = st;
 	struct h1_dir *d;
+	size_t total = len;
 	int err;
 
 	if (dir != L7_DIR_REQ && dir != L7_DIR_RESP)
@@ -808,7 +823,7 @@ static int h1_feed(void *st, enum l7_dir dir, const uint8_t *data, size_t len, u
 				d->linelen += keep;
 				d->linetotal += n;
 				tail_push(d, data, n);
-				return 0;
+				break;
 			}
 			if (d->linetotal == 0) {
 				lp = (const char *)data;
@@ -838,11 +853,15 @@ static int h1_feed(void *st, enum l7_dir dir, const uint8_t *data, size_t len, u
 			data += consumed;
 			len -= consumed;
 			d->linelen = d->linetotal = 0;
+			h->feed_off = total - len;
 			err = line(h, dir, lp, ln, ts_ns);
 			if (err < 0)
 				return err;
 		}
 	}
+	/* A head still open at the call's end: the whole call was head. */
+	if (d->active && (d->st == ST_START || d->st == ST_HEADERS) && total > h->head_need[dir])
+		h->head_need[dir] = total;
 	return 0;
 }
 
@@ -882,6 +901,8 @@ static int h1_gap(void *st, enum l7_dir dir, size_t len, uint64_t ts_ns)
 		}
 		return 0;
 	}
+	/* A head, a chunk or a next message in the gap: a capture cut after the heads does not do here. */
+	h->head_all[dir] = true;
 	if (d->st == ST_BODY_LEN && d->remaining) {
 		/* The body ends inside the gap: the message is done, the rest unknown. */
 		len -= d->remaining;
@@ -889,6 +910,9 @@ static int h1_gap(void *st, enum l7_dir dir, size_t len, uint64_t ts_ns)
 		req_body_bytes(h, dir, d->remaining);
 		d->remaining = 0;
 		msg_done(h, dir, ts_ns);
+		/* What follows the body in the gap began a message, lost with it (pipelined or sent on). */
+		if (len)
+			h->dropped++;
 	}
 	/* Lost bytes outside a body of known length: the message they hit is lost. */
 	if (dir == L7_DIR_REQ) {
@@ -915,6 +939,20 @@ static int h1_gap(void *st, enum l7_dir dir, size_t len, uint64_t ts_ns)
 	h->resync[dir] = true;
 	h->repair = true;
 	return 0;
+}
+
+static size_t h1_head(const void *st, enum l7_dir dir)
+{
+	const struct h1 *h = st;
+
+	if (dir != L7_DIR_REQ && dir != L7_DIR_RESP)
+		return L7_HEAD_ALL;
+	if (h->d[dir].st == ST_TUNNEL)
+		return 0;
+	/* Sampled bodies, or not one whole head of the direction seen yet. */
+	if (h->body_cap || h->head_all[dir] || !h->head_need[dir])
+		return L7_HEAD_ALL;
+	return h->head_need[dir];
 }
 
 static void h1_finish(void *st, uint64_t ts_ns)
@@ -1032,4 +1070,5 @@ const struct l7_parser_ops l7_http1_ops = {
 	.finish = h1_finish,
 	.free = h1_free,
 	.dropped = h1_dropped,
+	.head = h1_head,
 };

@@ -151,7 +151,22 @@ struct l7_parser_ops {
 	 * l7_stats.parser_dropped when the connection ends.
 	 */
 	uint64_t (*dropped)(const void *st);
+	/*
+	 * Optional (NULL: every byte): how much of each read or write of this
+	 * direction the parser needs from now on, so that live capture copies
+	 * no more (bpf/net_abi.h struct net_cap).  The rest of a call comes as
+	 * a gap(), which the parser must then take without losing an exchange:
+	 * L7_HEAD_ALL while it cannot (it has not seen a whole head yet, bodies
+	 * are sampled, a body whose length only its bytes tell, a call that
+	 * carried more than one message), else the longest message head of
+	 * the direction so far (0: it ignores the direction, a tunnel).  A
+	 * parser that finds a gap it could not take answers L7_HEAD_ALL from
+	 * then on: it costs the message the gap hit (counted in dropped()).
+	 */
+	size_t (*head)(const void *st, enum l7_dir dir);
 };
+
+#define L7_HEAD_ALL SIZE_MAX
 
 #define L7_CONF_CERTAIN 80
 #define L7_CONF_MIN     25

@@ -148,6 +148,19 @@ enum l7_conn_state l7_conn__state(const struct l7_conn *c) { return c->state; }
 const struct l7_parser_ops *l7_conn__parser(const struct l7_conn *c) { return c->ops; }
 bool l7_conn__swapped(const struct l7_conn *c) { return c->swapped; }
 
+size_t l7_conn__head(const struct l7_conn *c, enum l7_dir dir)
+{
+	switch (c->state) {
+	case L7_CONN_UNDETECTED:
+	case L7_CONN_UNPARSEABLE:
+		return 0;
+	case L7_CONN_PARSING:
+		return c->ops->head ? c->ops->head(c->st, (enum l7_dir)(c->swapped ? !dir : dir)) : L7_HEAD_ALL;
+	default:
+		return L7_HEAD_ALL;
+	}
+}
+
 /* Score of one parser for one client/server assignment. */
 static int score_of(const struct l7_conn *c, const struct l7_parser_ops *p, bool swap)
 {

@@ -99,6 +99,14 @@ const struct l7_parser_ops *l7_conn__parser(const struct l7_conn *c);
  */
 bool l7_conn__swapped(const struct l7_conn *c);
 
+/*
+ * The bytes of each call of dir (the caller's direction) the connection's
+ * parser needs from now on (l7_parser_ops.head): L7_HEAD_ALL while
+ * detecting or when the parser needs every byte, 0 when the connection is
+ * undetected or unparseable (its bytes are ignored).
+ */
+size_t l7_conn__head(const struct l7_conn *c, enum l7_dir dir);
+
 /* Registry index of a parser (for l7_stats.detected), -1 if not registered. */
 int l7_conn__parser_index(const struct l7_parser_ops *ops);
 

@@ -357,6 +357,73 @@ static void test_gap_resync_keepalive(void **s)
 	fix_free(f);
 }
 
+/*
+ * What live capture must copy of each call (ops->head): the heads, once
+ * whole heads were seen, then only what a capture cut after them cannot
+ * lose.  A connection captured that way (each call's first head() bytes,
+ * the rest as a gap) keeps every exchange.
+ */
+static void test_head_need(void **s)
+{
+	static char resp[64 + 3000];
+	const char *pipe2 = "GET /p1 HTTP/1.1\r\nHost: h\r\n\r\nGET /p2 HTTP/1.1\r\nHost: h\r\n\r\n";
+	size_t rh, rl, need;
+	struct fix *f = fix_new(0);
+	uint64_t ts = 1;
+
+	(void)s;
+	assert_true(ops->head(f->st, L7_DIR_REQ) == L7_HEAD_ALL);
+	assert_true(ops->head(f->st, L7_DIR_RESP) == L7_HEAD_ALL);
+	rh = (size_t)snprintf(resp, sizeof(resp), "HTTP/1.1 200 OK\r\nContent-Length: 3000\r\n\r\n");
+	memset(resp + rh, 'a', 3000);
+	rl = rh + 3000;
+	feed_steps(ops, f->st, L7_DIR_REQ, REQ1, strlen(REQ1), 0, ts++);
+	feed_steps(ops, f->st, L7_DIR_RESP, resp, rl, 0, ts++);
+	assert_int_equal(ops->head(f->st, L7_DIR_REQ), strlen(REQ1));
+	assert_int_equal(ops->head(f->st, L7_DIR_RESP), rh);
+	/* 50 exchanges captured at the heads: every one is there, nothing dropped. */
+	for (int i = 0; i < 50; i++) {
+		need = ops->head(f->st, L7_DIR_RESP);
+		feed_steps(ops, f->st, L7_DIR_REQ, REQ1, strlen(REQ1), 0, ts++);
+		assert_int_equal(ops->feed(f->st, L7_DIR_RESP, (const uint8_t *)resp, need, ts), 0);
+		assert_int_equal(ops->gap(f->st, L7_DIR_RESP, rl - need, ts++), 0);
+	}
+	assert_int_equal(f->log.n, 51);
+	assert_int_equal(f->log.r[50].resp_bytes, rl);
+	assert_int_equal(ops->dropped(f->st), 0);
+	assert_int_equal(ops->head(f->st, L7_DIR_RESP), rh);
+	/* A head split over two calls: the first call was all head. */
+	feed_steps(ops, f->st, L7_DIR_REQ, REQ1, 10, 0, ts);
+	feed_steps(ops, f->st, L7_DIR_REQ, REQ1 + 10, strlen(REQ1) - 10, 0, ts++);
+	assert_int_equal(ops->head(f->st, L7_DIR_REQ), strlen(REQ1));
+	feed_steps(ops, f->st, L7_DIR_RESP, resp, rl, 0, ts++);
+	/* Two requests in one call cut after the first head: one lost, counted; every byte from then on. */
+	need = ops->head(f->st, L7_DIR_REQ);
+	assert_true(need > 29 && need < strlen(pipe2));
+	assert_int_equal(ops->feed(f->st, L7_DIR_REQ, (const uint8_t *)pipe2, need, ts), 0);
+	assert_int_equal(ops->gap(f->st, L7_DIR_REQ, strlen(pipe2) - need, ts++), 0);
+	assert_int_equal(ops->dropped(f->st), 1);
+	assert_true(ops->head(f->st, L7_DIR_REQ) == L7_HEAD_ALL);
+	assert_int_equal(ops->head(f->st, L7_DIR_RESP), rh);
+	fix_free(f);
+
+	/* A chunked body, and a connection whose bodies are sampled: every byte. */
+	f = fix_new(0);
+	feed_steps(ops, f->st, L7_DIR_REQ, REQ1, strlen(REQ1), 0, 1);
+	feed_steps(ops, f->st, L7_DIR_RESP, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n",
+		   59, 0, 2);
+	assert_int_equal(f->log.n, 1);
+	assert_int_equal(ops->head(f->st, L7_DIR_REQ), strlen(REQ1));
+	assert_true(ops->head(f->st, L7_DIR_RESP) == L7_HEAD_ALL);
+	fix_free(f);
+	f = fix_new(1024);
+	feed_steps(ops, f->st, L7_DIR_REQ, REQ1, strlen(REQ1), 0, 1);
+	feed_steps(ops, f->st, L7_DIR_RESP, RESP1, strlen(RESP1), 0, 2);
+	assert_true(ops->head(f->st, L7_DIR_REQ) == L7_HEAD_ALL);
+	assert_true(ops->head(f->st, L7_DIR_RESP) == L7_HEAD_ALL);
+	fix_free(f);
+}
+
 static void test_finish_unanswered(void **s)
 {
 	struct fix *f = fix_new(0);
@@ -435,6 +502,7 @@ int main(void)
 		cmocka_unit_test(test_interim_and_bodyless),
 		cmocka_unit_test(test_sample_cut),
 		cmocka_unit_test(test_gap),
+		cmocka_unit_test(test_head_need),
 		cmocka_unit_test(test_finish_unanswered),
 		cmocka_unit_test(test_long_lines),
 		cmocka_unit_test(test_too_much_pipelining),
