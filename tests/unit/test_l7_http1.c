@@ -398,8 +398,9 @@ static void test_head_need(void **s)
 	assert_int_equal(ops->head(f->st, L7_DIR_REQ), strlen(REQ1));
 	feed_steps(ops, f->st, L7_DIR_RESP, resp, rl, 0, ts++);
 	/* Two requests in one call cut after the first head: one lost, counted; every byte from then on. */
-	need = ops->head(f->st, L7_DIR_REQ);
-	assert_true(need > 29 && need < strlen(pipe2));
+	/* (cut inside the second start line: with it whole, the request would be kept, its size unknown) */
+	need = 34;
+	assert_true(ops->head(f->st, L7_DIR_REQ) > 29);
 	assert_int_equal(ops->feed(f->st, L7_DIR_REQ, (const uint8_t *)pipe2, need, ts), 0);
 	assert_int_equal(ops->gap(f->st, L7_DIR_REQ, strlen(pipe2) - need, ts++), 0);
 	assert_int_equal(ops->dropped(f->st), 1);
