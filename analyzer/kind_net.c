@@ -13,6 +13,7 @@
 #include "analyzer/tls/tls_finder.h"
 #include "bpf/ember_abi.h"
 #include "common/config.h"
+#include "common/ctl_client.h"
 #include "common/ctl_proto.h"
 
 struct net_kind {
@@ -48,6 +49,13 @@ static void on_drain(void *ctx)
 	n->env.drain(n->env.ctx);
 }
 
+static int on_caps(void *ctx, const struct ctl_net_cap *caps, uint32_t n, uint32_t *written)
+{
+	struct net_kind *nk = ctx;
+
+	return ctl_client__net_caps(nk->env.cc, caps, n, written);
+}
+
 static void *net_new(const struct analyzer_kind_env *env)
 {
 	const struct ember_config *c = env->cfg;
@@ -70,6 +78,7 @@ static void *net_new(const struct analyzer_kind_env *env)
 		.maps_changed = env->maps_changed ? on_maps_changed : NULL,
 		.tls_ready_ns = on_tls_ready_ns,
 		.drain = env->drain ? on_drain : NULL,    /* between the parts of a big report */
+		.caps = env->cc ? on_caps : NULL,
 		.ctx = n,
 	});
 	if (!n->np) {

@@ -27,6 +27,7 @@ struct ember_config;
 struct publisher;
 struct symbolizer;
 struct tls_finder;
+struct ctl_client;
 struct l7_record;
 
 /* What the plugins are built from; all borrowed, alive as long as the kinds. */
@@ -36,6 +37,7 @@ struct analyzer_kind_env {
 	struct publisher *pub;
 	struct symbolizer *sym;
 	struct tls_finder *tls;     /* NULL: no TLS plaintext */
+	struct ctl_client *cc;      /* the collector; NULL: none (tests) */
 	unsigned max_tasks;
 	/* Consumes the ring (its records come back through the plugins' record op). */
 	void (*drain)(void *ctx);

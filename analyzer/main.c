@@ -485,7 +485,7 @@ static int setup(struct analyzer *a)
 			log_warn("no TLS plaintext (%m): TLS connections show L4 metrics only");
 	}
 	a->kinds = analyzer_kinds__new(&(struct analyzer_kind_env){
-		.cfg = a->cfg, .tm = a->tm, .pub = a->pub, .sym = a->sym, .tls = a->tls, .max_tasks = MAX_TASKS,
+		.cfg = a->cfg, .tm = a->tm, .pub = a->pub, .sym = a->sym, .tls = a->tls, .cc = a->cc, .max_tasks = MAX_TASKS,
 		.drain = drain_ring, .exchange = cb_exchange, .maps_changed = cb_maps_changed, .ctx = a,
 	});
 	if (!a->kinds) {

@@ -74,6 +74,8 @@ enum net_op {
 #define NET_F_UNTIMED    0x20u
 /* NET_OP_MMAP_EXEC: the mapping it announces is still being made (a library's first mapping): look a little later */
 #define NET_F_MAPS_SOON  0x40u
+/* The data was cut to its connection's cap (struct net_cap): the parsers asked for no more (with NET_F_TRUNCATED) */
+#define NET_F_CAPPED     0x80u
 
 /* One traced call (or L4 event) of a target process's socket. */
 struct net_event {
@@ -156,6 +158,22 @@ struct net_lost {
 	__u64 write_bytes;
 };
 
+/*
+ * What the analyzer's parsers need of a connection's calls (map
+ * "net_caps", key: the socket's inode), written by the collector at the
+ * analyzer's request (CTL_REQ_NET_CAPS): the bytes of each read and of
+ * each write to copy, when fewer than the process's cap (NET_MAX_PAYLOAD
+ * or NET_PREFIX_PAYLOAD).  An HTTP/1 connection wants its heads, not its
+ * bodies; a connection no parser claimed wants nothing.  It applies to
+ * calls of process tgid only: an inode names one socket while it lives,
+ * and the tgid keeps a stale entry from the next socket of another process.
+ */
+struct net_cap {
+	__u32 tgid;
+	__u16 read;
+	__u16 write;
+};
+
 /* Value of the net_targets map (key: tgid). */
 struct net_target {
 	__u32 tasks;          /* network tasks that want the process */
@@ -190,6 +208,7 @@ enum net_counter {
 	NET_CNT_L2_PKTS,          /* packets counted into their call's L2 detail */
 	NET_CNT_PEEKS,            /* MSG_PEEK reads not traced: their bytes come again in the next read */
 	NET_CNT_SL_NO_SYSCALL,    /* socket-layer calls under no socket syscall (io_uring, splice): sizes only */
+	NET_CNT_CAPPED,           /* events whose data was cut to their connection's cap (struct net_cap): not counted in TRUNCATED */
 	NET_CNT_MAX,
 };
 
@@ -231,5 +250,6 @@ enum net_tls_probe {
 NET_ASSERT_SIZE(struct net_event, 176);
 NET_ASSERT_SIZE(struct net_lost, 24);
 NET_ASSERT_SIZE(struct net_target, 16);
+NET_ASSERT_SIZE(struct net_cap, 8);
 
 #endif

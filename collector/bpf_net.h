@@ -58,6 +58,9 @@ int bpf_net__socket_error(const struct bpf_net *n);
  */
 int bpf_net__target(struct bpf_net *n, uint32_t tgid, int on, bool prefix);
 
+/* What the program copies of socket ino's calls (bpf/net_abi.h struct net_cap).  0 or -errno. */
+int bpf_net__cap(struct bpf_net *n, uint64_t ino, const struct net_cap *cap);
+
 /*
  * An fd that is readable when the ring buffer is a quarter full (epoll fd of
  * the ring buffer); below that, events wait for bpf_net__consume() on the

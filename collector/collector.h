@@ -34,6 +34,8 @@ struct collector_hooks {
 	void (*tasks_changed)(void *ctx);
 	/* The programs' counters into stats (CTL_STAT_*), before STATS answers. */
 	void (*collect_stats)(void *ctx, uint64_t *stats);
+	/* Optional: one connection cap into the network program (checked by the caller).  0 or -errno. */
+	int (*net_cap)(void *ctx, uint64_t ino, const struct net_cap *cap);
 };
 
 struct collector {

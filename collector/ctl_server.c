@@ -296,6 +296,43 @@ static int h_tls_attach(struct collector *c, struct ctl_conn *cc, const struct c
 	return reply_err(cc, m, err, -1);
 }
 
+/*
+ * Caps for connections of the shard's network targets: a cap only ever
+ * lowers what the program copies of a process's calls, and only of a
+ * process the asking analyzer already receives every call of.
+ */
+static int h_net_caps(struct collector *c, struct ctl_conn *cc, const struct ctl_msg *m)
+{
+	const struct ctl_net_caps *r = m->payload;
+	uint32_t mask = profile_kind__mask(PROFILE_KIND_NETWORK), ok_tgid = 0, bad_tgid = 0;
+	struct ctl_net_caps_ans a = { 0 };
+
+	if (!c->hooks || !c->hooks->net_cap)
+		a.err = -EOPNOTSUPP;
+	for (uint32_t i = 0; !a.err && i < r->n; i++) {
+		struct ctl_net_cap e;
+		bool ok;
+
+		memcpy(&e, &r->caps[i], sizeof(e));
+		if (e.cap.tgid == ok_tgid)
+			ok = true;
+		else if (e.cap.tgid == bad_tgid)
+			ok = false;
+		else
+			ok = e.cap.tgid && tasks__targets(c->tasks, cc->shard, mask, e.cap.tgid, false);
+		*(ok ? &ok_tgid : &bad_tgid) = e.cap.tgid;
+		if (!ok || !e.ino || e.cap.read > NET_MAX_PAYLOAD || e.cap.write > NET_MAX_PAYLOAD) {
+			c->stats[CTL_STAT_NET_CAPS_REFUSED]++;
+		} else if (c->hooks->net_cap(c->hooks_ctx, e.ino, &e.cap)) {
+			c->stats[CTL_STAT_NET_CAPS_FAILED]++;
+		} else {
+			c->stats[CTL_STAT_NET_CAPS_WRITTEN]++;
+			a.written++;
+		}
+	}
+	return ctl__send(cc->fd, CTL_ANS_NET_CAPS, m->seq, &a, sizeof(a), NULL, 0);
+}
+
 _Static_assert(CTL_STAT_TLS_REFUSED_INSN - CTL_STAT_TLS_REFUSED_COOKIE + 1 == TLS_VERIFY_WHY_MAX - 1,
 	       "one collector counter per reason collector/tls_verify refuses a point for");
 
@@ -385,6 +422,7 @@ static const struct { uint16_t type; unsigned flags; handler_fn fn; } handlers[]
 	{ CTL_REQ_UNWIND_ROWS, F_NEEDS_HELLO, h_unwind_rows },
 	{ CTL_REQ_UNWIND_PROC, F_NEEDS_HELLO, h_unwind_proc },
 	{ CTL_REQ_TLS_ATTACH, F_NEEDS_HELLO, h_tls_attach },
+	{ CTL_REQ_NET_CAPS, F_NEEDS_HELLO, h_net_caps },
 	{ CTL_REQ_STATS, F_ADMIN_OK, h_stats },
 };
 

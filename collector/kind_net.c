@@ -110,7 +110,7 @@ static uint32_t follows(void *impl, uint32_t pid)
 
 _Static_assert(CTL_STAT_NET_FORKS_FULL - CTL_STAT_NET_CALLS + 1 == NET_CNT_TLS_CALLS &&
 	       CTL_STAT_NET_PEEKS - CTL_STAT_NET_TLS_CALLS + 1 == NET_CNT_PEEKS + 1 - NET_CNT_TLS_CALLS &&
-	       NET_CNT_SL_NO_SYSCALL + 1 == NET_CNT_MAX,
+	       NET_CNT_CAPPED + 1 == NET_CNT_MAX,
 	       "the collector's network stats mirror the BPF program's counters one to one");
 
 /* The program's counters, one to one, and the forwarder's. */
@@ -126,6 +126,7 @@ static void counters(void *impl, uint64_t *stats)
 		for (unsigned i = NET_CNT_TLS_CALLS; i <= NET_CNT_PEEKS; i++)
 			stats[CTL_STAT_NET_TLS_CALLS + i - NET_CNT_TLS_CALLS] = nc[i];
 		stats[CTL_STAT_NET_SL_NO_SYSCALL] = nc[NET_CNT_SL_NO_SYSCALL];
+		stats[CTL_STAT_NET_CAPPED] = nc[NET_CNT_CAPPED];
 	}
 	stats[CTL_STAT_NET_SOCKET_LAYER] = bpf_net__attach_point(env->net) == CTL_AP_SOCKET;
 	if (env->fwd) {

@@ -179,8 +179,14 @@ static void hook_drain(void *ctx)
 	forward_net(true);
 }
 
+static int hook_net_cap(void *ctx, uint64_t ino, const struct net_cap *cap)
+{
+	(void)ctx;
+	return C.env.net ? bpf_net__cap(C.env.net, ino, cap) : -EOPNOTSUPP;
+}
+
 static const struct collector_hooks hooks = { .drain = hook_drain, .tasks_changed = tasks_changed,
-					      .collect_stats = collect_kind_stats };
+					      .collect_stats = collect_kind_stats, .net_cap = hook_net_cap };
 
 static void on_accept(void)
 {

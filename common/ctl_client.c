@@ -162,6 +162,25 @@ int ctl_client__tls_attach(struct ctl_client *cc, const struct ctl_tls_attach *r
 	return e ? e : a.err;
 }
 
+int ctl_client__net_caps(struct ctl_client *cc, const struct ctl_net_cap *caps, uint32_t n, uint32_t *written)
+{
+	_Alignas(8) char buf[sizeof(struct ctl_net_caps) + CTL_NET_CAPS_MAX * sizeof(struct ctl_net_cap)];
+	struct ctl_net_caps *req = (struct ctl_net_caps *)buf;
+	struct ctl_net_caps_ans a;
+	int r;
+
+	if (!n || n > CTL_NET_CAPS_MAX)
+		return -EINVAL;
+	*req = (struct ctl_net_caps){ .n = n };
+	memcpy(req->caps, caps, n * sizeof(*caps));
+	r = call(cc, CTL_REQ_NET_CAPS, req, (uint32_t)(sizeof(*req) + n * sizeof(*caps)), CTL_ANS_NET_CAPS, &a, sizeof(a), NULL);
+	if (r)
+		return r;
+	if (written)
+		*written = a.written;
+	return a.err;
+}
+
 int ctl_client__start(struct ctl_client *cc, uint64_t task_id)
 {
 	struct ctl_detach d = { .task_id = task_id };

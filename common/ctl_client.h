@@ -39,6 +39,8 @@ int ctl_client__unwind_rows(struct ctl_client *cc, uint32_t id, uint32_t first, 
 int ctl_client__unwind_proc(struct ctl_client *cc, const struct ctl_unwind_proc *p);
 /* TLS probes for a network task (common/ctl_proto.h): 0 or -errno (the collector's answer). */
 int ctl_client__tls_attach(struct ctl_client *cc, const struct ctl_tls_attach *r);
+/* n (1..CTL_NET_CAPS_MAX) connection caps; 0 (*written: those the collector wrote) or -errno. */
+int ctl_client__net_caps(struct ctl_client *cc, const struct ctl_net_cap *caps, uint32_t n, uint32_t *written);
 int ctl_client__stats(struct ctl_client *cc, struct ctl_stats_ans *ret);
 /* Connection lost (the collector restarted or closed us). */
 int ctl_client__broken(const struct ctl_client *cc);

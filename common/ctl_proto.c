@@ -102,6 +102,10 @@ const struct counter_def ctl_stat_counters[CTL_STAT_MAX] = {
 	[CTL_STAT_TLS_REFUSED_INSN] = { .name = "tls_attach_refused_wrong_instruction" },
 	[CTL_STAT_NET_SL_NO_SYSCALL] = { .name = "bpf_net_calls_without_syscall" },
 	[CTL_STAT_NET_SOCKET_LAYER] = { .name = "bpf_net_socket_layer", .level = true },
+	[CTL_STAT_NET_CAPPED] = { .name = "bpf_net_capped_events" },
+	[CTL_STAT_NET_CAPS_WRITTEN] = { .name = "net_caps_written" },
+	[CTL_STAT_NET_CAPS_REFUSED] = { .name = "net_caps_refused" },
+	[CTL_STAT_NET_CAPS_FAILED] = { .name = "net_caps_failed" },
 };
 
 const char *ctl__attach_point_name(uint32_t ap)
@@ -141,6 +145,7 @@ const char *ctl__type_name(unsigned type)
 		[CTL_REQ_UNWIND_PROC] = "UNWIND_PROC", [CTL_ANS_UNWIND_PROC] = "UNWIND_PROC_ANS",
 		[CTL_REQ_START] = "START", [CTL_ANS_START] = "START_ANS",
 		[CTL_REQ_TLS_ATTACH] = "TLS_ATTACH", [CTL_ANS_TLS_ATTACH] = "TLS_ATTACH_ANS",
+		[CTL_REQ_NET_CAPS] = "NET_CAPS", [CTL_ANS_NET_CAPS] = "NET_CAPS_ANS",
 	};
 	return type < CTL_TYPE_MAX && names[type] ? names[type] : "unknown";
 }
@@ -168,6 +173,8 @@ static long payload_size(uint16_t type)
 	case CTL_REQ_UNWIND_ROWS: return -3;
 	case CTL_REQ_UNWIND_PROC: return sizeof(struct ctl_unwind_proc);
 	case CTL_REQ_TLS_ATTACH: return sizeof(struct ctl_tls_attach);
+	case CTL_REQ_NET_CAPS: return -4;
+	case CTL_ANS_NET_CAPS: return sizeof(struct ctl_net_caps_ans);
 	case CTL_ANS_TLS_ATTACH:
 	case CTL_ANS_UNWIND_ROWS:
 	case CTL_ANS_UNWIND_PROC:
@@ -208,6 +215,14 @@ int ctl__decode(const void *buf, size_t n, struct ctl_msg *ret)
 			return -EBADMSG;
 		memcpy(&r, (const char *)buf + sizeof(h), sizeof(r));
 		if (r.n == 0 || r.n > CTL_UNWIND_ROWS_MAX || h.len != sizeof(r) + (uint64_t)r.n * sizeof(struct unwind_row))
+			return -EBADMSG;
+	}
+	if (want == -4) {
+		struct ctl_net_caps c;
+		if (h.len < sizeof(c))
+			return -EBADMSG;
+		memcpy(&c, (const char *)buf + sizeof(h), sizeof(c));
+		if (c.n == 0 || c.n > CTL_NET_CAPS_MAX || h.len != sizeof(c) + (uint64_t)c.n * sizeof(struct ctl_net_cap))
 			return -EBADMSG;
 	}
 	if (want == -1) {

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bpf/net_abi.h"
 #include "bpf/unwind_abi.h"
 #include "common/counters.h"
 
@@ -41,7 +42,8 @@ enum ctl_type {
 	CTL_REQ_UNWIND_PROC = 26,   CTL_ANS_UNWIND_PROC = 27,
 	CTL_REQ_START = 28,         CTL_ANS_START = 29,
 	CTL_REQ_TLS_ATTACH = 30,    CTL_ANS_TLS_ATTACH = 31,
-	CTL_TYPE_MAX = 32,
+	CTL_REQ_NET_CAPS = 32,      CTL_ANS_NET_CAPS = 33,
+	CTL_TYPE_MAX = 34,
 };
 
 struct ctl_hdr {
@@ -160,6 +162,24 @@ struct ctl_tls_attach {
 };
 _Static_assert(sizeof(struct ctl_hdr) + sizeof(struct ctl_tls_attach) <= CTL_MAX_FRAME, "TLS_ATTACH exceeds CTL_MAX_FRAME");
 
+/*
+ * How much of its connections' calls the network program copies (bpf/net_abi.h
+ * struct net_cap): what the analyzer's parsers need, per socket inode.  The
+ * collector writes the entries whose process its network tasks of that
+ * analyzer's shard follow, with caps of at most NET_MAX_PAYLOAD, and refuses
+ * (counts) the others.  Answer: struct ctl_net_caps_ans.
+ */
+#define CTL_NET_CAPS_MAX 256
+struct ctl_net_cap { uint64_t ino; struct net_cap cap; };
+struct ctl_net_caps {
+	uint32_t n;         /* 1..CTL_NET_CAPS_MAX */
+	uint32_t pad;
+	struct ctl_net_cap caps[];
+};
+struct ctl_net_caps_ans { int32_t err; uint32_t written; };
+_Static_assert(sizeof(struct ctl_hdr) + sizeof(struct ctl_net_caps) + CTL_NET_CAPS_MAX * sizeof(struct ctl_net_cap) <=
+	       CTL_MAX_FRAME, "a full NET_CAPS frame exceeds CTL_MAX_FRAME");
+
 /* Collector counters, by index; names from ctl__stat_name(). Append only. */
 enum ctl_stat {
 	CTL_STAT_BPF_SAMPLES = 0,
@@ -257,6 +277,10 @@ enum ctl_stat {
 	CTL_STAT_TLS_GONE,             /* TLS_ATTACH requests for a process that exited first (not refused) */
 	CTL_STAT_NET_SL_NO_SYSCALL,    /* NET_CNT_SL_NO_SYSCALL */
 	CTL_STAT_NET_SOCKET_LAYER,     /* 1 while the network program captures at the socket layer, 0 at the syscall layer */
+	CTL_STAT_NET_CAPPED,           /* NET_CNT_CAPPED */
+	CTL_STAT_NET_CAPS_WRITTEN,     /* connection caps written for the analyzers (CTL_REQ_NET_CAPS) */
+	CTL_STAT_NET_CAPS_REFUSED,     /* ... refused: a process none of the shard's network tasks follows, a cap over NET_MAX_PAYLOAD */
+	CTL_STAT_NET_CAPS_FAILED,      /* ... that could not be written (the map update failed) */
 	CTL_STAT_MAX,
 };
 struct ctl_stats_ans { int32_t err; uint32_t n; uint64_t v[CTL_STAT_MAX]; };

@@ -53,6 +53,10 @@ struct ntask {
 	bool closing;                /* its last report is going out: records drained meanwhile are past its end */
 };
 
+/* Connection caps (want_caps()): none asked yet; the least asked for a head. */
+#define CAP_NONE 0xffffu
+#define CAP_MIN 256u
+
 /* What netprof keeps per connection (net_conn.user). */
 struct cstate {
 	struct netprof *np;
@@ -83,6 +87,7 @@ struct cstate {
 	struct netreport_flow_cache flow;  /* the report's flow it went to */
 	struct netcalls *dc;      /* task->calls: its latest data calls, allocated at the first */
 	char peer_str[64], local_str[64]; /* its endpoints as text, "" until first needed (peer_str()) */
+	uint16_t cap[2];          /* the caps asked for its reads and writes (struct net_cap), CAP_NONE: none */
 };
 
 struct netprof {
@@ -98,6 +103,10 @@ struct netprof {
 	struct { uint32_t child, root; } children[MAX_CHILDREN];
 	unsigned nchildren;
 	struct tlsbind *tls;      /* TLS plaintext without a socket: the socket it goes to */
+	/* Connection caps waiting to go to the collector (netprof__tick, or when full). */
+	struct ctl_net_cap caps[CTL_NET_CAPS_MAX];
+	uint32_t ncaps;
+	bool caps_off;            /* the collector cannot take them */
 };
 
 const struct counter_def netprof_counters[NPS_MAX] = {
@@ -125,6 +134,8 @@ const struct counter_def netprof_counters[NPS_MAX] = {
 	[NPS_TLS_CONNECTIONS] = { .name = "net_tls_connections" },
 	[NPS_CALLS_NOMEM] = { .name = "net_sampled_calls_nomem" },
 	[NPS_TLS_UNPROBED] = { .name = "net_tls_connections_unprobed" },
+	[NPS_CAPS] = { .name = "net_caps_asked" },
+	[NPS_CAPS_FAILED] = { .name = "net_caps_failed" },
 };
 
 const char *netprof__stat_name(unsigned stat)
@@ -561,11 +572,14 @@ uint64_t netprof__next_due(const struct netprof *np)
 	return best;
 }
 
+static void caps_flush(struct netprof *np);
+
 void netprof__tick(struct netprof *np, uint64_t now_ms)
 {
 	uint64_t now_mono = timeutil__now_ns(CLOCK_MONOTONIC);
 	bool any = false;
 
+	caps_flush(np);
 	for (unsigned i = 0; i < MAX_TASKS; i++) {
 		struct ntask *t = &np->tasks[i];
 
@@ -673,6 +687,7 @@ static struct cstate *conn_new(struct netprof *np, const struct net_event *e, bo
 	cs->np = np;
 	cs->nc = nc;
 	cs->task = t;
+	cs->cap[0] = cs->cap[1] = CAP_NONE;
 	memcpy(cs->comm, e->comm, sizeof(cs->comm));
 	cs->comm[sizeof(cs->comm) - 1] = 0;
 	if (e->op == NET_OP_CONNECT || e->op == NET_OP_ACCEPT) {
@@ -796,6 +811,64 @@ static void note_tls_unprobed(struct netprof *np, struct cstate *cs, const struc
 	}
 }
 
+/*
+ * Connection caps (bpf/net_abi.h struct net_cap): how much of each call
+ * the kernel side copies for a connection, from what its parser needs
+ * (l7_conn__head).  A head gets room to grow (half again and 64 bytes, at
+ * least CAP_MIN): a head cut short costs its message, and the parser then
+ * asks for every byte.
+ */
+static uint16_t cap_of(size_t head)
+{
+	size_t c;
+
+	if (head == L7_HEAD_ALL)
+		return NET_MAX_PAYLOAD;
+	if (!head)
+		return 0;
+	c = (head + head / 2 + 64 + 63) & ~(size_t)63;
+	if (c < CAP_MIN)
+		c = CAP_MIN;
+	return c > NET_MAX_PAYLOAD ? NET_MAX_PAYLOAD : (uint16_t)c;
+}
+
+static void caps_flush(struct netprof *np)
+{
+	uint32_t written = 0;
+	int r;
+
+	if (!np->ncaps)
+		return;
+	r = np->o.caps(np->o.ctx, np->caps, np->ncaps, &written);
+	if (r) {
+		written = 0;
+		np->caps_off = r == -EOPNOTSUPP;
+	}
+	np->st[NPS_CAPS] += written;
+	np->st[NPS_CAPS_FAILED] += np->ncaps - (written < np->ncaps ? written : np->ncaps);
+	np->ncaps = 0;
+}
+
+static void want_caps(struct netprof *np, struct cstate *cs)
+{
+	uint16_t rd, wr;
+
+	if (!np->o.caps || np->caps_off || cs->nc->udp || cs->tls || !cs->l7)
+		return;
+	rd = cap_of(l7_conn__head(cs->l7, dir_of(cs, false)));
+	wr = cap_of(l7_conn__head(cs->l7, dir_of(cs, true)));
+	if (rd == cs->cap[0] && wr == cs->cap[1])
+		return;
+	if (cs->cap[0] == CAP_NONE && rd == NET_MAX_PAYLOAD && wr == NET_MAX_PAYLOAD)
+		return;   /* nothing to lower (yet) */
+	cs->cap[0] = rd;
+	cs->cap[1] = wr;
+	if (np->ncaps == CTL_NET_CAPS_MAX)
+		caps_flush(np);
+	np->caps[np->ncaps++] = (struct ctl_net_cap){ .ino = cs->nc->ino,
+		.cap = { .tgid = cs->nc->tgid, .read = rd, .write = wr } };
+}
+
 /* A read or a write: counted, and its data (or the gap where it was lost) to the parser. */
 static void data_call(struct netprof *np, struct cstate *cs, const struct net_event *e, const uint8_t *payload)
 {
@@ -831,6 +904,7 @@ static void data_call(struct netprof *np, struct cstate *cs, const struct net_ev
 	/* A datagram's uncopied rest is not a stream gap: the next datagram stands alone. */
 	if (moved > have && !cs->nc->udp)
 		give_gap(np, cs, write, moved - have, ts);
+	want_caps(np, cs);
 }
 
 /* Plaintext of a TLS library call: to its socket's parser, in place of the socket's ciphertext. */

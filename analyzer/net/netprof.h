@@ -47,6 +47,7 @@
 #include <stdint.h>
 
 #include "l7/l7.h"
+#include "common/ctl_proto.h"
 #include "analyzer/publisher.h"
 #include "analyzer/tasks.h"
 #include "common/counters.h"
@@ -74,6 +75,13 @@ struct netprof_opts {
 	 * goes to the task's next report (so a task holds at most two reports' lists at once).
 	 */
 	void (*drain)(void *ctx);
+	/*
+	 * Optional: asks the collector to copy no more of n connections' calls
+	 * than their parsers need (common/ctl_proto.h CTL_REQ_NET_CAPS); returns
+	 * 0 with *written those it wrote, or -errno.  NULL: every call is copied
+	 * up to the process's cap.
+	 */
+	int (*caps)(void *ctx, const struct ctl_net_cap *caps, uint32_t n, uint32_t *written);
 	size_t part_items;              /* connections + exchanges per NetworkBatch part; 0: NETPROF_PART_ITEMS */
 };
 
@@ -111,6 +119,8 @@ enum netprof_stat {
 	NPS_TLS_CONNECTIONS,    /* connections found to carry TLS (records on the wire or plaintext from probes) */
 	NPS_CALLS_NOMEM,        /* connections whose calls could not be kept for sampled traces (no memory) */
 	NPS_TLS_UNPROBED,       /* TLS connections that moved data before their process's probes were in place */
+	NPS_CAPS,               /* connection caps the collector wrote (what the parsers need of each call) */
+	NPS_CAPS_FAILED,        /* ... it refused or could not write (the calls keep the process's cap) */
 	NPS_MAX
 };
 
