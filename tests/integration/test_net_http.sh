@@ -40,6 +40,17 @@ echo "calls dropped: $(awk '$1 == "collector" && $2 ~ /^(ring_full_drops|bpf_net
 # exactly, connection by connection, and network.txt to say LOST; the exact checks need none.
 exact=1
 [ "$drops" = 0 ] || { exact=0; echo "  $drops calls dropped: conservation checked, not exactness"; }
+# Payload copying follows need: wrk's connections are HTTP/1 whose bodies no rule keeps, so once
+# their parser has seen whole heads the kernel copies heads only (each cut counted), and the
+# exchanges below still add up, sizes included.
+st() { awk -v w="$1 $2" '$1 " " $2 == w {print $3; exit}' "$TMP/stats.txt"; }
+capped=$(st collector bpf_net_capped_events) asked=$(st analyzer0 ember_net_caps_asked)
+echo "connection caps: $asked asked, $(st collector net_caps_written) written, $capped events capped"
+[ "${capped:-0}" -gt 1000 ] || fail "the kernel copied whole calls of head-only connections (capped events: ${capped:-none})"
+[ "${asked:-0}" -ge 4 ] && [ "$(st collector net_caps_written)" = "$asked" ] ||
+  fail "connection caps: $asked asked, $(st collector net_caps_written) written"
+[ "$(st collector net_caps_refused)" = 0 ] && [ "$(st analyzer0 ember_net_caps_failed)" = 0 ] ||
+  fail "connection caps refused or failed: $(grep caps "$TMP/stats.txt")"
 wrk_n=$(awk '/requests in/ {print $1}' "$TMP/wrk.out")
 echo "wrk: $wrk_n requests; access log: $(wc -l < "$TMP/nginx/logs/access.log") lines"
 
