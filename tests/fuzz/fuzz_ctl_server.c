@@ -110,6 +110,18 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	return 0;
 }
 
+/* A connection cap reaches the program only checked: a live target's, within NET_MAX_PAYLOAD. */
+static int hook_net_cap(void *ctx, uint64_t ino, const struct net_cap *cap)
+{
+	(void)ctx;
+	if (!ino || cap->read > NET_MAX_PAYLOAD || cap->write > NET_MAX_PAYLOAD ||
+	    (cap->tgid != live[0] && cap->tgid != live[1] && cap->tgid != live[2] && cap->tgid != live[3]))
+		abort();
+	return cap->read == 7 ? -ENOMEM : 0;   /* a map update that fails, sometimes */
+}
+
+static const struct collector_hooks hooks = { .net_cap = hook_net_cap };
+
 static uint32_t map_pid(uint32_t v)
 {
 	return v < 0x1000 ? v : live[v % 4];
@@ -142,6 +154,15 @@ static void fix_pids(uint8_t *frame, size_t n)
 		memcpy(&v, p, 4);
 		v = map_pid(v);
 		memcpy(p, &v, 4);
+	} else if (h.type == CTL_REQ_NET_CAPS) {
+		for (size_t off = sizeof(struct ctl_net_caps); off + sizeof(struct ctl_net_cap) <= plen;
+		     off += sizeof(struct ctl_net_cap)) {
+			uint32_t v;
+
+			memcpy(&v, p + off + 8, 4);
+			v = map_pid(v);
+			memcpy(p + off + 8, &v, 4);
+		}
 	} else if (h.type == CTL_REQ_TLS_ATTACH && plen >= 12) {
 		uint32_t v;
 
@@ -170,7 +191,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct unwind_store_ops uops = { .write_rows = store_rows, .set_proc = store_proc };
 	_Alignas(8) uint8_t frame[CTL_MAX_FRAME];
 	struct collector c = { .nshards = NSHARDS, .ring_size = 65536, .analyzer_uid = 0,
-			       .exporter_uid = EXPORTER_UID, .shards = shards };
+			       .exporter_uid = EXPORTER_UID, .shards = shards, .hooks = &hooks };
 	struct ctl_conn *cc;
 	size_t pos = 1;
 	int sv[2];
