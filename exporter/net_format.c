@@ -1,8 +1,11 @@
 #include "exporter/net_format.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <json-c/json.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 void net_format__ms(uint64_t ns, char *buf, size_t len)
@@ -45,6 +48,162 @@ const char *net_format__get_str(struct json_object *o, const char *key)
 
 	return json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_string) ?
 		       json_object_get_string(v) : "";
+}
+
+static int line_room(struct net_line *l, size_t n)
+{
+	size_t cap;
+	char *b;
+
+	if (l->nomem)
+		return -1;
+	if (l->len + n <= l->cap)
+		return 0;
+	cap = l->cap ? l->cap : 1024;
+	while (cap < l->len + n)
+		cap *= 2;
+	b = realloc(l->buf, cap);
+	if (!b) {
+		l->nomem = 1;
+		return -1;
+	}
+	l->buf = b;
+	l->cap = cap;
+	return 0;
+}
+
+static void line_put(struct net_line *l, const char *p, size_t n)
+{
+	if (line_room(l, n))
+		return;
+	memcpy(l->buf + l->len, p, n);
+	l->len += n;
+}
+
+/* ,"key": */
+static void line_key(struct net_line *l, const char *key)
+{
+	size_t n = strlen(key);
+
+	if (line_room(l, n + 4))
+		return;
+	if (!l->first[l->depth])
+		l->buf[l->len++] = ',';
+	l->first[l->depth] = 0;
+	l->buf[l->len++] = '"';
+	memcpy(l->buf + l->len, key, n);
+	l->len += n;
+	l->buf[l->len++] = '"';
+	l->buf[l->len++] = ':';
+}
+
+void net_line__begin(struct net_line *l)
+{
+	l->len = 0;
+	l->nomem = 0;
+	l->depth = 0;
+	l->first[0] = 1;
+	line_put(l, "{", 1);
+}
+
+void net_line__str(struct net_line *l, const char *key, const char *v)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *p = (const unsigned char *)(v ? v : "");
+	size_t n = strlen((const char *)p);
+
+	line_key(l, key);
+	/* at most 6 bytes per byte (\u00XX) and the quotes */
+	if (line_room(l, 6 * n + 2))
+		return;
+	l->buf[l->len++] = '"';
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = p[i];
+		char *o = l->buf + l->len;
+
+		switch (c) {
+		case '\b': o[0] = '\\'; o[1] = 'b'; l->len += 2; break;
+		case '\n': o[0] = '\\'; o[1] = 'n'; l->len += 2; break;
+		case '\r': o[0] = '\\'; o[1] = 'r'; l->len += 2; break;
+		case '\t': o[0] = '\\'; o[1] = 't'; l->len += 2; break;
+		case '\f': o[0] = '\\'; o[1] = 'f'; l->len += 2; break;
+		case '"': o[0] = '\\'; o[1] = '"'; l->len += 2; break;
+		case '\\': o[0] = '\\'; o[1] = '\\'; l->len += 2; break;
+		default:
+			if (c < ' ') {
+				memcpy(o, "\\u00", 4);
+				o[4] = hex[c >> 4];
+				o[5] = hex[c & 15];
+				l->len += 6;
+			} else {
+				o[0] = (char)c;
+				l->len++;
+			}
+		}
+	}
+	l->buf[l->len++] = '"';
+}
+
+void net_line__u64(struct net_line *l, const char *key, uint64_t v)
+{
+	char b[24];
+
+	line_key(l, key);
+	line_put(l, b, (size_t)snprintf(b, sizeof(b), "%" PRIu64, v));
+}
+
+void net_line__int(struct net_line *l, const char *key, int32_t v)
+{
+	char b[16];
+
+	line_key(l, key);
+	line_put(l, b, (size_t)snprintf(b, sizeof(b), "%" PRId32, v));
+}
+
+void net_line__bool(struct net_line *l, const char *key, int v)
+{
+	line_key(l, key);
+	line_put(l, v ? "true" : "false", v ? 4 : 5);
+}
+
+void net_line__ms(struct net_line *l, const char *key, uint64_t ns)
+{
+	char b[32];
+
+	line_key(l, key);
+	net_format__ms(ns, b, sizeof(b));
+	line_put(l, b, strlen(b));
+}
+
+void net_line__obj_begin(struct net_line *l, const char *key)
+{
+	line_key(l, key);
+	line_put(l, "{", 1);
+	if (l->depth < 1)
+		l->depth++;
+	l->first[l->depth] = 1;
+}
+
+void net_line__obj_end(struct net_line *l)
+{
+	line_put(l, "}", 1);
+	if (l->depth > 0)
+		l->depth--;
+}
+
+int net_line__write(struct net_line *l, FILE *out)
+{
+	line_put(l, "}\n", 2);
+	if (l->nomem)
+		return -ENOMEM;
+	fwrite(l->buf, 1, l->len, out);
+	return 0;
+}
+
+void net_line__free(struct net_line *l)
+{
+	free(l->buf);
+	*l = (struct net_line){ 0 };
 }
 
 int net_format__write_line(struct json_object *o, FILE *out)

@@ -25,4 +25,32 @@ const char *net_format__get_str(struct json_object *o, const char *key);
 /* Writes o (NULL: out of memory) as one JSON line and frees it.  0 or -ENOMEM. */
 int net_format__write_line(struct json_object *o, FILE *out);
 
+/*
+ * One JSON object written straight into a line, for the lines a report has
+ * by the thousand (an exchange each): the bytes json-c writes for the same
+ * members added in the same order (net_format__write_line: plain, '/' not
+ * escaped, other bytes as json-c escapes them), without an object tree.
+ * Keys are the caller's literals (never escaped); values are escaped.  One
+ * nested object at a time.  The buffer is kept across lines.
+ */
+struct net_line {
+	char *buf;
+	size_t len, cap;
+	int nomem;
+	int depth;
+	int first[2];
+};
+void net_line__begin(struct net_line *l);
+void net_line__str(struct net_line *l, const char *key, const char *v);
+void net_line__u64(struct net_line *l, const char *key, uint64_t v);
+void net_line__int(struct net_line *l, const char *key, int32_t v);
+void net_line__bool(struct net_line *l, const char *key, int v);
+/* ns as ms with 3 decimals (net_format__put_ms). */
+void net_line__ms(struct net_line *l, const char *key, uint64_t ns);
+void net_line__obj_begin(struct net_line *l, const char *key);
+void net_line__obj_end(struct net_line *l);
+/* Ends the object and writes it as one line.  0, or -ENOMEM (nothing written). */
+int net_line__write(struct net_line *l, FILE *out);
+void net_line__free(struct net_line *l);
+
 #endif

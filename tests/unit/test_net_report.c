@@ -20,6 +20,8 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 
+#include <json-c/json.h>
+
 #include "common/config.h"
 #include "exporter/backend.h"
 #include "exporter/net_report.h"
@@ -777,6 +779,106 @@ static void test_file_backend_whole_batches(void **state)
 	nftw(dir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
 }
 
+/*
+ * The exchange lines are written without json-c (net_line): the bytes must
+ * be json-c's for the same members, whatever the strings hold (quotes,
+ * backslashes, slashes, every control byte, DEL, UTF-8 and stray high
+ * bytes), with negative and large numbers and a field name given twice.
+ */
+static struct json_object *jc_exchange(const Ember__NetExchange *e)
+{
+	struct json_object *o = json_object_new_object(), *f = json_object_new_object();
+	char ms[32];
+
+	json_object_object_add(o, "type", json_object_new_string("exchange"));
+	json_object_object_add(o, "pid", json_object_new_uint64(e->pid));
+	json_object_object_add(o, "connection_id", json_object_new_uint64(e->connection_id));
+	json_object_object_add(o, "protocol", json_object_new_string(e->protocol));
+	json_object_object_add(o, "side", json_object_new_string(e->side));
+	json_object_object_add(o, "peer_address", json_object_new_string(e->peer_address));
+	json_object_object_add(o, "req_unix_ns", json_object_new_uint64(e->req_unix_ns));
+	json_object_object_add(o, "latency_ns", json_object_new_uint64(e->latency_ns));
+	snprintf(ms, sizeof(ms), "%llu.%03llu", (unsigned long long)(e->latency_ns / 1000000),
+		 (unsigned long long)(e->latency_ns / 1000 % 1000));
+	json_object_object_add(o, "latency_ms", json_object_new_double_s(0, ms));
+	json_object_object_add(o, "duration_ns", json_object_new_uint64(e->duration_ns));
+	snprintf(ms, sizeof(ms), "%llu.%03llu", (unsigned long long)(e->duration_ns / 1000000),
+		 (unsigned long long)(e->duration_ns / 1000 % 1000));
+	json_object_object_add(o, "duration_ms", json_object_new_double_s(0, ms));
+	json_object_object_add(o, "req_bytes", json_object_new_uint64(e->req_bytes));
+	json_object_object_add(o, "resp_bytes", json_object_new_uint64(e->resp_bytes));
+	json_object_object_add(o, "status", json_object_new_int(e->status));
+	json_object_object_add(o, "is_error", json_object_new_boolean(e->is_error));
+	json_object_object_add(o, "is_client_error", json_object_new_boolean(e->is_client_error));
+	json_object_object_add(o, "answered", json_object_new_boolean(e->answered));
+	for (size_t i = 0; i < e->n_fields; i++)
+		json_object_object_add(f, e->fields[i]->name, json_object_new_string(e->fields[i]->value));
+	json_object_object_add(o, "fields", f);
+	json_object_object_add(o, "req_seq", json_object_new_uint64(e->req_seq));
+	json_object_object_add(o, "ssl", json_object_new_boolean(e->ssl));
+	return o;
+}
+
+static void test_exchange_lines_as_json_c(void **state)
+{
+	char nasty[300], *buf = NULL;
+	size_t n = 0, len;
+	Ember__Label lab[4], *labs[4] = { &lab[0], &lab[1], &lab[2], &lab[3] };
+	Ember__NetExchange x[3], *xs[3] = { &x[0], &x[1], &x[2] };
+	Ember__NetworkBatch b;
+	FILE *f;
+
+	(void)state;
+	for (int i = 1; i < 256; i++)
+		nasty[i - 1] = (char)i;          /* every byte but NUL, in order */
+	strcpy(nasty + 255, "\"\\/ é \xff\x80");
+	for (int i = 0; i < 4; i++)
+		ember__label__init(&lab[i]);
+	lab[0].name = "method"; lab[0].value = "GET";
+	lab[1].name = "uri"; lab[1].value = nasty;
+	lab[2].name = "method"; lab[2].value = "POST";   /* given twice: first place, last value */
+	lab[3].name = "host"; lab[3].value = "";
+	for (int i = 0; i < 3; i++) {
+		ember__net_exchange__init(&x[i]);
+		x[i].pid = 4242 + i;
+		x[i].connection_id = UINT64_MAX - i;
+		x[i].protocol = "http1";
+		x[i].side = i ? "client" : "server";
+		x[i].peer_address = i == 1 ? nasty : "10.0.0.1:80";
+		x[i].req_unix_ns = T0 + i;
+		x[i].latency_ns = i * 1234567ull;
+		x[i].duration_ns = 987654321ull * i + 999;
+		x[i].req_bytes = 100; x[i].resp_bytes = 1ull << 40;
+		x[i].status = i == 2 ? -1 : 200;
+		x[i].is_error = i == 1; x[i].is_client_error = i == 2; x[i].answered = i != 2;
+		x[i].req_seq = i + 1;
+		x[i].ssl = i == 0;
+		x[i].fields = i == 2 ? NULL : labs;
+		x[i].n_fields = i == 2 ? 0 : 4;
+	}
+	ember__network_batch__init(&b);
+	b.exchanges = xs;
+	b.n_exchanges = 3;
+	f = open_memstream(&buf, &n);
+	assert_non_null(f);
+	assert_int_equal(net_report__write_json(&b, f), 0);
+	fclose(f);
+	len = 0;
+	for (int i = 0; i < 3; i++) {
+		struct json_object *o = jc_exchange(&x[i]);
+		const char *want = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+		const char *line = strstr(buf + len, "{\"type\":\"exchange\"");
+		size_t wl = strlen(want);
+
+		assert_non_null(line);
+		if (strncmp(line, want, wl) || line[wl] != '\n')
+			fail_msg("exchange %d:\n  net_line %.*s\n  json-c   %s", i, (int)(strchr(line, '\n') - line), line, want);
+		len = (size_t)(line - buf) + wl + 1;
+		json_object_put(o);
+	}
+	free(buf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -785,6 +887,7 @@ int main(void)
 		cmocka_unit_test(test_loss),
 		cmocka_unit_test(test_parts_add_up),
 		cmocka_unit_test(test_json_lines),
+		cmocka_unit_test(test_exchange_lines_as_json_c),
 		cmocka_unit_test(test_file_backend),
 		cmocka_unit_test(test_file_backend_whole_batches),
 	};
