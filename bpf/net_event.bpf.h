@@ -138,33 +138,6 @@ static __always_inline __u64 wake_flag(void)
 									     : BPF_RB_NO_WAKEUP;
 }
 
-/* What the parsers need of a connection's calls (bpf/net_abi.h struct net_cap): the collector's to write. */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__type(key, __u64);                 /* the socket's inode */
-	__type(value, struct net_cap);
-	__uint(max_entries, 65536);
-} net_caps SEC(".maps");
-
-/*
- * The bytes to copy of a call of the current process on socket ino (of
- * the given direction), at most cap (the process's): less when its
- * connection's parser asked for less.  Marks the event NET_F_CAPPED then.
- */
-static __always_inline __u32 conn_cap(struct scratch *s, __u64 ino, bool write, __u32 cap)
-{
-	struct net_cap *k = bpf_map_lookup_elem(&net_caps, &ino);
-	__u32 v;
-
-	if (!k || k->tgid != (__u32)(bpf_get_current_pid_tgid() >> 32))
-		return cap;
-	v = write ? k->write : k->read;
-	if (v >= cap)
-		return cap;
-	s->e.flags |= NET_F_CAPPED;
-	return v;
-}
-
 static __always_inline void emit_now(struct scratch *s, __u32 payload, const bool now)
 {
 	if (payload > NET_MAX_PAYLOAD)

@@ -19,7 +19,12 @@ struct sock_owner {
 	__u64 ino;
 	__u32 root;     /* net_target.root */
 	__u32 turn;     /* net_event.turn of its last data call */
+	/* Its entry in net_caps as of caps_gen cap_gen (CAP_DEFAULT: none): read once per change. */
+	__u16 cap_read;
+	__u16 cap_write;
+	__u32 cap_gen;
 };
+#define CAP_DEFAULT 0xffffu
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__type(key, __u64);                 /* struct sock address */
@@ -30,10 +35,55 @@ struct {
 static __always_inline void remember_sock(struct sock *sk, int fd, __u64 ino, __u32 root)
 {
 	__u64 key = (__u64)sk;
-	struct sock_owner o = { .tgid = bpf_get_current_pid_tgid() >> 32, .fd = fd, .ino = ino, .root = root };
+	struct sock_owner o = { .tgid = bpf_get_current_pid_tgid() >> 32, .fd = fd, .ino = ino, .root = root,
+				.cap_read = CAP_DEFAULT, .cap_write = CAP_DEFAULT };
 
 	if (bpf_map_update_elem(&socks, &key, &o, BPF_ANY))
 		count(NET_CNT_SOCKS_FULL);
+}
+
+/* What the parsers need of a connection's calls (bpf/net_abi.h struct net_cap): the collector's to write. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__type(key, __u64);                 /* the socket's inode */
+	__type(value, struct net_cap);
+	__uint(max_entries, 65536);
+} net_caps SEC(".maps");
+/*
+ * Bumped by the collector after it writes net_caps: every socket's copy of
+ * its entry is stale then (a new socket's, generation 0, once one was written).
+ */
+volatile __u32 caps_gen = 0;
+
+/*
+ * The bytes to copy of a call of the current process on socket ino (of
+ * the given direction), at most cap (the process's): less when its
+ * connection's parser asked for less (NET_F_CAPPED then).  The socket's
+ * entry o keeps its cap, looked up again only when caps_gen moved.
+ */
+static __always_inline __u32 conn_cap(struct scratch *s, struct sock_owner *o, __u64 ino, bool write, __u32 cap)
+{
+	__u32 gen = caps_gen, v;
+
+	/* (an entry of an earlier socket at the same address has another inode) */
+	if (!o || o->cap_gen != gen || o->ino != ino) {
+		struct net_cap *k = bpf_map_lookup_elem(&net_caps, &ino);
+		bool mine = k && k->tgid == (__u32)(bpf_get_current_pid_tgid() >> 32);
+		__u16 rd = mine ? k->read : CAP_DEFAULT, wr = mine ? k->write : CAP_DEFAULT;
+
+		if (o) {
+			o->cap_read = rd;
+			o->cap_write = wr;
+			o->cap_gen = gen;
+		}
+		v = write ? wr : rd;
+	} else {
+		v = write ? o->cap_write : o->cap_read;
+	}
+	if (v == CAP_DEFAULT || v >= cap)
+		return cap;
+	s->e.flags |= NET_F_CAPPED;
+	return v;
 }
 
 /* The socket behind fd in the current task, with its inode; NULL if fd is no socket. */

@@ -392,7 +392,11 @@ int bpf_net__target(struct bpf_net *n, uint32_t tgid, int on, bool prefix)
 
 int bpf_net__cap(struct bpf_net *n, uint64_t ino, const struct net_cap *cap)
 {
-	return bpf_map_update_elem(bpf_map__fd(n->skel->maps.net_caps), &ino, cap, BPF_ANY) ? -errno : 0;
+	if (bpf_map_update_elem(bpf_map__fd(n->skel->maps.net_caps), &ino, cap, BPF_ANY))
+		return -errno;
+	/* after the entry is in: a socket that sees the new generation finds it */
+	__atomic_add_fetch(&n->skel->bss->caps_gen, 1, __ATOMIC_SEQ_CST);
+	return 0;
 }
 
 int bpf_net__tls_link(struct bpf_net *n, const char *path, const uint64_t *offs, const uint64_t *cookies,
