@@ -88,6 +88,8 @@ struct cstate {
 	struct netcalls *dc;      /* task->calls: its latest data calls, allocated at the first */
 	char peer_str[64], local_str[64]; /* its endpoints as text, "" until first needed (peer_str()) */
 	uint16_t cap[2];          /* the caps asked for its reads and writes (struct net_cap), CAP_NONE: none */
+	uint32_t cap_batch;       /* the batch (netprof.caps_batch) its last change waits in, at cap_slot */
+	uint32_t cap_slot;
 };
 
 struct netprof {
@@ -106,6 +108,7 @@ struct netprof {
 	/* Connection caps waiting to go to the collector (netprof__tick, or when full). */
 	struct ctl_net_cap caps[CTL_NET_CAPS_MAX];
 	uint32_t ncaps;
+	uint32_t caps_batch;      /* numbers the batches (from 1): a connection changed twice in one is sent once */
 	bool caps_off;            /* the collector cannot take them */
 };
 
@@ -167,6 +170,7 @@ struct netprof *netprof__new(const struct netprof_opts *o)
 		return NULL;
 	np->o = *o;
 	np->cfg_tcp = o->l7;
+	np->caps_batch = 1;
 	np->cfg_tcp.transport = L7_TRANSPORT_TCP;
 	np->cfg_udp = o->l7;
 	np->cfg_udp.transport = L7_TRANSPORT_UDP;
@@ -847,6 +851,7 @@ static void caps_flush(struct netprof *np)
 	np->st[NPS_CAPS] += written;
 	np->st[NPS_CAPS_FAILED] += np->ncaps - (written < np->ncaps ? written : np->ncaps);
 	np->ncaps = 0;
+	np->caps_batch++;
 }
 
 static void want_caps(struct netprof *np, struct cstate *cs)
@@ -863,8 +868,15 @@ static void want_caps(struct netprof *np, struct cstate *cs)
 		return;   /* nothing to lower (yet) */
 	cs->cap[0] = rd;
 	cs->cap[1] = wr;
+	if (cs->cap_batch == np->caps_batch && cs->cap_slot < np->ncaps) {
+		np->caps[cs->cap_slot].cap.read = rd;    /* still waiting: changed in place */
+		np->caps[cs->cap_slot].cap.write = wr;
+		return;
+	}
 	if (np->ncaps == CTL_NET_CAPS_MAX)
 		caps_flush(np);
+	cs->cap_batch = np->caps_batch;
+	cs->cap_slot = np->ncaps;
 	np->caps[np->ncaps++] = (struct ctl_net_cap){ .ino = cs->nc->ino,
 		.cap = { .tgid = cs->nc->tgid, .read = rd, .write = wr } };
 }

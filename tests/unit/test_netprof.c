@@ -14,6 +14,7 @@
 #include <cmocka.h>
 #include <arpa/inet.h>
 #include <stdbool.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +51,21 @@ static uint64_t fake_tls_ready(void *ctx, uint32_t pid)
 
 static void drain_hook(void *ctx);
 
+/* The collector's side of the connection caps: what netprof asked, and what it answers. */
+static struct ctl_net_cap caps_got[64];
+static unsigned ncaps_got, caps_calls;
+static int caps_answer;           /* 0: all written; else the error returned */
+
+static int fake_caps(void *ctx, const struct ctl_net_cap *caps, uint32_t n, uint32_t *written)
+{
+	(void)ctx;
+	caps_calls++;
+	for (uint32_t i = 0; i < n && ncaps_got < 64; i++)
+		caps_got[ncaps_got++] = caps[i];
+	*written = caps_answer ? 0 : n;
+	return caps_answer;
+}
+
 static int setup_np_parts(size_t max_conns, size_t part_items)
 {
 	struct task_def def = { .id = "t1", .kind = EMBER_TASK_NETWORK, .npids = 1, .pids = { PID },
@@ -70,6 +86,9 @@ static int setup_np_parts(size_t max_conns, size_t part_items)
 	o.pub = F.pub;
 	o.tm = F.tm;
 	o.tls_ready_ns = fake_tls_ready;
+	o.caps = fake_caps;
+	ncaps_got = caps_calls = 0;
+	caps_answer = 0;
 	tls_ready = 0;
 	F.np = netprof__new(&o);
 	assert_non_null(F.np);
@@ -751,6 +770,76 @@ static void test_conntrack(void **state)
 	conntrack__free(ct);
 }
 
+/*
+ * Connection caps: after each call a connection asks the collector to copy
+ * no more than its parser needs, once per change, batched until the tick:
+ * an HTTP/1 connection its heads (half again and 64 bytes, at least 256),
+ * a chunked response's direction every byte, a connection no parser
+ * claimed nothing, a TLS connection no cap at all.  Failures are counted.
+ */
+static void test_caps(void **state)
+{
+	static char big_resp[600], junk[2100];
+	static const char chunked[] = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n";
+	static const char hello[] = "\x16\x03\x01\x00\x05hello";
+	uint64_t st[NPS_MAX];
+	size_t bh;
+
+	(void)state;
+	ev(NET_OP_CONNECT, 21, SOCK_STREAM, "10.0.0.2", 80, 40021, 0, NULL, 0);
+	exchange(21, 40021, get_a, ok200);
+	assert_int_equal(caps_calls, 0);                 /* batched: nothing before the tick */
+	netprof__tick(F.np, 2);
+	assert_int_equal(caps_calls, 1);
+	assert_int_equal(ncaps_got, 1);
+	assert_int_equal(caps_got[0].ino, 21);
+	assert_int_equal(caps_got[0].cap.tgid, PID);
+	assert_int_equal(caps_got[0].cap.write, 256);   /* the request's head, 28 bytes: the floor */
+	assert_int_equal(caps_got[0].cap.read, 256);
+	exchange(21, 40021, get_b, nf404);               /* the same needs: nothing asked */
+	netprof__tick(F.np, 3);
+	assert_int_equal(ncaps_got, 1);
+	/* A longer response head: the read cap grows with it. */
+	bh = (size_t)snprintf(big_resp, sizeof(big_resp), "HTTP/1.1 200 OK\r\nX-Pad: %0400d\r\nContent-Length: 2\r\n\r\nok", 0) - 2;
+	exchange(21, 40021, get_a, big_resp);
+	netprof__tick(F.np, 4);
+	assert_int_equal(ncaps_got, 2);
+	assert_int_equal(caps_got[1].cap.read, (bh + bh / 2 + 64 + 63) / 64 * 64);
+	assert_int_equal(caps_got[1].cap.write, 256);
+	/* Chunked answers: every byte of reads (4096), the writes still at their heads. */
+	ev(NET_OP_CONNECT, 22, SOCK_STREAM, "10.0.0.2", 80, 40022, 0, NULL, 0);
+	exchange(22, 40022, get_a, chunked);
+	/* No parser claims this one: nothing of either direction. */
+	memset(junk, 1, sizeof(junk) - 1);
+	ev(NET_OP_CONNECT, 23, SOCK_STREAM, "10.0.0.2", 9999, 40023, 0, NULL, 0);
+	ev(NET_OP_WRITE, 23, SOCK_STREAM, "10.0.0.2", 9999, 40023, (int64_t)strlen(junk), junk, 0);
+	ev(NET_OP_READ, 23, SOCK_STREAM, "10.0.0.2", 9999, 40023, (int64_t)strlen(junk), junk, 0);
+	/* TLS on the wire: the plaintext's parser is not this one; no cap. */
+	ev(NET_OP_CONNECT, 24, SOCK_STREAM, "10.0.0.2", 443, 40024, 0, NULL, 0);
+	ev(NET_OP_WRITE, 24, SOCK_STREAM, "10.0.0.2", 443, 40024, sizeof(hello) - 1, hello, 0);
+	netprof__tick(F.np, 5);
+	assert_int_equal(ncaps_got, 4);
+	assert_int_equal(caps_got[2].ino, 22);
+	assert_int_equal(caps_got[2].cap.read, NET_MAX_PAYLOAD);
+	assert_int_equal(caps_got[2].cap.write, 256);
+	assert_int_equal(caps_got[3].ino, 23);
+	assert_int_equal(caps_got[3].cap.read, 0);
+	assert_int_equal(caps_got[3].cap.write, 0);
+	netprof__stats(F.np, st);
+	assert_int_equal(st[NPS_CAPS], 4);
+	assert_int_equal(st[NPS_CAPS_FAILED], 0);
+	/* The collector refuses: counted, and no more asked while it cannot take them. */
+	caps_answer = -EOPNOTSUPP;
+	exchange(21, 40021, get_a, chunked);
+	netprof__tick(F.np, 6);
+	netprof__stats(F.np, st);
+	assert_int_equal(st[NPS_CAPS_FAILED], 1);
+	ev(NET_OP_CONNECT, 25, SOCK_STREAM, "10.0.0.2", 80, 40025, 0, NULL, 0);
+	exchange(25, 40025, get_a, ok200);
+	netprof__tick(F.np, 7);
+	assert_int_equal(caps_calls, 4);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -764,6 +853,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_report_parts, setup, teardown_np),
 		cmocka_unit_test_setup_teardown(test_last_report_parts, setup_parts, teardown_np),
 		cmocka_unit_test(test_conntrack),
+		cmocka_unit_test_setup_teardown(test_caps, setup, teardown_np),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
