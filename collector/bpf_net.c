@@ -9,6 +9,8 @@
 #include <sys/syscall.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+
+#include "common/shard.h"
 #include <bpf/btf.h>
 
 #include "bpf/net.skel.h"
@@ -348,15 +350,57 @@ int bpf_net__socket_error(const struct bpf_net *n)
 	return n->sock_err;
 }
 
+/*
+ * Deletes the connection caps that `drop` says go (one walk, then the
+ * deletes): the caps a task's analyzer asked for must not outlive what it
+ * knows of them, or a later task (one that keeps bodies) would inherit a
+ * cap its analyzer never asked for.
+ */
+static void drop_caps(struct bpf_net *n, bool (*drop)(struct bpf_net *n, uint32_t tgid, const void *arg), const void *arg)
+{
+	int fd = bpf_map__fd(n->skel->maps.net_caps);
+	uint32_t max = bpf_map__max_entries(n->skel->maps.net_caps), cnt = 0;
+	uint64_t key, *prev = NULL, *gone = calloc(max, sizeof(*gone));
+	struct net_cap v;
+
+	if (!gone)
+		return;  /* they stay until the LRU evicts them */
+	while (cnt < max && !bpf_map_get_next_key(fd, prev, &key)) {
+		if (!bpf_map_lookup_elem(fd, &key, &v) && drop(n, v.tgid, arg))
+			gone[cnt++] = key;
+		prev = &key;
+	}
+	for (uint32_t i = 0; i < cnt; i++)
+		(void)bpf_map_delete_elem(fd, &gone[i]);
+	if (cnt)
+		__atomic_add_fetch(&n->skel->bss->caps_gen, 1, __ATOMIC_SEQ_CST);
+	free(gone);
+}
+
+struct tgid_set { const uint32_t *v; uint32_t n; };
+
+static bool in_set(struct bpf_net *n, uint32_t tgid, const void *arg)
+{
+	const struct tgid_set *s = arg;
+
+	(void)n;
+	for (uint32_t i = 0; i < s->n; i++)
+		if (s->v[i] == tgid)
+			return true;
+	return false;
+}
+
 /* The children BPF followed from root (bpf/net_proc.bpf.h on_fork) go with it: one walk, then the deletes. */
 static void unfollow_children(struct bpf_net *n, int fd, uint32_t root)
 {
 	uint32_t max = bpf_map__max_entries(n->skel->maps.net_targets), cnt = 0, key, *prev = NULL;
-	uint32_t *gone = calloc(max, sizeof(*gone));
+	uint32_t *gone = calloc(max + 1, sizeof(*gone));
 	struct net_target v;
 
-	if (!gone)
+	if (!gone) {
+		drop_caps(n, in_set, &(struct tgid_set){ &root, 1 });
 		return;  /* they leave with their processes (sched_process_exit) */
+	}
 	while (cnt < max && !bpf_map_get_next_key(fd, prev, &key)) {
 		if (!bpf_map_lookup_elem(fd, &key, &v) && v.root == root)
 			gone[cnt++] = key;
@@ -364,7 +408,24 @@ static void unfollow_children(struct bpf_net *n, int fd, uint32_t root)
 	}
 	for (uint32_t i = 0; i < cnt; i++)
 		(void)bpf_map_delete_elem(fd, &gone[i]);
+	gone[cnt++] = root;
+	drop_caps(n, in_set, &(struct tgid_set){ gone, cnt });
 	free(gone);
+}
+
+struct shard_arg { unsigned shard, nshards; };
+
+static bool of_shard(struct bpf_net *n, uint32_t tgid, const void *arg)
+{
+	const struct shard_arg *s = arg;
+	uint32_t root = bpf_net__root(n, tgid);
+
+	return shard__of(root ? root : tgid, s->nshards) == s->shard;
+}
+
+void bpf_net__caps_clear(struct bpf_net *n, unsigned shard, unsigned nshards)
+{
+	drop_caps(n, of_shard, &(struct shard_arg){ shard, nshards });
 }
 
 int bpf_net__target(struct bpf_net *n, uint32_t tgid, int on, bool prefix)

@@ -60,6 +60,13 @@ int bpf_net__target(struct bpf_net *n, uint32_t tgid, int on, bool prefix);
 
 /* What the program copies of socket ino's calls (bpf/net_abi.h struct net_cap).  0 or -errno. */
 int bpf_net__cap(struct bpf_net *n, uint64_t ino, const struct net_cap *cap);
+/*
+ * Drops the caps of the processes shard's analyzer follows (common/shard.h,
+ * a child by its root): a restarted analyzer knows none its predecessor
+ * asked for, and asks again what its parsers need.  (A process's caps go
+ * by themselves when no task follows it any more: bpf_net__target.)
+ */
+void bpf_net__caps_clear(struct bpf_net *n, unsigned shard, unsigned nshards);
 
 /*
  * An fd that is readable when the ring buffer is a quarter full (epoll fd of

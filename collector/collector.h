@@ -36,6 +36,8 @@ struct collector_hooks {
 	void (*collect_stats)(void *ctx, uint64_t *stats);
 	/* Optional: one connection cap into the network program (checked by the caller).  0 or -errno. */
 	int (*net_cap)(void *ctx, uint64_t ino, const struct net_cap *cap);
+	/* Optional: an analyzer took shard: the caps its predecessor asked for go. */
+	void (*net_caps_clear)(void *ctx, unsigned shard);
 };
 
 struct collector {

@@ -84,6 +84,8 @@ static int h_hello(struct collector *c, struct ctl_conn *cc, const struct ctl_ms
 	c->shards[h.shard].connected = 1;
 	c->shards[h.shard].orphaned_since = 0;
 	c->stats[CTL_STAT_ANALYZER_CONNECTS]++;
+	if (c->hooks && c->hooks->net_caps_clear)
+		c->hooks->net_caps_clear(c->hooks_ctx, h.shard);
 	fds[0] = shm_ring__data_fd(c->shards[h.shard].ring);
 	fds[1] = shm_ring__cons_fd(c->shards[h.shard].ring);
 	fds[2] = shm_ring__event_fd(c->shards[h.shard].ring);
@@ -314,12 +316,15 @@ static int h_net_caps(struct collector *c, struct ctl_conn *cc, const struct ctl
 		bool ok;
 
 		memcpy(&e, &r->caps[i], sizeof(e));
-		if (e.cap.tgid == ok_tgid)
+		/* (the last tgid found and the last refused, 0 for none yet: never a target) */
+		if (!e.cap.tgid)
+			ok = false;
+		else if (e.cap.tgid == ok_tgid)
 			ok = true;
 		else if (e.cap.tgid == bad_tgid)
 			ok = false;
 		else
-			ok = e.cap.tgid && tasks__targets(c->tasks, cc->shard, mask, e.cap.tgid, false);
+			ok = tasks__targets(c->tasks, cc->shard, mask, e.cap.tgid, false);
 		*(ok ? &ok_tgid : &bad_tgid) = e.cap.tgid;
 		if (!ok || !e.ino || e.cap.read > NET_MAX_PAYLOAD || e.cap.write > NET_MAX_PAYLOAD) {
 			c->stats[CTL_STAT_NET_CAPS_REFUSED]++;

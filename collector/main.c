@@ -185,8 +185,16 @@ static int hook_net_cap(void *ctx, uint64_t ino, const struct net_cap *cap)
 	return C.env.net ? bpf_net__cap(C.env.net, ino, cap) : -EOPNOTSUPP;
 }
 
+static void hook_net_caps_clear(void *ctx, unsigned shard)
+{
+	(void)ctx;
+	if (C.env.net)
+		bpf_net__caps_clear(C.env.net, shard, C.col.nshards);
+}
+
 static const struct collector_hooks hooks = { .drain = hook_drain, .tasks_changed = tasks_changed,
-					      .collect_stats = collect_kind_stats, .net_cap = hook_net_cap };
+					      .collect_stats = collect_kind_stats, .net_cap = hook_net_cap,
+					      .net_caps_clear = hook_net_caps_clear };
 
 static void on_accept(void)
 {

@@ -38,6 +38,7 @@ static long expected_len(uint16_t type)
 	case CTL_REQ_UNWIND_PROC: return sizeof(struct ctl_unwind_proc);
 	case CTL_REQ_START: return sizeof(struct ctl_detach);
 	case CTL_REQ_TLS_ATTACH: return sizeof(struct ctl_tls_attach);
+	case CTL_ANS_NET_CAPS: return sizeof(struct ctl_net_caps_ans);
 	case CTL_ANS_TLS_ATTACH:
 	case CTL_ANS_OPEN_PERF_MAP:
 	case CTL_ANS_OPEN_DEBUG_BUILD_ID:
@@ -49,7 +50,7 @@ static long expected_len(uint16_t type)
 	case CTL_ANS_UNWIND_PROC:
 	case CTL_ANS_START:
 	case CTL_ANS_OPEN_KALLSYMS: return sizeof(struct ctl_err_ans);
-	default: return -1; /* ATTACH and UNWIND_ROWS, checked below */
+	default: return -1; /* ATTACH, UNWIND_ROWS and NET_CAPS, checked below */
 	}
 }
 
@@ -75,8 +76,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (strcmp(ctl__type_name(m.type), "unknown") == 0)
 		abort();
 
-	if (m.type != CTL_REQ_ATTACH && m.type != CTL_REQ_UNWIND_ROWS && (long)m.len != expected_len(m.type))
+	if (m.type != CTL_REQ_ATTACH && m.type != CTL_REQ_UNWIND_ROWS && m.type != CTL_REQ_NET_CAPS &&
+	    (long)m.len != expected_len(m.type))
 		abort();
+	if (m.type == CTL_REQ_NET_CAPS) {
+		struct ctl_net_caps h;
+		struct ctl_net_cap last;
+
+		if (m.len < sizeof(h))
+			abort();
+		memcpy(&h, m.payload, sizeof(h));
+		if (h.n == 0 || h.n > CTL_NET_CAPS_MAX || m.len != sizeof(h) + (size_t)h.n * sizeof(struct ctl_net_cap))
+			abort();
+		/* The collector reads every entry: the last lies inside the input. */
+		memcpy(&last, (const uint8_t *)m.payload + sizeof(h) + (size_t)(h.n - 1) * sizeof(last), sizeof(last));
+		sink = (uint32_t)last.ino;
+	}
 	if (m.type == CTL_REQ_UNWIND_ROWS) {
 		struct ctl_unwind_rows h;
 		struct unwind_row last;

@@ -110,12 +110,15 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	return 0;
 }
 
-/* A connection cap reaches the program only checked: a live target's, within NET_MAX_PAYLOAD. */
+/* A connection cap reaches the program only checked: a network task's target, within NET_MAX_PAYLOAD. */
 static int hook_net_cap(void *ctx, uint64_t ino, const struct net_cap *cap)
 {
-	(void)ctx;
-	if (!ino || cap->read > NET_MAX_PAYLOAD || cap->write > NET_MAX_PAYLOAD ||
-	    (cap->tgid != live[0] && cap->tgid != live[1] && cap->tgid != live[2] && cap->tgid != live[3]))
+	struct collector *c = ctx;
+	bool target = false;
+
+	for (unsigned s = 0; s < NSHARDS && !target; s++)
+		target = tasks__targets(c->tasks, s, 1u << EMBER_TASK_NETWORK, cap->tgid, false);
+	if (!ino || cap->read > NET_MAX_PAYLOAD || cap->write > NET_MAX_PAYLOAD || !target)
 		abort();
 	return cap->read == 7 ? -ENOMEM : 0;   /* a map update that fails, sometimes */
 }
@@ -200,6 +203,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	for (unsigned k = 0; k <= EMBER_TASK_NETWORK; k++)
 		kp[k] = k >= EMBER_TASK_ONCPU ? &kinds[k] : NULL;
+	c.hooks_ctx = &c;
 	c.policy = target_policy__new(1, 1);
 	c.broker = broker__new();
 	c.unwind = unwind_store__new(4096, 8, 0, &uops);

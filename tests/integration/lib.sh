@@ -84,6 +84,27 @@ for f in glob.glob(f"/proc/{sys.argv[1]}/fdinfo/*"):
 print(" ".join(sorted({"name " + p.get("name", "") for p in json.load(sys.stdin) if p["id"] in ids})))' "$cpid"
 }
 
+# The entries of this test's collector's BPF map NAME, one JSON value per line (bpftool's BTF view).
+agent_map_values() {
+  local cpid
+  cpid=$(pgrep -f "ember-collector --run-dir $AGENT_RUN" | head -1)
+  [ -n "$cpid" ] || { echo "agent_map_values: no collector for $AGENT_RUN" >&2; return 1; }
+  python3 - "$cpid" "$1" <<'PY'
+import glob, json, subprocess, sys
+ids = set()
+for f in glob.glob(f"/proc/{sys.argv[1]}/fdinfo/*"):
+    try:
+        ids.update(int(l.split()[1]) for l in open(f) if l.startswith("map_id:"))
+    except OSError:
+        pass
+for m in json.loads(subprocess.run(["bpftool", "map", "show", "-j"], capture_output=True, check=True).stdout):
+    if m["id"] in ids and m.get("name") == sys.argv[2]:
+        for e in json.loads(subprocess.run(["bpftool", "map", "dump", "id", str(m["id"]), "-j"],
+                                           capture_output=True, check=True).stdout):
+            print(json.dumps(e.get("formatted", e).get("value")))
+PY
+}
+
 stop_agent() {
   kill -TERM "$AGENT_PID" 2>/dev/null
   for _ in $(seq 300); do kill -0 "$AGENT_PID" 2>/dev/null || { wait "$AGENT_PID"; return $?; }; sleep 0.1; done

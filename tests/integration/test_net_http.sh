@@ -51,6 +51,10 @@ echo "connection caps: $asked asked, $(st collector net_caps_written) written, $
   fail "connection caps: $asked asked, $(st collector net_caps_written) written"
 [ "$(st collector net_caps_refused)" = 0 ] && [ "$(st analyzer0 ember_net_caps_failed)" = 0 ] ||
   fail "connection caps refused or failed: $(grep caps "$TMP/stats.txt")"
+# A cap outlives no task: once none follows nginx, its caps are gone (a later task that keeps
+# bodies must not inherit them).
+agent_map_values net_caps > "$TMP/caps.txt" || fail "cannot read the collector's net_caps map"
+[ ! -s "$TMP/caps.txt" ] || fail "caps left after the task: $(head -3 "$TMP/caps.txt")"
 wrk_n=$(awk '/requests in/ {print $1}' "$TMP/wrk.out")
 echo "wrk: $wrk_n requests; access log: $(wc -l < "$TMP/nginx/logs/access.log") lines"
 
