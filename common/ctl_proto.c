@@ -2,6 +2,8 @@
 #include "bpf/ember_abi.h"
 
 #include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -190,6 +192,20 @@ static long payload_size(uint16_t type)
 	}
 }
 
+/*
+ * A payload of a fixed part (head bytes) and a count (a uint32_t at n_off)
+ * of elem-sized entries after it: true unless the count is 1..max and the length exact.
+ */
+static bool bad_count(const void *frame, uint32_t len, size_t head, size_t n_off, uint32_t max, size_t elem)
+{
+	uint32_t n;
+
+	if (len < head)
+		return true;
+	memcpy(&n, (const char *)frame + sizeof(struct ctl_hdr) + n_off, sizeof(n));
+	return n == 0 || n > max || len != head + (uint64_t)n * elem;
+}
+
 int ctl__decode(const void *buf, size_t n, struct ctl_msg *ret)
 {
 	struct ctl_hdr h;
@@ -209,31 +225,13 @@ int ctl__decode(const void *buf, size_t n, struct ctl_msg *ret)
 		return -EOPNOTSUPP;
 	if (want >= 0 && h.len != (uint32_t)want)
 		return -EBADMSG;
-	if (want == -3) {
-		struct ctl_unwind_rows r;
-		if (h.len < sizeof(r))
-			return -EBADMSG;
-		memcpy(&r, (const char *)buf + sizeof(h), sizeof(r));
-		if (r.n == 0 || r.n > CTL_UNWIND_ROWS_MAX || h.len != sizeof(r) + (uint64_t)r.n * sizeof(struct unwind_row))
-			return -EBADMSG;
-	}
-	if (want == -4) {
-		struct ctl_net_caps c;
-		if (h.len < sizeof(c))
-			return -EBADMSG;
-		memcpy(&c, (const char *)buf + sizeof(h), sizeof(c));
-		if (c.n == 0 || c.n > CTL_NET_CAPS_MAX || h.len != sizeof(c) + (uint64_t)c.n * sizeof(struct ctl_net_cap))
-			return -EBADMSG;
-	}
-	if (want == -1) {
-		struct ctl_attach a;
-		if (h.len < sizeof(a))
-			return -EBADMSG;
-		memcpy(&a, (const char *)buf + sizeof(h), sizeof(a));
-		if (a.npids == 0 || a.npids > CTL_MAX_PIDS ||
-		    h.len != sizeof(a) + (uint64_t)a.npids * sizeof(uint32_t))
-			return -EBADMSG;
-	}
+	if ((want == -1 && bad_count(buf, h.len, sizeof(struct ctl_attach), offsetof(struct ctl_attach, npids),
+				   CTL_MAX_PIDS, sizeof(uint32_t))) ||
+	    (want == -3 && bad_count(buf, h.len, sizeof(struct ctl_unwind_rows), offsetof(struct ctl_unwind_rows, n),
+				   CTL_UNWIND_ROWS_MAX, sizeof(struct unwind_row))) ||
+	    (want == -4 && bad_count(buf, h.len, sizeof(struct ctl_net_caps), offsetof(struct ctl_net_caps, n),
+				   CTL_NET_CAPS_MAX, sizeof(struct ctl_net_cap))))
+		return -EBADMSG;
 	ret->type = h.type;
 	ret->seq = h.seq;
 	ret->len = h.len;

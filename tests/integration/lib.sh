@@ -67,36 +67,41 @@ YAML
   cat "$TMP/agent.log"; fail "agent did not come up"
 }
 
-# The BPF programs this test's agent loaded (their names, sorted, one line): the collector's
-# (the prog_id of each of its fds), not another agent's on the same host.
-agent_progs() {
+# The ids of the BPF objects of one KIND (prog, map) this test's collector holds (the
+# KIND_id of each of its fds), space-separated: not another agent's on the same host.
+agent_bpf_ids() {
   local cpid
   cpid=$(pgrep -f "ember-collector --run-dir $AGENT_RUN" | head -1)
-  [ -n "$cpid" ] || { echo "agent_progs: no collector for $AGENT_RUN" >&2; return 1; }
-  bpftool prog show -j | python3 -c '
-import glob, json, sys
+  [ -n "$cpid" ] || { echo "agent_bpf_ids: no collector for $AGENT_RUN" >&2; return 1; }
+  python3 - "$cpid" "$1" <<'PY'
+import glob, sys
 ids = set()
 for f in glob.glob(f"/proc/{sys.argv[1]}/fdinfo/*"):
     try:
-        ids.update(int(l.split()[1]) for l in open(f) if l.startswith("prog_id:"))
+        ids.update(int(l.split()[1]) for l in open(f) if l.startswith(sys.argv[2] + "_id:"))
     except OSError:
         pass
-print(" ".join(sorted({"name " + p.get("name", "") for p in json.load(sys.stdin) if p["id"] in ids})))' "$cpid"
+print(" ".join(map(str, sorted(ids))))
+PY
+}
+
+# The BPF programs this test's agent loaded (their names, sorted, one line).
+agent_progs() {
+  local ids
+  ids=$(agent_bpf_ids prog) || return 1
+  bpftool prog show -j | python3 -c '
+import json, sys
+ids = {int(i) for i in sys.argv[1].split()}
+print(" ".join(sorted({"name " + p.get("name", "") for p in json.load(sys.stdin) if p["id"] in ids})))' "$ids"
 }
 
 # The entries of this test's collector's BPF map NAME, one JSON value per line (bpftool's BTF view).
 agent_map_values() {
-  local cpid
-  cpid=$(pgrep -f "ember-collector --run-dir $AGENT_RUN" | head -1)
-  [ -n "$cpid" ] || { echo "agent_map_values: no collector for $AGENT_RUN" >&2; return 1; }
-  python3 - "$cpid" "$1" <<'PY'
-import glob, json, subprocess, sys
-ids = set()
-for f in glob.glob(f"/proc/{sys.argv[1]}/fdinfo/*"):
-    try:
-        ids.update(int(l.split()[1]) for l in open(f) if l.startswith("map_id:"))
-    except OSError:
-        pass
+  local ids
+  ids=$(agent_bpf_ids map) || return 1
+  python3 - "$ids" "$1" <<'PY'
+import json, subprocess, sys
+ids = {int(i) for i in sys.argv[1].split()}
 for m in json.loads(subprocess.run(["bpftool", "map", "show", "-j"], capture_output=True, check=True).stdout):
     if m["id"] in ids and m.get("name") == sys.argv[2]:
         for e in json.loads(subprocess.run(["bpftool", "map", "dump", "id", str(m["id"]), "-j"],
