@@ -132,10 +132,26 @@ static __always_inline void keep_losses(const struct net_event *e)
 		count(NET_CNT_LOST_FULL);
 }
 
+/*
+ * The consumer position of the last wake-up asked for.  While the collector
+ * has not yet run after one, every event above wake_bytes would ask again,
+ * and each ask is an interrupt the CPU sends itself (a VM exit under
+ * virtualisation): one wake-up per consumer position is enough, as the
+ * ring's poll reports data whenever the collector next waits.
+ */
+__u64 woken_at = ~0ULL;
+
 static __always_inline __u64 wake_flag(void)
 {
-	return bpf_ringbuf_query(&net_events, BPF_RB_AVAIL_DATA) >= wake_bytes ? BPF_RB_FORCE_WAKEUP
-									     : BPF_RB_NO_WAKEUP;
+	__u64 cons;
+
+	if (bpf_ringbuf_query(&net_events, BPF_RB_AVAIL_DATA) < wake_bytes)
+		return BPF_RB_NO_WAKEUP;
+	cons = bpf_ringbuf_query(&net_events, BPF_RB_CONS_POS);
+	if (cons == woken_at)
+		return BPF_RB_NO_WAKEUP;
+	woken_at = cons;
+	return BPF_RB_FORCE_WAKEUP;
 }
 
 static __always_inline void emit_now(struct scratch *s, __u32 payload, const bool now)
