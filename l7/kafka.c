@@ -177,7 +177,7 @@ static bool plausible_request(const uint8_t *p, size_t n)
 	return cl >= -1 && (cl < 0 || (uint32_t)cl <= size - 10);
 }
 
-static ssize_t frame_req(struct kafka *k, const uint8_t *p, size_t avail, size_t *need)
+static ssize_t frame_req(struct kafka *k, const uint8_t *p, size_t avail, size_t *need, size_t *used)
 {
 	uint32_t size;
 	size_t want, off, n;
@@ -198,6 +198,7 @@ static ssize_t frame_req(struct kafka *k, const uint8_t *p, size_t avail, size_t
 	}
 	if (!plausible_request(p, want))
 		return -EPROTO;
+	*used = want;   /* the header and what follows it, up to KAFKA_PREFIX: all it reads */
 	memset(c, 0, sizeof(*c));
 	c->key = (int16_t)l7_be16(p + 4);
 	c->version = (int16_t)l7_be16(p + 6);
@@ -247,7 +248,7 @@ static ssize_t frame_req(struct kafka *k, const uint8_t *p, size_t avail, size_t
 	return (ssize_t)(4 + (uint64_t)size);
 }
 
-static ssize_t frame_resp(struct kafka *k, const uint8_t *p, size_t avail, size_t *need)
+static ssize_t frame_resp(struct kafka *k, const uint8_t *p, size_t avail, size_t *need, size_t *used)
 {
 	uint32_t size;
 	size_t want, off;
@@ -267,6 +268,7 @@ static ssize_t frame_resp(struct kafka *k, const uint8_t *p, size_t avail, size_
 		*need = want;
 		return 0;
 	}
+	*used = want;   /* its first 64 bytes: all it reads */
 	corr = (int32_t)l7_be32(p + 4);
 	k->have = true;
 	k->have_req = false;
@@ -308,7 +310,7 @@ static ssize_t frame_resp(struct kafka *k, const uint8_t *p, size_t avail, size_
 
 static ssize_t kafka_frame(void *ctx, struct l7_framer *f, const uint8_t *p, size_t avail, size_t *need)
 {
-	return f->tag == L7_DIR_REQ ? frame_req(ctx, p, avail, need) : frame_resp(ctx, p, avail, need);
+	return f->tag == L7_DIR_REQ ? frame_req(ctx, p, avail, need, &f->used) : frame_resp(ctx, p, avail, need, &f->used);
 }
 
 static int kafka_end(void *ctx, struct l7_framer *f)
@@ -376,6 +378,7 @@ static const struct l7_framed_spec kafka_spec = {
 	.entry_size = sizeof(struct pend),
 	.resync = true,   /* sync() finds the next header; correlation ids keep pairing safe */
 	.unanswered = kafka_unanswered,
+	.heads = true,
 };
 
 static void *kafka_create(const struct l7_config *cfg, l7_emit_fn emit, void *emit_ctx)
@@ -433,6 +436,7 @@ const struct l7_parser_ops l7_kafka_ops = {
 	.create = kafka_create,
 	.feed = l7_framed__feed,
 	.gap = l7_framed__gap,
+	.head = l7_framed__head,
 	.finish = l7_framed__finish,
 	.free = l7_framed__free,
 	.dropped = l7_framed__discarded,   /* chunks discarded while resynchronising */

@@ -157,11 +157,15 @@ struct l7_parser_ops {
 	 * no more (bpf/net_abi.h struct net_cap).  The rest of a call comes as
 	 * a gap(), which the parser must then take without losing an exchange:
 	 * L7_HEAD_ALL while it cannot (it has not seen a whole head yet, bodies
-	 * are sampled, a body whose length only its bytes tell, a call that
-	 * carried more than one message), else the longest message head of
-	 * the direction so far (0: it ignores the direction, a tunnel).  A
-	 * parser that finds a gap it could not take answers L7_HEAD_ALL from
-	 * then on: it costs the message the gap hit (counted in dropped()).
+	 * are sampled, a body whose length only its bytes tell; for HTTP/1, a
+	 * call that carried more than one message), else the furthest point
+	 * into a call of the direction so far where a byte it read lay: the
+	 * end of a message head, or of the last message's when a call carries
+	 * several (0: it ignores the direction, a tunnel).  A parser that finds
+	 * a gap it could not take answers L7_HEAD_ALL from then on: it costs
+	 * the message the gap hit (counted in dropped(), or reported cut).
+	 * HTTP/1 (http1.c) and the framed parsers whose frame() says what it
+	 * read (l7_framed.h: Redis, Kafka) answer; the others need every byte.
 	 */
 	size_t (*head)(const void *st, enum l7_dir dir);
 };

@@ -143,3 +143,14 @@ uint64_t l7_framed__discarded(const void *st)
 
 	return b->fr[L7_DIR_REQ].discarded + b->fr[L7_DIR_RESP].discarded;
 }
+
+size_t l7_framed__head(const void *st, enum l7_dir dir)
+{
+	const struct l7_framed *b = st;
+	const struct l7_framer *f;
+
+	if (!b->spec->heads || !l7_framed__dir_ok(dir))
+		return L7_HEAD_ALL;
+	f = &b->fr[dir];
+	return f->head_all || !f->head_need ? L7_HEAD_ALL : f->head_need;
+}

@@ -82,6 +82,11 @@ struct l7_framed_spec {
 	 * not parsed from its middle).  NULL = from the next chunk.
 	 */
 	bool (*resp_start)(const uint8_t *p, size_t len);
+	/*
+	 * fops->frame sets f->used (l7_framer.h) in both directions: the
+	 * connection's head() is then what its framers needed, else every byte.
+	 */
+	bool heads;
 };
 
 struct l7_framed {
@@ -114,6 +119,12 @@ void l7_framed__finish(void *st, uint64_t ts);
 void l7_framed__free(void *st);
 /* Chunks the framers threw away while resynchronising after a gap. */
 uint64_t l7_framed__discarded(const void *st);
+/*
+ * l7_parser_ops.head: L7_HEAD_ALL unless spec->heads, before the direction's
+ * first message and once its framing was lost in a gap; else the furthest
+ * offset into a chunk at which its framer needed a byte.
+ */
+size_t l7_framed__head(const void *st, enum l7_dir dir);
 
 static inline bool l7_framed__dir_ok(enum l7_dir dir)
 {

@@ -112,9 +112,28 @@ static bool take_pause(struct l7_framer *f, size_t len)
 	return true;
 }
 
-int l7_framer__feed(struct l7_framer *f, const uint8_t *data, size_t len, uint64_t ts)
+/* Bytes up to offset `at` of the chunk being fed were needed. */
+static void needed(size_t *need_at, size_t at)
 {
-	size_t need, take;
+	if (at > *need_at)
+		*need_at = at;
+}
+
+/* The message frame() measured at offset `at` of the chunk, shown `avail` bytes. */
+static void needed_msg(const struct l7_framer *f, size_t *need_at, size_t at, size_t avail, size_t r)
+{
+	size_t used = f->used ? f->used : avail;
+
+	if (used > avail)
+		used = avail;
+	if (used > r)
+		used = r;
+	needed(need_at, at + used);
+}
+
+static int feed(struct l7_framer *f, const uint8_t *data, size_t len, uint64_t ts, size_t *need_at)
+{
+	size_t need, take, total = len;
 	ssize_t r;
 	int err;
 
@@ -153,9 +172,11 @@ int l7_framer__feed(struct l7_framer *f, const uint8_t *data, size_t len, uint64
 			f->bytes += take;
 			data += take;
 			len -= take;
+			needed(need_at, total - len);
 			if (f->len < f->need)
 				return 0;
 			need = 0;
+			f->used = 0;
 			r = f->ops->frame(f->ctx, f, f->buf, f->len, &need);
 			if (r < 0)
 				return (int)r;
@@ -184,10 +205,12 @@ int l7_framer__feed(struct l7_framer *f, const uint8_t *data, size_t len, uint64
 		/* Fast path: parse in place. */
 		f->msg_ts = ts;
 		need = 0;
+		f->used = 0;
 		r = f->ops->frame(f->ctx, f, data, len, &need);
 		if (r < 0)
 			return (int)r;
 		if (r > 0) {
+			needed_msg(f, need_at, total - len, len, (size_t)r);
 			if ((size_t)r <= len) {
 				f->bytes += (size_t)r;
 				data += r;
@@ -211,8 +234,19 @@ int l7_framer__feed(struct l7_framer *f, const uint8_t *data, size_t len, uint64
 		f->len = len;
 		f->need = need;
 		f->bytes += len;
+		needed(need_at, total);
 		return 0;
 	}
+}
+
+int l7_framer__feed(struct l7_framer *f, const uint8_t *data, size_t len, uint64_t ts)
+{
+	size_t need_at = 0;
+	int err = feed(f, data, len, ts, &need_at);
+
+	if (need_at > f->head_need)
+		f->head_need = need_at;
+	return err;
 }
 
 int l7_framer__gap(struct l7_framer *f, size_t len, uint64_t ts)
@@ -232,5 +266,6 @@ int l7_framer__gap(struct l7_framer *f, size_t len, uint64_t ts)
 	f->skip = 0;
 	f->end_pending = false;
 	f->lost = true;
+	f->head_all = true;
 	return 1;
 }

@@ -18,6 +18,11 @@
  * other gap loses the framing, and the framer then waits for a chunk that the
  * parser's sync() callback accepts as the start of a message.
  *
+ * What live capture must copy of each chunk (l7_parser_ops.head): a frame()
+ * that tells which of the bytes it was shown it needed (f->used) lets the
+ * framer know where in each chunk the last needed byte was; the rest of a
+ * chunk inside a discarded body may then arrive as a gap at no cost.
+ *
  * Embedded by value in parser state; not thread-safe.
  */
 #ifndef EMBER_L7_FRAMER_H
@@ -44,7 +49,10 @@ struct l7_framer_ops {
 	/*
 	 * p[0..avail) starts a message.  Returns its total length (> 0, may be
 	 * > avail), or 0 with *need set to the number of bytes wanted (> avail),
-	 * or -errno (returned from feed()).
+	 * or -errno (returned from feed()).  With a length, it may set f->used
+	 * (0 before each call) to the bytes of p it needed: it would have given
+	 * the same answer, and parsed the same, from p[0..used) alone.  Left 0,
+	 * every byte shown counts as needed.
 	 */
 	ssize_t (*frame)(void *ctx, struct l7_framer *f, const uint8_t *p, size_t avail, size_t *need);
 	/* The message last framed is over (f->ts = time of its last byte).  Optional. */
@@ -75,6 +83,14 @@ struct l7_framer {
 	 */
 	bool pause;
 	size_t unconsumed;
+	size_t used;           /* set by frame(): see l7_framer_ops.frame */
+	/*
+	 * The furthest offset into a chunk fed at which a byte was needed
+	 * (0 before the first message), and whether every byte is needed since
+	 * the framing was lost in a gap (a cut chunk would lose it again).
+	 */
+	size_t head_need;
+	bool head_all;
 };
 
 void l7_framer__init(struct l7_framer *f, const struct l7_framer_ops *ops, void *ctx,

@@ -323,7 +323,8 @@ static ssize_t frame_token(struct redis *r, struct l7_framer *f, const uint8_t *
 			return 0;
 		}
 	}
-	/* From here on the token is complete: state may change. */
+	/* From here on the token is complete: state may change.  Its line and `want` are all it reads. */
+	f->used = hdr + want;
 	begin_value(d, f);
 	if (req && top && t != '*')
 		return inline_command(d, p, line, hdr);
@@ -580,6 +581,7 @@ static const struct l7_framed_spec redis_spec = {
 	.req_resume = redis_req_resume,
 	.req_start = redis_req_start,
 	.resp_start = redis_resp_start,
+	.heads = true,
 };
 
 static void *redis_create(const struct l7_config *cfg, l7_emit_fn emit, void *emit_ctx)
@@ -684,6 +686,7 @@ const struct l7_parser_ops l7_redis_ops = {
 	.create = redis_create,
 	.feed = l7_framed__feed,
 	.gap = l7_framed__gap,
+	.head = l7_framed__head,
 	.finish = l7_framed__finish,
 	.free = l7_framed__free,
 	.dropped = l7_framed__discarded,   /* chunks discarded while resynchronising */

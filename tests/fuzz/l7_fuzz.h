@@ -9,8 +9,9 @@
  *   bits 2..6  chunk length - 1 (1..32 bytes)
  * so the fuzzer controls both directions' interleaving and every split point.
  * detect() also sees the raw input in both directions.  Records are checked
- * for well-formed strings and samples within their budget; the sanitizers
- * do the rest.
+ * for well-formed strings and samples within their budget, and head() after
+ * every chunk for an answer within the longest chunk fed (a point inside a
+ * call) or L7_HEAD_ALL; the sanitizers do the rest.
  */
 #ifndef EMBER_FUZZ_L7_H
 #define EMBER_FUZZ_L7_H
@@ -47,7 +48,7 @@ static inline int fuzz_l7_run(const struct l7_parser_ops *ops, const uint8_t *da
 	static const size_t caps[] = { 256 * 1024, 4096, 16 * 1024, 1 << 20 };
 	static const size_t bodies[] = { 0, 0, 37, 2048 };
 	struct l7_config cfg = L7_CONFIG_DEFAULTS;
-	size_t nrec = 0, off = 1;
+	size_t nrec = 0, off = 1, longest = 0;
 	uint64_t ts = 1;
 	bool dead = false;
 	void *st;
@@ -70,11 +71,19 @@ static inline int fuzz_l7_run(const struct l7_parser_ops *ops, const uint8_t *da
 
 		if (len > size - off)
 			len = size - off;
-		if ((c & 0x82) == 0x82)
+		if ((c & 0x82) == 0x82) {
 			rc = ops->gap(st, dir, len, ts);
-		else
+		} else {
 			rc = ops->feed(st, dir, data + off, len, ts);
+			longest = len > longest ? len : longest;
+		}
 		off += len;
+		for (int d = 0; ops->head && rc >= 0 && d < 2; d++) {
+			size_t h = ops->head(st, (enum l7_dir)d);
+
+			if (h != L7_HEAD_ALL && h > longest)
+				abort();
+		}
 		ts += 1000;
 		if (rc < 0)
 			dead = true;   /* as l7_conn does: stop feeding an unparseable connection */

@@ -89,6 +89,25 @@ static inline int tfeed(const struct l7_parser_ops *ops, void *st, enum l7_dir d
 	return 0;
 }
 
+/*
+ * One call as live capture copies it once the parser has answered head():
+ * the bytes it asked for, then the rest as a gap.  Returns the bytes fed
+ * (len when it wants them all) or a negative error.
+ */
+static inline long tcapped(const struct l7_parser_ops *ops, void *st, enum l7_dir dir, const void *buf, size_t len,
+			   uint64_t ts)
+{
+	size_t head = ops->head ? ops->head(st, dir) : L7_HEAD_ALL;
+	size_t n = head < len ? head : len;
+	int err;
+
+	if (n && (err = ops->feed(st, dir, buf, n, ts)) < 0)
+		return err;
+	if (n < len && (err = ops->gap(st, dir, len - n, ts)) < 0)
+		return err;
+	return (long)n;
+}
+
 /* ---- byte builders ------------------------------------------------------ */
 
 struct tbuf {

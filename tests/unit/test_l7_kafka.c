@@ -137,6 +137,75 @@ static void test_large_body_gap_resync(void **state)
 	free(b);
 }
 
+/*
+ * What live capture copies of a call (l7_parser_ops.head): a request's
+ * first 512 bytes after its size and a response's first 64, all the parser
+ * reads; large bodies go by as gaps and every exchange stays, with its size.
+ */
+static void test_head(void **state)
+{
+	struct l7_config cfg = L7_CONFIG_DEFAULTS;
+	struct tbuf *q = calloc(1, sizeof(*q)), *pr = calloc(1, sizeof(*pr)), *fq = calloc(1, sizeof(*fq)),
+		    *fr = calloc(1, sizeof(*fr));
+	uint8_t *body = calloc(1, 3000);
+	struct tcollect c = { 0 };
+	uint64_t ts = 1;
+	void *st;
+
+	(void)state;
+	body[0] = 0xff; body[1] = 0xff; body[2] = 0; body[3] = 1;   /* no transactional id, acks=1 */
+	st = OPS->create(&cfg, tcollect_emit, &c);
+	assert_non_null(st);
+	assert_true(OPS->head(st, L7_DIR_REQ) == L7_HEAD_ALL);
+	assert_true(OPS->head(st, L7_DIR_RESP) == L7_HEAD_ALL);
+	for (int i = 0; i < 20; i++) {
+		q->n = pr->n = fq->n = fr->n = 0;
+		request(q, 0, 7, 2 * i + 1, "p", false, body, 3000);               /* Produce v7 */
+		response(pr, 2 * i + 1, false, "\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00", 12);
+		request(fq, 1, 11, 2 * i + 2, "p", false, "\xff\xff\xff\xff", 4);    /* Fetch v11 */
+		response(fr, 2 * i + 2, false, body + 4, 2996);
+		if (!i) {   /* one exchange of each whole, then cut where head() says */
+			assert_int_equal(OPS->feed(st, L7_DIR_REQ, q->d, q->n, ts++), 0);
+			assert_int_equal(OPS->feed(st, L7_DIR_RESP, pr->d, pr->n, ts++), 0);
+			assert_int_equal(OPS->feed(st, L7_DIR_REQ, fq->d, fq->n, ts++), 0);
+			assert_int_equal(OPS->feed(st, L7_DIR_RESP, fr->d, fr->n, ts++), 0);
+			continue;
+		}
+		assert_int_equal(tcapped(OPS, st, L7_DIR_REQ, q->d, q->n, ts++), 516);
+		assert_int_equal(tcapped(OPS, st, L7_DIR_RESP, pr->d, pr->n, ts++), pr->n);
+		assert_int_equal(tcapped(OPS, st, L7_DIR_REQ, fq->d, fq->n, ts++), fq->n);
+		assert_int_equal(tcapped(OPS, st, L7_DIR_RESP, fr->d, fr->n, ts++), 68);
+	}
+	assert_int_equal(OPS->head(st, L7_DIR_REQ), 516);
+	assert_int_equal(OPS->head(st, L7_DIR_RESP), 68);
+	assert_int_equal(c.n, 40);
+	for (size_t i = 0; i < c.n; i++) {
+		assert_string_equal(tfield(&c.v[i].r, "api_name"), i % 2 ? "Fetch" : "Produce");
+		assert_true(c.v[i].r.has_response);
+		assert_int_equal(c.v[i].r.req_bytes, i % 2 ? fq->n : q->n);
+		assert_int_equal(c.v[i].r.resp_bytes, i % 2 ? fr->n : pr->n);
+	}
+	assert_int_equal(OPS->dropped(st), 0);
+	/* Two responses in one call cut inside the first: the second is lost, every byte from then on. */
+	q->n = fr->n = 0;
+	request(q, 1, 11, 100, "p", false, "\xff\xff\xff\xff", 4);
+	request(q, 1, 11, 101, "p", false, "\xff\xff\xff\xff", 4);
+	response(fr, 100, false, body + 4, 2996);
+	response(fr, 101, false, body + 4, 2996);
+	assert_int_equal(tcapped(OPS, st, L7_DIR_REQ, q->d, q->n, ts++), q->n);
+	assert_int_equal(tcapped(OPS, st, L7_DIR_RESP, fr->d, fr->n, ts++), 68);
+	assert_true(OPS->head(st, L7_DIR_RESP) == L7_HEAD_ALL);
+	assert_int_equal(OPS->head(st, L7_DIR_REQ), 516);
+	OPS->finish(st, ts);
+	OPS->free(st);
+	tcollect_free(&c);
+	free(q);
+	free(pr);
+	free(fq);
+	free(fr);
+	free(body);
+}
+
 static void test_detect(void **state)
 {
 	struct tbuf *b = calloc(1, sizeof(*b));
@@ -199,6 +268,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_out_of_order_and_errors),
 		cmocka_unit_test(test_large_body_gap_resync),
+		cmocka_unit_test(test_head),
 		cmocka_unit_test(test_detect),
 		cmocka_unit_test(test_captures),
 	};

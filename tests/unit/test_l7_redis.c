@@ -299,6 +299,73 @@ static void test_commands_cut_by_gap(void **state)
 	tcollect_free(&c);
 }
 
+/*
+ * What live capture copies of a call (l7_parser_ops.head): a token's line
+ * and the bytes it looks into (a command's name), so a large value goes by
+ * as a gap; every exchange stays, whole, with its size.
+ */
+static void test_head(void **state)
+{
+	static char get[] = "*2\r\n$3\r\nGET\r\n$1\r\nk\r\n", set[64 + 3000], val[64 + 3000];
+	struct l7_config cfg = L7_CONFIG_DEFAULTS;
+	struct tcollect c = { 0 };
+	size_t sl, vl;
+	uint64_t ts = 1;
+	void *st;
+
+	(void)state;
+	sl = (size_t)snprintf(set, sizeof(set), "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$3000\r\n");
+	memset(set + sl, 'v', 3000);
+	memcpy(set + sl + 3000, "\r\n", 2);
+	sl += 3002;
+	vl = (size_t)snprintf(val, sizeof(val), "$3000\r\n");
+	memset(val + vl, 'v', 3000);
+	memcpy(val + vl + 3000, "\r\n", 2);
+	vl += 3002;
+	st = OPS->create(&cfg, tcollect_emit, &c);
+	assert_non_null(st);
+	assert_true(OPS->head(st, L7_DIR_REQ) == L7_HEAD_ALL);
+	assert_true(OPS->head(st, L7_DIR_RESP) == L7_HEAD_ALL);
+	/* One exchange of each kind whole, then 19 cut exactly where head() says. */
+	assert_int_equal(OPS->feed(st, L7_DIR_REQ, (const uint8_t *)set, sl, ts++), 0);
+	assert_int_equal(OPS->feed(st, L7_DIR_RESP, (const uint8_t *)"+OK\r\n", 5, ts++), 0);
+	assert_int_equal(OPS->feed(st, L7_DIR_REQ, (const uint8_t *)get, strlen(get), ts++), 0);
+	assert_int_equal(OPS->feed(st, L7_DIR_RESP, (const uint8_t *)val, vl, ts++), 0);
+	for (int i = 1; i < 20; i++) {
+		assert_int_equal(tcapped(OPS, st, L7_DIR_REQ, set, sl, ts++), 27);
+		assert_int_equal(tcapped(OPS, st, L7_DIR_RESP, "+OK\r\n", 5, ts++), 5);
+		assert_int_equal(tcapped(OPS, st, L7_DIR_REQ, get, strlen(get), ts++), strlen(get));
+		assert_int_equal(tcapped(OPS, st, L7_DIR_RESP, val, vl, ts++), 7);
+	}
+	/* the SET's value token starts at 20 and its line is 7 bytes; the reply's line is 7 */
+	assert_int_equal(OPS->head(st, L7_DIR_REQ), 27);
+	assert_int_equal(OPS->head(st, L7_DIR_RESP), 7);
+	assert_int_equal(c.n, 40);
+	for (size_t i = 0; i < c.n; i++) {
+		assert_string_equal(tfield(&c.v[i].r, "command"), i % 2 ? "GET" : "SET");
+		assert_string_equal(tfield(&c.v[i].r, "reply"), i % 2 ? "$3000" : "+OK");
+		assert_int_equal(c.v[i].r.req_bytes, i % 2 ? strlen(get) : sl);
+		assert_int_equal(c.v[i].r.resp_bytes, i % 2 ? vl : 5);
+	}
+	assert_int_equal(OPS->dropped(st), 0);
+	/* Two replies in one call cut inside the first: the framing is lost, every byte from then on. */
+	/* (the requests whole: PING's name ends at 32) */
+	assert_int_equal(OPS->feed(st, L7_DIR_REQ, (const uint8_t *)"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n*1\r\n$4\r\nPING\r\n",
+				   34, ts++), 0);
+	memcpy(val + vl, "+PONG\r\n", 7);
+	assert_int_equal(tcapped(OPS, st, L7_DIR_RESP, val, vl + 7, ts++), 7);
+	assert_true(OPS->head(st, L7_DIR_RESP) == L7_HEAD_ALL);
+	assert_int_equal(OPS->head(st, L7_DIR_REQ), 32);
+	/* The same on the requests' side: a pipelined command cut, every byte from then on. */
+	assert_int_equal(tcapped(OPS, st, L7_DIR_REQ, set, sl, ts++), 32);
+	assert_int_equal(tcapped(OPS, st, L7_DIR_REQ, "*1\r\n$4\r\nPING\r\n*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$3000\r\n", 41,
+				 ts++), 32);
+	assert_true(OPS->head(st, L7_DIR_REQ) == L7_HEAD_ALL);
+	OPS->finish(st, ts);
+	OPS->free(st);
+	tcollect_free(&c);
+}
+
 static void test_detect(void **state)
 {
 	(void)state;
@@ -345,6 +412,7 @@ int main(void)
 		cmocka_unit_test(test_errors_and_limits),
 		cmocka_unit_test(test_reply_cut_by_gap),
 		cmocka_unit_test(test_commands_cut_by_gap),
+		cmocka_unit_test(test_head),
 		cmocka_unit_test(test_detect),
 		cmocka_unit_test(test_captures),
 	};
