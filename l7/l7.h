@@ -165,7 +165,8 @@ struct l7_parser_ops {
 	 * a gap it could not take answers L7_HEAD_ALL from then on: it costs
 	 * the message the gap hit (counted in dropped(), or reported cut).
 	 * HTTP/1 (http1.c) and the framed parsers whose frame() says what it
-	 * read (l7_framed.h: Redis, Kafka) answer; the others need every byte.
+	 * read (l7_framed.h: Redis, Kafka, MySQL, PostgreSQL) answer; the
+	 * others need every byte.
 	 */
 	size_t (*head)(const void *st, enum l7_dir dir);
 };

@@ -596,7 +596,9 @@ static ssize_t mysql_frame(void *ctx, struct l7_framer *f, const uint8_t *p, siz
 		*need = want;
 		return 0;
 	}
-	n = l7_min(avail - 4, plen);
+	/* What it reads, in place or from a split packet's buffer alike: the head, up to the prefix. */
+	n = want - 4;
+	f->used = want;
 	if (f->tag == L7_DIR_RESP && !m->resp_bytes)
 		m->resp_start = f->bytes - f->len;   /* (a split packet's head is in f->bytes already) */
 	cont = m->cont[f->tag];
@@ -758,6 +760,7 @@ static const struct l7_framed_spec mysql_spec = {
 	.req_resume = mysql_req_resume,
 	.req_start = mysql_req_start,
 	.resp_start = mysql_resp_start,
+	.heads = true,
 };
 
 static void *mysql_create(const struct l7_config *cfg, l7_emit_fn emit, void *emit_ctx)
@@ -875,6 +878,7 @@ const struct l7_parser_ops l7_mysql_ops = {
 	.create = mysql_create,
 	.feed = l7_framed__feed,
 	.gap = l7_framed__gap,
+	.head = l7_framed__head,
 	.finish = l7_framed__finish,
 	.free = l7_framed__free,
 	.dropped = mysql_dropped,

@@ -85,6 +85,7 @@ struct stmt {
 struct pgsql {
 	struct l7_framed base;  /* first: framers, pending exchanges, memory, error */
 	size_t prefix;
+	size_t used;            /* bytes of the message being framed that it read (l7_framer.used) */
 	uint64_t nreq;          /* exchanges opened: their order for req_seq */
 	uint64_t dropped;       /* orphan backend messages, evicted statements */
 	uint64_t msg_start;     /* byte offset of the server message being framed */
@@ -349,6 +350,7 @@ static ssize_t typed_message(struct pgsql *s, const uint8_t *p, size_t avail, si
 		*need = want;
 		return 0;
 	}
+	s->used = want;
 	fn(s, p[0], p + 5, want - 5, 1 + (uint64_t)len);
 	return s->base.fatal ? s->base.fatal : (ssize_t)(1 + (uint64_t)len);
 }
@@ -373,6 +375,7 @@ static ssize_t pg_frame_req(struct pgsql *s, const uint8_t *p, size_t avail, siz
 					*need = want;
 					return 0;
 				}
+				s->used = want;
 				startup_message(s, p, want, len);
 				return s->base.fatal ? s->base.fatal : (ssize_t)len;
 			}
@@ -488,8 +491,10 @@ static ssize_t pg_frame_resp(struct pgsql *s, const uint8_t *p, size_t avail, si
 {
 	if (s->srv_ssl_answer) {
 		s->srv_ssl_answer = false;
-		if (p[0] == 'N')
+		if (p[0] == 'N') {
+			s->used = 1;
 			return 1;   /* refused: the client goes on in clear */
+		}
 		if (p[0] == 'S' || p[0] == 'G')
 			return -EPROTO;   /* TLS / GSS encryption from here on */
 		/* An old server answering with an ErrorResponse: parse it as typed. */
@@ -501,9 +506,14 @@ static ssize_t pg_frame(void *ctx, struct l7_framer *f, const uint8_t *p, size_t
 {
 	struct pgsql *s = ctx;
 
+	ssize_t r;
+
 	if (f->tag == L7_DIR_RESP)
 		s->msg_start = f->bytes - f->len;   /* (a split message's head is in f->bytes already) */
-	return f->tag == L7_DIR_REQ ? pg_frame_req(ctx, p, avail, need) : pg_frame_resp(ctx, p, avail, need);
+	s->used = 0;
+	r = f->tag == L7_DIR_REQ ? pg_frame_req(ctx, p, avail, need) : pg_frame_resp(ctx, p, avail, need);
+	f->used = s->used;
+	return r;
 }
 
 /* A message is over: time the request it completes, or the first answer to one. */
@@ -637,6 +647,7 @@ static const struct l7_framed_spec pg_spec = {
 	.req_resume = pg_req_resume,
 	.req_start = pg_req_start,
 	.resp_start = pg_resp_start,
+	.heads = true,
 };
 
 static void *pg_create(const struct l7_config *cfg, l7_emit_fn emit, void *emit_ctx)
@@ -724,6 +735,7 @@ const struct l7_parser_ops l7_pgsql_ops = {
 	.create = pg_create,
 	.feed = l7_framed__feed,
 	.gap = l7_framed__gap,
+	.head = l7_framed__head,
 	.finish = l7_framed__finish,
 	.free = l7_framed__free,
 	.dropped = pg_dropped,

@@ -464,6 +464,80 @@ static void test_ssl_request_is_unparseable(void **state)
 	free(ssl);
 }
 
+/*
+ * What live capture copies of a call (l7_parser_ops.head): each packet's
+ * header and first 512 bytes (a query's text, a row's head, as far as the
+ * parser reads); a long INSERT, and a 3000-byte row whose write ends inside
+ * it, go by as gaps, and every exchange stays whole with its size and rows.
+ */
+static void test_head(void **state)
+{
+	struct l7_config cfg = L7_CONFIG_DEFAULTS;
+	struct tbuf *g = calloc(1, sizeof(*g)), *l = calloc(1, sizeof(*l)), *lok = calloc(1, sizeof(*lok)),
+		    *ins = calloc(1, sizeof(*ins)), *iok = calloc(1, sizeof(*iok)), *sel = calloc(1, sizeof(*sel)),
+		    *rows = calloc(1, sizeof(*rows)), *tail = calloc(1, sizeof(*tail));
+	uint32_t caps = 0x00000200 | 0x00008000 | 0x00080000 | 0x01000000;   /* ..., DEPRECATE_EOF */
+	char *text = calloc(1, 3100), *row = calloc(1, 3100);
+	struct tcollect c = { 0 };
+	size_t head_rows;
+	uint64_t ts = 1;
+	void *st;
+
+	(void)state;
+	greeting(g, caps);
+	login(l, caps, "bob");
+	ok(lok, 2, 2);
+	memcpy(text, "insert into t values ('", 23);
+	memset(text + 23, 'v', 3000);
+	memcpy(text + 3023, "')", 3);
+	cmd(ins, 0x03, text);
+	ok(iok, 1, 2);
+	cmd(sel, 0x03, "select b from t");
+	pkt(rows, 1, "\x01", 1);
+	pkt(rows, 2, "\x03" "def\x00\x01t\x01t\x01" "b\x01" "b\x0c\x21\x00\x0b\x00\x00\x00\x03\x00\x00\x00\x00\x00", 27);
+	head_rows = rows->n + 4 + 512;
+	row[0] = (char)0xfc; row[1] = (char)0xb8; row[2] = 0x0b;   /* one 3000-byte column */
+	memset(row + 3, 'v', 3000);
+	pkt(rows, 3, row, 3003);        /* the server's first write ends inside its row */
+	{ uint8_t end[7] = { 0xfe, 0, 0, 2, 0, 0, 0 }; pkt(tail, 4, end, sizeof(end)); }
+	st = OPS->create(&cfg, tcollect_emit, &c);
+	assert_non_null(st);
+	assert_int_equal(OPS->feed(st, L7_DIR_RESP, g->d, g->n, ts++), 0);
+	assert_int_equal(OPS->feed(st, L7_DIR_REQ, l->d, l->n, ts++), 0);
+	assert_int_equal(OPS->feed(st, L7_DIR_RESP, lok->d, lok->n, ts++), 0);
+	/* One exchange of each whole, then 19 cut where head() says. */
+	for (int i = 0; i < 20; i++) {
+		if (!i) {
+			assert_int_equal(OPS->feed(st, L7_DIR_REQ, ins->d, ins->n, ts++), 0);
+			assert_int_equal(OPS->feed(st, L7_DIR_RESP, iok->d, iok->n, ts++), 0);
+			assert_int_equal(OPS->feed(st, L7_DIR_REQ, sel->d, sel->n, ts++), 0);
+			assert_int_equal(OPS->feed(st, L7_DIR_RESP, rows->d, rows->n, ts++), 0);
+			assert_int_equal(OPS->feed(st, L7_DIR_RESP, tail->d, tail->n, ts++), 0);
+			continue;
+		}
+		assert_int_equal(tcapped(OPS, st, L7_DIR_REQ, ins->d, ins->n, ts++), 4 + 512);
+		assert_int_equal(tcapped(OPS, st, L7_DIR_RESP, iok->d, iok->n, ts++), iok->n);
+		assert_int_equal(tcapped(OPS, st, L7_DIR_REQ, sel->d, sel->n, ts++), sel->n);
+		assert_int_equal(tcapped(OPS, st, L7_DIR_RESP, rows->d, rows->n, ts++), head_rows);
+		assert_int_equal(tcapped(OPS, st, L7_DIR_RESP, tail->d, tail->n, ts++), tail->n);
+	}
+	assert_int_equal(OPS->head(st, L7_DIR_REQ), 4 + 512);
+	assert_int_equal(OPS->head(st, L7_DIR_RESP), head_rows);
+	assert_int_equal(c.n, 41);
+	for (size_t i = 1; i < c.n; i++) {
+		assert_string_equal(tfield(&c.v[i].r, "result"), i % 2 ? "OK" : "RESULTSET");
+		assert_null(tfield(&c.v[i].r, "gap"));
+		assert_int_equal(c.v[i].r.req_bytes, i % 2 ? ins->n : sel->n);
+		assert_int_equal(c.v[i].r.resp_bytes, i % 2 ? iok->n : rows->n + tail->n);
+		if (!(i % 2))
+			assert_string_equal(tfield(&c.v[i].r, "rows"), "1");
+	}
+	OPS->finish(st, ts);
+	OPS->free(st);
+	tcollect_free(&c);
+	free(g); free(l); free(lok); free(ins); free(iok); free(sel); free(rows); free(tail); free(text); free(row);
+}
+
 static void test_detect(void **state)
 {
 	struct tbuf *b = calloc(1, sizeof(*b));
@@ -551,6 +625,7 @@ int main(void)
 		cmocka_unit_test(test_orphan_responses_counted),
 		cmocka_unit_test(test_memory_cap),
 		cmocka_unit_test(test_ssl_request_is_unparseable),
+		cmocka_unit_test(test_head),
 		cmocka_unit_test(test_detect),
 		cmocka_unit_test(test_capture_zeek_mysql),
 		cmocka_unit_test(test_capture_mid_connection),

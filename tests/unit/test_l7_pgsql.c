@@ -485,6 +485,72 @@ static void test_gap_tls_and_memory(void **state)
 	free(b);
 }
 
+/*
+ * What live capture copies of a call (l7_parser_ops.head): each message's
+ * type, length and first 1280 bytes (its query or row, as far as the parser
+ * reads); a long INSERT, and a 3000-byte row whose write ends inside it, go
+ * by as gaps, and every exchange stays whole with its size and rows.
+ */
+static void test_head(void **state)
+{
+	struct l7_config cfg = L7_CONFIG_DEFAULTS;
+	struct tbuf *ins = calloc(1, sizeof(*ins)), *ok = calloc(1, sizeof(*ok)), *sel = calloc(1, sizeof(*sel)),
+		    *rows = calloc(1, sizeof(*rows)), *tail = calloc(1, sizeof(*tail));
+	char *text = calloc(1, 3100), *row = calloc(1, 3100);
+	struct tcollect c = { 0 };
+	uint64_t ts = 1;
+	size_t head_ins, head_rows;
+	void *st;
+
+	(void)state;
+	memcpy(text, "INSERT INTO t VALUES ('", 23);
+	memset(text + 23, 'v', 3000);
+	memcpy(text + 3023, "')", 3);
+	msg_cstr(ins, 'Q', text);
+	msg_cstr(ok, 'C', "INSERT 0 1");
+	ready(ok);
+	msg_cstr(sel, 'Q', "SELECT b FROM t");
+	memcpy(row, "\0\1\0\0\x0b\xb8", 6);   /* one column of 3000 bytes */
+	memset(row + 6, 'v', 3000);
+	msg(rows, 'T', "\0\1b\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0", 21);
+	msg(rows, 'D', row, 3006);      /* the server's first write ends inside its row */
+	msg_cstr(tail, 'C', "SELECT 1");
+	ready(tail);
+	head_ins = 1 + 1280;
+	head_rows = 26 + 1 + 1280;
+	st = OPS->create(&cfg, tcollect_emit, &c);
+	assert_non_null(st);
+	assert_true(OPS->head(st, L7_DIR_REQ) == L7_HEAD_ALL);
+	/* One exchange of each whole, then 19 cut where head() says. */
+	assert_int_equal(OPS->feed(st, L7_DIR_REQ, ins->d, ins->n, ts++), 0);
+	assert_int_equal(OPS->feed(st, L7_DIR_RESP, ok->d, ok->n, ts++), 0);
+	assert_int_equal(OPS->feed(st, L7_DIR_REQ, sel->d, sel->n, ts++), 0);
+	assert_int_equal(OPS->feed(st, L7_DIR_RESP, rows->d, rows->n, ts++), 0);
+	assert_int_equal(OPS->feed(st, L7_DIR_RESP, tail->d, tail->n, ts++), 0);
+	for (int i = 1; i < 20; i++) {
+		assert_int_equal(tcapped(OPS, st, L7_DIR_REQ, ins->d, ins->n, ts++), head_ins);
+		assert_int_equal(tcapped(OPS, st, L7_DIR_RESP, ok->d, ok->n, ts++), ok->n);
+		assert_int_equal(tcapped(OPS, st, L7_DIR_REQ, sel->d, sel->n, ts++), sel->n);
+		assert_int_equal(tcapped(OPS, st, L7_DIR_RESP, rows->d, rows->n, ts++), head_rows);
+		assert_int_equal(tcapped(OPS, st, L7_DIR_RESP, tail->d, tail->n, ts++), tail->n);
+	}
+	assert_int_equal(OPS->head(st, L7_DIR_REQ), head_ins);
+	assert_int_equal(OPS->head(st, L7_DIR_RESP), head_rows);
+	assert_int_equal(c.n, 40);
+	for (size_t i = 0; i < c.n; i++) {
+		assert_string_equal(tfield(&c.v[i].r, "result"), i % 2 ? "SELECT 1" : "INSERT 0 1");
+		assert_null(tfield(&c.v[i].r, "gap"));
+		assert_int_equal(c.v[i].r.req_bytes, i % 2 ? sel->n : ins->n);
+		assert_int_equal(c.v[i].r.resp_bytes, i % 2 ? rows->n + tail->n : ok->n);
+		if (i % 2)
+			assert_string_equal(tfield(&c.v[i].r, "rows"), "1");
+	}
+	OPS->finish(st, ts);
+	OPS->free(st);
+	tcollect_free(&c);
+	free(ins); free(ok); free(sel); free(rows); free(tail); free(text); free(row);
+}
+
 static void test_detect(void **state)
 {
 	struct tbuf *b = calloc(1, sizeof(*b));
@@ -547,6 +613,7 @@ int main(void)
 		cmocka_unit_test(test_answer_cut_by_gap),
 		cmocka_unit_test(test_messages_cut_by_gap),
 		cmocka_unit_test(test_gap_tls_and_memory),
+		cmocka_unit_test(test_head),
 		cmocka_unit_test(test_detect),
 		cmocka_unit_test(test_captures),
 	};
