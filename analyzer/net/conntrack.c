@@ -246,3 +246,8 @@ bool net_endpoint__is_loopback(const struct net_endpoint *ep)
 		return ep->addr[0] == 127;
 	return !memcmp(ep->addr, v6_lo, 16) || (!memcmp(ep->addr, v4mapped, 12) && ep->addr[12] == 127);
 }
+
+uint64_t conntrack__added(const struct conntrack *ct)
+{
+	return ct->next_id;
+}

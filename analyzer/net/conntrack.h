@@ -59,6 +59,8 @@ struct net_conn *conntrack__by_local(struct conntrack *ct, const struct net_endp
 struct net_conn *conntrack__oldest(struct conntrack *ct);
 void conntrack__remove(struct conntrack *ct, struct net_conn *c);
 size_t conntrack__count(const struct conntrack *ct);
+/* Connections added so far: a lookup that found nothing stays true until this moves. */
+uint64_t conntrack__added(const struct conntrack *ct);
 /* Accepts NULL (the connections' user data must be gone).  Returns NULL. */
 struct conntrack *conntrack__free(struct conntrack *ct);
 

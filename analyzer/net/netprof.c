@@ -68,6 +68,7 @@ struct cstate {
 	bool peer_local;
 	uint32_t peer_pid;
 	uint32_t peer_across;     /* the peer process as the collector knows it, followed by another analyzer */
+	uint64_t peer_missed;     /* conntrack__added() when its other end was last looked for in vain */
 	struct l7_conn *l7;
 	/*
 	 * TLS: the socket carries records (seen on the wire, or its library's
@@ -319,12 +320,17 @@ static void link_peer(struct netprof *np, struct cstate *cs)
 
 	if (cs->peer_pid || !cs->peer_local || cs->nc->udp)
 		return;
+	/* (an unfollowed peer is looked for at each exchange: only when a connection was added since) */
+	if (!cs->peer_across && cs->peer_missed == conntrack__added(np->ct))
+		return;
 	/* Its local endpoint is our peer and its peer is us: the same connection, seen from there. */
 	o = conntrack__by_local(np->ct, &cs->nc->peer);
 	if (o && !memcmp(&o->peer, &cs->nc->local, sizeof(o->peer)))
 		cs->peer_pid = o->tgid;
 	else if (cs->peer_across)
 		cs->peer_pid = cs->peer_across;  /* its analyzer is another: the collector saw both ends */
+	else
+		cs->peer_missed = conntrack__added(np->ct);
 }
 
 /*
