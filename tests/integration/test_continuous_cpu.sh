@@ -50,7 +50,10 @@ if first['kind'] != 'oncpu' or first['state'] != 'finished' or first['duration_m
     print('FAIL: task', first); bad = 1
 gaps = [(b[0] - a[0]) / 1000 for a, b in zip(mine, mine[1:])]
 print('starts after the first: %s s apart (silence %d s)' % (gaps, silence))
-if any(g < silence for g in gaps):
+# The silence counts from each trigger (a check); task.json stamps a start once the task is
+# set up, some ms later, and that delay varies (7.999 s between stamps was seen with 8 s of
+# silence): stamps may come closer than the silence by that much, never by a check interval.
+if any(g < silence - 0.1 for g in gaps):
     print('FAIL: a task started within the silence duration'); bad = 1
 if gaps[0] > silence + check + 1:
     print('FAIL: the second task came late'); bad = 1
