@@ -121,7 +121,8 @@ void l7_framed__free(void *st);
 uint64_t l7_framed__discarded(const void *st);
 /*
  * l7_parser_ops.head: L7_HEAD_ALL unless spec->heads, before the direction's
- * first message and once its framing was lost in a gap; else the furthest
+ * first message past the opening (l7_framer.opening) and once its framing
+ * was lost in a gap; else the furthest
  * offset into a chunk at which its framer needed a byte.
  */
 size_t l7_framed__head(const void *st, enum l7_dir dir);

@@ -124,6 +124,8 @@ static void needed_msg(const struct l7_framer *f, size_t *need_at, size_t at, si
 {
 	size_t used = f->used ? f->used : avail;
 
+	if (f->opening)
+		return;
 	if (used > avail)
 		used = avail;
 	if (used > r)
@@ -177,6 +179,7 @@ static int feed(struct l7_framer *f, const uint8_t *data, size_t len, uint64_t t
 				return 0;
 			need = 0;
 			f->used = 0;
+			f->opening = false;
 			r = f->ops->frame(f->ctx, f, f->buf, f->len, &need);
 			if (r < 0)
 				return (int)r;
@@ -206,6 +209,7 @@ static int feed(struct l7_framer *f, const uint8_t *data, size_t len, uint64_t t
 		f->msg_ts = ts;
 		need = 0;
 		f->used = 0;
+		f->opening = false;
 		r = f->ops->frame(f->ctx, f, data, len, &need);
 		if (r < 0)
 			return (int)r;

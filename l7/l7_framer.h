@@ -52,7 +52,9 @@ struct l7_framer_ops {
 	 * or -errno (returned from feed()).  With a length, it may set f->used
 	 * (0 before each call) to the bytes of p it needed: it would have given
 	 * the same answer, and parsed the same, from p[0..used) alone.  Left 0,
-	 * every byte shown counts as needed.
+	 * every byte shown counts as needed.  It may set f->opening (false
+	 * before each call) for a message of the session's opening (a startup,
+	 * a login): how much of it was needed says nothing of the traffic after.
 	 */
 	ssize_t (*frame)(void *ctx, struct l7_framer *f, const uint8_t *p, size_t avail, size_t *need);
 	/* The message last framed is over (f->ts = time of its last byte).  Optional. */
@@ -84,9 +86,10 @@ struct l7_framer {
 	bool pause;
 	size_t unconsumed;
 	size_t used;           /* set by frame(): see l7_framer_ops.frame */
+	bool opening;          /* ditto */
 	/*
 	 * The furthest offset into a chunk fed at which a byte was needed
-	 * (0 before the first message), and whether every byte is needed since
+	 * (0 before the first message past the opening), and whether every byte is needed since
 	 * the framing was lost in a gap (a cut chunk would lose it again).
 	 */
 	size_t head_need;

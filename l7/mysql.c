@@ -616,10 +616,16 @@ static ssize_t mysql_frame(void *ctx, struct l7_framer *f, const uint8_t *p, siz
 		return (ssize_t)(4 + (uint64_t)plen);
 	}
 	if (f->tag == L7_DIR_REQ) {
+		/* The handshake response and auth rounds: what they need says nothing of the commands'. */
+		f->opening = m->cs == CS_GREETED || m->cs == CS_AUTH || (m->cs == CS_START && seq == 1);
 		client_packet(m, p + 4, n, plen, seq, 4 + (uint64_t)plen);
 		if (m->base.fatal)
 			return m->base.fatal;
 	} else {
+		struct pend *e = l7_pendq__at(&m->base.q, 0);
+
+		/* The greeting and the login's answers. */
+		f->opening = (m->cs == CS_START && seq == 0 && n >= 1 && p[4] == 0x0a) || (e && e->cmd == CMD_LOGIN);
 		server_packet(m, p + 4, n, plen, seq, 4 + (uint64_t)plen);
 	}
 	return (ssize_t)(4 + (uint64_t)plen);

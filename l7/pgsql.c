@@ -86,6 +86,7 @@ struct pgsql {
 	struct l7_framed base;  /* first: framers, pending exchanges, memory, error */
 	size_t prefix;
 	size_t used;            /* bytes of the message being framed that it read (l7_framer.used) */
+	bool opening;           /* ... and whether it belongs to the session's start (l7_framer.opening) */
 	uint64_t nreq;          /* exchanges opened: their order for req_seq */
 	uint64_t dropped;       /* orphan backend messages, evicted statements */
 	uint64_t msg_start;     /* byte offset of the server message being framed */
@@ -376,6 +377,7 @@ static ssize_t pg_frame_req(struct pgsql *s, const uint8_t *p, size_t avail, siz
 					return 0;
 				}
 				s->used = want;
+				s->opening = true;
 				startup_message(s, p, want, len);
 				return s->base.fatal ? s->base.fatal : (ssize_t)len;
 			}
@@ -383,6 +385,7 @@ static ssize_t pg_frame_req(struct pgsql *s, const uint8_t *p, size_t avail, siz
 		/* Mid-connection: typed messages from the start. */
 		s->cli_untyped = false;
 	}
+	s->opening = p[0] == 'p';   /* password, SASL */
 	return typed_message(s, p, avail, need, client_message);
 }
 
@@ -489,16 +492,22 @@ static void server_message(struct pgsql *s, uint8_t type, const uint8_t *b, size
 
 static ssize_t pg_frame_resp(struct pgsql *s, const uint8_t *p, size_t avail, size_t *need)
 {
+	struct txn *t;
+
 	if (s->srv_ssl_answer) {
 		s->srv_ssl_answer = false;
 		if (p[0] == 'N') {
 			s->used = 1;
+			s->opening = true;
 			return 1;   /* refused: the client goes on in clear */
 		}
 		if (p[0] == 'S' || p[0] == 'G')
 			return -EPROTO;   /* TLS / GSS encryption from here on */
 		/* An old server answering with an ErrorResponse: parse it as typed. */
 	}
+	/* Authentication, BackendKeyData, and whatever answers the startup. */
+	t = current(s, NULL);
+	s->opening = p[0] == 'R' || p[0] == 'K' || (t && t->kind == K_STARTUP);
 	return typed_message(s, p, avail, need, server_message);
 }
 
@@ -511,8 +520,10 @@ static ssize_t pg_frame(void *ctx, struct l7_framer *f, const uint8_t *p, size_t
 	if (f->tag == L7_DIR_RESP)
 		s->msg_start = f->bytes - f->len;   /* (a split message's head is in f->bytes already) */
 	s->used = 0;
+	s->opening = false;
 	r = f->tag == L7_DIR_REQ ? pg_frame_req(ctx, p, avail, need) : pg_frame_resp(ctx, p, avail, need);
 	f->used = s->used;
+	f->opening = s->opening;
 	return r;
 }
 

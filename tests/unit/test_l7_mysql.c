@@ -505,6 +505,9 @@ static void test_head(void **state)
 	assert_int_equal(OPS->feed(st, L7_DIR_RESP, g->d, g->n, ts++), 0);
 	assert_int_equal(OPS->feed(st, L7_DIR_REQ, l->d, l->n, ts++), 0);
 	assert_int_equal(OPS->feed(st, L7_DIR_RESP, lok->d, lok->n, ts++), 0);
+	/* The handshake says nothing of the commands' sizes: every byte until one. */
+	assert_true(OPS->head(st, L7_DIR_REQ) == L7_HEAD_ALL);
+	assert_true(OPS->head(st, L7_DIR_RESP) == L7_HEAD_ALL);
 	/* One exchange of each whole, then 19 cut where head() says. */
 	for (int i = 0; i < 20; i++) {
 		if (!i) {

@@ -551,6 +551,60 @@ static void test_head(void **state)
 	free(ins); free(ok); free(sel); free(rows); free(tail); free(text); free(row);
 }
 
+/*
+ * The session's opening (SSL refused, startup, authentication) says nothing
+ * of the queries' sizes: head() asks for every byte until a query and its
+ * answer, then for what those needed.
+ */
+static void test_head_opening(void **state)
+{
+	struct l7_config cfg = L7_CONFIG_DEFAULTS;
+	struct tbuf *ssl = calloc(1, sizeof(*ssl)), *no = calloc(1, sizeof(*no)), *su = calloc(1, sizeof(*su)),
+		    *auth = calloc(1, sizeof(*auth)), *pw = calloc(1, sizeof(*pw)), *q = calloc(1, sizeof(*q)),
+		    *r = calloc(1, sizeof(*r));
+	struct tcollect c = { 0 };
+	uint64_t ts = 1;
+	void *st;
+
+	(void)state;
+	tb_be32(ssl, 8); tb_be32(ssl, 80877103);
+	tb_u8(no, 'N');
+	startup(su, "alice");
+	{ uint8_t md5[8] = { 0, 0, 0, 5, 1, 2, 3, 4 }; msg(auth, 'R', md5, 8); }
+	msg_cstr(pw, 'p', "md5a3556571e93b0d20722ba62be61e8c2d");
+	{ uint8_t ok[4] = { 0, 0, 0, 0 }; msg(r, 'R', ok, 4); }
+	msg(r, 'S', "client_encoding\0UTF8\0", 21);
+	msg(r, 'K', "\0\0\0\1\0\0\0\2", 8);
+	ready(r);
+	st = OPS->create(&cfg, tcollect_emit, &c);
+	assert_non_null(st);
+	assert_int_equal(OPS->feed(st, L7_DIR_REQ, ssl->d, ssl->n, ts++), 0);
+	assert_int_equal(OPS->feed(st, L7_DIR_RESP, no->d, no->n, ts++), 0);
+	assert_int_equal(OPS->feed(st, L7_DIR_REQ, su->d, su->n, ts++), 0);
+	assert_int_equal(OPS->feed(st, L7_DIR_RESP, auth->d, auth->n, ts++), 0);
+	assert_int_equal(OPS->feed(st, L7_DIR_REQ, pw->d, pw->n, ts++), 0);
+	assert_int_equal(OPS->feed(st, L7_DIR_RESP, r->d, r->n, ts++), 0);
+	assert_true(OPS->head(st, L7_DIR_REQ) == L7_HEAD_ALL);
+	assert_true(OPS->head(st, L7_DIR_RESP) == L7_HEAD_ALL);
+	assert_int_equal(c.n, 1);
+	assert_string_equal(tfield(&c.v[0].r, "result"), "READY");
+	r->n = 0;
+	msg_cstr(q, 'Q', "SELECT 1");
+	msg(r, 'D', "\0\1\0\0\0\1" "1", 7);
+	msg_cstr(r, 'C', "SELECT 1");
+	ready(r);
+	assert_int_equal(OPS->feed(st, L7_DIR_REQ, q->d, q->n, ts++), 0);
+	assert_int_equal(OPS->feed(st, L7_DIR_RESP, r->d, r->n, ts++), 0);
+	assert_int_equal(OPS->head(st, L7_DIR_REQ), q->n);
+	assert_int_equal(OPS->head(st, L7_DIR_RESP), r->n);
+	assert_int_equal(c.n, 2);
+	assert_string_equal(tfield(&c.v[1].r, "result"), "SELECT 1");
+	OPS->finish(st, ts);
+	OPS->free(st);
+	tcollect_free(&c);
+	free(ssl); free(no); free(su); free(auth); free(pw); free(q); free(r);
+}
+
 static void test_detect(void **state)
 {
 	struct tbuf *b = calloc(1, sizeof(*b));
@@ -614,6 +668,7 @@ int main(void)
 		cmocka_unit_test(test_messages_cut_by_gap),
 		cmocka_unit_test(test_gap_tls_and_memory),
 		cmocka_unit_test(test_head),
+		cmocka_unit_test(test_head_opening),
 		cmocka_unit_test(test_detect),
 		cmocka_unit_test(test_captures),
 	};
