@@ -76,6 +76,14 @@ enum net_op {
 #define NET_F_MAPS_SOON  0x40u
 /* The data was cut to its connection's cap (struct net_cap): the parsers asked for no more (with NET_F_TRUNCATED) */
 #define NET_F_CAPPED     0x80u
+/*
+ * With NET_F_CAPPED: the first call of its direction that the connection's
+ * cap cut since the cap last changed.  The cap was a prediction from earlier
+ * calls (a pipeline after single requests cuts it), so the collector passes
+ * it on at once: the analyzer raises the cap before the next calls if the
+ * cut cost the parser its framing.
+ */
+#define NET_F_CUT_FIRST  0x100u
 
 /* One traced call (or L4 event) of a target process's socket. */
 struct net_event {

@@ -163,12 +163,13 @@ static __always_inline void emit_now(struct scratch *s, __u32 payload, const boo
 		s->e.flags |= NET_F_TRUNCATED;
 		count(s->e.flags & NET_F_CAPPED ? NET_CNT_CAPPED : NET_CNT_TRUNCATED);
 	} else {
-		s->e.flags &= ~NET_F_CAPPED;
+		s->e.flags &= ~(NET_F_CAPPED | NET_F_CUT_FIRST);
 	}
 	take_losses(&s->e);
 	barrier_var(payload);
 	payload &= 2 * NET_MAX_PAYLOAD - 1;
-	if (!bpf_ringbuf_output(&net_events, s, sizeof(s->e) + payload, now ? BPF_RB_FORCE_WAKEUP : wake_flag())) {
+	if (!bpf_ringbuf_output(&net_events, s, sizeof(s->e) + payload,
+				now || (s->e.flags & NET_F_CUT_FIRST) ? BPF_RB_FORCE_WAKEUP : wake_flag())) {
 		count(NET_CNT_EVENTS);
 		return;
 	}

@@ -23,6 +23,8 @@ struct sock_owner {
 	__u16 cap_read;
 	__u16 cap_write;
 	__u32 cap_gen;
+	/* Directions (1 read, 2 write) that had a call cut since their cap changed (NET_F_CUT_FIRST). */
+	__u32 cut_seen;
 };
 #define CAP_DEFAULT 0xffffu
 struct {
@@ -57,13 +59,15 @@ volatile __u32 caps_gen = 0;
 
 /*
  * The bytes to copy of a call of the current process on socket ino (of
- * the given direction), at most cap (the process's): less when its
- * connection's parser asked for less (NET_F_CAPPED then).  The socket's
- * entry o keeps its cap, looked up again only when caps_gen moved.
+ * the given direction) that moved ret bytes, at most cap (the process's):
+ * less when its connection's parser asked for less (NET_F_CAPPED then, and
+ * NET_F_CUT_FIRST for the first call of the direction the cap cuts).  The
+ * socket's entry o keeps its cap, looked up again only when caps_gen moved.
  */
-static __always_inline __u32 conn_cap(struct scratch *s, struct sock_owner *o, __u64 ino, bool write, __u32 cap)
+static __always_inline __u32 conn_cap(struct scratch *s, struct sock_owner *o, __u64 ino, bool write, __u64 ret,
+				      __u32 cap)
 {
-	__u32 gen = caps_gen, v;
+	__u32 gen = caps_gen, v, bit = write ? 2 : 1;
 
 	/* (an entry of an earlier socket at the same address has another inode) */
 	if (!o || o->cap_gen != gen || o->ino != ino) {
@@ -72,6 +76,8 @@ static __always_inline __u32 conn_cap(struct scratch *s, struct sock_owner *o, _
 		__u16 rd = mine ? k->read : CAP_DEFAULT, wr = mine ? k->write : CAP_DEFAULT;
 
 		if (o) {
+			if (o->cap_read != rd || o->cap_write != wr || o->ino != ino)
+				o->cut_seen = 0;
 			o->cap_read = rd;
 			o->cap_write = wr;
 			o->cap_gen = gen;
@@ -83,6 +89,10 @@ static __always_inline __u32 conn_cap(struct scratch *s, struct sock_owner *o, _
 	if (v == CAP_DEFAULT || v >= cap)
 		return cap;
 	s->e.flags |= NET_F_CAPPED;
+	if (ret > v && o && !(o->cut_seen & bit)) {
+		o->cut_seen |= bit;
+		s->e.flags |= NET_F_CUT_FIRST;
+	}
 	return v;
 }
 

@@ -376,7 +376,7 @@ static __always_inline int sl_data(struct sock *sk, int ret, int flags, const bo
 		return 0;
 	}
 	if (ret > 0 && known)
-		c.cap = conn_cap(s, o, ino, write, c.cap);
+		c.cap = conn_cap(s, o, ino, write, (__u64)ret, c.cap);
 	if (known && (c.nr == NR_sendmmsg || c.nr == NR_recvmmsg)) {
 		__u32 i = sl_mmsg_index(th, &c, ret);
 

@@ -464,7 +464,7 @@ static __always_inline int leave(struct pt_regs *regs, long ret, const bool btf)
 		return 0;
 	}
 	if ((c.op == NET_OP_READ || c.op == NET_OP_WRITE) && ret > 0) {
-		c.cap = conn_cap(s, o, ino, c.op == NET_OP_WRITE, c.cap);
+		c.cap = conn_cap(s, o, ino, c.op == NET_OP_WRITE, (__u64)ret, c.cap);
 		if (c.nr == NR_sendmmsg || c.nr == NR_recvmmsg) {
 			mmsg(s, &c, ret);
 			return 0;

@@ -25,12 +25,15 @@ struct endpoint {
 	uint32_t route;        /* the pid its events are routed by (net_event.root, else tgid) */
 };
 
+/* A shard was written an event its analyzer should see now (NET_F_CUT_FIRST). */
+#define WRITTEN_NOW 2
+
 struct net_fwd {
 	struct shm_ring **rings;
 	unsigned nshards;
 	struct endpoint *ep;   /* NET_FWD_ENDPOINT_SLOTS, with several shards only */
 	unsigned nep;
-	uint8_t *written;      /* per shard: something to notify */
+	uint8_t *written;      /* per shard: something to notify (WRITTEN_NOW: at once) */
 	unsigned nlost;        /* slots in use */
 	struct lost_slot lost[NET_FWD_LOST_SLOTS];
 	struct net_fwd_stats st;
@@ -254,7 +257,10 @@ int net_fwd__event(struct net_fwd *f, const struct net_event *e, uint32_t len)
 		lost_remove(f, l);
 	}
 	shm_ring__commit(f->rings[sh], rec);
-	f->written[sh] = 1;
+	if (e->flags & NET_F_CUT_FIRST)
+		f->written[sh] = WRITTEN_NOW;
+	else if (!f->written[sh])
+		f->written[sh] = 1;
 	f->st.events++;
 	return 0;
 }
@@ -271,9 +277,14 @@ void net_fwd__notify(struct net_fwd *f)
 void net_fwd__publish(struct net_fwd *f)
 {
 	/* written[] stays set: the next net_fwd__notify checks these shards' sleeps. */
-	for (unsigned s = 0; s < f->nshards; s++)
-		if (f->written[s])
+	for (unsigned s = 0; s < f->nshards; s++) {
+		if (f->written[s] == WRITTEN_NOW) {
+			f->written[s] = 0;
+			(void)shm_ring__notify(f->rings[s]);
+		} else if (f->written[s]) {
 			(void)shm_ring__publish(f->rings[s]);
+		}
+	}
 }
 
 void net_fwd__stats(const struct net_fwd *f, struct net_fwd_stats *ret)

@@ -5,7 +5,8 @@
  * over for another socket that later uses the same table slot; with several
  * shards, the two ends of a local connection routed to different shards
  * name each other (peer_tgid), and a closed endpoint is forgotten; a
- * batch published without a wake-up is woken for by the next notify.
+ * batch published without a wake-up is woken for by the next notify, or at
+ * once when it holds an event its connection's cap cut for the first time.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -324,12 +325,50 @@ static void test_publish_then_notify(void **state)
 	free(g);
 }
 
+/*
+ * An event cut for the first time by its connection's cap (NET_F_CUT_FIRST)
+ * wakes its analyzer at the publish that follows, without waiting for the
+ * notify; the batch after it goes back to waiting.
+ */
+static void test_cut_first_wakes_now(void **state)
+{
+	struct pair r;
+	struct net_fwd *f;
+	struct got *g = calloc(1, sizeof(*g));
+	struct net_event e = ev(pid_in(0, 1000), 1, NET_OP_READ, 10);
+
+	(void)state;
+	pair_new(&r, 1 << 20);
+	f = net_fwd__new(&r.p, 1);
+	assert_non_null(f);
+	assert_int_equal(shm_ring__prepare_wait(r.c), 0);
+	net_fwd__event(f, &e, sizeof(e));
+	e.flags |= NET_F_CAPPED | NET_F_TRUNCATED | NET_F_CUT_FIRST;
+	net_fwd__event(f, &e, sizeof(e));
+	e.flags = 0;
+	net_fwd__event(f, &e, sizeof(e));
+	net_fwd__publish(f);
+	assert_true(readable(shm_ring__event_fd(r.c)));
+	assert_int_equal(shm_ring__consume(r.c, keep, g, 0), 3);
+	assert_int_equal(g->e[1].flags & NET_F_CUT_FIRST, NET_F_CUT_FIRST);
+	{ uint64_t v; (void)!read(shm_ring__event_fd(r.c), &v, sizeof(v)); }
+	assert_false(readable(shm_ring__event_fd(r.c)));
+	assert_int_equal(shm_ring__prepare_wait(r.c), 0);
+	net_fwd__event(f, &e, sizeof(e));
+	net_fwd__publish(f);
+	assert_false(readable(shm_ring__event_fd(r.c)));
+	net_fwd__free(f);
+	pair_free(&r);
+	free(g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_losses_reach_the_next_event_once),
 		cmocka_unit_test(test_peers_across_shards),
 		cmocka_unit_test(test_publish_then_notify),
+		cmocka_unit_test(test_cut_first_wakes_now),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
