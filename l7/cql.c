@@ -309,6 +309,12 @@ static ssize_t cql_frame(void *ctx, struct l7_framer *f, const uint8_t *p, size_
 	if (!c->version)
 		c->version = p[0] & 0x7f;
 	c->have = true;
+	/* What it reads, in place or from a split envelope's buffer alike: the header and the prefix. */
+	f->used = want;
+	/* The handshake's sizes say nothing of the queries' (l7_framer.opening). */
+	f->opening = req ? p[4] == OPC_STARTUP || p[4] == OPC_OPTIONS || p[4] == OPC_AUTH_RESPONSE :
+			   p[4] == OPC_READY || p[4] == OPC_AUTHENTICATE || p[4] == OPC_SUPPORTED ||
+			   p[4] == OPC_AUTH_CHALLENGE || p[4] == OPC_AUTH_SUCCESS;
 	if (req) {
 		struct pend *e = &c->cur;
 		memset(e, 0, sizeof(*e));
@@ -485,6 +491,20 @@ static int cql_gap(void *st, enum l7_dir dir, size_t len, uint64_t ts)
 	return l7_framed__gap(st, dir, len, ts);
 }
 
+/*
+ * l7_parser_ops.head: the framer's (envelopes before v5) until v5 segments
+ * are negotiated; from then on every byte, as the framer's offsets are the
+ * envelopes' and no longer the calls'.
+ */
+static size_t cql_head(const void *st, enum l7_dir dir)
+{
+	const struct cql *c = st;
+
+	if (c->v5_startup || c->seg[L7_DIR_REQ].on || c->seg[L7_DIR_RESP].on)
+		return L7_HEAD_ALL;
+	return l7_framed__head(st, dir);
+}
+
 /* Requests never answered (the close came first): reported without a response. */
 static void cql_unanswered(void *st, void *e)
 {
@@ -497,6 +517,7 @@ static const struct l7_framed_spec cql_spec = {
 	.entry_size = sizeof(struct pend),
 	.resync = true,
 	.unanswered = cql_unanswered,
+	.heads = true,
 };
 
 static void *cql_create(const struct l7_config *cfg, l7_emit_fn emit, void *emit_ctx)
@@ -556,4 +577,5 @@ const struct l7_parser_ops l7_cql_ops = {
 	.finish = l7_framed__finish,
 	.free = l7_framed__free,
 	.dropped = l7_framed__discarded,   /* chunks discarded while resynchronising */
+	.head = cql_head,
 };

@@ -195,6 +195,22 @@ static void test_v5_segments(void **state)
 		assert_string_equal(tfield(&c.v[3].r, "query"), "SELECT a FROM t");
 		tcollect_free(&c);
 	}
+	/* Segments: the framer's offsets are the envelopes', not the calls': every byte. */
+	{
+		struct tcollect c = { 0 };
+		void *st = OPS->create(&cfg, tcollect_emit, &c);
+
+		assert_non_null(st);
+		assert_int_equal(OPS->feed(st, L7_DIR_REQ, q1->d, q1->n, 1), 0);
+		assert_int_equal(OPS->feed(st, L7_DIR_RESP, r1->d, r1->n, 2), 0);
+		assert_int_equal(OPS->feed(st, L7_DIR_REQ, q2->d, q2->n, 3), 0);
+		assert_int_equal(c.n, 4);
+		assert_true(OPS->head(st, L7_DIR_REQ) == L7_HEAD_ALL);
+		assert_true(OPS->head(st, L7_DIR_RESP) == L7_HEAD_ALL);
+		OPS->finish(st, 4);
+		OPS->free(st);
+		tcollect_free(&c);
+	}
 	/* READY and a segment in one chunk: the framing switches mid-chunk. */
 	{
 		struct tcollect c = { 0 };
@@ -267,6 +283,80 @@ static void test_gap_resync_and_memory(void **state)
 	free(b);
 }
 
+/*
+ * Live capture of v4 envelopes copies what the parser reads of each: after
+ * the handshake (every byte: its sizes say nothing of the queries'), a
+ * query's header and prefix, a result's header and prefix.  The rest of a
+ * long INSERT and of a large Rows result goes by as a gap, and every
+ * exchange stays whole with its sizes.
+ */
+static void test_head(void **state)
+{
+	struct l7_config cfg = L7_CONFIG_DEFAULTS;
+	struct tbuf *hs = calloc(1, sizeof(*hs)), *hr = calloc(1, sizeof(*hr)), *ins = calloc(1, sizeof(*ins)),
+		    *iok = calloc(1, sizeof(*iok)), *rows = calloc(1, sizeof(*rows));
+	char *text = calloc(1, 3100);
+	uint8_t *body = calloc(1, 3010);
+	struct tcollect c = { 0 };
+	size_t head_ins, head_rows;
+	uint64_t ts = 1;
+	void *st;
+
+	(void)state;
+	env(hs, 4, 0, 5, NULL, 0);   /* OPTIONS */
+	startup(hs, 4, false);
+	env(hr, 0x84, 0, 6, "\x00\x01\x00\x0b" "CQL_VERSION\x00\x01\x00\x05" "3.4.5", 24);
+	env(hr, 0x84, 0, 2, NULL, 0);
+	memcpy(text, "INSERT INTO t (a) VALUES ('", 27);
+	memset(text + 27, 'v', 3000);
+	memcpy(text + 3027, "')", 3);
+	query(ins, 4, 1, 7, text);
+	result(iok, 4, 1, 1);
+	body[3] = 2;                 /* Rows, then 3006 bytes of metadata and rows */
+	memset(body + 4, 'r', 3006);
+	env(rows, 0x84, 2, 8, body, 3010);
+	head_ins = 9 + cfg.max_query_len + 512;
+	head_rows = 9 + 1024;
+	st = OPS->create(&cfg, tcollect_emit, &c);
+	assert_non_null(st);
+	assert_int_equal(OPS->feed(st, L7_DIR_REQ, hs->d, hs->n, ts++), 0);
+	assert_int_equal(OPS->feed(st, L7_DIR_RESP, hr->d, hr->n, ts++), 0);
+	assert_true(OPS->head(st, L7_DIR_REQ) == L7_HEAD_ALL);
+	assert_true(OPS->head(st, L7_DIR_RESP) == L7_HEAD_ALL);
+	/* One exchange of each whole, then 19 cut where head() says. */
+	for (int i = 0; i < 20; i++) {
+		/* stream ids: 2i + 1 for the INSERT answered Void, 2i + 2 for the one answered Rows */
+		ins->d[3] = iok->d[3] = (uint8_t)(2 * i + 1);
+		rows->d[3] = (uint8_t)(2 * i + 2);
+		if (!i) {
+			assert_int_equal(OPS->feed(st, L7_DIR_REQ, ins->d, ins->n, ts++), 0);
+			assert_int_equal(OPS->feed(st, L7_DIR_RESP, iok->d, iok->n, ts++), 0);
+			ins->d[3] = (uint8_t)(2 * i + 2);
+			assert_int_equal(OPS->feed(st, L7_DIR_REQ, ins->d, ins->n, ts++), 0);
+			assert_int_equal(OPS->feed(st, L7_DIR_RESP, rows->d, rows->n, ts++), 0);
+			continue;
+		}
+		assert_int_equal(tcapped(OPS, st, L7_DIR_REQ, ins->d, ins->n, ts++), head_ins);
+		assert_int_equal(tcapped(OPS, st, L7_DIR_RESP, iok->d, iok->n, ts++), iok->n);
+		ins->d[3] = (uint8_t)(2 * i + 2);
+		assert_int_equal(tcapped(OPS, st, L7_DIR_REQ, ins->d, ins->n, ts++), head_ins);
+		assert_int_equal(tcapped(OPS, st, L7_DIR_RESP, rows->d, rows->n, ts++), head_rows);
+	}
+	assert_int_equal(OPS->head(st, L7_DIR_REQ), head_ins);
+	assert_int_equal(OPS->head(st, L7_DIR_RESP), head_rows);
+	assert_int_equal(c.n, 42);
+	for (size_t i = 2; i < c.n; i++) {
+		assert_string_equal(tfield(&c.v[i].r, "result"), i % 2 ? "RESULT:Rows" : "RESULT:Void");
+		assert_null(tfield(&c.v[i].r, "gap"));
+		assert_int_equal(c.v[i].r.req_bytes, ins->n);
+		assert_int_equal(c.v[i].r.resp_bytes, i % 2 ? rows->n : iok->n);
+	}
+	OPS->finish(st, ts);
+	OPS->free(st);
+	tcollect_free(&c);
+	free(hs); free(hr); free(ins); free(iok); free(rows); free(text); free(body);
+}
+
 static void test_detect(void **state)
 {
 	struct tbuf *b = calloc(1, sizeof(*b));
@@ -316,6 +406,7 @@ int main(void)
 		cmocka_unit_test(test_v4_multiplexing),
 		cmocka_unit_test(test_v5_segments),
 		cmocka_unit_test(test_gap_resync_and_memory),
+		cmocka_unit_test(test_head),
 		cmocka_unit_test(test_detect),
 		cmocka_unit_test(test_capture),
 	};
