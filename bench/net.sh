@@ -194,7 +194,8 @@ alone = [(float(r[1]), ms(r[2])) for r in rows if r[0] == 'alone']
 bt = [r for r in rows if r[0] == 'bpftrace']
 base_r, base_p = st.median(a[0] for a in alone), st.median(a[1] for a in alone)
 print(f"net_workload: nginx 1 worker, 3 KB file, wrk {conns} connections, {dur} s x {len(alone)} per mode, alternated")
-print(f"net_alone: {base_r:.0f} req/s, p99 {base_p:.2f} ms")
+print(f"net_alone: {base_r:.0f} req/s, p99 {base_p:.2f} ms (runs {', '.join(f'{a[0]:.0f}' for a in alone)}; "
+      f"the ratios below are against this median)")
 def row(name): return next((x for x in rows if x[0] == name), None)
 per_call_of = {}
 # The socket layer (the default) and the syscall layer (its fallback), from the same run.
