@@ -197,6 +197,11 @@ print(f"net_workload: nginx 1 worker, 3 KB file, wrk {conns} connections, {dur} 
 print(f"net_alone: {base_r:.0f} req/s, p99 {base_p:.2f} ms (runs {', '.join(f'{a[0]:.0f}' for a in alone)}; "
       f"the ratios below are against this median)")
 def row(name): return next((x for x in rows if x[0] == name), None)
+# Each mode's run over the alone run of its round (the host's speed drifts between rounds).
+def paired(name):
+    xs = [float(r[1]) / a[0] for r, a in zip((r for r in rows if r[0] == name), alone)]
+    return f"paired with its round's alone run: {st.median(xs):.2f}x ({min(xs):.2f}-{max(xs):.2f})" if xs else ""
+
 per_call_of = {}
 # The socket layer (the default) and the syscall layer (its fallback), from the same run.
 for sfx, layer, runs_per_call in (('', 'socket layer', 1), ('_syscall', 'syscall layer', 2)):
@@ -204,7 +209,8 @@ for sfx, layer, runs_per_call in (('', 'socket layer', 1), ('_syscall', 'syscall
     if not ember:
         continue
     er = [float(r[1]) for r in ember]; ep = [ms(r[2]) for r in ember]
-    print(f"net_throughput_ratio_ember{sfx}: {st.median(er)/base_r:.2f}x ({layer}; runs {', '.join(f'{x/base_r:.2f}' for x in er)}; target >= 0.90)")
+    print(f"net_throughput_ratio_ember{sfx}: {st.median(er)/base_r:.2f}x ({layer}; runs {', '.join(f'{x/base_r:.2f}' for x in er)}; "
+          f"{paired('ember' + sfx)}; target >= 0.90)")
     print(f"net_p99_ratio_ember{sfx}: {st.median(ep)/base_p:.2f}x (runs {', '.join(f'{x/base_p:.2f}' for x in ep)}; target <= 1.20)")
     secs = [int(r[3]) / 1000 for r in ember]
     cpu = [float(r[4]) / s for r, s in zip(ember, secs)]
@@ -243,7 +249,7 @@ mon = [r for r in rows if r[0] == 'monitor']
 if mon:
     mr = [float(r[1]) for r in mon]; mp = [ms(r[2]) for r in mon]
     print(f"net_throughput_ratio_monitor: {st.median(mr)/base_r:.2f}x (runs {', '.join(f'{x/base_r:.2f}' for x in mr)}; "
-          f"a continuous-profiling HTTP item's capture, heads only)")
+          f"{paired('monitor')}; a continuous-profiling HTTP item's capture, heads only)")
     print(f"net_p99_ratio_monitor: {st.median(mp)/base_p:.2f}x (runs {', '.join(f'{x/base_p:.2f}' for x in mp)})")
     ms_ = [r for r in rows if r[0] == 'monitor_stats']
     mcalls = sum(int(r[3]) for r in ms_); mruns = sum(int(r[5]) for r in ms_); mns = sum(int(r[6]) for r in ms_)
@@ -256,7 +262,7 @@ if bt:
     br = [float(r[1]) for r in bt]; bp = [ms(r[2]) for r in bt]
     lines = sum(int(r[3]) for r in bt)
     lost = sum(int(r[1]) for r in rows if r[0] == 'bpftrace_lost')
-    print(f"net_throughput_ratio_bpftrace: {st.median(br)/base_r:.2f}x (runs {', '.join(f'{x/base_r:.2f}' for x in br)})")
+    print(f"net_throughput_ratio_bpftrace: {st.median(br)/base_r:.2f}x (runs {', '.join(f'{x/base_r:.2f}' for x in br)}; {paired('bpftrace')})")
     print(f"net_p99_ratio_bpftrace: {st.median(bp)/base_p:.2f}x")
     print(f"net_events_bpftrace: {lines} printed, {lost} reported lost ({lost/(lines+lost)*100 if lines+lost else 0:.0f}%)")
 else:
