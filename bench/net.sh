@@ -16,12 +16,17 @@
 # (any other syscall: a switch, or nothing), another process's socket calls
 # (the socket layer: one hash lookup); then the same on the wall clock, with
 # the kernel's accounting off, task on and off alternated.
+# PIN=1 pins nginx's worker and wrk to a core each (see below).
 set -u
 ROOT=${EMBER_ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
 B=${EMBER_BUILD:-$ROOT/build}
 [ "$(id -u)" = 0 ] || { echo "net: SKIP (needs root)"; exit 0; }
 for t in nginx wrk; do command -v $t >/dev/null || { echo "net: $t missing (deploy/install-deps.sh installs it)"; exit 1; }; done
 DUR=${DUR:-5} ROUNDS=${ROUNDS:-3} CONNS=${CONNS:-16}
+# PIN=1: nginx's worker on CPU 0 and wrk on CPU 1 (the agent where the scheduler puts it):
+# unpinned, the three busy threads' placement on two cores makes two speeds of the same load.
+PIN=${PIN:-0}
+WRKCMD=(wrk); [ "$PIN" = 1 ] && WRKCMD=(taskset -c 1 wrk)
 T=$(mktemp -d /tmp/ember-bench.XXXXXX); chmod 755 "$T"
 trap 'kill $AGENT ${SYSAGENT:-} $NGINX 2>/dev/null; wait 2>/dev/null; rm -rf "$T"' EXIT
 . "$(dirname "$0")/lib/agent.sh"
@@ -50,6 +55,7 @@ EOF
 nginx -c "$T/nginx.conf" -p "$T" > /dev/null 2>&1 & NGINX=$!
 for _ in $(seq 100); do [ -s "$T/nginx.pid" ] && pgrep -P "$(cat "$T/nginx.pid")" >/dev/null && break; sleep 0.05; done
 W=$(pgrep -P "$(cat "$T/nginx.pid")" | head -1)
+[ "$PIN" = 1 ] && { taskset -pc 0 "$W" > /dev/null || exit 1; echo "net_pinned: nginx's worker on CPU 0, wrk on CPU 1"; }
 [ -d /sys/kernel/tracing/events ] || mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || true
 have_bt=1; command -v bpftrace >/dev/null || have_bt=0
 # The kernel's BPF accounting reads the clock twice per program run (on this
@@ -67,7 +73,7 @@ stats_to() { "$B/ember" stats --config "$CFG" > "$1" 2>/dev/null; }
 sv() { awk -v k="$2" '$1 == "collector" && $2 == k {print $3; exit}' "$1"; }
 agent_cpu() { local s=0; for p in $(pgrep -f "ember-(collector|analyzer|exporter)" ); do
   s=$(awk -v s="$s" -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); printf "%.3f", s + ($12 + $13) / hz }' "/proc/$p/stat"); done; echo "$s"; }
-run_wrk() { wrk -t 2 -c "$CONNS" -d "${DUR}s" --latency "http://127.0.0.1:$PORT/small.txt" > "$T/wrk.out" 2>&1
+run_wrk() { "${WRKCMD[@]}" -t 2 -c "$CONNS" -d "${DUR}s" --latency "http://127.0.0.1:$PORT/small.txt" > "$T/wrk.out" 2>&1
   awk '/Requests\/sec/ {r=$2} /^ +99%/ {p=$2} END {print r, p}' "$T/wrk.out"; }
 run_alone() { echo "alone $(run_wrk)" >> "$T/res"; }
 run_ember() {   # $1: the row's name (ember, or ember_stats for the pass with BPF accounting on); CFG, NETP: the agent
@@ -132,7 +138,7 @@ sysctl -qw kernel.bpf_stats_enabled=0
 # Both ends followed (the worker and wrk): the event rate at which every drop is accounted for.
 run_rate() {
   local e0 calls0 d0 f0 t0 e1 calls1 d1 f1 t1
-  wrk -t 2 -c "$CONNS" -d "$((DUR + 3))s" "http://127.0.0.1:$PORT/small.txt" > "$T/wrk_rate.out" 2>&1 & local WRK=$!
+  "${WRKCMD[@]}" -t 2 -c "$CONNS" -d "$((DUR + 3))s" "http://127.0.0.1:$PORT/small.txt" > "$T/wrk_rate.out" 2>&1 & local WRK=$!
   sleep 0.3
   "$B/ember" profile --config "$CFG" --type network --pid "$W,$WRK" --duration $((DUR + 1))s --out "$T/rate" >/dev/null 2>"$T/rate.err" &
   local P=$!
