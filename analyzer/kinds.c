@@ -11,6 +11,7 @@ static const struct analyzer_kind_ops *const registered[] = {
 	[EMBER_TASK_OFFCPU] = &analyzer_kind_stacks,
 	[EMBER_TASK_MEM] = &analyzer_kind_stacks,
 	[EMBER_TASK_NETWORK] = &analyzer_kind_net,
+	[EMBER_TASK_THREADS] = &analyzer_kind_threads,
 };
 
 #define NKINDS (sizeof(registered) / sizeof(registered[0]))

@@ -98,6 +98,7 @@ struct analyzer_kind_ops {
 /* The plugins, in analyzer/kind_*.c. */
 extern const struct analyzer_kind_ops analyzer_kind_stacks;
 extern const struct analyzer_kind_ops analyzer_kind_net;
+extern const struct analyzer_kind_ops analyzer_kind_threads;
 
 /* The largest ncounters of any plugin: the size of a stats array. */
 #define ANALYZER_KIND_COUNTERS_MAX 32

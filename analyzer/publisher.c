@@ -108,6 +108,19 @@ void publisher__network(struct publisher *p, const struct task_def *t, Ember__Ne
 	b->task = NULL;
 }
 
+void publisher__threads(struct publisher *p, const struct task_def *t, Ember__ThreadBatch *b)
+{
+	Ember__Envelope env = EMBER__ENVELOPE__INIT;
+	struct task_pb task;
+
+	task_def__to_pb(t, &task);
+	b->task = &task.task;
+	env.body_case = EMBER__ENVELOPE__BODY_THREADS;
+	env.threads = b;
+	send_env(p, &env);
+	b->task = NULL;
+}
+
 void publisher__trigger(struct publisher *p, const struct task_def *t, const char *service)
 {
 	Ember__Envelope env = EMBER__ENVELOPE__INIT;

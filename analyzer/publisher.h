@@ -42,6 +42,8 @@ void publisher__meters(struct publisher *p, Ember__Meter **meters, size_t n);
 /* The same, with series the exporter forgets first (borrowed). */
 void publisher__meters_drops(struct publisher *p, Ember__Meter **meters, size_t n, Ember__SeriesDrop **drops,
 			     size_t n_drops);
+/* A thread task's window of events: b's task is set here; the rest is borrowed. */
+void publisher__threads(struct publisher *p, const struct task_def *t, Ember__ThreadBatch *b);
 /* An OAP policy's item held for t's process: the exporter reports it and submits t under the OAP's id. */
 void publisher__trigger(struct publisher *p, const struct task_def *t, const char *service);
 void publisher__monitors(struct publisher *p, Ember__MonitorBatch *b);

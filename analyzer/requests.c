@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include "bpf/ember_abi.h"
 #include "common/cleanup.h"
 #include "common/timeutil.h"
 
@@ -91,8 +92,11 @@ static int submit(struct request_server *s, const Ember__Task *p, Ember__Task *r
 	def.start_unix_ms = timeutil__unix_ms();
 	if (!def.period_ns)
 		def.period_ns = cfg->profiling.task.on_cpu.dump_period_ns;
-	if (!p->min_block_ns)
+	if (!p->min_block_ns && def.kind != EMBER_TASK_THREADS)
 		def.min_block_ns = cfg->profiling.task.off_cpu.min_block_time_ns;
+	/* A thread task's stack threshold: 0 is a choice (every call's stack) only when asked as such. */
+	if (def.kind == EMBER_TASK_THREADS && !p->stack_min_ns)
+		def.min_block_ns = cfg->profiling.task.threads.stack_threshold_ns;
 	if (!def.origin[0])
 		snprintf(def.origin, sizeof(def.origin), "cli");
 	if ((r = runner__start(s->o.runner, &def, err, errlen)))

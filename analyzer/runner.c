@@ -344,7 +344,7 @@ int runner__start(struct task_runner *r, struct task_def *def, char *err, size_t
 	flags = (task_def__is_monitor(t) ? CTL_ATTACH_F_PREFIX : hold ? CTL_ATTACH_F_HOLD : 0) |
 		(ops->attach_flags ? ops->attach_flags(impl, t) : 0);
 	e = ctl_client__attach(r->o.cc, t->num_id, t->kind, t->pids, t->npids, t->period_ns, t->min_block_ns, flags,
-			       &ans);
+			       t->thread_probes, &ans);
 	if (!e && hold) {
 		for (uint32_t i = 0; i < t->npids; i++)
 			unwind_pid(r, t->pids[i]);

@@ -159,6 +159,11 @@ void task_def__to_proto(const struct task_def *t, Ember__Task *p)
 	p->origin = (char *)t->origin;
 	p->period_ns = t->period_ns;
 	p->min_block_ns = t->min_block_ns;
+	if (t->kind == EMBER_TASK_THREADS) {
+		p->min_block_ns = 0;
+		p->stack_min_ns = t->min_block_ns;
+		p->thread_probes = t->thread_probes;
+	}
 	p->shards = t->shards;
 	p->report_interval_ms = t->report_interval_ms;
 }
@@ -265,7 +270,7 @@ int task_def__from_proto(const Ember__Task *p, struct task_def *ret, char *err, 
 	}
 	ret->kind = task_kind__from_proto(p->kind);
 	if (!ret->kind) {
-		snprintf(err, errlen, "task kind %d is not supported (on-CPU, off-CPU, memory and network are)", (int)p->kind);
+		snprintf(err, errlen, "task kind %d is not supported (on-CPU, off-CPU, memory, network and threads are)", (int)p->kind);
 		return -EINVAL;
 	}
 	if (p->id && p->id[0]) {
@@ -281,6 +286,10 @@ int task_def__from_proto(const Ember__Task *p, struct task_def *ret, char *err, 
 	ret->duration_ms = p->duration_ms;
 	ret->period_ns = p->period_ns;
 	ret->min_block_ns = p->min_block_ns;
+	if (ret->kind == EMBER_TASK_THREADS) {
+		ret->min_block_ns = p->stack_min_ns;
+		ret->thread_probes = p->thread_probes;
+	}
 	ret->shards = p->shards;
 	ret->report_interval_ms = p->report_interval_ms;
 	if (samplings_from_proto(p, ret, err, errlen))

@@ -42,7 +42,8 @@ struct task_def {
 	uint64_t start_unix_ms;
 	uint64_t duration_ms;
 	uint64_t period_ns;
-	uint64_t min_block_ns;
+	uint64_t min_block_ns;       /* off-CPU: its noise filter; threads: the stack threshold */
+	uint32_t thread_probes;      /* threads: the events it records (THREAD_P_*, bpf/threads_abi.h) */
 	uint64_t report_interval_ms; /* network: period of its batches (0 = the config's) */
 	uint32_t nsamplings;         /* network: HTTP sampling rules */
 	struct task_sampling samplings[TASK_MAX_SAMPLINGS];

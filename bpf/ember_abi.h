@@ -11,7 +11,7 @@
 #include <linux/types.h>
 #endif
 
-#define EMBER_ABI_VERSION 8
+#define EMBER_ABI_VERSION 9
 #define EMBER_MAX_STACK_DEPTH 127 /* kernel.perf_event_max_stack default */
 #define EMBER_COMM_LEN 16
 
@@ -21,6 +21,7 @@ enum ember_task_kind {
 	EMBER_TASK_OFFCPU = 2,
 	EMBER_TASK_MEM = 3,
 	EMBER_TASK_NETWORK = 4,  /* socket calls: bpf/net.bpf.c, events in bpf/net_abi.h */
+	EMBER_TASK_THREADS = 5,  /* what every thread did: bpf/threads.bpf.c, aggregates in bpf/threads_abi.h */
 };
 
 /*
@@ -30,8 +31,9 @@ enum ember_task_kind {
  */
 struct target_val {
 	__u32 mask;
-	__u32 pad;
+	__u32 threads_probes;   /* a thread-profiling task's events: THREAD_P_* (bpf/threads_abi.h) */
 	__u64 offcpu_min_ns;
+	__u64 threads_stack_ns; /* ... its calls at least this long carry their stack */
 };
 
 /* Key of the in-kernel stack aggregation: one entry per (process, stacks). */
@@ -77,6 +79,14 @@ enum ember_bpf_counter {
 	BPF_CNT_OFFCPU_STALE,     /* cached stacks gone from the stack map: walked again */
 	BPF_CNT_OFFCPU_UNTIMED,   /* blocks whose end no switch-in showed, ended by the thread's run time at its next switch-out */
 	BPF_CNT_OFFCPU_LOST,      /* ... where that run time did not fit in the block: lost */
+	BPF_CNT_THREAD_CALLS,     /* traced calls of target threads that ended (bpf/threads.bpf.c) */
+	BPF_CNT_THREAD_ONCPU,     /* on-CPU periods of target threads that ended */
+	BPF_CNT_THREAD_AGG_FULL,  /* calls or periods lost: the aggregation map had no room */
+	BPF_CNT_THREAD_KEYS_CAP,  /* ... lost: their thread had THREAD_MAX_KEYS aggregates this window */
+	BPF_CNT_THREAD_CALL_FULL, /* calls not timed: the in-flight map had no room */
+	BPF_CNT_THREAD_UNTIMED,   /* on-CPU periods whose start was not seen (running when the task began) */
+	BPF_CNT_THREAD_STACKS,    /* user stacks walked for calls */
+	BPF_CNT_THREAD_STACK_HITS,/* calls that reused their thread's last stack (same place) */
 	BPF_CNT_MAX,
 };
 
@@ -129,6 +139,7 @@ enum ember_rec_type {
 	EMBER_REC_STACK = 1,      /* struct ember_rec_stack */
 	EMBER_REC_WINDOW = 2,     /* struct ember_rec_window: end of one drain */
 	EMBER_REC_NET = 3,        /* struct net_event (bpf/net_abi.h) then its payload */
+	EMBER_REC_THREAD = 4,     /* struct ember_rec_thread (bpf/threads_abi.h) then its strings and stack */
 };
 
 /* One aggregated stack: nkern kernel ips then nuser user ips, innermost first. */
@@ -160,7 +171,7 @@ struct ember_rec_window {
 EMBER_ASSERT_SIZE(struct stack_key, 40);
 EMBER_ASSERT_SIZE(struct stack_val, 16);
 EMBER_ASSERT_SIZE(struct hstack, 8 + 8 * EMBER_MAX_STACK_DEPTH);
-EMBER_ASSERT_SIZE(struct target_val, 16);
+EMBER_ASSERT_SIZE(struct target_val, 24);
 EMBER_ASSERT_SIZE(struct offcpu_start, 88);
 EMBER_ASSERT_SIZE(struct offcpu_key, 40);
 EMBER_ASSERT_SIZE(struct ember_rec_stack, 48);

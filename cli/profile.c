@@ -39,6 +39,7 @@
 #include "common/profile_kind.h"
 #include "common/shard.h"
 #include "common/task_submit.h"
+#include "common/thread_probes.h"
 #include "common/timeutil.h"
 
 #define SUBMIT_WAIT_MS 20000   /* a private agent's start-up included */
@@ -48,6 +49,9 @@ struct profile_req {
 	uint32_t npids;
 	Ember__TaskKind kind;
 	uint64_t duration_ns, period_ns, min_block_ns;
+	uint32_t thread_probes;      /* threads: THREAD_P_* (0: all) */
+	uint64_t stack_min_ns;       /* threads: the stack threshold (0: the config's) */
+	bool stack_min_set;
 	const char *out;
 	struct cfg_args ca;
 	int pidfd[CTL_MAX_PIDS];     /* the targets themselves (a pid may be reused), -1 if none */
@@ -69,7 +73,8 @@ static void usage(FILE *f)
 		"  --type TYPE      oncpu (default: on-CPU samples), offcpu (where threads block, weighted\n"
 		"                   by blocked time; also a count-weighted variant), mem (user page faults),\n"
 		"                   network (every connection's L4 metrics and L7 exchanges: network.json,\n"
-		"                   network.txt)\n"
+		"                   network.txt), threads (what every thread did, second by second:\n"
+		"                   threads.json, and the timeline threads.html; alias tprofiling)\n"
 		"  --duration D     how long, e.g. 10s, 500ms, 2m (default 10s)\n"
 		"  --out DIR        where to write the results (<type>.folded and <type>.svg, or\n"
 		"                   network.json and network.txt; default .)\n"
@@ -77,6 +82,10 @@ static void usage(FILE *f)
 		"                   (default profiling.task.on_cpu.dump_period, 9ms)\n"
 		"  --min-block D    off-CPU: ignore blocks shorter than D, 0..%llu s (default\n"
 		"                   profiling.task.off_cpu.min_block_time, 0)\n"
+		"  --probes LIST    threads: the events to record, comma-separated, among oncpu,\n"
+		"                   syscall_file, syscall_net, syscall_lock, syscall_sched (default all)\n"
+		"  --stack-threshold D  threads: calls at least D long carry their stack (default\n"
+		"                   profiling.task.threads.stack_threshold, 10ms; 0: every call's)\n"
 		"  --config FILE, --set KEY=VALUE   as for `ember run`\n"
 		"Submits the task to the running agent if there is one (its supervisor holds\n"
 		"<run_dir>/agent.lock; a stale agent.info is said so), otherwise runs a private one\n"
@@ -149,7 +158,8 @@ static int parse_args(int argc, char **argv, struct profile_req *q, int *done)
 		{ "pid", required_argument, 0, 'p' }, { "type", required_argument, 0, 't' },
 		{ "duration", required_argument, 0, 'd' }, { "out", required_argument, 0, 'o' },
 		{ "period", required_argument, 0, 'P' }, { "config", required_argument, 0, 'c' },
-		{ "min-block", required_argument, 0, 'm' },
+		{ "min-block", required_argument, 0, 'm' }, { "probes", required_argument, 0, 'R' },
+		{ "stack-threshold", required_argument, 0, 'S' },
 		{ "set", required_argument, 0, 's' }, { "help", no_argument, 0, 'h' }, { 0 },
 	};
 	int opt;
@@ -164,7 +174,7 @@ static int parse_args(int argc, char **argv, struct profile_req *q, int *done)
 			break;
 		case 't':
 			if (parse_kind(optarg, &q->kind))
-				return cli__die_usage("profile", "bad --type (oncpu, offcpu, mem or network)", optarg);
+				return cli__die_usage("profile", "bad --type (oncpu, offcpu, mem, network or threads)", optarg);
 			break;
 		case 'd':
 			if (config__parse_duration(optarg, &q->duration_ns) || q->duration_ns < 100000000ull ||
@@ -179,6 +189,19 @@ static int parse_args(int argc, char **argv, struct profile_req *q, int *done)
 		case 'm':
 			if (config__parse_duration(optarg, &q->min_block_ns) || q->min_block_ns > CTL_MIN_BLOCK_MAX_NS)
 				return cli__die_usage("profile", "bad --min-block (e.g. 1ms; 0..1h)", optarg);
+			break;
+		case 'R': {
+			char bad[80];
+
+			if (thread_probes__parse(optarg, &q->thread_probes, bad, sizeof(bad)))
+				return cli__die_usage("profile", "bad --probes (oncpu, syscall_file, syscall_net, "
+							"syscall_lock, syscall_sched, comma-separated): not one", bad);
+			break;
+		}
+		case 'S':
+			if (config__parse_duration(optarg, &q->stack_min_ns) || q->stack_min_ns > CTL_MIN_BLOCK_MAX_NS)
+				return cli__die_usage("profile", "bad --stack-threshold (e.g. 10ms; 0..1h)", optarg);
+			q->stack_min_set = true;
 			break;
 		case 'o': q->out = optarg; break;
 		case 'c': q->ca.path = optarg; break;
@@ -316,6 +339,11 @@ static int submit_all(void *zctx, struct agent *ag, const struct profile_req *q,
 	t.duration_ms = q->duration_ns / 1000000;
 	t.period_ns = q->period_ns;
 	t.min_block_ns = q->min_block_ns;
+	if (q->kind == EMBER__TASK_KIND__THREADS) {
+		t.thread_probes = q->thread_probes ? q->thread_probes : THREAD_PROBES_ALL;
+		/* 0 asks for every call's stack: the smallest non-zero threshold says so (0 is "the config's"). */
+		t.stack_min_ns = q->stack_min_set ? (q->stack_min_ns ? q->stack_min_ns : 1) : 0;
+	}
 	t.origin = "cli";
 	if ((shards = task_submit__all(zctx, &o, &t, err, sizeof(err))) < 0) {
 		fprintf(stderr, "ember profile: %s\n", err);

@@ -374,6 +374,39 @@ int bpf_stacks__target(struct bpf_stacks *b, uint32_t tgid, uint32_t kind, int o
 	return 0;
 }
 
+int bpf_stacks__target_threads(struct bpf_stacks *b, uint32_t tgid, int on, uint32_t probes, uint64_t stack_ns)
+{
+	int fd = bpf_map__fd(b->skel->maps.targets);
+	struct target_val tv = { 0 };
+
+	(void)bpf_map_lookup_elem(fd, &tgid, &tv);
+	if (on) {
+		tv.mask |= 1u << EMBER_TASK_THREADS;
+		tv.threads_probes = probes;
+		tv.threads_stack_ns = stack_ns;
+	} else {
+		tv.mask &= ~(1u << EMBER_TASK_THREADS);
+		tv.threads_probes = 0;
+	}
+	if (tv.mask)
+		return bpf_map_update_elem(fd, &tgid, &tv, BPF_ANY) ? -errno : 0;
+	if (bpf_map_delete_elem(fd, &tgid) && errno != ENOENT)
+		return -errno;
+	return 0;
+}
+
+struct bpf_map *bpf_stacks__shared_map(struct bpf_stacks *b, const char *name)
+{
+	struct bpf_map *maps[] = { b->skel->maps.targets, b->skel->maps.counters, b->skel->maps.hstacks,
+				   b->skel->maps.unwind_rows, b->skel->maps.unwind_slot, b->skel->maps.unwind_procs,
+				   b->skel->maps.unwind_maps };
+
+	for (unsigned i = 0; i < ARRAY_SIZE(maps); i++)
+		if (!strcmp(bpf_map__name(maps[i]), name))
+			return maps[i];
+	return NULL;
+}
+
 /* Waits until every BPF program that may have read the old `active` is done. */
 static void wait_for_programs(void)
 {
@@ -422,6 +455,11 @@ static int hstack_ips(struct bpf_stacks *b, uint64_t hash, struct hstack *ret)
 	if (ret->n > EMBER_MAX_STACK_DEPTH)
 		ret->n = EMBER_MAX_STACK_DEPTH;
 	return 0;
+}
+
+int bpf_stacks__hstack(struct bpf_stacks *b, uint64_t hash, struct hstack *ret)
+{
+	return hstack_ips(b, hash, ret);
 }
 
 static int drain_offcpu(struct bpf_stacks *b, uint32_t set, bpf_stacks_drain_fn cb, void *ctx)

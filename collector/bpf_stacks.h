@@ -86,6 +86,19 @@ int bpf_stacks__collect(struct bpf_stacks *b, bpf_stacks_drain_fn cb, void *ctx)
 /* Unwind tables: rows[0..n) at index first; a process's slot set (p) or cleared (NULL). 0 or -errno. */
 int bpf_stacks__unwind_rows(struct bpf_stacks *b, uint32_t first, const struct unwind_row *rows, uint32_t n);
 int bpf_stacks__unwind_proc(struct bpf_stacks *b, uint32_t tgid, uint32_t slot, const struct unwind_proc *p);
+/*
+ * A thread-profiling task's parameters for tgid (THREAD_P_* events, the stack
+ * threshold), and its kind's bit: the threads object reads the same target map.
+ */
+int bpf_stacks__target_threads(struct bpf_stacks *b, uint32_t tgid, int on, uint32_t probes, uint64_t stack_ns);
+/*
+ * The maps another stack-walking object shares (bpf/user_stack.bpf.h):
+ * "targets", "counters", "hstacks", "unwind_rows", "unwind_slot",
+ * "unwind_procs", "unwind_maps"; NULL for another name.
+ */
+struct bpf_map *bpf_stacks__shared_map(struct bpf_stacks *b, const char *name);
+/* A stack stored by content hash (hash 0: none, n = 0).  0, or -ENOENT once the LRU evicted it. */
+int bpf_stacks__hstack(struct bpf_stacks *b, uint64_t hash, struct hstack *ret);
 /* Sums the per-CPU counters into ret[BPF_CNT_MAX]. */
 int bpf_stacks__counters(struct bpf_stacks *b, uint64_t *ret);
 /* Accepts NULL.  Returns NULL. */

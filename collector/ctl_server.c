@@ -239,14 +239,14 @@ static int h_unwind_rows(struct collector *c, struct ctl_conn *cc, const struct 
 	return reply_err(cc, m, unwind_store__rows(c->unwind, cc->shard, (const struct ctl_unwind_rows *)m->payload), -1);
 }
 
-/* Only for a process this analyzer's stack task targets: nobody else's stacks are walked its way. */
+/* Only for a process a task of this analyzer walks the stacks of: nobody else's stacks are walked its way. */
 static int h_unwind_proc(struct collector *c, struct ctl_conn *cc, const struct ctl_msg *m)
 {
 	const struct ctl_unwind_proc *r = m->payload;
 
 	if (!c->unwind)
 		return reply_err(cc, m, -EOPNOTSUPP, -1);
-	if (!tasks__targets(c->tasks, cc->shard, profile_kind__mask(PROFILE_KIND_STACKS), r->pid, false)) {
+	if (!tasks__targets(c->tasks, cc->shard, profile_kind__mask(PROFILE_KIND_UNWINDS), r->pid, false)) {
 		c->stats[CTL_STAT_CTL_DENIED]++;
 		return reply_err(cc, m, -EPERM, -1);
 	}

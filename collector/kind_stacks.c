@@ -154,7 +154,7 @@ static int target(void *impl, const struct task *t, uint32_t pid, bool on)
 	if (on)
 		s->env->stacks_dirty = true;
 	/* A process no stack task watches any more walks without its tables. */
-	else if (s->env->unwind && !tasks__pid_elsewhere(s->env->tasks, t, profile_kind__mask(PROFILE_KIND_STACKS), pid))
+	else if (s->env->unwind && !tasks__pid_elsewhere(s->env->tasks, t, profile_kind__mask(PROFILE_KIND_UNWINDS), pid))
 		unwind_store__forget(s->env->unwind, pid);
 	return r;
 }

@@ -12,6 +12,7 @@ static const struct {
 } families[] = {
 	{ kind_stacks__load, kind_stacks__unload },
 	{ kind_net__load, kind_net__unload },
+	{ kind_threads__load, kind_threads__unload },
 };
 
 int kinds__load(struct kinds_env *env, struct kinds_load_opts *o)
@@ -37,6 +38,7 @@ static const kind_builder_fn builders[] = {
 	[EMBER_TASK_OFFCPU] = kind_stacks__new,
 	[EMBER_TASK_MEM] = kind_stacks__new,
 	[EMBER_TASK_NETWORK] = kind_net__new,
+	[EMBER_TASK_THREADS] = kind_threads__new,
 };
 
 unsigned kinds__build(struct kinds_env *env, struct collector_kind **ret, unsigned max)

@@ -13,6 +13,8 @@
 
 struct bpf_stacks;
 struct bpf_net;
+struct bpf_threads;
+struct collector;
 struct net_fwd;
 struct tls_links;
 struct unwind_store;
@@ -25,6 +27,8 @@ struct kinds_env {
 	struct tls_links *tls;      /* NULL: no TLS probes */
 	struct unwind_store *unwind;/* NULL: frame pointers only */
 	struct tasks *tasks;        /* set once the table exists: a kind asks it whether a pid is watched elsewhere */
+	struct bpf_threads *threads;/* NULL: the thread program did not load, no thread kind */
+	struct collector *col;      /* the shards' rings (thread profiling writes its records itself) */
 	bool stacks_dirty;          /* a stack task attached or started since the loop last drained */
 };
 
@@ -33,6 +37,7 @@ struct kinds_load_opts {
 	struct bpf_stacks_opts stacks;  /* unwind_rows becomes 0 where the kernel cannot walk tables */
 	uint64_t net_buffer;            /* the network events' BPF ring buffer, bytes per CPU */
 	int net_attach;                 /* enum bpf_net_attach: where the network program's chain starts (EMBER_NET_ATTACH) */
+	uint32_t threads_agg;           /* thread aggregates per window set (0: 16384) */
 };
 
 /*
@@ -44,8 +49,10 @@ struct kinds_load_opts {
 typedef int (*kind_loader_fn)(struct kinds_env *env, struct kinds_load_opts *o);
 int kind_stacks__load(struct kinds_env *env, struct kinds_load_opts *o);
 int kind_net__load(struct kinds_env *env, struct kinds_load_opts *o);
+int kind_threads__load(struct kinds_env *env, struct kinds_load_opts *o);
 void kind_stacks__unload(struct kinds_env *env);
 void kind_net__unload(struct kinds_env *env);
+void kind_threads__unload(struct kinds_env *env);
 
 /* Every family's loader, in order; 0 or the first required family's -errno. */
 int kinds__load(struct kinds_env *env, struct kinds_load_opts *o);
@@ -56,6 +63,9 @@ void kinds__unload(struct kinds_env *env);
 typedef struct collector_kind *(*kind_builder_fn)(struct kinds_env *env, uint32_t kind);
 struct collector_kind *kind_stacks__new(struct kinds_env *env, uint32_t kind);
 struct collector_kind *kind_net__new(struct kinds_env *env, uint32_t kind);
+struct collector_kind *kind_threads__new(struct kinds_env *env, uint32_t kind);
+/* The thread kind's window ends (the loop's thread timer, once a second while a thread task runs). */
+void kind_threads__window(struct collector_kind *k);
 
 /* Builds every kind that can run here into ret[enum ember_task_kind]; returns the array's length. */
 unsigned kinds__build(struct kinds_env *env, struct collector_kind **ret, unsigned max);

@@ -58,7 +58,7 @@
 #define ORPHAN_GRACE_NS (60ull * 1000000000ull)
 #define KINDS_MAX 16
 
-enum src_kind { SRC_LISTEN, SRC_CONN, SRC_TIMER, SRC_SIGNAL, SRC_NET, SRC_NET_TIMER, SRC_DRAIN_DONE };
+enum src_kind { SRC_LISTEN, SRC_CONN, SRC_TIMER, SRC_SIGNAL, SRC_NET, SRC_NET_TIMER, SRC_DRAIN_DONE, SRC_THREADS_TIMER };
 
 /* One source of the loop's completions. */
 struct conn {
@@ -79,7 +79,7 @@ static struct {
 	struct collector_kind *kinds[KINDS_MAX];
 	unsigned nkinds;
 	struct stack_drain *drain;  /* the stack kinds' windows */
-	struct conn listen_src, timer_src, signal_src, net_src, net_timer_src, drain_src;
+	struct conn listen_src, timer_src, signal_src, net_src, net_timer_src, drain_src, threads_timer_src;
 	int stop;
 	int exit_code;
 	char sock_path[108];
@@ -156,6 +156,20 @@ static void net_timer_update(void)
 	}
 }
 
+/* Thread profiling's windows: a second each, while a thread task is attached, and only then. */
+static void threads_timer_update(void)
+{
+	struct itimerspec its = { { 0, 0 }, { 0, 0 } };
+
+	if (C.threads_timer_src.fd < 0)
+		return;
+	if (tasks__count(C.col.tasks, profile_kind__mask(PROFILE_KIND_THREADS))) {
+		its.it_interval.tv_sec = 1;
+		its.it_value.tv_sec = 1;
+	}
+	timerfd_settime(C.threads_timer_src.fd, 0, &its, NULL);
+}
+
 /* Every kind's counters (collector_hooks.collect_stats). */
 static void collect_kind_stats(void *ctx, uint64_t *stats)
 {
@@ -170,6 +184,7 @@ static void tasks_changed(void *ctx)
 {
 	(void)ctx;
 	net_timer_update();
+	threads_timer_update();
 }
 
 static void hook_drain(void *ctx)
@@ -447,6 +462,7 @@ static int setup(void)
 			return -1;
 		}
 	}
+	C.env.col = &C.col;
 	C.nkinds = kinds__build(&C.env, C.kinds, KINDS_MAX);
 	C.col.tasks = tasks__new(C.kinds, C.nkinds, C.col.policy, C.col.nshards);
 	if (!C.col.tasks) {
@@ -467,6 +483,14 @@ static int setup(void)
 						 .fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK) };
 		if (C.net_timer_src.fd < 0) {
 			log_error("cannot create the network events' timer: %m");
+			return -1;
+		}
+	}
+	C.threads_timer_src = (struct conn){ .kind = SRC_THREADS_TIMER, .fd = -1 };
+	if (C.env.threads) {
+		C.threads_timer_src.fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+		if (C.threads_timer_src.fd < 0) {
+			log_error("cannot create the thread profiling's timer: %m");
 			return -1;
 		}
 	}
@@ -526,6 +550,8 @@ static void run(void)
 		arm(&C.net_src);
 		arm(&C.net_timer_src);
 	}
+	if (C.threads_timer_src.fd >= 0)
+		arm(&C.threads_timer_src);
 	while (!C.stop) {
 		struct io_uring_cqe *cqe;
 		unsigned head, seen = 0;
@@ -547,6 +573,13 @@ static void run(void)
 				uint64_t ticks;
 				(void)!read(src->fd, &ticks, sizeof(ticks));
 				forward_net(true);
+				arm(src);
+				break;
+			}
+			case SRC_THREADS_TIMER: {
+				uint64_t ticks;
+				(void)!read(src->fd, &ticks, sizeof(ticks));
+				kind_threads__window(C.kinds[EMBER_TASK_THREADS]);
 				arm(src);
 				break;
 			}

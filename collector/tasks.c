@@ -126,6 +126,7 @@ int tasks__attach(struct tasks *ts, uint32_t shard, const struct ctl_attach *a, 
 	t->held = !!(a->flags & CTL_ATTACH_F_HOLD);
 	t->period_ns = a->period_ns;
 	t->min_block_ns = a->min_block_ns;
+	t->probes = a->probes;
 	for (uint32_t i = 0; i < a->npids; i++) {
 		uint32_t pid = a->pids[i];
 

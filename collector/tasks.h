@@ -40,6 +40,7 @@ struct task {
 	uint32_t pids[CTL_MAX_PIDS];
 	uint64_t period_ns;
 	uint64_t min_block_ns;
+	uint32_t probes;      /* threads: THREAD_P_* */
 	uint32_t attach_point;
 	bool held;            /* CTL_ATTACH_F_HOLD: not watched until START */
 	bool l2;              /* CTL_ATTACH_F_L2 granted (network) */

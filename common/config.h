@@ -187,6 +187,10 @@ struct ember_config {
 					} sampling;
 				} protocol_analyze;
 			} network;
+			struct {
+				uint64_t stack_threshold_ns;
+				int64_t max_events_per_window;
+			} threads;
 		} task;
 		struct {
 			char *meter_prefix;

@@ -94,7 +94,7 @@ static int call(struct ctl_client *cc, uint16_t type, const void *req, uint32_t 
 
 int ctl_client__attach(struct ctl_client *cc, uint64_t task_id, uint32_t kind, const uint32_t *pids,
 			     uint32_t npids, uint64_t period_ns, uint64_t min_block_ns, uint32_t flags,
-			     struct ctl_attach_ans *ret)
+			     uint32_t probes, struct ctl_attach_ans *ret)
 {
 	size_t len = sizeof(struct ctl_attach) + npids * sizeof(uint32_t);
 	_cleanup_free_ struct ctl_attach *a = NULL;
@@ -111,6 +111,7 @@ int ctl_client__attach(struct ctl_client *cc, uint64_t task_id, uint32_t kind, c
 	a->period_ns = period_ns;
 	a->min_block_ns = min_block_ns;
 	a->flags = flags;
+	a->probes = probes;
 	memcpy(a->pids, pids, npids * sizeof(uint32_t));
 	r = call(cc, CTL_REQ_ATTACH, a, len, CTL_ANS_ATTACH, ret, sizeof(*ret), NULL);
 	return r ? r : ret->err;

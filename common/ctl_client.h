@@ -17,7 +17,7 @@ struct ctl_client *ctl_client__connect(const char *sock_path, uint32_t shard, in
 /* flags: CTL_ATTACH_F_*. */
 int ctl_client__attach(struct ctl_client *cc, uint64_t task_id, uint32_t kind, const uint32_t *pids,
 			     uint32_t npids, uint64_t period_ns, uint64_t min_block_ns, uint32_t flags,
-			     struct ctl_attach_ans *ret);
+			     uint32_t probes, struct ctl_attach_ans *ret);
 int ctl_client__detach(struct ctl_client *cc, uint64_t task_id);
 /* A task attached with CTL_ATTACH_F_HOLD starts sampling. */
 int ctl_client__start(struct ctl_client *cc, uint64_t task_id);

@@ -108,6 +108,18 @@ const struct counter_def ctl_stat_counters[CTL_STAT_MAX] = {
 	[CTL_STAT_NET_CAPS_WRITTEN] = { .name = "net_caps_written" },
 	[CTL_STAT_NET_CAPS_REFUSED] = { .name = "net_caps_refused" },
 	[CTL_STAT_NET_CAPS_FAILED] = { .name = "net_caps_failed" },
+	[CTL_STAT_BPF_THREAD_CALLS] = { .name = "bpf_thread_calls" },
+	[CTL_STAT_BPF_THREAD_ONCPU] = { .name = "bpf_thread_oncpu_periods" },
+	[CTL_STAT_BPF_THREAD_AGG_FULL] = { .name = "bpf_thread_agg_full_drops" },
+	[CTL_STAT_BPF_THREAD_KEYS_CAP] = { .name = "bpf_thread_per_thread_cap_drops" },
+	[CTL_STAT_BPF_THREAD_CALL_FULL] = { .name = "bpf_thread_calls_untimed" },
+	[CTL_STAT_BPF_THREAD_UNTIMED] = { .name = "bpf_thread_oncpu_untimed" },
+	[CTL_STAT_BPF_THREAD_STACKS] = { .name = "bpf_thread_stacks_walked" },
+	[CTL_STAT_BPF_THREAD_STACK_HITS] = { .name = "bpf_thread_stacks_reused" },
+	[CTL_STAT_THREAD_EVENTS] = { .name = "thread_events" },
+	[CTL_STAT_THREAD_RING_DROPS] = { .name = "thread_events_ring_full_drops" },
+	[CTL_STAT_THREAD_STACKS_LOST] = { .name = "thread_stacks_lost" },
+	[CTL_STAT_THREAD_PATHS_STALE] = { .name = "thread_paths_stale" },
 };
 
 const char *ctl__attach_point_name(uint32_t ap)
@@ -376,6 +388,12 @@ static const unsigned stack_partial[] = {
 	CTL_STAT_BPF_OFFCPU_STACK_ERR,
 };
 
+static const unsigned thread_losses[] = {
+	CTL_STAT_BPF_THREAD_AGG_FULL, CTL_STAT_BPF_THREAD_KEYS_CAP, CTL_STAT_BPF_THREAD_CALL_FULL,
+	CTL_STAT_THREAD_RING_DROPS,
+};
+static const unsigned thread_partial[] = { CTL_STAT_THREAD_STACKS_LOST, CTL_STAT_THREAD_PATHS_STALE };
+
 void ctl__kind_losses(uint32_t kind, struct ctl_kind_losses *ret)
 {
 	memset(ret, 0, sizeof(*ret));
@@ -395,6 +413,12 @@ void ctl__kind_losses(uint32_t kind, struct ctl_kind_losses *ret)
 	case EMBER_TASK_NETWORK:
 		ret->lost[0] = net_losses;
 		ret->nlost[0] = sizeof(net_losses) / sizeof(net_losses[0]);
+		break;
+	case EMBER_TASK_THREADS:
+		ret->lost[0] = thread_losses;
+		ret->nlost[0] = sizeof(thread_losses) / sizeof(thread_losses[0]);
+		ret->partial = thread_partial;
+		ret->npartial = sizeof(thread_partial) / sizeof(thread_partial[0]);
 		break;
 	}
 }

@@ -78,7 +78,7 @@ struct ctl_attach {
 	uint64_t period_ns;   /* on-CPU sampling period, CTL_PERIOD_MIN_NS..CTL_PERIOD_MAX_NS */
 	uint64_t min_block_ns;/* off-CPU: blocks shorter than this are counted, not profiled */
 	uint32_t flags;       /* CTL_ATTACH_F_* */
-	uint32_t pad;
+	uint32_t probes;      /* threads: the events it records (THREAD_P_*, bpf/threads_abi.h); min_block_ns: its stack threshold */
 	uint32_t pids[];      /* npids entries */
 };
 /* Network: the first NET_PREFIX_PAYLOAD bytes of each call's data only (heads, for monitors). */
@@ -281,6 +281,18 @@ enum ctl_stat {
 	CTL_STAT_NET_CAPS_WRITTEN,     /* connection caps written for the analyzers (CTL_REQ_NET_CAPS) */
 	CTL_STAT_NET_CAPS_REFUSED,     /* ... refused: a process none of the shard's network tasks follows, a cap over NET_MAX_PAYLOAD */
 	CTL_STAT_NET_CAPS_FAILED,      /* ... that could not be written (the map update failed) */
+	CTL_STAT_BPF_THREAD_CALLS,     /* from here: thread profiling (bpf/ember_abi.h BPF_CNT_THREAD_*) */
+	CTL_STAT_BPF_THREAD_ONCPU,
+	CTL_STAT_BPF_THREAD_AGG_FULL,
+	CTL_STAT_BPF_THREAD_KEYS_CAP,
+	CTL_STAT_BPF_THREAD_CALL_FULL,
+	CTL_STAT_BPF_THREAD_UNTIMED,
+	CTL_STAT_BPF_THREAD_STACKS,
+	CTL_STAT_BPF_THREAD_STACK_HITS,
+	CTL_STAT_THREAD_EVENTS,        /* thread aggregates sent to the analyzers */
+	CTL_STAT_THREAD_RING_DROPS,    /* ... that did not fit in their ring */
+	CTL_STAT_THREAD_STACKS_LOST,   /* ... whose stack was gone from the stack map */
+	CTL_STAT_THREAD_PATHS_STALE,   /* ... whose fd named another file by the time it was read: no path */
 	CTL_STAT_MAX,
 };
 struct ctl_stats_ans { int32_t err; uint32_t n; uint64_t v[CTL_STAT_MAX]; };

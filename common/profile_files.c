@@ -17,6 +17,7 @@ int profile_files__name(Ember__TaskKind kind, enum profile_file f, char *buf, si
 	static const char *const suffix[PF_MAX] = {
 		[PF_FOLDED] = ".folded", [PF_SVG] = ".svg", [PF_COUNT_FOLDED] = ".count.folded",
 		[PF_COUNT_SVG] = ".count.svg", [PF_NETWORK_JSON] = ".json", [PF_NETWORK_TXT] = ".txt",
+		[PF_THREADS_JSON] = ".json", [PF_TIMELINE_HTML] = ".html",
 	};
 	const struct profile_kind *k = profile_kind__by_wire(kind);
 	int n;

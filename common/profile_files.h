@@ -8,6 +8,9 @@
  *   network.json / network.txt              network only (no flame graphs): every report's
  *                                           flows, connections and exchanges as JSON lines,
  *                                           and a readable summary (exporter/net_report.h)
+ *   threads.json / threads.html             thread profiling only: its events as JSON lines
+ *                                           (one per thread and window), and the timeline
+ *                                           (exporter/thread_timeline.h)
  *   task.json                               written last: its presence means the rest is final
  *
  * <kind> is the kind's name, and which files a kind has its row's files
@@ -21,7 +24,8 @@
 #include "proto/ember.pb-c.h"
 
 enum profile_file {
-	PF_FOLDED, PF_SVG, PF_COUNT_FOLDED, PF_COUNT_SVG, PF_NETWORK_JSON, PF_NETWORK_TXT, PF_TASK_JSON, PF_MAX
+	PF_FOLDED, PF_SVG, PF_COUNT_FOLDED, PF_COUNT_SVG, PF_NETWORK_JSON, PF_NETWORK_TXT, PF_THREADS_JSON, PF_TIMELINE_HTML,
+	PF_TASK_JSON, PF_MAX
 };
 
 #define PROFILE_FILES_DONE "task.json"

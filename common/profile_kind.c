@@ -12,6 +12,7 @@ _Static_assert((int)EMBER_TASK_ONCPU == (int)EMBER__TASK_KIND__ON_CPU, "on-CPU: 
 _Static_assert((int)EMBER_TASK_OFFCPU == (int)EMBER__TASK_KIND__OFF_CPU, "off-CPU: ABI and proto numbers differ");
 _Static_assert((int)EMBER_TASK_MEM == (int)EMBER__TASK_KIND__MEM, "memory: ABI and proto numbers differ");
 _Static_assert((int)EMBER_TASK_NETWORK == (int)EMBER__TASK_KIND__NETWORK, "network: ABI and proto numbers differ");
+_Static_assert((int)EMBER_TASK_THREADS == (int)EMBER__TASK_KIND__THREADS, "threads: ABI and proto numbers differ");
 
 #define FLAME_FILES (1u << PF_FOLDED | 1u << PF_SVG)
 
@@ -22,7 +23,7 @@ static const struct profile_kind kinds[] = {
 		.name = "oncpu", .cli_alias = "on_cpu", .rest = "oncpu", .oap = "ON_CPU", .adjective = "on-CPU",
 		.title = "On-CPU flame graph", .unit = "samples",
 		.pyroscope = "cpu", .pyroscope_units = "samples", .pyroscope_rate = 100,
-		.flags = PROFILE_KIND_STACKS | PROFILE_KIND_PERIOD, .files = FLAME_FILES,
+		.flags = PROFILE_KIND_STACKS | PROFILE_KIND_UNWINDS | PROFILE_KIND_PERIOD, .files = FLAME_FILES,
 	},
 	[EMBER_TASK_OFFCPU] = {
 		.id = EMBER_TASK_OFFCPU, .wire = EMBER__TASK_KIND__OFF_CPU,
@@ -31,7 +32,7 @@ static const struct profile_kind kinds[] = {
 		.unit = "switches", .weight_unit = "µs",
 		/* the weight graph is in µs: a million per second */
 		.pyroscope = "off_cpu", .pyroscope_units = "samples", .pyroscope_rate = 1000000,
-		.flags = PROFILE_KIND_STACKS | PROFILE_KIND_WEIGHTED,
+		.flags = PROFILE_KIND_STACKS | PROFILE_KIND_UNWINDS | PROFILE_KIND_WEIGHTED,
 		.files = FLAME_FILES | 1u << PF_COUNT_FOLDED | 1u << PF_COUNT_SVG,
 	},
 	[EMBER_TASK_MEM] = {
@@ -39,12 +40,17 @@ static const struct profile_kind kinds[] = {
 		.name = "mem", .rest = "mem", .adjective = "memory",
 		.title = "Memory (page fault) flame graph", .unit = "faults",
 		.pyroscope = "mem", .pyroscope_units = "objects", .pyroscope_rate = 100,
-		.flags = PROFILE_KIND_STACKS, .files = FLAME_FILES,
+		.flags = PROFILE_KIND_STACKS | PROFILE_KIND_UNWINDS, .files = FLAME_FILES,
 	},
 	[EMBER_TASK_NETWORK] = {
 		.id = EMBER_TASK_NETWORK, .wire = EMBER__TASK_KIND__NETWORK,
 		.name = "network", .oap = "NETWORK", .adjective = "network",
 		.flags = PROFILE_KIND_NETWORK, .files = 1u << PF_NETWORK_JSON | 1u << PF_NETWORK_TXT,
+	},
+	[EMBER_TASK_THREADS] = {
+		.id = EMBER_TASK_THREADS, .wire = EMBER__TASK_KIND__THREADS,
+		.name = "threads", .cli_alias = "tprofiling", .adjective = "thread",
+		.flags = PROFILE_KIND_THREADS | PROFILE_KIND_UNWINDS, .files = 1u << PF_THREADS_JSON | 1u << PF_TIMELINE_HTML,
 	},
 };
 

@@ -29,6 +29,8 @@ enum profile_kind_flag {
 	PROFILE_KIND_WEIGHTED = 1u << 1, /* a sample also weighs (blocked ns): a weight graph beside the count graph */
 	PROFILE_KIND_PERIOD = 1u << 2,   /* sampled at the task's period_ns */
 	PROFILE_KIND_NETWORK = 1u << 3,  /* connections and exchanges: network batches, no stacks */
+	PROFILE_KIND_THREADS = 1u << 4,  /* per-thread events: thread batches, a timeline */
+	PROFILE_KIND_UNWINDS = 1u << 5,  /* its programs walk user stacks with the unwind tables */
 };
 
 struct profile_kind {

@@ -29,6 +29,9 @@ struct exporter_backend_ops {
 	 * the flows of its own processes: they add up.  The task's end comes
 	 * joined through on_task_event, after every analyzer's last batch. */
 	void (*on_network)(void *st, const Ember__NetworkBatch *b);
+	/* Optional: a THREADS task's events of one window (one batch per analyzer and
+	 * window; `last` on each analyzer's final one, before the task's end). */
+	void (*on_threads)(void *st, const Ember__ThreadBatch *b);
 	/* Optional: an OAP continuous-profiling policy held (the backend that polls the
 	 * policies reports it and starts the task) and the monitors' values per check. */
 	void (*on_trigger)(void *st, const Ember__TriggerRequest *t, uint32_t analyzer);

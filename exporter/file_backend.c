@@ -5,7 +5,9 @@
  * finishes, followed by task.json: its presence means the files are final.
  * A network task gets network.json instead (each batch's JSON lines appended
  * as it comes) and network.txt (the summary, rewritten like a flame graph),
- * both from exporter/net_report.
+ * both from exporter/net_report.  A thread task gets threads.json (each
+ * batch's events appended as gala-gopher's JSON objects, exporter/thread_events.h)
+ * and, at its end, threads.html: the timeline (exporter/thread_timeline.h).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -27,6 +29,9 @@
 #include "exporter/flamegraph.h"
 #include "exporter/stack_sample.h"
 #include "exporter/net_report.h"
+#include "exporter/thread_events.h"
+#include "exporter/thread_timeline.h"
+#include "common/timeutil.h"
 
 #define MAX_FILE_TASKS 64
 /* Frames kept per side (kernel, user) of a stack; deeper stacks are cut and counted. */
@@ -38,6 +43,8 @@ struct ftask {
 	struct flamegraph *fg;        /* weighted by count (samples, faults) */
 	struct flamegraph *fg_time;   /* a weighted kind (off-CPU): weighted by blocked µs */
 	struct net_report *net;       /* network: the summary */
+	struct thread_timeline *tl;   /* threads: every event so far, for the timeline */
+	uint64_t thread_events, thread_lost, thread_unwritten;
 	uint64_t samples, stacks, windows;
 	uint64_t start_ms, duration_ms;
 	char attach_point[32];
@@ -63,7 +70,8 @@ struct file_backend {
 	struct ftask tasks[MAX_FILE_TASKS];
 	uint64_t files_written, write_errors, tasks_dropped, frames_truncated, tasks_resumed, resume_errors;
 	uint64_t finals_retried;      /* ends written again after a write failed */
-	uint64_t network_batches;
+	uint64_t network_batches, thread_batches;
+	struct thread_host host;
 };
 
 /* <dir>/<task id>/<the task's file f>; -ENOENT when this kind has no such file. */
@@ -153,6 +161,9 @@ static struct ftask *task_get(struct file_backend *fb, const Ember__Task *t, int
 	if (k->flags & PROFILE_KIND_NETWORK) {
 		if (!(free_slot->net = net_report__new()))
 			return NULL;
+	} else if (k->flags & PROFILE_KIND_THREADS) {
+		if (!(free_slot->tl = thread_timeline__new(0)))
+			return NULL;
 	} else if (!(free_slot->fg = flamegraph__new(fb->max_nodes))) {
 		return NULL;
 	}
@@ -192,6 +203,7 @@ static void *file_init(const struct ember_config *cfg, char *err, size_t errlen)
 		return NULL;
 	fb->dir = strdup(cfg->ember.output_dir);
 	fb->max_nodes = (size_t)cfg->exporter.flamegraph.max_nodes;
+	thread_events__host(&fb->host);
 	for (size_t i = 0; i < cfg->exporter.file.formats.n; i++) {
 		fb->want_folded |= !strcmp(cfg->exporter.file.formats.v[i], "folded");
 		fb->want_svg |= !strcmp(cfg->exporter.file.formats.v[i], "svg");
@@ -301,6 +313,23 @@ static int write_json_cb(FILE *out, void *ctx)
 {
 	const struct json_ctx *c = ctx;
 
+	if (c->t->tl) {
+		struct thread_timeline_stats ts;
+
+		thread_timeline__stats(c->t->tl, &ts);
+		fprintf(out,
+			"{\"task_id\":\"%s\",\"kind\":\"%s\",\"state\":\"%s\",\"start_unix_ms\":%llu,"
+			"\"duration_ms\":%llu,\"windows\":%llu,\"events\":%llu,\"events_lost\":%llu,"
+			"\"events_unwritten\":%llu,\"timeline_events\":%llu,\"timeline_dropped\":%llu,\"attach_point\":\"%s\"",
+			c->t->id, c->t->kind->name, c->state, (unsigned long long)c->t->start_ms,
+			(unsigned long long)c->t->duration_ms, (unsigned long long)c->t->windows,
+			(unsigned long long)c->t->thread_events, (unsigned long long)c->t->thread_lost,
+			(unsigned long long)c->t->thread_unwritten, (unsigned long long)ts.events,
+			(unsigned long long)ts.dropped, c->t->attach_point);
+		put_trigger(out, c->t);
+		fputs("}\n", out);
+		return 0;
+	}
 	if (c->t->net) {
 		struct net_report_stats st;
 		struct net_loss l;
@@ -354,6 +383,15 @@ static void write_file(struct file_backend *fb, const char *dir, const struct ft
 	if ((f == PF_SVG || f == PF_COUNT_SVG) && !fb->want_svg)
 		return;
 	write_one(fb, dir, name, fn, ctx);
+}
+
+static int write_timeline_cb(FILE *out, void *ctx)
+{
+	struct ftask *t = ctx;
+	char title[160];
+
+	snprintf(title, sizeof(title), "ember thread profile %s", t->id);
+	return thread_timeline__write_html(t->tl, title, out);
 }
 
 static int write_net_txt_cb(FILE *out, void *ctx)
@@ -422,6 +460,12 @@ static int write_task(struct file_backend *fb, struct ftask *t, const char *fina
 		write_file(fb, dir, t, PF_NETWORK_TXT, write_net_txt_cb, t);
 		goto done;
 	}
+	if (t->tl) {
+		/* The timeline is drawn once, at the end: the events go to threads.json as they come. */
+		if (final_state)
+			write_file(fb, dir, t, PF_TIMELINE_HTML, write_timeline_cb, t);
+		goto done;
+	}
 	graph_title(title, sizeof(title), t, false);
 	graph_title(count_title, sizeof(count_title), t, true);
 	if (t->ncauses) { /* the reason a policy started it, in the title: the graph says why it exists */
@@ -464,6 +508,7 @@ static void task_drop(struct ftask *t)
 	t->fg = flamegraph__free(t->fg);
 	t->fg_time = flamegraph__free(t->fg_time);
 	t->net = net_report__free(t->net);
+	t->tl = thread_timeline__free(t->tl);
 	t->used = false;
 }
 
@@ -517,6 +562,85 @@ static void file_on_network(void *st, const Ember__NetworkBatch *b)
 		net_report__unwritten(t->net, b);
 	fb->network_batches++;
 	t->windows += b->part == 0;
+	t->dirty = 1;
+}
+
+static int put_line(void *ctx, const char *json, size_t len)
+{
+	FILE *f = ctx;
+
+	return fwrite(json, 1, len, f) == len && fputc('\n', f) != EOF ? 0 : -EIO;
+}
+
+/* The batch's objects, appended to threads.json whole or not at all (as network.json's). */
+static int append_threads(struct file_backend *fb, struct ftask *t, const Ember__ThreadBatch *b)
+{
+	char path[1200];
+	struct stat st;
+	int fd, r;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", fb->dir, t->id);
+	if (mkdir(path, 0777) && errno != EEXIST)
+		return -errno;
+	if ((r = task_path(fb, t, PF_THREADS_JSON, path, sizeof(path))))
+		return r;
+	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || !(f = fdopen(fd, "a"))) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	r = thread_events__each(b, &fb->host, timeutil__unix_ms(), put_line, f);
+	if (!r && fflush(f))
+		r = -EIO;
+	if (r && ftruncate(fileno(f), st.st_size))
+		r = -EIO;
+	if (fclose(f) && !r)
+		r = -EIO;
+	return r;
+}
+
+static void file_on_threads(void *st, const Ember__ThreadBatch *b)
+{
+	struct file_backend *fb = st;
+	struct ftask *t = b ? task_get(fb, b->task, 1) : NULL;
+
+	if (!t || !t->tl)
+		return;
+	if (b->n_events && append_threads(fb, t, b)) {
+		fb->write_errors++;
+		t->thread_unwritten += b->n_events;
+	} else if (b->n_events) {
+		fb->files_written++;
+	}
+	for (size_t i = 0; i < b->n_events; i++) {
+		const Ember__ThreadEvent *e = b->events[i];
+		char stack[8192];
+		size_t n = 0;
+		struct tl_event te = { .tid = e->tid, .tgid = e->tgid, .thread_comm = e->thread_comm,
+				       .proc_name = e->proc_name, .name = e->name, .type = e->type,
+				       .start_ns = e->start_unix_ns, .end_ns = e->end_unix_ns,
+				       .duration_ns = e->duration_ns, .count = e->count, .stack = stack,
+				       .file_path = e->file_path, .sock_conn = e->sock_conn, .futex_op = e->futex_op,
+				       .ongoing = e->ongoing };
+
+		stack[0] = 0;
+		for (size_t j = 0; j < e->n_stack && n < sizeof(stack); j++) {
+			int w = snprintf(stack + n, sizeof(stack) - n, "%s%s", j ? ";" : "", e->stack[j]);
+
+			if (w < 0)
+				break;
+			n += (size_t)w;
+		}
+		(void)thread_timeline__add(t->tl, &te);
+	}
+	t->thread_events += b->n_events;
+	t->thread_lost += b->events_lost;
+	fb->thread_batches++;
+	t->windows++;
 	t->dirty = 1;
 }
 
@@ -594,6 +718,7 @@ const struct exporter_backend_ops file_backend_ops = {
 	.on_profile = file_on_profile,
 	.on_task_event = file_on_task_event,
 	.on_network = file_on_network,
+	.on_threads = file_on_threads,
 	.tick = file_tick,
 	.counters = file_counters,
 	.free = file_free,

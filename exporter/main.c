@@ -28,7 +28,7 @@
 
 enum xstat {
 	XS_ENVELOPES, XS_DECODE_ERRORS, XS_PROFILES, XS_TASK_EVENTS, XS_METER_BATCHES, XS_SEQ_GAPS, XS_NETWORK_BATCHES,
-	XS_OTHER_BODIES, XS_MAX
+	XS_THREAD_BATCHES, XS_OTHER_BODIES, XS_MAX
 };
 static const struct counter_def xstat_counters[XS_MAX] = {
 	[XS_ENVELOPES] = { .name = "exporter_envelopes" },
@@ -38,6 +38,7 @@ static const struct counter_def xstat_counters[XS_MAX] = {
 	[XS_METER_BATCHES] = { .name = "exporter_meter_batches" },
 	[XS_SEQ_GAPS] = { .name = "exporter_sequence_gaps" },
 	[XS_NETWORK_BATCHES] = { .name = "exporter_network_batches" },
+	[XS_THREAD_BATCHES] = { .name = "exporter_thread_batches" },
 	[XS_OTHER_BODIES] = { .name = "exporter_unknown_bodies" },
 };
 
@@ -92,6 +93,10 @@ static void dispatch(struct exporter *x, Ember__Envelope *env)
 			/* every shard's batch as it comes: their flows add up, no join needed */
 			if (x->ops[i]->on_network) x->ops[i]->on_network(x->st[i], env->network);
 			break;
+		case EMBER__ENVELOPE__BODY_THREADS:
+			/* every shard's batch as it comes: their threads differ */
+			if (x->ops[i]->on_threads) x->ops[i]->on_threads(x->st[i], env->threads);
+			break;
 		case EMBER__ENVELOPE__BODY_TRIGGER:
 			if (x->ops[i]->on_trigger) x->ops[i]->on_trigger(x->st[i], env->trigger, env->analyzer);
 			break;
@@ -107,6 +112,7 @@ static void dispatch(struct exporter *x, Ember__Envelope *env)
 	case EMBER__ENVELOPE__BODY_TASK_EVENT: x->stats[XS_TASK_EVENTS]++; break;
 	case EMBER__ENVELOPE__BODY_METERS: x->stats[XS_METER_BATCHES]++; break;
 	case EMBER__ENVELOPE__BODY_NETWORK: x->stats[XS_NETWORK_BATCHES]++; break;
+	case EMBER__ENVELOPE__BODY_THREADS: x->stats[XS_THREAD_BATCHES]++; break;
 	default: x->stats[XS_OTHER_BODIES]++; break;
 	}
 }

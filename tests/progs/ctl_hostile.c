@@ -121,7 +121,7 @@ static int hex_id(const char *hex, uint8_t *id)
 static int attach(struct ctl_client *cc, uint64_t id, uint32_t kind, uint32_t pid, uint32_t flags)
 {
 	struct ctl_attach_ans ans;
-	int r = ctl_client__attach(cc, id, kind, &pid, 1, 10000000, 0, flags, &ans);
+	int r = ctl_client__attach(cc, id, kind, &pid, 1, 10000000, 0, flags, 0, &ans);
 
 	return r ? r : ans.err;
 }

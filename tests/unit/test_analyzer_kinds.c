@@ -83,7 +83,9 @@ static void test_served(void **state)
 	assert_ptr_equal(net, &analyzer_kind_net);
 	assert_ptr_not_equal(impl, stacks_impl);
 	assert_false(analyzer_kinds__get(F.k, 0, &ops, &impl));
-	assert_false(analyzer_kinds__get(F.k, EMBER_TASK_NETWORK + 1, &ops, &impl));
+	assert_true(analyzer_kinds__get(F.k, EMBER_TASK_THREADS, &ops, &impl));
+	assert_ptr_equal(ops, &analyzer_kind_threads);
+	assert_false(analyzer_kinds__get(F.k, EMBER_TASK_THREADS + 1, &ops, &impl));
 	assert_false(analyzer_kinds__get(F.k, UINT32_MAX, &ops, &impl));
 	assert_int_equal(analyzer_kinds__flags(F.k, EMBER_TASK_MEM), ANALYZER_KIND_F_USER_STACKS);
 	assert_int_equal(analyzer_kinds__flags(F.k, EMBER_TASK_NETWORK),
@@ -94,7 +96,9 @@ static void test_served(void **state)
 	assert_ptr_equal(ops, &analyzer_kind_stacks);
 	assert_true(analyzer_kinds__plugin(F.k, 1, &ops, &impl));
 	assert_ptr_equal(ops, &analyzer_kind_net);
-	assert_false(analyzer_kinds__plugin(F.k, 2, &ops, &impl));
+	assert_true(analyzer_kinds__plugin(F.k, 2, &ops, &impl));
+	assert_ptr_equal(ops, &analyzer_kind_threads);
+	assert_false(analyzer_kinds__plugin(F.k, 3, &ops, &impl));
 }
 
 static void stats_of(uint32_t kind, uint64_t *v)

@@ -46,6 +46,9 @@ static const struct want want[] = {
 	{ EMBER_TASK_NETWORK, "network", NULL, "NETWORK", "network", NULL, NULL, NULL, NULL, NULL, NULL, 0,
 	  { [PF_NETWORK_JSON] = "network.json", [PF_NETWORK_TXT] = "network.txt", [PF_TASK_JSON] = "task.json" },
 	  { "network", "NETWORK", NULL } },
+	{ EMBER_TASK_THREADS, "threads", NULL, NULL, "thread", NULL, NULL, NULL, NULL, NULL, NULL, 0,
+	  { [PF_THREADS_JSON] = "threads.json", [PF_TIMELINE_HTML] = "threads.html", [PF_TASK_JSON] = "task.json" },
+	  { "threads", "tprofiling", NULL } },
 };
 #define NWANT (sizeof(want) / sizeof(want[0]))
 
@@ -86,14 +89,18 @@ static void test_rows(void **state)
 		assert_int_equal(!!(k->flags & PROFILE_KIND_WEIGHTED), k->count_title && k->weight_unit);
 		assert_int_equal(!!(k->flags & PROFILE_KIND_NETWORK), w->id == EMBER_TASK_NETWORK);
 		assert_int_equal(!!(k->flags & PROFILE_KIND_PERIOD), w->id == EMBER_TASK_ONCPU);
+		assert_int_equal(!!(k->flags & PROFILE_KIND_THREADS), w->id == EMBER_TASK_THREADS);
+		/* every kind that walks user stacks is served the unwind tables */
+		assert_int_equal(!!(k->flags & PROFILE_KIND_UNWINDS),
+				 !!(k->flags & (PROFILE_KIND_STACKS | PROFILE_KIND_THREADS)));
 	}
 	assert_null(profile_kind__at(NWANT));
 	assert_null(profile_kind__by_id(0));
-	assert_null(profile_kind__by_id(EMBER_TASK_NETWORK + 1));
+	assert_null(profile_kind__by_id(EMBER_TASK_THREADS + 1));
 	assert_null(profile_kind__by_id(UINT32_MAX));
 	assert_null(profile_kind__by_wire(0));
 	assert_null(profile_kind__by_wire(-1));
-	assert_null(profile_kind__by_wire(EMBER_TASK_NETWORK + 1));
+	assert_null(profile_kind__by_wire(EMBER_TASK_THREADS + 1));
 }
 
 /* Each kind's files are named as common/profile_files.c named them before the table. */

@@ -1,0 +1,363 @@
+/*
+ * What every stack-walking program shares, included by each object that
+ * walks stacks (bpf/stacks.bpf.c, bpf/threads.bpf.c): the target map, the
+ * counters, the stacks stored by content hash, and the user-stack walker with
+ * its unwind tables.  An object other than stacks.bpf.c reuses the stacks
+ * object's maps (the collector hands their fds over before it loads), so a
+ * stack one program stored is the same stack to the others, and the unwind
+ * tables are written once.
+ */
+#ifndef EMBER_USER_STACK_BPF_H
+#define EMBER_USER_STACK_BPF_H
+
+#include "bpf/ember_abi.h"
+#include "bpf/unwind_abi.h"
+#include "bpf/ember.bpf.h"
+
+/* tgid -> the tasks targeting it (struct target_val). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, struct target_val);
+	__uint(max_entries, 1024);
+} targets SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(max_entries, BPF_CNT_MAX);
+} counters SEC(".maps");
+
+/* Stacks by content hash: they outlive windows (a thread sleeps for minutes after its stack is taken). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__type(key, __u64);
+	__type(value, struct hstack);
+	__uint(max_entries, 8192);
+} hstacks SEC(".maps");
+
+/* Per-CPU scratch for one stack (too big for the BPF stack). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct hstack);
+	__uint(max_entries, 1);
+} scratch SEC(".maps");
+
+/* Unwind tables (bpf/unwind_abi.h), written by the collector; sizes set before load. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct unwind_row);
+	__uint(max_entries, 1);
+} unwind_rows SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);   /* tgid */
+	__type(value, __u32); /* its slot in unwind_procs */
+	__uint(max_entries, 1);
+} unwind_slot SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct unwind_proc_head);
+	__uint(max_entries, 1);
+} unwind_procs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);   /* slot * UNWIND_MAX_MAPS + i */
+	__type(value, struct unwind_map);
+	__uint(max_entries, 1);
+} unwind_maps SEC(".maps");
+
+static __always_inline void count(__u32 id)
+{
+	counter_inc(&counters, id);
+}
+
+/* ---- user stacks through unwind tables ------------------------------------ */
+
+struct uw_state {
+	__u64 ip, sp, bp;
+	__u32 slot, n;
+	__u32 exact;    /* ip is not a return address (the first frame, a signal's interrupted frame) */
+	__u32 end;      /* UW_* */
+};
+enum { UW_RUNNING = 0, UW_COMPLETE, UW_READ_ERR, UW_STOPPED };
+
+/* ucontext_t's uc_mcontext.gregs at the signal trampoline's rsp (x86-64 rt_sigframe after pretcode). */
+#define SIGCTX_RBP (40 + 8 * 10)
+#define SIGCTX_RSP (40 + 8 * 15)
+#define SIGCTX_RIP (40 + 8 * 16)
+
+static long uw_step(__u32 i, struct uw_state *c)
+{
+	__u32 nm, lo, hi;
+	struct hstack *st = percpu_scratch(&scratch);
+	struct unwind_proc_head *p = bpf_map_lookup_elem(&unwind_procs, &c->slot);
+	struct unwind_map *m;
+	struct unwind_row *row = NULL;
+	__u64 at, cfa, ra = 0;
+	__u8 type = UNW_NONE;
+
+	/*
+	 * The frame's index is bpf_loop's i, which the verifier treats as any
+	 * value below the loop count: indexing with a counter kept in c would
+	 * make it verify every iteration apart.
+	 */
+	__u64 idx = i;
+
+	asm volatile("" : "+r"(idx)); /* one register, checked and used: the compiler may not re-derive it */
+	if (!st || !p || idx >= EMBER_MAX_STACK_DEPTH)
+		return 1;
+	st->ips[idx] = c->ip;
+	c->n = idx + 1;
+	/* A return address points after the call: the call itself is at ip - 1. */
+	at = c->ip - (c->exact ? 0 : 1);
+
+	/*
+	 * Binary searches without branches: a fixed number of steps, each
+	 * moving lo or hi through masks (opaque to the compiler, so no select
+	 * turns back into a branch) and doing nothing once lo == hi.  With a
+	 * branch per step the verifier would walk 2^steps paths; this is one.
+	 * (Differences of values below 2^63 give comparisons by their sign.)
+	 */
+	nm = p->nmaps < UNWIND_MAX_MAPS ? p->nmaps : UNWIND_MAX_MAPS;
+	/*
+	 * Most callers live in the callee's mapping: that one first.  Its index
+	 * is kept in the scratch map, not in c: a value the verifier cannot
+	 * follow from one frame to the next lets it see every frame as one.
+	 */
+	lo = st->pad;
+	{
+		__u32 key = c->slot * UNWIND_MAX_MAPS + (lo & (UNWIND_MAX_MAPS - 1));
+		m = bpf_map_lookup_elem(&unwind_maps, &key);
+		if (m && lo < nm && m->start <= at && at < m->end) {
+			lo++;
+			goto found;
+		}
+	}
+	lo = 0;
+	hi = nm;
+	for (int k = 0; k < 7; k++) { /* the mapping: the last with start <= at */
+		__u32 mid = (lo + hi) >> 1, key = c->slot * UNWIND_MAX_MAPS + (mid & (UNWIND_MAX_MAPS - 1));
+		__u64 act, right, mr, ml;
+
+		m = bpf_map_lookup_elem(&unwind_maps, &key);
+		if (!m)
+			return 1;
+		act = -((((__u64)lo - (__u64)hi) >> 63));   /* ~0 while lo < hi */
+		right = ((at - m->start) >> 63) - 1;        /* ~0 when start <= at */
+		asm volatile("" : "+r"(act), "+r"(right));
+		mr = right & act;
+		ml = ~right & act;
+		lo = (__u32)((lo & ~mr) | ((mid + 1) & mr));
+		hi = (__u32)((hi & ~ml) | (mid & ml));
+	}
+found:
+	st->pad = lo ? lo - 1 : 0;
+	m = NULL;
+	if (lo > 0 && lo <= UNWIND_MAX_MAPS) {
+		__u32 key = c->slot * UNWIND_MAX_MAPS + lo - 1;
+		m = bpf_map_lookup_elem(&unwind_maps, &key);
+	}
+	if (m) {
+		__u64 pc = at - m->bias;
+
+		if (at < m->end && m->nrows && pc < (1ull << 32)) {
+			lo = 0;
+			hi = m->nrows;
+			for (int k = 0; k < UNWIND_SEARCH_STEPS; k++) { /* the row: the last with row.pc <= pc */
+				__u32 mid = (lo + hi) >> 1, key = m->first + mid;
+				struct unwind_row *r;
+				__u64 act, right, mr, ml;
+
+				if (lo >= hi)
+					break; /* found: small tables take few steps */
+				r = bpf_map_lookup_elem(&unwind_rows, &key);
+				if (!r)
+					return 1;
+				act = -((((__u64)lo - (__u64)hi) >> 63));
+				right = ((pc - (__u64)r->pc) >> 63) - 1;
+				asm volatile("" : "+r"(act), "+r"(right));
+				mr = right & act;
+				ml = ~right & act;
+				lo = (__u32)((lo & ~mr) | ((mid + 1) & mr));
+				hi = (__u32)((hi & ~ml) | (mid & ml));
+			}
+			if (lo > 0) {
+				__u32 key = m->first + lo - 1;
+				row = bpf_map_lookup_elem(&unwind_rows, &key);
+				if (row)
+					type = row->type;
+			}
+		}
+	}
+
+	switch (type) {
+	case UNW_END:
+		c->end = UW_COMPLETE;
+		return 1;
+	case UNW_SIGNAL: {
+		__u64 regs[3];
+		if (bpf_probe_read_user(&regs[0], 8, (void *)(c->sp + SIGCTX_RBP)) ||
+		    bpf_probe_read_user(&regs[1], 8, (void *)(c->sp + SIGCTX_RSP)) ||
+		    bpf_probe_read_user(&regs[2], 8, (void *)(c->sp + SIGCTX_RIP))) {
+			c->end = UW_READ_ERR;
+			return 1;
+		}
+		c->bp = regs[0];
+		c->sp = regs[1];
+		c->ip = regs[2];
+		c->exact = 1;
+		return c->ip ? 0 : 1;
+	}
+	case UNW_CFA_RSP:
+	case UNW_CFA_RBP:
+	case UNW_PLT:
+		if (!row)
+			return 1;
+		if (type == UNW_CFA_RSP)
+			cfa = c->sp + row->cfa_off;
+		else if (type == UNW_CFA_RBP)
+			cfa = c->bp + row->cfa_off;
+		else
+			cfa = c->sp + 8 + (((c->ip & 15) >= row->cfa_off) ? 8 : 0);
+		if (bpf_probe_read_user(&ra, sizeof(ra), (void *)(cfa - 8))) {
+			c->end = UW_READ_ERR;
+			return 1;
+		}
+		if (row->fp_off8 && bpf_probe_read_user(&c->bp, sizeof(c->bp), (void *)(cfa + (__s64)row->fp_off8 * 8))) {
+			c->end = UW_READ_ERR;
+			return 1;
+		}
+		break;
+	default: {
+		/* No rule here: frame pointers, as bpf_get_stack would. */
+		__u64 frame[2];
+		if (c->bp < c->sp || c->bp - c->sp > (8u << 20)) {
+			c->end = UW_STOPPED;
+			return 1;
+		}
+		if (bpf_probe_read_user(frame, sizeof(frame), (void *)c->bp)) {
+			c->end = UW_READ_ERR;
+			return 1;
+		}
+		cfa = c->bp + 16;
+		c->bp = frame[0];
+		ra = frame[1];
+		/* Counted here, not in c: a counter in the loop's state keeps the verifier from converging. */
+		count(BPF_CNT_UNWIND_FP_FRAMES);
+		break;
+	}
+	}
+	/* Stacks grow down: a caller's frame is above its callee's, or the walk is lost. */
+	if (!ra || cfa <= c->sp) {
+		c->end = UW_STOPPED;
+		return 1;
+	}
+	c->ip = ra;
+	c->sp = cfa;
+	c->exact = 0;
+	return 0;
+}
+
+static __always_inline __u64 unwind_gen(__u32 tgid)
+{
+	__u32 *slot = bpf_map_lookup_elem(&unwind_slot, &tgid);
+	struct unwind_proc_head *p;
+
+	if (!slot)
+		return 0;
+	p = bpf_map_lookup_elem(&unwind_procs, slot);
+	return p && p->tgid == tgid ? p->gen : 0;
+}
+
+/*
+ * The current thread's user stack, walked with its process's unwind tables
+ * into the per-CPU scratch and stored in hstacks by content hash.  0 when the
+ * process has no tables (the caller walks frame pointers as before).
+ */
+static __always_inline __u64 unwind_user(__u32 tgid)
+{
+	/* its own zero key for its two scratch lookups: percpu_scratch() twice costs two instructions */
+	__u32 zero = 0, *slot = bpf_map_lookup_elem(&unwind_slot, &tgid);
+	struct task_struct *task;
+	struct pt_regs *regs;
+	struct unwind_proc_head *p;
+	struct hstack *st;
+	struct uw_state c = {};
+	__u64 h = EMBER_FNV_OFFSET;
+
+	if (!slot)
+		return 0;
+	p = bpf_map_lookup_elem(&unwind_procs, slot);
+	if (!p || p->tgid != tgid)
+		return 0;
+	task = (struct task_struct *)bpf_get_current_task_btf();
+	regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	/* regs are the user registers saved at the last kernel entry, whatever context this runs in. */
+	c.ip = regs->ip;
+	c.sp = regs->sp;
+	c.bp = regs->bp;
+	c.slot = *slot;
+	c.exact = 1;
+	st = bpf_map_lookup_elem(&scratch, &zero);
+	if (!st)
+		return 0;
+	st->pad = 0; /* uw_step's last mapping */
+	bpf_loop(EMBER_MAX_STACK_DEPTH, uw_step, &c, 0);
+	count(BPF_CNT_UNWIND_STACKS);
+	if (c.end == UW_COMPLETE)
+		count(BPF_CNT_UNWIND_COMPLETE);
+	else if (c.end == UW_READ_ERR)
+		count(BPF_CNT_UNWIND_READ_ERR);
+	else if (c.end == UW_RUNNING)
+		count(BPF_CNT_UNWIND_TRUNCATED);
+	st = bpf_map_lookup_elem(&scratch, &zero);
+	if (!st || !c.n)
+		return 0;
+	st->n = c.n;
+	for (__u32 i = 0; i < EMBER_MAX_STACK_DEPTH; i++) {
+		if (i >= c.n)
+			break;
+		h = fnv_mix(h, st->ips[i]);
+	}
+	h |= 1;
+	if (!map_ensure(&hstacks, &h, st))
+		count(BPF_CNT_HSTACK_FULL);
+	return h;
+}
+
+/* Walks one stack into the per-CPU scratch and stores it by content hash. */
+static __always_inline __u64 hash_stack(void *ctx, __u64 flags)
+{
+	struct hstack *st = percpu_scratch(&scratch);
+	__u64 h = EMBER_FNV_OFFSET;
+	long len;
+
+	if (!st)
+		return 0;
+	len = bpf_get_stack(ctx, st->ips, sizeof(st->ips), flags);
+	if (len <= 0) {
+		count(BPF_CNT_OFFCPU_STACK_ERR);
+		return 0;
+	}
+	st->n = len / sizeof(__u64);
+	for (__u32 i = 0; i < EMBER_MAX_STACK_DEPTH; i++) {
+		if (i >= st->n)
+			break;
+		h = fnv_mix(h, st->ips[i]);
+	}
+	h |= 1; /* never 0: 0 means "no stack" */
+	/* Most blocks repeat a known stack: look before copying 1 KiB into the map. */
+	if (!map_ensure(&hstacks, &h, st))
+		count(BPF_CNT_HSTACK_FULL);
+	return h;
+}
+
+#endif

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Thread profiling (gala-gopher's tprofiling) against tests/progs/thread_lab,
+# whose own clocks give the expectations (tests/integration/threads_checks.py):
+#   1. a deadlock: LockThd1 and LockThd2 write and fsync a file, sleep, then
+#      wait for each other's mutex for good: each thread's last event is a
+#      futex wait in progress at the end, under pthread_mutex_lock, with the
+#      file's path on its writes; the timeline's lanes end in lock bars;
+#   2. lock contention: CompeteThd1 computes holding a mutex, CompeteThd2
+#      waits for it then writes to a TCP connection tcp-server reads: its
+#      futex waits add up to what it measured itself, its writes name the
+#      connection, the computing thread's on-CPU time is the work it did.
+# Conservation: the calls and on-CPU periods the kernel counted for the task
+# are the events' counts, nothing lost.
+. "$(dirname "$0")/lib.sh"
+need_bpf
+start_agent
+stats() { "$EMBER" stats --config "$TMP/ember.yaml" > "$1" 2>&1 || { cat "$1"; fail "ember stats failed"; }; }
+
+# 1. deadlock
+stats "$TMP/s0"
+EMBER_TEST_GO=$TMP/go "$PROGS/thread_lab" deadlock "$TMP/data.bin" 1500 > "$TMP/dl.out" & W=$!; CLEANUP_PIDS+=("$W")
+profile_gated --config "$TMP/ember.yaml" --pid "$W" --type threads --duration 5s --out "$TMP/dl"
+stats "$TMP/s1"
+kill "$W" 2>/dev/null
+python3 "$ROOT/tests/integration/threads_checks.py" deadlock "$TMP/dl" "$TMP/dl.out" "$TMP/data.bin" "$TMP/s0" "$TMP/s1" \
+  || fail "deadlock: see above"
+ok "deadlock: both threads end in a futex wait under pthread_mutex_lock; writes and fsyncs name the file"
+
+# 2. contention
+stats "$TMP/s2"
+EMBER_TEST_GO=$TMP/go "$PROGS/thread_lab" contention 12 100 > "$TMP/ct.out" & W=$!; CLEANUP_PIDS+=("$W")
+profile_gated --config "$TMP/ember.yaml" --pid "$W" --type threads --duration 5s --out "$TMP/ct"
+wait "$W" || fail "the contention workload failed"
+stats "$TMP/s3"
+python3 "$ROOT/tests/integration/threads_checks.py" contention "$TMP/ct" "$TMP/ct.out" - "$TMP/s2" "$TMP/s3" \
+  || fail "contention: see above"
+ok "contention: futex waits, network writes and on-CPU time match the program's own clocks"
+stop_agent || fail "agent exited with an error"
