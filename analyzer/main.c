@@ -32,6 +32,7 @@
 #include "common/bus.h"
 #include "common/cleanup.h"
 #include "common/config.h"
+#include "common/thread_probes.h"
 #include "common/cp_policy.h"
 #include "common/ctl_client.h"
 #include "common/log.h"
@@ -167,6 +168,9 @@ static int setup_symbolizer(struct analyzer *a)
 /* A policy target's kind: Rover's target names are the OAP's (tests/unit/test_profile_kind: each has a row). */
 static const struct profile_kind *kind_of(enum cp_target t)
 {
+	/* ember's own target: the OAP has no spelling for it */
+	if (t == CP_TARGET_THREADS)
+		return profile_kind__by_id(EMBER_TASK_THREADS);
 	return profile_kind__by_oap(cp_target__name(t));
 }
 
@@ -265,6 +269,11 @@ static int cb_trigger(void *ctx, const struct mon_trigger *t)
 	def.period_ns = a->cfg->profiling.task.on_cpu.dump_period_ns;
 	def.min_block_ns = a->cfg->profiling.task.off_cpu.min_block_time_ns;
 	snprintf(def.origin, sizeof(def.origin), "trigger");
+	if (k->flags & PROFILE_KIND_THREADS) {
+		/* Every event: what every thread was doing while the policy held. */
+		def.thread_probes = THREAD_PROBES_ALL;
+		def.min_block_ns = a->cfg->profiling.task.threads.stack_threshold_ns;
+	}
 	if (k->flags & PROFILE_KIND_NETWORK) {
 		/* Rover's triggered network task: every URI, slow (>= 0 ms), 4xx and 5xx, whole messages. */
 		struct task_sampling *s = &def.samplings[def.nsamplings++];

@@ -84,7 +84,7 @@ enum ember_bpf_counter {
 	BPF_CNT_THREAD_AGG_FULL,  /* calls or periods lost: the aggregation map had no room */
 	BPF_CNT_THREAD_KEYS_CAP,  /* ... lost: their thread had THREAD_MAX_KEYS aggregates this window */
 	BPF_CNT_THREAD_CALL_FULL, /* calls not timed: the in-flight map had no room */
-	BPF_CNT_THREAD_UNTIMED,   /* on-CPU periods whose start was not seen (running when the task began) */
+	BPF_CNT_THREAD_UNTIMED,   /* on-CPU periods whose start was not seen (running when the task began): started at the slice's run time */
 	BPF_CNT_THREAD_STACKS,    /* user stacks walked for calls */
 	BPF_CNT_THREAD_STACK_HITS,/* calls that reused their thread's last stack (same place) */
 	BPF_CNT_MAX,

@@ -472,14 +472,27 @@ static __always_inline int t_switch(void *ctx, __u32 next_tid, __u32 next_tgid)
 		struct thread_call *c = bpf_map_lookup_elem(&threads_calls, &tid);
 
 		if (tv->threads_probes & THREAD_P_ONCPU) {
-			if (o && o->ts && o->tgid == tgid) {
-				struct thread_agg_key key = { .tid = tid, .tgid = tgid, .nr = THREAD_NR_ONCPU, .arg = -1 };
+			struct thread_agg_key key = { .tid = tid, .tgid = tgid, .nr = THREAD_NR_ONCPU, .arg = -1 };
 
+			if (o && o->ts && o->tgid == tgid) {
 				count(BPF_CNT_THREAD_ONCPU);
 				book(&key, THREAD_EV_ONCPU, tv, o->ts, now, 0, false);
 				o->ts = 0;
 			} else {
+				/*
+				 * On the CPU since before the task: the slice's run time so far
+				 * (its scheduler entity's runtime since it was picked) says since when.
+				 */
+				struct task_struct *t = bpf_get_current_task_btf();
+				__u64 ran = t->se.sum_exec_runtime - t->se.prev_sum_exec_runtime;
+
 				count(BPF_CNT_THREAD_UNTIMED);
+				if (ran && ran < now) {
+					count(BPF_CNT_THREAD_ONCPU);
+					book(&key, THREAD_EV_ONCPU, tv, now - ran, now, 0, false);
+				}
+				if (o)
+					o->ts = 0;
 			}
 		}
 		if (c && c->ts && !c->uhash && c->tgid == tgid)

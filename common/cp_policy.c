@@ -12,7 +12,7 @@
 
 #include "common/regex_guard.h"
 
-static const char *const target_names[CP_TARGET_MAX] = { "ON_CPU", "OFF_CPU", "NETWORK" };
+static const char *const target_names[CP_TARGET_MAX] = { "ON_CPU", "OFF_CPU", "NETWORK", "THREADS" };
 static const struct {
 	const char *name, *protocol;
 } monitors[CP_MON_MAX] = {
@@ -211,11 +211,11 @@ static void parse_profiling(struct parse *p, struct cp_policy *pol, yaml_node_t 
 	for (yaml_node_pair_t *t = n->data.mapping.pairs.start; t < n->data.mapping.pairs.top; t++) {
 		const char *tk = scalar(yaml_document_get_node(p->doc, t->key));
 		yaml_node_t *tv = yaml_document_get_node(p->doc, t->value);
-		int target = lookup_name(tk, target_names, CP_TARGET_MAX);
+		int target = lookup_name(tk, target_names, p->src == CP_SOURCE_OAP ? CP_TARGET_ROVER_MAX : CP_TARGET_MAX);
 
 		if (target < 0) {
-			problem(p->set, "policy '%s': unknown target '%.40s' (ON_CPU, OFF_CPU, NETWORK)", pol->name,
-				tk ? tk : "");
+			problem(p->set, "policy '%s': unknown target '%.40s' (ON_CPU, OFF_CPU, NETWORK%s)", pol->name,
+				tk ? tk : "", p->src == CP_SOURCE_OAP ? "" : ", THREADS");
 			continue;
 		}
 		if (!tv || tv->type != YAML_MAPPING_NODE) {

@@ -10,7 +10,9 @@
  *                                        MatchCmd: regex    (the processes: command line, POSIX ERE)
  *                                        Profiling: {TARGET: {MONITOR: item}}
  *
- * TARGET: ON_CPU, OFF_CPU, NETWORK.  MONITOR: PROCESS_CPU, PROCESS_THREAD_COUNT,
+ * TARGET: ON_CPU, OFF_CPU, NETWORK, and ember's THREADS (local policies only:
+ * "when p99 latency holds over the threshold, record what every thread was
+ * doing").  MONITOR: PROCESS_CPU, PROCESS_THREAD_COUNT,
  * SYSTEM_LOAD, HTTP_ERROR_RATE, HTTP_AVG_RESPONSE_TIME (Rover's, HTTP/1.x),
  * and ember's own for the other protocols the network path parses, named
  * the same way: <P>_ERROR_RATE and <P>_AVG_RESPONSE_TIME with P one of HTTP2,
@@ -38,7 +40,9 @@
 #include <stdint.h>
 
 /* Order = enum ember_task_kind is not the point: these are Rover's names. */
-enum cp_target { CP_TARGET_ON_CPU = 0, CP_TARGET_OFF_CPU, CP_TARGET_NETWORK, CP_TARGET_MAX };
+enum cp_target { CP_TARGET_ON_CPU = 0, CP_TARGET_OFF_CPU, CP_TARGET_NETWORK, CP_TARGET_ROVER_MAX,
+	/* ember's: a thread profile (local policies only: the OAP knows Rover's three) */
+	CP_TARGET_THREADS = CP_TARGET_ROVER_MAX, CP_TARGET_MAX };
 /*
  * The first five in the order of ContinuousProfilingTriggeredMonitorType
  * (spec section 2.4); then ember's, an error rate and an average response

@@ -79,6 +79,20 @@ static void test_oap_policy_json(void **state)
 	assert_non_null(strstr(p->problems[0], "unknown monitor 'REDIS_ERROR_RATE'"));
 	assert_non_null(strstr(p->problems[1], "no valid item"));
 	cp_policies__free(p);
+	/* ember's THREADS target is a local policy's: the OAP has no task of that kind. */
+	p = cp_policies__parse("[{\"ServiceName\":\"s\",\"UUID\":\"u\",\"Profiling\":{\"THREADS\":{\"PROCESS_CPU\":"
+			       "{\"Threshold\":\"5\",\"Period\":10,\"Count\":2}}}}]", CP_SOURCE_OAP, err, sizeof(err));
+	assert_non_null(p);
+	assert_int_equal(p->n_problems, 2);
+	assert_non_null(strstr(p->problems[0], "unknown target 'THREADS' (ON_CPU, OFF_CPU, NETWORK)"));
+	cp_policies__free(p);
+	p = cp_policies__parse("[{MatchCmd: svc, Profiling: {THREADS: {HTTP_AVG_RESPONSE_TIME: "
+			       "{Threshold: 200, Period: 10, Count: 3}}}}]", CP_SOURCE_LOCAL, err, sizeof(err));
+	assert_non_null(p);
+	assert_int_equal(p->n_problems, 0);
+	assert_int_equal(p->v[0].items[0].target, CP_TARGET_THREADS);
+	assert_int_equal(p->v[0].items[0].monitor, CP_MON_HTTP_AVG_RESPONSE_TIME);
+	cp_policies__free(p);
 }
 
 /* One invalid item per line, each described; the valid item of the same policy stays. */

@@ -169,8 +169,11 @@ static void test_names_round_trip(void **state)
 	assert_null(profile_kind__by_name("on_cpu"));
 	/* the OAP's and Rover's target names (cp_policy) and gala-gopher's flamegraph sub-items
 	 * that start tasks (analyzer/rest) all have a row */
-	for (unsigned t = 0; t < CP_TARGET_MAX; t++)
+	for (unsigned t = 0; t < CP_TARGET_ROVER_MAX; t++)
 		assert_non_null(profile_kind__by_oap(cp_target__name((enum cp_target)t)));
+	/* ember's own target is a kind the OAP cannot name */
+	assert_string_equal(cp_target__name(CP_TARGET_THREADS), "THREADS");
+	assert_null(profile_kind__by_oap("THREADS"));
 	for (unsigned p = REST_PROBE_ONCPU; p <= REST_PROBE_MEM; p++)
 		assert_non_null(profile_kind__by_rest(rest_doc__probe_name(REST_FLAMEGRAPH, p)));
 	assert_null(profile_kind__by_rest(rest_doc__probe_name(REST_FLAMEGRAPH, REST_PROBE_MEM_GLIBC)));
