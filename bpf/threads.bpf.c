@@ -98,12 +98,50 @@ struct {
 
 /* Which set programs write to; flipped by the collector once a window. */
 volatile __u32 threads_active;
+/* Bumped by the collector after each change of a thread task's targets: the caches below are then stale. */
+volatile __u32 threads_gen;
+
+/*
+ * Per CPU, the last thread a sys_enter/sys_exit saw that no thread task
+ * follows: every syscall of the host runs these programs, and a thread's
+ * syscalls come in runs, so most of the others' cost one array lookup
+ * instead of a hash lookup.  Only the negative answer is kept (a target
+ * needs its entry anyway).
+ */
+struct thread_seen {
+	__u64 pid_tgid;
+	__u32 gen;
+	__u32 pad;
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct thread_seen);
+	__uint(max_entries, 1);
+} threads_seen SEC(".maps");
 
 static __always_inline struct target_val *threads_target(__u32 tgid)
 {
 	struct target_val *tv = bpf_map_lookup_elem(&targets, &tgid);
 
 	return tv && (tv->mask & (1u << EMBER_TASK_THREADS)) ? tv : NULL;
+}
+
+/* The current thread's target entry, through the per-CPU cache of the last bystander. */
+static __always_inline struct target_val *current_target(__u64 id)
+{
+	__u32 zero = 0, gen = threads_gen;
+	struct thread_seen *s = bpf_map_lookup_elem(&threads_seen, &zero);
+	struct target_val *tv;
+
+	if (s && s->pid_tgid == id && s->gen == gen)
+		return NULL;
+	tv = threads_target(id >> 32);
+	if (s && !tv) {
+		s->pid_tgid = id;
+		s->gen = gen;
+	}
+	return tv;
 }
 
 static __always_inline __u32 probes_of(__u8 cls)
@@ -392,7 +430,7 @@ static __always_inline int t_enter(struct pt_regs *regs, long nr)
 
 	if (!cls)
 		return 0;
-	tv = threads_target(tgid);
+	tv = current_target(id);
 	if (!tv || !(tv->threads_probes & probes_of(cls)))
 		return 0;
 	c = bpf_map_lookup_elem(&threads_calls, &tid);
@@ -419,23 +457,35 @@ static __always_inline int t_enter(struct pt_regs *regs, long nr)
 	return 0;
 }
 
-static __always_inline int t_exit(void *ctx)
+static __always_inline int t_exit(void *ctx, long nr)
 {
-	__u64 id = bpf_get_current_pid_tgid(), now, start, uhash = 0;
-	__u32 tgid = id >> 32, tid = (__u32)id;
-	struct thread_agg_key key = { .tid = tid, .tgid = tgid, .arg = -1 };
-	struct thread_call *c = bpf_map_lookup_elem(&threads_calls, &tid);
+	__u64 id, now, start, uhash = 0;
+	__u32 tgid, tid;
+	struct thread_agg_key key = { .arg = -1 };
+	struct thread_call *c;
 	struct target_val *tv;
 	bool lost = false;
 	__u8 cls;
 
+	/* Every syscall of the host exits here: the ones no sub-probe records leave after an array lookup. */
+	if (!class_of(nr))
+		return 0;
+	id = bpf_get_current_pid_tgid();
+	tgid = id >> 32;
+	tid = (__u32)id;
+	key.tid = tid;
+	key.tgid = tgid;
+	tv = current_target(id);
+	/* Untargeted since the call began: its entry stays until its thread's next call or its task's end. */
+	if (!tv)
+		return 0;
+	c = bpf_map_lookup_elem(&threads_calls, &tid);
 	if (!c || !c->ts)
 		return 0;
 	now = bpf_ktime_get_ns();
 	start = c->ts;
 	c->ts = 0;
-	tv = threads_target(tgid);
-	if (!tv || c->tgid != tgid)
+	if (c->tgid != tgid)
 		return 0;
 	cls = class_of(c->nr);
 	key.nr = c->nr;
@@ -465,7 +515,7 @@ static __always_inline int t_switch(void *ctx, __u32 next_tid, __u32 next_tgid)
 {
 	__u64 id = bpf_get_current_pid_tgid(), now = bpf_ktime_get_ns();
 	__u32 tgid = id >> 32, tid = (__u32)id;
-	struct target_val *tv = tgid ? threads_target(tgid) : NULL;
+	struct target_val *tv = tgid ? current_target(id) : NULL;
 
 	if (tv) {
 		struct thread_oncpu *o = bpf_map_lookup_elem(&threads_oncpu, &tid);
@@ -520,7 +570,7 @@ int BPF_PROG(threads_enter_btf, struct pt_regs *regs, long id)
 SEC("tp_btf/sys_exit")
 int BPF_PROG(threads_exit_btf, struct pt_regs *regs, long ret)
 {
-	return t_exit(ctx);
+	return t_exit(ctx, regs->orig_ax);
 }
 
 SEC("tp_btf/sched_switch")
@@ -542,7 +592,7 @@ int BPF_PROG(threads_enter_raw, struct pt_regs *regs, long id)
 SEC("raw_tp/sys_exit")
 int BPF_PROG(threads_exit_raw, struct pt_regs *regs, long ret)
 {
-	return t_exit(ctx);
+	return t_exit(ctx, BPF_CORE_READ(regs, orig_ax));
 }
 
 SEC("raw_tp/sched_switch")

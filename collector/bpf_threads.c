@@ -108,6 +108,12 @@ struct bpf_threads *bpf_threads__free(struct bpf_threads *t)
 	return NULL;
 }
 
+void bpf_threads__targets_changed(struct bpf_threads *t)
+{
+	/* After the map update: a program reading the old number re-reads the map at its next call. */
+	__atomic_add_fetch(&t->skel->bss->threads_gen, 1, __ATOMIC_SEQ_CST);
+}
+
 int bpf_threads__attach(struct bpf_threads *t)
 {
 	/* Decided by attaching: tp_btf, else raw_tp, all three programs alike. */

@@ -28,6 +28,9 @@ struct bpf_threads *bpf_threads__load(struct bpf_stacks *stacks, uint32_t max_ag
 /* Accepts NULL.  Returns NULL. */
 struct bpf_threads *bpf_threads__free(struct bpf_threads *t);
 
+/* After a change of the target map's thread entries: the programs' caches of it are stale. */
+void bpf_threads__targets_changed(struct bpf_threads *t);
+
 /* Programs on (refcounted): the attach point (CTL_AP_TP_BTF, CTL_AP_RAW_TP) or -errno. */
 int bpf_threads__attach(struct bpf_threads *t);
 void bpf_threads__detach(struct bpf_threads *t);

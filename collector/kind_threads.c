@@ -292,6 +292,7 @@ static int target(void *impl, const struct task *t, uint32_t pid, bool on)
 	struct threads_kind *k = impl;
 	int r = bpf_stacks__target_threads(k->env->bpf, pid, on, t->probes, t->min_block_ns);
 
+	bpf_threads__targets_changed(k->env->threads);
 	/* A process no stack-walking task watches any more walks without its tables. */
 	if (!on && k->env->unwind && !tasks__pid_elsewhere(k->env->tasks, t, profile_kind__mask(PROFILE_KIND_UNWINDS), pid))
 		unwind_store__forget(k->env->unwind, pid);

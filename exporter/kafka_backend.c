@@ -15,10 +15,16 @@
  *       {"metrics"}, "SeverityText", "SeverityNumber", "Body"}: a policy
  *       that held and started a profile (WARN, the meter that held, its
  *       value and threshold), a profiling task that finished (INFO, its
- *       flame graph's name) or failed (ERROR).
+ *       flame graph's name) or failed (ERROR).  And a thread task's events
+ *       as gala-gopher's tprofiling publishes them: one message per thread
+ *       and window, the object exporter/thread_events.h makes (a line of the
+ *       file backend's threads.json), with the machine_id and hostname of
+ *       the metric records as host.id and host.name.
  *   meta_topic (gala_gopher_metadata)   {"timestamp", "meta_name",
  *       "entity_name", "version", "keys", "labels", "metrics"} for each
  *       table above, at start and every meta_period.
+ *
+ * Messages carry no key: librdkafka spreads them over the topic's partitions.
  *
  * Delivery: librdkafka queues (queue_buffering_max_messages / _kbytes) and
  * retries while the brokers are away, for message_timeout; what it gives up
@@ -43,15 +49,17 @@
 #include "common/timeutil.h"
 #include "exporter/backend.h"
 #include "exporter/gala_tables.h"
+#include "exporter/thread_events.h"
 
 enum kc {
 	KC_SENT, KC_DELIVERED, KC_FAILED, KC_QUEUE_FULL, KC_PRODUCE_ERRORS, KC_BYTES, KC_METRICS, KC_EVENTS, KC_META,
-	KC_MAX
+	KC_THREADS, KC_MAX
 };
 _Static_assert(KC_MAX + 1 <= MAX_BACKEND_COUNTERS, "every Kafka counter fits what counters() may fill");
 static const char *const kc_names[KC_MAX] = {
 	"kafka_messages_queued", "kafka_messages_delivered", "kafka_messages_failed", "kafka_messages_queue_full",
 	"kafka_produce_errors", "kafka_bytes_delivered", "kafka_metric_records", "kafka_events", "kafka_meta_records",
+	"kafka_thread_records",
 };
 
 /* The monitors' table: one record per monitor value. */
@@ -65,7 +73,7 @@ static const struct gala_table mon_table = { "continuous_monitor", "continuous_m
 struct kafka_backend {
 	const struct ember_config *cfg;
 	rd_kafka_t *rk;
-	char machine_id[64], hostname[256];
+	struct thread_host host;	/* machine_id and hostname of every topic's messages */
 	uint64_t next_meta;
 	bool broker_down;		/* logged once until a message is delivered again */
 	uint64_t c[KC_MAX];
@@ -162,9 +170,12 @@ static void *kafka_init(const struct ember_config *cfg, char *err, size_t errlen
 		goto fail;
 	}
 	conf = NULL; /* the producer owns it */
-	gala_tables__machine_id(kb->machine_id, sizeof(kb->machine_id));
-	if (gethostname(kb->hostname, sizeof(kb->hostname) - 1))
-		snprintf(kb->hostname, sizeof(kb->hostname), "unknown");
+	/* the threads' host, with the machine_id the metric records already carry (gala-gopher's, from any of
+	 * its files) and their "unknown" hostname: all of ember's Kafka messages name one host alike */
+	thread_events__host(&kb->host);
+	gala_tables__machine_id(kb->host.id, sizeof(kb->host.id));
+	if (!kb->host.name[0])
+		snprintf(kb->host.name, sizeof(kb->host.name), "unknown");
 	log_info("kafka: brokers %s; topics %s (metrics), %s (events), %s (metadata)", c->exporter.kafka.broker,
 		 c->exporter.kafka.metric_topic, c->exporter.kafka.event_topic, c->exporter.kafka.meta_topic);
 	return kb;
@@ -176,26 +187,34 @@ fail:
 	return NULL;
 }
 
-/* Enqueues obj's text to topic (obj is released). */
-static void produce(struct kafka_backend *kb, const char *topic, json_object *obj)
+/*
+ * Enqueues len bytes of s (copied) to topic.  A full queue is a drop, counted:
+ * the loop never waits for room.
+ */
+static void produce_text(struct kafka_backend *kb, const char *topic, const char *s, size_t len)
 {
-	const char *s = obj ? json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN) : NULL;
 	rd_kafka_resp_err_t e;
 
-	if (!s) {
-		kb->c[KC_PRODUCE_ERRORS]++;
-		json_object_put(obj);
-		return;
-	}
 	e = rd_kafka_producev(kb->rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-			      RD_KAFKA_V_VALUE((void *)s, strlen(s)), RD_KAFKA_V_END);
-	json_object_put(obj);
+			      RD_KAFKA_V_VALUE((void *)s, len), RD_KAFKA_V_END);
 	if (e == RD_KAFKA_RESP_ERR_NO_ERROR)
 		kb->c[KC_SENT]++;
 	else if (e == RD_KAFKA_RESP_ERR__QUEUE_FULL)
 		kb->c[KC_QUEUE_FULL]++;
 	else
 		kb->c[KC_PRODUCE_ERRORS]++;
+}
+
+/* Enqueues obj's text to topic (obj is released). */
+static void produce(struct kafka_backend *kb, const char *topic, json_object *obj)
+{
+	const char *s = obj ? json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN) : NULL;
+
+	if (s)
+		produce_text(kb, topic, s, strlen(s));
+	else
+		kb->c[KC_PRODUCE_ERRORS]++;
+	json_object_put(obj);
 }
 
 /* prefix + src in lower case into dst (a monitor's meter name). */
@@ -229,8 +248,8 @@ static json_object *record_head(struct kafka_backend *kb, uint64_t ts_ms, const 
 	if (!o)
 		return NULL;
 	json_object_object_add(o, "timestamp", json_object_new_int64((int64_t)ts_ms));
-	add_str(o, "machine_id", kb->machine_id);
-	add_str(o, "hostname", kb->hostname);
+	add_str(o, "machine_id", kb->host.id);
+	add_str(o, "hostname", kb->host.name);
 	add_str(o, "entity_name", t->entity);
 	add_str(o, "table_name", t->table);
 	return o;
@@ -403,7 +422,7 @@ static void kafka_on_task_event(void *st, const Ember__TaskEvent *ev)
 	if (!t)
 		return;
 	pid = t->n_pids ? t->pids[0] : 0;
-	entity_id(eid, sizeof(eid), kb->machine_id, "proc", pid);
+	entity_id(eid, sizeof(eid), kb->host.id, "proc", pid);
 	if (ev->state == EMBER__TASK_EVENT__STATE__STARTED && t->n_causes && t->causes[0]->monitor) {
 		const Ember__TriggerCause *c = t->causes[0];
 
@@ -426,6 +445,26 @@ static void kafka_on_task_event(void *st, const Ember__TaskEvent *ev)
 	if (ev->state == EMBER__TASK_EVENT__STATE__FAILED)
 		send_event(kb, eid, "ember_profile", 17, "Entity(%u) %s profiling task %s failed: %s.", pid,
 			   kind_name(t->kind), t->id ? t->id : "", ev->error ? ev->error : "");
+}
+
+/* One thread's object of a batch: a message of its own, as tprofiling sends them. */
+static int produce_thread(void *ctx, const char *json, size_t len)
+{
+	struct kafka_backend *kb = ctx;
+
+	kb->c[KC_THREADS]++;
+	produce_text(kb, kb->cfg->exporter.kafka.event_topic, json, len);
+	/* a dropped message is counted; the batch's other threads still go */
+	return 0;
+}
+
+static void kafka_on_threads(void *st, const Ember__ThreadBatch *b)
+{
+	struct kafka_backend *kb = st;
+
+	/* only running out of memory stops a batch part way */
+	if (b && b->n_events && thread_events__each(b, &kb->host, timeutil__unix_ms(), produce_thread, kb))
+		kb->c[KC_PRODUCE_ERRORS]++;
 }
 
 static void kafka_tick(void *st, uint64_t now_ms, int final)
@@ -479,6 +518,7 @@ const struct exporter_backend_ops kafka_backend_ops = {
 	.on_network = kafka_on_network,
 	.on_task_event = kafka_on_task_event,
 	.on_monitors = kafka_on_monitors,
+	.on_threads = kafka_on_threads,
 	.tick = kafka_tick,
 	.counters = kafka_counters,
 	.free = kafka_free,

@@ -8,18 +8,15 @@
 
 #include <json-c/json.h>
 
+#include "exporter/gala_tables.h"
+
 void thread_events__host(struct thread_host *ret)
 {
-	FILE *f = fopen("/etc/machine-id", "re");
-
 	memset(ret, 0, sizeof(*ret));
-	if (f) {
-		if (fgets(ret->id, sizeof(ret->id), f))
-			ret->id[strcspn(ret->id, "\r\n")] = 0;
-		fclose(f);
-	}
-	if (gethostname(ret->name, sizeof(ret->name) - 1))
-		ret->name[0] = 0;
+	/* The id gala-gopher's other records carry (the metric records' machine_id): one host, one id. */
+	gala_tables__machine_id(ret->id, sizeof(ret->id));
+	if (gethostname(ret->name, sizeof(ret->name) - 1) || !ret->name[0])
+		snprintf(ret->name, sizeof(ret->name), "unknown");
 }
 
 static struct json_object *str(const char *s)

@@ -24,11 +24,11 @@
 #include "proto/ember.pb-c.h"
 
 struct thread_host {
-	char id[64];      /* host.id: /etc/machine-id */
+	char id[64];      /* host.id: the machine id of gala-gopher's metric records (gala_tables__machine_id) */
 	char name[256];   /* host.name */
 };
 
-/* This host's id and name ("" where unknown). */
+/* This host's id and name ("unknown" when it has none). */
 void thread_events__host(struct thread_host *ret);
 
 /* Called with each thread's object (NUL-terminated, len bytes, no newline): 0 to go on, or -errno to stop. */

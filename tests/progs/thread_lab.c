@@ -14,7 +14,12 @@
  *     that the tcp-server thread reads.  Prints each wait of CompeteThd2
  *     ({"wait_ns"}), and at the end {"tid1", "tid2", "server", "port"}.
  *
- * Both start their measured part at the start gate (start_gate.h).
+ *   thread_lab storm PAIRS SECONDS
+ *     PAIRS pairs of threads hand a turn to each other through a mutex and a
+ *     condition variable for SECONDS: futex waits and wakes by the hundred
+ *     thousand (bench/threads.sh).  Prints {"ops"} (turns taken).
+ *
+ * All start their measured part at the start gate (start_gate.h).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -209,6 +214,70 @@ static int contention(int argc, char **argv)
 	return 0;
 }
 
+/* ---- storm ---- */
+
+/* Pairs of threads hand a turn back and forth through a mutex and a condition: a futex wait and wake each. */
+struct pair {
+	pthread_mutex_t m;
+	pthread_cond_t c;
+	int turn;
+	unsigned long long ops;
+};
+static struct pair pairs[32];
+static volatile int storm_stop;
+
+static void *storm_thread(void *arg)
+{
+	struct pair *p = &pairs[(intptr_t)arg / 2];
+	int me = (int)((intptr_t)arg % 2);
+
+	pthread_mutex_lock(&p->m);
+	while (!storm_stop) {
+		while (p->turn != me && !storm_stop)
+			pthread_cond_wait(&p->c, &p->m);
+		p->turn = !me;
+		p->ops++;
+		pthread_cond_signal(&p->c);
+	}
+	p->turn = !me;
+	pthread_cond_broadcast(&p->c);
+	pthread_mutex_unlock(&p->m);
+	return NULL;
+}
+
+static int storm(int argc, char **argv)
+{
+	pthread_t t[64];
+	unsigned long long ops = 0;
+	int n;
+
+	if (argc < 4)
+		return 2;
+	n = atoi(argv[2]);
+	if (n < 1 || n > 32)
+		return 2;
+	for (int i = 0; i < n; i++) {
+		pthread_mutex_init(&pairs[i].m, NULL);
+		pthread_cond_init(&pairs[i].c, NULL);
+	}
+	start_gate__wait();
+	for (int i = 0; i < 2 * n; i++)
+		pthread_create(&t[i], NULL, storm_thread, (void *)(intptr_t)i);
+	usleep((unsigned)(atof(argv[3]) * 1e6));
+	storm_stop = 1;
+	for (int i = 0; i < n; i++) {
+		pthread_mutex_lock(&pairs[i].m);
+		pthread_cond_broadcast(&pairs[i].c);
+		pthread_mutex_unlock(&pairs[i].m);
+	}
+	for (int i = 0; i < 2 * n; i++)
+		pthread_join(t[i], NULL);
+	for (int i = 0; i < n; i++)
+		ops += pairs[i].ops;
+	printf("{\"ops\": %llu}\n", ops);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -216,6 +285,8 @@ int main(int argc, char **argv)
 		return deadlock(argc, argv);
 	if (argc > 1 && !strcmp(argv[1], "contention"))
 		return contention(argc, argv);
-	fprintf(stderr, "usage: thread_lab deadlock FILE MS | contention ROUNDS HOLD_MS\n");
+	if (argc > 1 && !strcmp(argv[1], "storm"))
+		return storm(argc, argv);
+	fprintf(stderr, "usage: thread_lab deadlock FILE MS | contention ROUNDS HOLD_MS | storm THREADS SECONDS\n");
 	return 2;
 }
