@@ -102,16 +102,17 @@ volatile __u32 threads_active;
 volatile __u32 threads_gen;
 
 /*
- * Per CPU, the last thread a sys_enter/sys_exit saw that no thread task
- * follows: every syscall of the host runs these programs, and a thread's
- * syscalls come in runs, so most of the others' cost one array lookup
- * instead of a hash lookup.  Only the negative answer is kept (a target
- * needs its entry anyway).
+ * Per CPU, the last thread the programs saw and what the target map says of
+ * it (its task's events and stack threshold, or that no thread task follows
+ * it): every syscall of the host runs these programs, and a thread's
+ * syscalls come in runs, so most cost one array lookup instead of a hash
+ * lookup.
  */
 struct thread_seen {
 	__u64 pid_tgid;
 	__u32 gen;
-	__u32 pad;
+	__u32 probes;       /* THREAD_P_*; 0: not a thread task's */
+	__u64 stack_ns;
 };
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -127,21 +128,23 @@ static __always_inline struct target_val *threads_target(__u32 tgid)
 	return tv && (tv->mask & (1u << EMBER_TASK_THREADS)) ? tv : NULL;
 }
 
-/* The current thread's target entry, through the per-CPU cache of the last bystander. */
-static __always_inline struct target_val *current_target(__u64 id)
+/* What the thread tasks ask of the current thread (probes 0: nothing), through the per-CPU cache. */
+static __always_inline struct thread_seen *current_target(__u64 id)
 {
 	__u32 zero = 0, gen = threads_gen;
 	struct thread_seen *s = bpf_map_lookup_elem(&threads_seen, &zero);
 	struct target_val *tv;
 
-	if (s && s->pid_tgid == id && s->gen == gen)
+	if (!s)
 		return NULL;
+	if (s->pid_tgid == id && s->gen == gen)
+		return s->probes ? s : NULL;
 	tv = threads_target(id >> 32);
-	if (s && !tv) {
-		s->pid_tgid = id;
-		s->gen = gen;
-	}
-	return tv;
+	s->pid_tgid = id;
+	s->gen = gen;
+	s->probes = tv ? tv->threads_probes : 0;
+	s->stack_ns = tv ? tv->threads_stack_ns : 0;
+	return s->probes ? s : NULL;
 }
 
 static __always_inline __u32 probes_of(__u8 cls)
@@ -198,19 +201,31 @@ static __always_inline __u64 walk_cached(void *ctx, struct thread_call *c, __u32
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
 	__u64 fp = EMBER_FNV_OFFSET, h;
 
+	/*
+	 * The same place as the thread's last walk: the same stack.  Nothing
+	 * more is checked here (every blocking call comes this way): a stack the
+	 * LRU evicted meanwhile is counted lost by the collector, and new unwind
+	 * tables do not change the frames of a place already walked.
+	 */
 	fp = fnv_mix(fp, regs->ip);
 	fp = fnv_mix(fp, regs->sp);
 	fp = fnv_mix(fp, regs->bp);
 	fp = fnv_mix(fp, regs->orig_ax);
-	fp = fnv_mix(fp, unwind_gen(tgid));
-	if (c->fp == fp && c->fp_uhash && bpf_map_lookup_elem(&hstacks, &c->fp_uhash)) {
+	if (c->fp == fp && c->fp_uhash) {
 		count(BPF_CNT_THREAD_STACK_HITS);
 		return c->fp_uhash;
 	}
-	count(BPF_CNT_THREAD_STACKS);
-	h = unwind_user(tgid);
-	if (!h)
-		h = hash_stack(ctx, BPF_F_USER_STACK);
+	if (c->fp2 == fp && c->fp2_uhash) {
+		count(BPF_CNT_THREAD_STACK_HITS);
+		h = c->fp2_uhash;
+	} else {
+		count(BPF_CNT_THREAD_STACKS);
+		h = unwind_user(tgid);
+		if (!h)
+			h = hash_stack(ctx, BPF_F_USER_STACK);
+	}
+	c->fp2 = c->fp;
+	c->fp2_uhash = c->fp_uhash;
 	c->fp = fp;
 	c->fp_uhash = h;
 	return h;
@@ -363,7 +378,7 @@ static __noinline void fd_kind(struct thread_agg_val *v, int fd, const struct th
  * itself writes its aggregates (the key holds its tid), so the updates need
  * no atomics; the collector reads a set only after it stopped being active.
  */
-static __always_inline void book(const struct thread_agg_key *key, __u8 cls, const struct target_val *tv,
+static __always_inline void book(const struct thread_agg_key *key, __u8 cls, __u32 probes,
 				 __u64 start, __u64 end, __u64 uhash, bool stack_lost)
 {
 	__u32 set = threads_active, tid = key->tid, one = 1, *n;
@@ -387,7 +402,7 @@ static __always_inline void book(const struct thread_agg_key *key, __u8 cls, con
 				fd_kind(&nv, key->arg, key, paths);
 		if (cls == THREAD_EV_RW)
 			nv.type = (nv.flags & THREAD_AGG_F_SOCK) ? THREAD_EV_NET : THREAD_EV_FILE;
-		if (!(tv->threads_probes & probes_of(nv.type)))
+		if (!(probes & probes_of(nv.type)))
 			nv.flags |= THREAD_AGG_F_OFF;
 		if (stack_lost)
 			nv.flags |= THREAD_AGG_F_STACK_LOST;
@@ -425,13 +440,13 @@ static __always_inline int t_enter(struct pt_regs *regs, long nr)
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32, tid = (__u32)id;
 	__u8 cls = class_of(nr) & ~THREAD_CLS_FD;
-	struct target_val *tv;
+	struct thread_seen *tv;
 	struct thread_call *c;
 
 	if (!cls)
 		return 0;
 	tv = current_target(id);
-	if (!tv || !(tv->threads_probes & probes_of(cls)))
+	if (!tv || !(tv->probes & probes_of(cls)))
 		return 0;
 	c = bpf_map_lookup_elem(&threads_calls, &tid);
 	if (!c) {
@@ -447,7 +462,7 @@ static __always_inline int t_enter(struct pt_regs *regs, long nr)
 	if (c->tgid != tgid) {
 		/* Another process's thread had this tid: its cached place means nothing here. */
 		c->tgid = tgid;
-		c->fp = c->fp_uhash = 0;
+		c->fp = c->fp_uhash = c->fp2 = c->fp2_uhash = 0;
 	}
 	c->nr = nr;
 	c->arg0 = regs->di;
@@ -463,7 +478,7 @@ static __always_inline int t_exit(void *ctx, long nr)
 	__u32 tgid, tid;
 	struct thread_agg_key key = { .arg = -1 };
 	struct thread_call *c;
-	struct target_val *tv;
+	struct thread_seen *tv;
 	bool lost = false;
 	__u8 cls;
 
@@ -495,11 +510,11 @@ static __always_inline int t_exit(void *ctx, long nr)
 	if (cls == THREAD_EV_LOCK)
 		key.arg = futex_op(c->arg1);
 	count(BPF_CNT_THREAD_CALLS);
-	if (now - start >= tv->threads_stack_ns) {
+	if (now - start >= tv->stack_ns) {
 		uhash = c->uhash ? c->uhash : walk_cached(ctx, c, tgid);
 		lost = !uhash;
 	}
-	book(&key, cls, tv, start, now, uhash, lost);
+	book(&key, cls, tv->probes, start, now, uhash, lost);
 	return 0;
 }
 
@@ -515,18 +530,19 @@ static __always_inline int t_switch(void *ctx, __u32 next_tid, __u32 next_tgid)
 {
 	__u64 id = bpf_get_current_pid_tgid(), now = bpf_ktime_get_ns();
 	__u32 tgid = id >> 32, tid = (__u32)id;
-	struct target_val *tv = tgid ? current_target(id) : NULL;
+	struct thread_seen *tv = tgid ? current_target(id) : NULL;
+	struct target_val *ntv;
 
 	if (tv) {
 		struct thread_oncpu *o = bpf_map_lookup_elem(&threads_oncpu, &tid);
 		struct thread_call *c = bpf_map_lookup_elem(&threads_calls, &tid);
 
-		if (tv->threads_probes & THREAD_P_ONCPU) {
+		if (tv->probes & THREAD_P_ONCPU) {
 			struct thread_agg_key key = { .tid = tid, .tgid = tgid, .nr = THREAD_NR_ONCPU, .arg = -1 };
 
 			if (o && o->ts && o->tgid == tgid) {
 				count(BPF_CNT_THREAD_ONCPU);
-				book(&key, THREAD_EV_ONCPU, tv, o->ts, now, 0, false);
+				book(&key, THREAD_EV_ONCPU, tv->probes, o->ts, now, 0, false);
 				o->ts = 0;
 			} else {
 				/*
@@ -539,7 +555,7 @@ static __always_inline int t_switch(void *ctx, __u32 next_tid, __u32 next_tgid)
 				count(BPF_CNT_THREAD_UNTIMED);
 				if (ran && ran < now) {
 					count(BPF_CNT_THREAD_ONCPU);
-					book(&key, THREAD_EV_ONCPU, tv, now - ran, now, 0, false);
+					book(&key, THREAD_EV_ONCPU, tv->probes, now - ran, now, 0, false);
 				}
 				if (o)
 					o->ts = 0;
@@ -553,10 +569,18 @@ static __always_inline int t_switch(void *ctx, __u32 next_tid, __u32 next_tgid)
 			bpf_map_delete_elem(&threads_calls, &tid);
 		}
 	}
-	if (next_tgid && (tv = threads_target(next_tgid)) && (tv->threads_probes & THREAD_P_ONCPU)) {
-		struct thread_oncpu o = { .ts = now, .tgid = next_tgid };
+	if (next_tgid && (ntv = threads_target(next_tgid)) && (ntv->threads_probes & THREAD_P_ONCPU)) {
+		/* In place: an update would allocate a new element at every switch. */
+		struct thread_oncpu *o = bpf_map_lookup_elem(&threads_oncpu, &next_tid);
 
-		bpf_map_update_elem(&threads_oncpu, &next_tid, &o, BPF_ANY);
+		if (o) {
+			o->ts = now;
+			o->tgid = next_tgid;
+		} else {
+			struct thread_oncpu n = { .ts = now, .tgid = next_tgid };
+
+			bpf_map_update_elem(&threads_oncpu, &next_tid, &n, BPF_NOEXIST);
+		}
 	}
 	return 0;
 }

@@ -89,6 +89,7 @@ struct thread_call {
 	__u64 arg0, arg1;
 	__u64 uhash;     /* the call's user stack, once walked */
 	__u64 fp, fp_uhash;  /* the thread's last walked place and its stack: a repeat reuses it */
+	__u64 fp2, fp2_uhash;/* the place before: threads alternate between two (a condition's wait, its mutex) */
 	__s32 nr;
 	__u32 tgid;
 };
@@ -128,7 +129,7 @@ struct ember_rec_thread {
 EMBER_ASSERT_SIZE(struct thread_agg_key, 16);
 EMBER_ASSERT_SIZE(struct thread_path, 512);
 EMBER_ASSERT_SIZE(struct thread_agg_val, 136);
-EMBER_ASSERT_SIZE(struct thread_call, 56);
+EMBER_ASSERT_SIZE(struct thread_call, 72);
 EMBER_ASSERT_SIZE(struct thread_oncpu, 16);
 EMBER_ASSERT_SIZE(struct ember_rec_thread, 136);
 
