@@ -24,6 +24,7 @@
 #include "analyzer/mappings.h"
 #include "l7/l7.h"
 #include "analyzer/rest/rest_api.h"
+#include "analyzer/rest/rest_doc.h"
 #include "analyzer/publisher.h"
 #include "analyzer/requests.h"
 #include "analyzer/runner.h"
@@ -646,7 +647,7 @@ int main(int argc, char **argv)
 		}, err, sizeof(err));
 		if (a->rest)
 			log_info("REST control API on %s://%s:%lld (features: %s)", c->ember.rest_api.ssl_auth ? "https" : "http",
-				 c->ember.rest_api.address, (long long)c->ember.rest_api.port, "flamegraph, l7, tcp");
+				 c->ember.rest_api.address, (long long)c->ember.rest_api.port, rest_doc__supported());
 		else
 			log_error("the REST control API did not start: %s", err);
 	}

@@ -17,6 +17,7 @@
 #include "analyzer/rest/rest_flame.h"
 #include "analyzer/rest/rest_base.h"
 #include "analyzer/rest/rest_net.h"
+#include "analyzer/rest/rest_threads.h"
 #include "common/bus.h"
 #include "common/timeutil.h"
 
@@ -34,6 +35,7 @@ struct rest_api {
 	struct rest_flame *flame;
 	struct rest_net *net;		/* l7 and tcp */
 	struct rest_base *base;		/* baseinfo */
+	struct rest_threads *threads;	/* tprofiling */
 	struct rest_doc docs[REST_FEATURE_MAX];
 	char *key_pem, *cert_pem, *ca_pem;
 	uint64_t st[RAS_MAX];
@@ -140,6 +142,8 @@ static enum MHD_Result put(struct rest_api *r, struct MHD_Connection *c, enum re
 		rest_flame__set(r->flame, d);
 	else if (f == REST_BASEINFO)
 		rest_base__set(r->base, d);
+	else if (f == REST_TPROFILING)
+		rest_threads__set(r->threads, d);
 	else
 		rest_net__set(r->net, d);
 	count(r, RAS_PUTS_APPLIED);
@@ -250,16 +254,19 @@ static void *run(void *arg)
 	while (!r->stop) {
 		struct rest_flame_stats fs;
 		struct rest_net_stats ns;
+		struct rest_threads_stats ts;
 
 		(void)MHD_run_wait(r->d, TICK_MS);
 		rest_flame__tick(r->flame, timeutil__mono_ms());
 		rest_net__tick(r->net, timeutil__mono_ms());
 		rest_base__tick(r->base, timeutil__mono_ms());
+		rest_threads__tick(r->threads, timeutil__mono_ms());
 		rest_flame__stats(r->flame, &fs);
 		rest_net__stats(r->net, &ns);
+		rest_threads__stats(r->threads, &ts);
 		pthread_mutex_lock(&r->lock);
-		r->st[RAS_TASKS_STARTED] = fs.tasks_started + ns.tasks_started;
-		r->st[RAS_TASK_FAILURES] = fs.task_failures + ns.task_failures;
+		r->st[RAS_TASKS_STARTED] = fs.tasks_started + ns.tasks_started + ts.tasks_started;
+		r->st[RAS_TASK_FAILURES] = fs.task_failures + ns.task_failures + ts.task_failures;
 		r->st[RAS_NET_FOLLOWED] = ns.followed;
 		r->st[RAS_FLAME_SELECTED] = fs.selected;
 		pthread_mutex_unlock(&r->lock);
@@ -275,6 +282,8 @@ struct rest_api *rest_api__start(const struct rest_api_opts *o, char *err, size_
 				      .self_uid = o->self_uid };
 	struct rest_net_opts no = { .run_dir = o->run_dir, .analyzers = o->analyzers, .max_pids = o->max_pids,
 				    .self_uid = o->self_uid };
+	struct rest_threads_opts to = { .run_dir = o->run_dir, .analyzers = o->analyzers, .max_pids = o->max_pids,
+					.self_uid = o->self_uid };
 	unsigned flags = MHD_USE_ERROR_LOG;
 	char ep[600];
 
@@ -299,7 +308,8 @@ struct rest_api *rest_api__start(const struct rest_api_opts *o, char *err, size_
 	}
 	bus__exporter_endpoint(o->run_dir, ep, sizeof(ep));
 	if (!(r->zctx = zmq_ctx_new()) || !(r->flame = rest_flame__new(&fo, r->zctx)) ||
-	    !(r->net = rest_net__new(&no, r->zctx)) || !(r->base = rest_base__new(r->zctx, ep, NULL, NULL))) {
+	    !(r->net = rest_net__new(&no, r->zctx)) || !(r->base = rest_base__new(r->zctx, ep, NULL, NULL)) ||
+	    !(r->threads = rest_threads__new(&to, r->zctx))) {
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
@@ -342,6 +352,7 @@ struct rest_api *rest_api__stop(struct rest_api *r)
 	rest_flame__free(r->flame);
 	rest_net__free(r->net);
 	rest_base__free(r->base);
+	rest_threads__free(r->threads);
 	if (r->zctx)
 		zmq_ctx_term(r->zctx);
 	free(r->key_pem);

@@ -10,14 +10,16 @@
 #include <strings.h>
 
 #include "common/fileutil.h"
+#include "common/thread_probes.h"
 
 #define F_FL   (1u << REST_FLAMEGRAPH)
 #define F_L7   (1u << REST_L7)
 #define F_TCP  (1u << REST_TCP)
 #define F_BASE (1u << REST_BASEINFO)
-#define F_ALL  (F_FL | F_L7 | F_TCP | F_BASE)
+#define F_TP   (1u << REST_TPROFILING)
+#define F_ALL  (F_FL | F_L7 | F_TCP | F_BASE | F_TP)
 
-static const char *const feature_names[REST_FEATURE_MAX] = { "flamegraph", "l7", "tcp", "baseinfo" };
+static const char *const feature_names[REST_FEATURE_MAX] = { "flamegraph", "l7", "tcp", "baseinfo", "tprofiling" };
 /* gala-gopher's sub-items (probe_range_define), by feature, in the order of the rest_*_probe enums */
 static const char *const probe_names[REST_FEATURE_MAX][REST_PROBE_MAX + 1] = {
 	[REST_FLAMEGRAPH] = { "oncpu", "offcpu", "mem", "mem_glibc", "io", NULL },
@@ -25,6 +27,8 @@ static const char *const probe_names[REST_FEATURE_MAX][REST_PROBE_MAX + 1] = {
 	[REST_TCP] = { "tcp_abnormal", "tcp_rtt", "tcp_windows", "tcp_rate", "tcp_srtt", "tcp_sockbuf", "tcp_stats",
 		       "tcp_delay", NULL },
 	[REST_BASEINFO] = { "cpu", "mem", "nic", "disk", "net", "fs", "proc", "host", "con", NULL },
+	/* what ember records, in THREAD_P_* bit order (test_rest_threads); gala-gopher's others are refused */
+	[REST_TPROFILING] = { "oncpu", "syscall_file", "syscall_net", "syscall_lock", "syscall_sched", NULL },
 };
 /* The sub-items whose data ember does not measure: taken, kept, and said to be ignored. */
 static const unsigned unmeasured[REST_FEATURE_MAX] = {
@@ -40,7 +44,7 @@ static const char *const l7_unparsed[] = { "rocketmq", "crpc", NULL };
 /* The manual's other features: answered "not supported by ember", never 404. */
 static const char *const other_features[] = { "socket", "io", "proc", "jvm", "ksli", "postgre_sli",
 					      "opengauss_sli", "dnsmasq", "lvs", "nginx", "haproxy", "kafka",
-					      "virt", "tprofiling", "hw", "container", "sermant",
+					      "virt", "hw", "container", "sermant",
 					      "sli", "flowtracer", NULL };
 
 enum ptype {
@@ -82,6 +86,8 @@ static const struct param {
 	{ "l7_protocol", P_PROTOS, 0, 0, F_L7, F_L7, NULL },
 	{ "support_ssl", P_INT, 0, 1, F_L7, F_L7, NULL },	/* TLS plaintext: profiling.task.network.tls */
 	{ "dev_name", P_DEV, 0, 0, F_BASE, F_BASE, NULL },
+	/* ember's: profiling.task.threads.stack_threshold for one feature's tasks (ms, up to the collector's 1 h) */
+	{ "stack_threshold", P_INT, 0, 3600000, F_TP, F_TP, NULL },
 	{ "sample_period", P_INT, 100, 10000, F_TCP, 0, NULL },	/* ember follows every socket call */
 	{ "latency_thr", P_INT, 10, 100000, 0, 0, NULL },
 	{ "offline_thr", P_INT, 10, 100000, 0, 0, NULL },
@@ -118,7 +124,7 @@ struct put {
 };
 
 const char *rest_feature__name(enum rest_feature f) { return (unsigned)f < REST_FEATURE_MAX ? feature_names[f] : "?"; }
-const char *rest_doc__supported(void) { return "flamegraph, l7, tcp, baseinfo"; }
+const char *rest_doc__supported(void) { return "flamegraph, l7, tcp, baseinfo, tprofiling"; }
 
 const char *rest_doc__probe_name(enum rest_feature f, unsigned i)
 {
@@ -183,6 +189,7 @@ void rest_doc__defaults(struct rest_doc *d, enum rest_feature f)
 	snprintf(d->flame_dir, sizeof(d->flame_dir), "/var/log/gala-gopher/flamegraph");
 	d->l7_protocols = 1; /* http */
 	d->sample_period_ms = 5000;
+	d->stack_threshold_ms = -1;
 }
 
 __attribute__((format(printf, 3, 4))) static int bad(char *err, size_t errlen, const char *fmt, ...)
@@ -334,6 +341,16 @@ static int parse_cmd(json_object *o, struct put *p)
 				/* gala-gopher compares sub-items without case */
 				for (u = 0; s && probe_names[d->feature][u] && strcasecmp(s, probe_names[d->feature][u]); u++)
 					;
+				if (s && !probe_names[d->feature][u] && d->feature == REST_TPROFILING) {
+					int known;
+
+					(void)thread_probes__bit(s, &known);
+					if (known)
+						return bad(p->err, p->errlen, "cmd.probe: %.40s is a sub-item of "
+							   "gala-gopher's tprofiling that ember does not record (ember "
+							   "records %s): refused, so that its events are not read as "
+							   "absent", s, probe_list(d->feature, list, sizeof(list)));
+				}
 				if (!s || !probe_names[d->feature][u])
 					return bad(p->err, p->errlen, "cmd.probe: '%.40s' is not a sub-item of %s (%s)",
 						   s ? s : "(not a string)", rest_feature__name(d->feature),
@@ -595,6 +612,8 @@ static int parse_param(const struct param *pa, json_object *v, struct put *p)
 		snprintf(d->pyroscope_server, sizeof(d->pyroscope_server), "%s", s);
 	else if (!strcmp(name, "dev_name"))
 		snprintf(d->dev_name, sizeof(d->dev_name), "%s", s);
+	else if (!strcmp(name, "stack_threshold"))
+		d->stack_threshold_ms = x;
 	return 0;
 }
 
@@ -764,6 +783,13 @@ int rest_doc__apply(const char *body, size_t len, struct rest_doc *d, char *err,
 			"or an earlier one", probe_list(nd->feature, list, sizeof(list)));
 		goto cleanup;
 	}
+	/* gala-gopher's rule for tprofiling: running without a snooper would follow nothing */
+	if (nd->feature == REST_TPROFILING && nd->running && !nd->npids && !nd->nnames && !nd->ncontainers &&
+	    !nd->npods) {
+		r = bad(err, errlen, "the snooper for tprofiling cannot be empty: state running needs snoopers (proc_id, "
+			"proc_name, container_id, pod_id) in this PUT or an earlier one");
+		goto cleanup;
+	}
 	for (unsigned i = 0; i < 4; i++)
 		if (!seen[i])
 			snprintf(kept + strlen(kept), sizeof(kept) - strlen(kept), "%s%s", kept[0] ? ", " : "", items[i]);
@@ -844,6 +870,10 @@ char *rest_doc__render(const struct rest_doc *d)
 		json_object_object_add(par, "support_ssl", json_object_new_int64(d->support_ssl));
 	} else if (d->feature == REST_TCP) {
 		json_object_object_add(par, "sample_period", json_object_new_int64(d->sample_period_ms));
+	} else if (d->feature == REST_TPROFILING) {
+		/* unset: the agent's profiling.task.threads.stack_threshold, which this module does not know */
+		if (d->stack_threshold_ms >= 0)
+			json_object_object_add(par, "stack_threshold", json_object_new_int64(d->stack_threshold_ms));
 	} else {
 		json_object_object_add(par, "dev_name", json_object_new_string(d->dev_name));
 	}

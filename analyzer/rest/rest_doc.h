@@ -28,8 +28,13 @@
  * a misspelt key must not pass silently), as are a wrong type, a value
  * out of range, a directory that is not a safe absolute path.  A
  * configuration left running with no sub-item is refused, as gala-gopher
- * refuses it.  The input is untrusted (any local client): bounded sizes
- * and counts, json-c's depth limit.  No I/O, no logging.
+ * refuses it.  tprofiling is stricter, its events being read as a timeline
+ * where a missing kind looks like one that did not happen: a sub-item of
+ * gala-gopher's that ember does not record (python_gc, offcpu...,
+ * common/thread_probes.h) is refused, not taken, and running needs a
+ * snooper, as gala-gopher requires for tprofiling.  The input is untrusted
+ * (any local client): bounded sizes and counts, json-c's depth limit.  No
+ * I/O, no logging.
  */
 #ifndef EMBER_ANALYZER_REST_REST_DOC_H
 #define EMBER_ANALYZER_REST_REST_DOC_H
@@ -46,7 +51,7 @@
 #define REST_PATH_MAX     256
 #define REST_NOTE_MAX     1024	/* what a PUT kept and ignored, for its answer */
 
-enum rest_feature { REST_FLAMEGRAPH = 0, REST_L7, REST_TCP, REST_BASEINFO, REST_FEATURE_MAX };
+enum rest_feature { REST_FLAMEGRAPH = 0, REST_L7, REST_TCP, REST_BASEINFO, REST_TPROFILING, REST_FEATURE_MAX };
 /* Sub-items (cmd.probe), by feature: index into the feature's list. */
 enum rest_probe { REST_PROBE_ONCPU = 0, REST_PROBE_OFFCPU, REST_PROBE_MEM, REST_PROBE_MEM_GLIBC, REST_PROBE_IO };
 enum rest_l7_probe { REST_L7_BYTES = 0, REST_L7_RPC, REST_L7_TRACE };
@@ -92,6 +97,8 @@ struct rest_doc {
 	uint32_t sample_period_ms;	/* 5000 [100, 10000] */
 	/* baseinfo */
 	char dev_name[32];		/* "" = every device */
+	/* tprofiling: calls at least this long carry their stack (ms; -1: profiling.task.threads.stack_threshold) */
+	int64_t stack_threshold_ms;
 	/* the last PUT's answer: the items it kept, what it took and ignored */
 	char notes[REST_NOTE_MAX];
 };
@@ -101,7 +108,7 @@ int rest_doc__feature(const char *path);
 const char *rest_feature__name(enum rest_feature f);
 /* The name of sub-item i of feature f, NULL past the last. */
 const char *rest_doc__probe_name(enum rest_feature f, unsigned i);
-/* "flamegraph, l7, tcp": what a 404 lists. */
+/* "flamegraph, l7, tcp, ...": what a 404 lists. */
 const char *rest_doc__supported(void);
 /* Whether path names a feature of gala-gopher's manual that ember does not provide. */
 bool rest_doc__known_unsupported(const char *path);
