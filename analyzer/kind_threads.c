@@ -14,16 +14,19 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <unistd.h>
 
 #include "analyzer/kinds.h"
 #include "analyzer/publisher.h"
 #include "bpf/ember_abi.h"
 #include "bpf/threads_abi.h"
+#include "common/cgroup_id.h"
 #include "common/config.h"
 #include "common/timeutil.h"
 #include "symbolizer/symbolizer.h"
@@ -54,6 +57,11 @@ static const struct counter_def thread_counters[TS_MAX] = {
 struct tt {                   /* a task's window */
 	char id[TASK_ID_LEN];
 	bool used;
+	/* Its processes' containers, read when it opens (a process may be gone by a window's end):
+	 * gala-gopher's container.id, the id's first 12 characters, "" outside a container. */
+	uint32_t npids;
+	uint32_t *pids;
+	char (*container)[13];
 	uint64_t window_start_ns;
 	Ember__ThreadEvent **ev;
 	size_t nev, cap;
@@ -143,6 +151,8 @@ static void free_event(Ember__ThreadEvent *e)
 	free(e->proc_name);
 	free(e->file_path);
 	free(e->sock_conn);
+	if (e->container_id != protobuf_c_empty_string)
+		free(e->container_id);
 	for (size_t i = 0; i < e->n_stack; i++)
 		free(e->stack[i]);
 	free(e->stack);
@@ -294,6 +304,9 @@ static int on_record(struct threads_kind *k, const void *data, uint32_t len)
 	e->futex_op = (char *)(r.type != THREAD_EV_LOCK ? "" : r.arg == THREAD_FUTEX_WAIT ? "wait"
 							      : r.arg == THREAD_FUTEX_WAKE ? "wake" : "");
 	e->file_path = printable(path, r.npath);
+	for (uint32_t i = 0; i < w->npids; i++)
+		if (w->pids[i] == r.tgid && w->container[i][0])
+			e->container_id = strdup(w->container[i]);
 	e->sock_conn = conn_text(&r);
 	/* An ongoing call on an fd the collector found a socket behind. */
 	if (e->ongoing && e->file_path && !strncmp(e->file_path, "socket:", 7)) {
@@ -335,6 +348,8 @@ static void drop_window(struct tt *w)
 	for (size_t i = 0; i < w->nev; i++)
 		free_event(w->ev[i]);
 	free(w->ev);
+	free(w->pids);
+	free(w->container);
 	memset(w, 0, sizeof(*w));
 }
 
@@ -363,9 +378,55 @@ static int check(void *impl, const struct task_def *t, char *err, size_t errlen)
 	return 0;
 }
 
+static bool refused(void *impl, const struct task_def *t, int r, char *err, size_t errlen)
+{
+	(void)impl;
+	(void)t;
+	/* The collector builds no thread kind where its program did not load. */
+	if (r != -EOPNOTSUPP)
+		return false;
+	snprintf(err, errlen, "thread profiling is not available on this host: its BPF program needs Linux 5.17+ "
+		 "(bpf_loop, task BTF, bpf_task_pt_regs); the collector's log at start says what failed");
+	return true;
+}
+
+/* The container of pid (its /proc/PID/cgroup, bounded, parsed by common/cgroup_id), as gala-gopher shortens it. */
+static void container_of_pid(uint32_t pid, char out[13])
+{
+	char path[48], text[4096], id[CGROUP_CONTAINER_ID_LEN + 1] = "", pod[CGROUP_POD_ID_MAX];
+	ssize_t n = -1;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%u/cgroup", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, text, sizeof(text));
+		close(fd);
+	}
+	(void)cgroup_id__parse(text, n > 0 ? (size_t)n : 0, id, pod);
+	snprintf(out, 13, "%.12s", id);
+}
+
 static int open_task(void *impl, const struct task_def *t)
 {
-	return task_window(impl, t->id, true) ? 0 : -ENOSPC;
+	struct tt *w = task_window(impl, t->id, true);
+
+	if (!w)
+		return -ENOSPC;
+	w->pids = calloc(t->npids, sizeof(*w->pids));
+	w->container = calloc(t->npids, sizeof(*w->container));
+	if (!w->pids || !w->container) {
+		free(w->pids);
+		free(w->container);
+		memset(w, 0, sizeof(*w));
+		return -ENOMEM;
+	}
+	w->npids = t->npids;
+	for (uint32_t i = 0; i < w->npids; i++) {
+		w->pids[i] = t->pids[i];
+		container_of_pid(t->pids[i], w->container[i]);
+	}
+	return 0;
 }
 
 static void discard(void *impl, const struct task_def *t)
@@ -411,6 +472,7 @@ const struct analyzer_kind_ops analyzer_kind_threads = {
 	.new = threads_new,
 	.free = threads_free,
 	.check = check,
+	.refused = refused,
 	.open = open_task,
 	.discard = discard,
 	.close = close_task,

@@ -233,7 +233,8 @@ static __always_inline __u64 walk_cached(void *ctx, struct thread_call *c, __u32
 
 /*
  * The file's path into the per-CPU scratch: its dentries' names, leaf to
- * root, crossing each mount to where it is mounted, then written root first.
+ * the process's root (a chroot's, a container's: the path it opened),
+ * crossing each mount to where it is mounted, then written root first.
  * A path read here is the one the call used, whatever happens to the fd
  * after (closed and reused before the collector reads the window).
  */
@@ -241,6 +242,8 @@ struct walk_ctx {
 	struct dentry *d;
 	struct vfsmount *vm;
 	struct mount *mnt;
+	struct dentry *root;        /* the process's root (chroot, a container's): paths are as it sees them */
+	struct vfsmount *root_mnt;
 	struct path_scratch *s;
 	__u32 n, cut, off;
 };
@@ -253,6 +256,10 @@ static long walk_step(__u32 i, struct walk_ctx *c)
 	struct vfsmount *vm = c->vm;
 	struct mount *mnt = c->mnt;
 
+	if (d == c->root && vm == c->root_mnt) {
+		c->cut = 0;             /* the process's own root */
+		return 1;
+	}
 	if (d == BPF_CORE_READ(vm, mnt_root)) {
 		struct mount *up = BPF_CORE_READ(mnt, mnt_parent);
 
@@ -309,6 +316,12 @@ static __noinline struct thread_path *file_path(struct file *f)
 		return NULL;
 	c.d = BPF_CORE_READ(f, f_path.dentry);
 	c.vm = BPF_CORE_READ(f, f_path.mnt);
+	{
+		struct task_struct *task = bpf_get_current_task_btf();
+
+		c.root = BPF_CORE_READ(task, fs, root.dentry);
+		c.root_mnt = BPF_CORE_READ(task, fs, root.mnt);
+	}
 	c.mnt = container_of(c.vm, struct mount, mnt);
 	/* Mounts crossed take steps of their own: room for a few besides the names. */
 	bpf_loop(THREAD_PATH_DEPTH + 8, walk_step, &c, 0);

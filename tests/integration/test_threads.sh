@@ -14,6 +14,16 @@
 . "$(dirname "$0")/lib.sh"
 need_bpf
 start_agent
+# Below Linux 5.17 the thread program cannot load: the collector says so, and a task is refused saying why.
+if grep -q "thread profiling is off" "$TMP/agent.log"; then
+  "$PROGS/thread_lab" contention 3 10 > /dev/null & W=$!; CLEANUP_PIDS+=("$W")
+  "$EMBER" profile --config "$TMP/ember.yaml" --pid "$W" --type threads --duration 2s --out "$TMP/no" > "$TMP/no.out" 2>&1 \
+    && fail "a thread task was taken on a kernel without thread profiling"
+  grep -q "thread profiling is not available on this host: its BPF program needs Linux 5.17+" "$TMP/no.out" \
+    || { cat "$TMP/no.out"; fail "the refusal does not say why"; }
+  ok "thread profiling refused on $(uname -r), saying why: $(grep -o 'thread profiling is not available[^;]*' "$TMP/no.out")"
+  exit 0
+fi
 stats() { "$EMBER" stats --config "$TMP/ember.yaml" > "$1" 2>&1 || { cat "$1"; fail "ember stats failed"; }; }
 
 # 1. deadlock

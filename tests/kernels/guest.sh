@@ -37,8 +37,9 @@ declare -A TEST=(
   [tls]=test_tls_openssl
   [policy]=test_continuous_default
   [container]=test_container_overlay
+  [threads]=test_threads
 )
-ORDER="startup oncpu offcpu mem network network-raw_tp tls policy container"
+ORDER="startup oncpu offcpu mem network network-raw_tp tls policy container threads"
 [ "$FEATS" = all ] && FEATS=${ORDER// /,}
 IFS=, read -r -a want <<<"$FEATS"
 for f in "${want[@]}"; do
