@@ -93,6 +93,15 @@ $(BUILD)/gen/bpf/%.bpf.o: bpf/%.bpf.c $(BUILD)/gen/vmlinux.h $(wildcard bpf/*.h)
 $(BUILD)/gen/bpf/%.skel.h: $(BUILD)/gen/bpf/%.bpf.o
 	$(BPFTOOL) gen skeleton $< name $(subst -,_,$*)_bpf > $@
 
+# Benchmarks' own BPF objects (bench/*.bpf.c): floors and stand-ins, not part of ember.
+$(BUILD)/gen/bench/%.bpf.o: bench/%.bpf.c $(BUILD)/gen/vmlinux.h
+	@mkdir -p $(@D)
+	$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror -I. -I$(BUILD)/gen -c $< -o $@
+
+$(BUILD)/gen/bench/%.skel.h: $(BUILD)/gen/bench/%.bpf.o
+	$(BPFTOOL) gen skeleton $< name $(subst -,_,$*)_bpf > $@
+$(BUILD)/obj/bench/bench_hook_floor.o: $(BUILD)/gen/bench/hook_floor.skel.h
+
 $(BUILD)/gen/proto/%.pb-c.c $(BUILD)/gen/proto/%.pb-c.h: proto/%.proto
 	@mkdir -p $(@D)
 	protoc-c --proto_path=proto --c_out=$(BUILD)/gen/proto $<

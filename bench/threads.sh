@@ -5,6 +5,9 @@
 #   - nginx (one worker) serving a 3000-byte file to wrk (16 connections);
 #   - thread_lab storm: pairs of threads handing a turn through a mutex and
 #     a condition variable (a futex wait and wake each).
+# A third mode per workload runs it beside empty programs on the same three
+# hooks (build/bench/bench_hook_floor): the floor, what any design that
+# traces sys_enter/sys_exit/sched_switch pays before doing anything.
 # Prints each mode's median and runs, the ratio of the medians and the
 # median of each round's ratio (the host drifts: the pair is the fairer
 # figure), the events and traced calls per second, and from the kernel's own
@@ -18,7 +21,7 @@ B=${EMBER_BUILD:-$ROOT/build}
 for t in nginx wrk bpftool; do command -v $t >/dev/null || { echo "threads: $t missing (deploy/install-deps.sh installs it)"; exit 1; }; done
 DUR=${DUR:-5} ROUNDS=${ROUNDS:-5} CONNS=${CONNS:-16} PAIRS=${PAIRS:-2}
 T=$(mktemp -d /tmp/ember-bench.XXXXXX); chmod 755 "$T"
-trap 'kill $AGENT ${NGINX:-} ${IDLE:-} 2>/dev/null; wait 2>/dev/null; rm -rf "$T"' EXIT
+trap 'kill $AGENT ${NGINX:-} ${IDLE:-} ${FLOOR:-} 2>/dev/null; wait 2>/dev/null; rm -rf "$T"' EXIT
 . "$(dirname "$0")/lib/agent.sh"
 start_bench_agent || exit 1
 sv() { awk -v k="$2" '$1 == "collector" && $2 == k {print $3; exit}' "$1"; }
@@ -48,6 +51,13 @@ task_on() {
   for _ in $(seq 200); do grep -q profiling "$T/prof.err" && return 0; sleep 0.05; done
   echo "threads: the task did not start: $(cat "$T/prof.err")" >&2; return 1
 }
+# The floor's empty programs for the next command; waits until they are live.
+floor_on() {
+  "$B/bench/bench_hook_floor" "$1" > "$T/floor.out" 2>&1 & FLOOR=$!
+  for _ in $(seq 200); do grep -q attached "$T/floor.out" && return 0; sleep 0.05; done
+  echo "threads: the floor's programs did not attach: $(cat "$T/floor.out")" >&2; return 1
+}
+floor_off() { kill $FLOOR 2>/dev/null; wait $FLOOR 2>/dev/null; FLOOR=; }
 storm() { EMBER_TEST_GO=$T/go "$B/progs/thread_lab" storm "$PAIRS" "$DUR" > "$T/storm.out" & SP=$!; }
 # In the loop's shell (a subshell cannot wait for it), then its count.
 storm_ops() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["ops"])' "$T/storm.out"; }
@@ -61,7 +71,13 @@ for i in $(seq "$ROUNDS"); do
   stats_to "$T/s1"; t1=$(date +%s%N)
   wait $TASKP
   echo "nginx_threads $r $(( (t1 - t0) / 1000000 )) $(( $(sv "$T/s1" thread_events) - $(sv "$T/s0" thread_events) )) $(( $(sv "$T/s1" bpf_thread_calls) - $(sv "$T/s0" bpf_thread_calls) )) $(( $(sv "$T/s1" bpf_thread_agg_full_drops) + $(sv "$T/s1" bpf_thread_per_thread_cap_drops) + $(sv "$T/s1" thread_events_ring_full_drops) - $(sv "$T/s0" bpf_thread_agg_full_drops) - $(sv "$T/s0" bpf_thread_per_thread_cap_drops) - $(sv "$T/s0" thread_events_ring_full_drops) ))" >> "$T/res"
+  floor_on $((DUR + 2)) || exit 1
+  echo "nginx_floor $(run_wrk)" >> "$T/res"
+  floor_off
   rm -f "$T/go"; storm; touch "$T/go"; wait $SP; echo "storm_alone $(storm_ops)" >> "$T/res"; rm -f "$T/go"
+  floor_on $((DUR + 2)) || exit 1
+  storm; touch "$T/go"; wait $SP; echo "storm_floor $(storm_ops)" >> "$T/res"; rm -f "$T/go"
+  floor_off
   storm; task_on "$SP" $((DUR + 2))s || exit 1
   stats_to "$T/s2"; touch "$T/go"; wait $SP; ops=$(storm_ops); stats_to "$T/s3"; rm -f "$T/go"
   wait $TASKP
@@ -86,25 +102,30 @@ rows = [l.split() for l in open(sys.argv[1])]
 dur, pairs = sys.argv[2], sys.argv[3]
 def col(name, i=1):
     return [float(r[i]) for r in rows if r[0] == name]
-def ratio(name, alone, mode):
-    a, m = col(alone), col(mode)
+def ratio(name, alone, mode, floor):
+    a, m, f = col(alone), col(mode), col(floor)
     paired = [x / y for x, y in zip(m, a) if y]
+    fpaired = [x / y for x, y in zip(f, a) if y]
     print(f"threads_{name}_alone: {st.median(a):.0f}/s (runs {', '.join(f'{x:.0f}' for x in a)})")
     print(f"threads_{name}_profiled: {st.median(m):.0f}/s (runs {', '.join(f'{x:.0f}' for x in m)})")
+    print(f"threads_{name}_hooks_alone: {st.median(f):.0f}/s (runs {', '.join(f'{x:.0f}' for x in f)})")
     print(f"threads_{name}_ratio: {st.median(m) / st.median(a):.2f}x (paired with its round's alone run: "
           f"{st.median(paired):.2f}x, {min(paired):.2f}-{max(paired):.2f}; target >= 0.90)")
+    print(f"threads_{name}_floor_ratio: {st.median(f) / st.median(a):.2f}x (empty programs on the same hooks; "
+          f"paired: {st.median(fpaired):.2f}x, {min(fpaired):.2f}-{max(fpaired):.2f}); "
+          f"profiled over floor: {st.median(m) / st.median(f):.2f}x")
 print(f"threads_workload: nginx 1 worker + wrk, 3000-byte file; thread_lab storm {pairs} pairs; {dur} s x "
       f"{len(col('nginx_alone'))} rounds, alternated; every event recorded (oncpu, file, net, lock, sched)")
-ratio("nginx", "nginx_alone", "nginx_threads")
+ratio("nginx", "nginx_alone", "nginx_threads", "nginx_floor")
 nt = [r for r in rows if r[0] == "nginx_threads"]
 ev = [int(r[3]) / (int(r[2]) / 1000) for r in nt]
 calls = [int(r[4]) / (int(r[2]) / 1000) for r in nt]
 print(f"threads_nginx_events_per_s: {st.median(ev):.0f} (of {st.median(calls):.0f} traced calls/s: one event "
       f"per thread, call and fd a second); lost: {sum(int(r[5]) for r in nt)}")
 for r in rows:   # turns per second
-    if r[0] in ("storm_alone", "storm_threads"):
+    if r[0] in ("storm_alone", "storm_threads", "storm_floor"):
         r[1] = str(float(r[1]) / float(dur))
-ratio("storm", "storm_alone", "storm_threads")
+ratio("storm", "storm_alone", "storm_threads", "storm_floor")
 sc = [int(r[2]) / float(dur) for r in rows if r[0] == "storm_threads"]
 print(f"threads_storm_traced_calls_per_s: {st.median(sc):.0f}")
 b = next(r for r in rows if r[0] == "bpf_nginx")

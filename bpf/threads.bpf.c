@@ -31,7 +31,6 @@ char LICENSE[] SEC("license") = "GPL";
 #define S_IFSOCK 0140000
 #define AF_INET 2
 #define AF_INET6 10
-#define THREAD_CLS_FD 0x80  /* threads_sys: the call's first argument is an fd */
 
 /* syscall number -> its class (enum thread_ev_type) | THREAD_CLS_FD; written by the collector before load. */
 struct {
@@ -41,19 +40,13 @@ struct {
 	__uint(max_entries, THREAD_SYSCALLS);
 } threads_sys SEC(".maps");
 
+/* tid -> its state (struct thread_state): created at a target thread's first traced call or switch-in. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__type(key, __u32);
-	__type(value, struct thread_call);
+	__type(value, struct thread_state);
 	__uint(max_entries, 16384);
-} threads_calls SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, __u32);
-	__type(value, struct thread_oncpu);
-	__uint(max_entries, 16384);
-} threads_oncpu SEC(".maps");
+} threads_state SEC(".maps");
 
 struct threads_aggmap {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -102,11 +95,10 @@ volatile __u32 threads_active;
 volatile __u32 threads_gen;
 
 /*
- * Per CPU, the last thread the programs saw and what the target map says of
- * it (its task's events and stack threshold, or that no thread task follows
- * it): every syscall of the host runs these programs, and a thread's
- * syscalls come in runs, so most cost one array lookup instead of a hash
- * lookup.
+ * Per CPU, the thread running there and what the target map says of it (its
+ * task's events and stack threshold, or that no thread task follows it),
+ * set at each switch-in: every syscall of the host runs these programs, and
+ * each then costs one array lookup instead of a hash lookup.
  */
 struct thread_seen {
 	__u64 pid_tgid;
@@ -145,6 +137,44 @@ static __always_inline struct thread_seen *current_target(__u64 id)
 	s->probes = tv ? tv->threads_probes : 0;
 	s->stack_ns = tv ? tv->threads_stack_ns : 0;
 	return s->probes ? s : NULL;
+}
+
+/* The CPU's cache, told who runs next (tv: its target entry, or NULL). */
+static __always_inline void seen_set(__u64 id, const struct target_val *tv)
+{
+	__u32 zero = 0;
+	struct thread_seen *s = bpf_map_lookup_elem(&threads_seen, &zero);
+
+	if (!s)
+		return;
+	s->pid_tgid = id;
+	s->gen = threads_gen;
+	s->probes = tv ? tv->threads_probes : 0;
+	s->stack_ns = tv ? tv->threads_stack_ns : 0;
+}
+
+/* The thread's state, created if it has none; NULL when the map is full (counted). */
+static __always_inline struct thread_state *state_of(__u32 tid, __u32 tgid)
+{
+	struct thread_state *st = bpf_map_lookup_elem(&threads_state, &tid);
+
+	if (!st) {
+		struct thread_state n = { .tgid = tgid };
+
+		/* Preallocated: no allocation here, which sched_switch's locks forbid. */
+		bpf_map_update_elem(&threads_state, &tid, &n, BPF_NOEXIST);
+		st = bpf_map_lookup_elem(&threads_state, &tid);
+		if (!st) {
+			count(BPF_CNT_THREAD_CALL_FULL);
+			return NULL;
+		}
+	}
+	if (st->tgid != tgid) {
+		/* Another process's thread had this tid: nothing it left means anything here. */
+		__builtin_memset(st, 0, sizeof(*st));
+		st->tgid = tgid;
+	}
+	return st;
 }
 
 static __always_inline __u32 probes_of(__u8 cls)
@@ -195,7 +225,7 @@ static __always_inline __s32 futex_op(__u64 op)
 }
 
 /* The current thread's user stack, reusing its last one when it is at the same place. */
-static __always_inline __u64 walk_cached(void *ctx, struct thread_call *c, __u32 tgid)
+static __always_inline __u64 walk_cached(void *ctx, struct thread_state *c, __u32 tgid)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
@@ -451,33 +481,20 @@ static __always_inline void book(const struct thread_agg_key *key, __u8 cls, __u
 static __always_inline int t_enter(struct pt_regs *regs, long nr)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tgid = id >> 32, tid = (__u32)id;
-	__u8 cls = class_of(nr) & ~THREAD_CLS_FD;
+	__u8 cls = class_of(nr);
 	struct thread_seen *tv;
-	struct thread_call *c;
+	struct thread_state *c;
 
 	if (!cls)
 		return 0;
 	tv = current_target(id);
-	if (!tv || !(tv->probes & probes_of(cls)))
+	if (!tv || !(tv->probes & probes_of(cls & ~THREAD_CLS_FD)))
 		return 0;
-	c = bpf_map_lookup_elem(&threads_calls, &tid);
-	if (!c) {
-		struct thread_call nc = { .tgid = tgid };
-
-		bpf_map_update_elem(&threads_calls, &tid, &nc, BPF_NOEXIST);
-		c = bpf_map_lookup_elem(&threads_calls, &tid);
-		if (!c) {
-			count(BPF_CNT_THREAD_CALL_FULL);
-			return 0;
-		}
-	}
-	if (c->tgid != tgid) {
-		/* Another process's thread had this tid: its cached place means nothing here. */
-		c->tgid = tgid;
-		c->fp = c->fp_uhash = c->fp2 = c->fp2_uhash = 0;
-	}
+	c = state_of((__u32)id, id >> 32);
+	if (!c)
+		return 0;
 	c->nr = nr;
+	c->cls = cls;
 	c->arg0 = regs->di;
 	c->arg1 = regs->si;
 	c->uhash = 0;
@@ -490,7 +507,7 @@ static __always_inline int t_exit(void *ctx, long nr)
 	__u64 id, now, start, uhash = 0;
 	__u32 tgid, tid;
 	struct thread_agg_key key = { .arg = -1 };
-	struct thread_call *c;
+	struct thread_state *c;
 	struct thread_seen *tv;
 	bool lost = false;
 	__u8 cls;
@@ -507,15 +524,13 @@ static __always_inline int t_exit(void *ctx, long nr)
 	/* Untargeted since the call began: its entry stays until its thread's next call or its task's end. */
 	if (!tv)
 		return 0;
-	c = bpf_map_lookup_elem(&threads_calls, &tid);
-	if (!c || !c->ts)
+	c = bpf_map_lookup_elem(&threads_state, &tid);
+	if (!c || !c->ts || c->tgid != tgid)
 		return 0;
 	now = bpf_ktime_get_ns();
 	start = c->ts;
 	c->ts = 0;
-	if (c->tgid != tgid)
-		return 0;
-	cls = class_of(c->nr);
+	cls = c->cls;
 	key.nr = c->nr;
 	if (cls & THREAD_CLS_FD)
 		key.arg = (__s32)c->arg0;
@@ -538,25 +553,29 @@ static __always_inline __u32 task_state(struct task_struct *t)
 	return t->__state;
 }
 
-/* prev is current: its period ends and a call it blocks in gets its stack; next's period starts. */
+/*
+ * prev is current: its period ends and a call it blocks in gets its stack;
+ * next's period starts, and the CPU's cache learns what next is.
+ */
 static __always_inline int t_switch(void *ctx, __u32 next_tid, __u32 next_tgid)
 {
 	__u64 id = bpf_get_current_pid_tgid(), now = bpf_ktime_get_ns();
 	__u32 tgid = id >> 32, tid = (__u32)id;
 	struct thread_seen *tv = tgid ? current_target(id) : NULL;
-	struct target_val *ntv;
+	struct target_val *ntv = next_tgid ? threads_target(next_tgid) : NULL;
 
 	if (tv) {
-		struct thread_oncpu *o = bpf_map_lookup_elem(&threads_oncpu, &tid);
-		struct thread_call *c = bpf_map_lookup_elem(&threads_calls, &tid);
+		struct thread_state *c = bpf_map_lookup_elem(&threads_state, &tid);
 
+		if (c && c->tgid != tgid)
+			c = NULL;
 		if (tv->probes & THREAD_P_ONCPU) {
 			struct thread_agg_key key = { .tid = tid, .tgid = tgid, .nr = THREAD_NR_ONCPU, .arg = -1 };
 
-			if (o && o->ts && o->tgid == tgid) {
+			if (c && c->oncpu_ts) {
 				count(BPF_CNT_THREAD_ONCPU);
-				book(&key, THREAD_EV_ONCPU, tv->probes, o->ts, now, 0, false);
-				o->ts = 0;
+				book(&key, THREAD_EV_ONCPU, tv->probes, c->oncpu_ts, now, 0, false);
+				c->oncpu_ts = 0;
 			} else {
 				/*
 				 * On the CPU since before the task: the slice's run time so far
@@ -570,30 +589,20 @@ static __always_inline int t_switch(void *ctx, __u32 next_tid, __u32 next_tgid)
 					count(BPF_CNT_THREAD_ONCPU);
 					book(&key, THREAD_EV_ONCPU, tv->probes, now - ran, now, 0, false);
 				}
-				if (o)
-					o->ts = 0;
 			}
 		}
-		if (c && c->ts && !c->uhash && c->tgid == tgid)
+		if (c && c->ts && !c->uhash)
 			c->uhash = walk_cached(ctx, c, tgid);
-		if (task_state(bpf_get_current_task_btf()) & EMBER_TASK_DEAD) {
+		if (task_state(bpf_get_current_task_btf()) & EMBER_TASK_DEAD)
 			/* The thread will not run again; its tid may be reused. */
-			bpf_map_delete_elem(&threads_oncpu, &tid);
-			bpf_map_delete_elem(&threads_calls, &tid);
-		}
+			bpf_map_delete_elem(&threads_state, &tid);
 	}
-	if (next_tgid && (ntv = threads_target(next_tgid)) && (ntv->threads_probes & THREAD_P_ONCPU)) {
-		/* In place: an update would allocate a new element at every switch. */
-		struct thread_oncpu *o = bpf_map_lookup_elem(&threads_oncpu, &next_tid);
+	seen_set((__u64)next_tgid << 32 | next_tid, ntv && ntv->threads_probes ? ntv : NULL);
+	if (ntv && (ntv->threads_probes & THREAD_P_ONCPU)) {
+		struct thread_state *n = state_of(next_tid, next_tgid);
 
-		if (o) {
-			o->ts = now;
-			o->tgid = next_tgid;
-		} else {
-			struct thread_oncpu n = { .ts = now, .tgid = next_tgid };
-
-			bpf_map_update_elem(&threads_oncpu, &next_tid, &n, BPF_NOEXIST);
-		}
+		if (n)
+			n->oncpu_ts = now;
 	}
 	return 0;
 }

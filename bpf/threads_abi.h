@@ -5,7 +5,8 @@
  * collector flips the window's map set once a second (threads_active), waits
  * for the programs that may still write the old set, and turns each of its
  * entries into a ring record (struct ember_rec_thread) for the analyzer.
- * Calls still in progress at a task's end are read from the in-flight map.
+ * Calls and on-CPU periods still in progress at a task's end are read from
+ * the thread state map (struct thread_state).
  */
 #ifndef EMBER_BPF_THREADS_ABI_H
 #define EMBER_BPF_THREADS_ABI_H
@@ -32,6 +33,7 @@ enum thread_ev_type {
 	THREAD_EV_RW = 6,   /* a syscall map class only: read/write on an fd, file or net by what the fd is */
 };
 
+#define THREAD_CLS_FD 0x80           /* with a class in threads_sys: the call's first argument is an fd */
 #define THREAD_SYSCALLS 512          /* the syscall map's size: x86-64 numbers are below it */
 #define THREAD_NR_ONCPU (-1)         /* thread_agg_key.nr of on-CPU periods */
 #define THREAD_MAX_KEYS 256          /* aggregates per thread and window; past it, counted (BPF_CNT_THREAD_KEYS_CAP) */
@@ -83,22 +85,29 @@ struct thread_agg_val {
 	char pcomm[EMBER_COMM_LEN]; /* its process's (the group leader's): read at the call, the process may be gone at the window's end */
 };
 
-/* A target thread's call in progress (entered, not yet returned), and its last stack. */
-struct thread_call {
-	__u64 ts;        /* ktime ns at entry; 0: none in progress */
+/*
+ * A target thread's state, one entry per thread (one lookup per program
+ * run): its call in progress (entered, not yet returned), its last walked
+ * stacks, and its on-CPU period in progress.
+ */
+struct thread_state {
+	__u64 ts;        /* ktime ns at the call's entry; 0: no call in progress */
 	__u64 arg0, arg1;
 	__u64 uhash;     /* the call's user stack, once walked */
 	__u64 fp, fp_uhash;  /* the thread's last walked place and its stack: a repeat reuses it */
 	__u64 fp2, fp2_uhash;/* the place before: threads alternate between two (a condition's wait, its mutex) */
-	__s32 nr;
+	__u64 oncpu_ts;  /* ktime ns its on-CPU period began; 0: none timed */
+	__s32 nr;        /* the call's syscall */
 	__u32 tgid;
+	__u8 cls;        /* its class in threads_sys (enum thread_ev_type | THREAD_CLS_FD) */
+	__u8 pad[7];
 };
 
-/* A target thread's on-CPU period in progress. */
-struct thread_oncpu {
-	__u64 ts;
-	__u32 tgid;
+/* A thread's state, as the collector reads it at its task's end. */
+struct thread_state_rec {
+	__u32 tid;
 	__u32 pad;
+	struct thread_state st;
 };
 
 /* Ring record: one aggregate, then npath bytes of file.path (no NUL), then nuser user ips. */
@@ -129,8 +138,8 @@ struct ember_rec_thread {
 EMBER_ASSERT_SIZE(struct thread_agg_key, 16);
 EMBER_ASSERT_SIZE(struct thread_path, 512);
 EMBER_ASSERT_SIZE(struct thread_agg_val, 136);
-EMBER_ASSERT_SIZE(struct thread_call, 72);
-EMBER_ASSERT_SIZE(struct thread_oncpu, 16);
+EMBER_ASSERT_SIZE(struct thread_state, 88);
+EMBER_ASSERT_SIZE(struct thread_state_rec, 96);
 EMBER_ASSERT_SIZE(struct ember_rec_thread, 136);
 
 #endif

@@ -12,7 +12,6 @@
 #include "collector/bpf_stacks.h"
 #include "common/ctl_proto.h"
 
-#define THREAD_CLS_FD 0x80  /* bpf/threads.bpf.c: the call's first argument is an fd */
 
 struct bpf_threads {
 	struct threads_bpf *skel;
@@ -235,72 +234,63 @@ int bpf_threads__window(struct bpf_threads *t, bpf_threads_fn cb, void *ctx)
 	return n;
 }
 
+/* One thread's state, to cb: its call and on-CPU period in progress; n. */
+static int flush_state(const struct thread_state_rec *r, uint64_t now_ktime_ns, bpf_threads_fn cb, void *ctx)
+{
+	const struct thread_state *c = &r->st;
+	int n = 0;
+
+	if (c->ts && c->ts < now_ktime_ns) {
+		uint8_t cls = c->cls;
+		struct thread_agg_key key = { .tid = r->tid, .tgid = c->tgid, .nr = c->nr, .arg = -1 };
+		struct thread_agg_val v = { .first_start = c->ts, .last_end = now_ktime_ns,
+					    .total_ns = now_ktime_ns - c->ts, .count = 1,
+					    .max_ns = now_ktime_ns - c->ts, .uhash = c->uhash };
+
+		if (cls & THREAD_CLS_FD)
+			key.arg = (int32_t)c->arg0;
+		cls &= ~THREAD_CLS_FD;
+		if (cls == THREAD_EV_LOCK)
+			key.arg = ((c->arg1 & 0x7f) == 1 || (c->arg1 & 0x7f) == 10) ? THREAD_FUTEX_WAKE
+										      : THREAD_FUTEX_WAIT;
+		v.type = cls == THREAD_EV_RW ? THREAD_EV_FILE : cls;
+		cb(ctx, &key, &v, THREAD_REC_F_ONGOING, NULL);
+		n++;
+	}
+	if (c->oncpu_ts && c->oncpu_ts < now_ktime_ns) {
+		struct thread_agg_key key = { .tid = r->tid, .tgid = c->tgid, .nr = THREAD_NR_ONCPU, .arg = -1 };
+		struct thread_agg_val v = { .first_start = c->oncpu_ts, .last_end = now_ktime_ns,
+					    .total_ns = now_ktime_ns - c->oncpu_ts, .count = 1,
+					    .max_ns = now_ktime_ns - c->oncpu_ts, .type = THREAD_EV_ONCPU };
+
+		cb(ctx, &key, &v, THREAD_REC_F_ONGOING, NULL);
+		n++;
+	}
+	return n;
+}
+
 int bpf_threads__flush_pids(struct bpf_threads *t, const uint32_t *pids, unsigned npids, uint64_t now_ktime_ns,
 			    bpf_threads_fn cb, void *ctx)
 {
-	int cfd = bpf_map__fd(t->skel->maps.threads_calls), ofd = bpf_map__fd(t->skel->maps.threads_oncpu);
-	int sfd = bpf_map__fd(t->skel->maps.threads_sys);
+	int fd = bpf_map__fd(t->skel->maps.threads_state);
 	int n = drain_set(t, !t->active, pids, npids, cb, ctx) + drain_set(t, t->active, pids, npids, cb, ctx);
-	uint32_t max = bpf_map__max_entries(t->skel->maps.threads_calls), ngone = 0, tid, next, *prev = NULL;
+	uint32_t max = bpf_map__max_entries(t->skel->maps.threads_state), ngone = 0, next, *prev = NULL;
+	struct thread_state_rec r;
 	uint32_t *gone = calloc(max, sizeof(*gone));
 
 	if (!gone)
 		return -ENOMEM;
-	while (!bpf_map_get_next_key(cfd, prev, &next)) {
-		struct thread_call c;
-
-		tid = next;
-		prev = &tid;
-		if (bpf_map_lookup_elem(cfd, &tid, &c) || !in(pids, npids, c.tgid))
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		r.tid = next;
+		prev = &r.tid;
+		if (bpf_map_lookup_elem(fd, &r.tid, &r.st) || !in(pids, npids, r.st.tgid))
 			continue;
 		if (ngone < max)
-			gone[ngone++] = tid;
-		if (c.ts && c.ts < now_ktime_ns) {
-			uint32_t k = (uint32_t)c.nr;
-			uint8_t cls = 0;
-			struct thread_agg_key key = { .tid = tid, .tgid = c.tgid, .nr = c.nr, .arg = -1 };
-			struct thread_agg_val v = { .first_start = c.ts, .last_end = now_ktime_ns,
-						    .total_ns = now_ktime_ns - c.ts, .count = 1,
-						    .max_ns = now_ktime_ns - c.ts, .uhash = c.uhash };
-
-			(void)bpf_map_lookup_elem(sfd, &k, &cls);
-			if (cls & THREAD_CLS_FD)
-				key.arg = (int32_t)c.arg0;
-			cls &= ~THREAD_CLS_FD;
-			if (cls == THREAD_EV_LOCK)
-				key.arg = ((c.arg1 & 0x7f) == 1 || (c.arg1 & 0x7f) == 10) ? THREAD_FUTEX_WAKE
-												: THREAD_FUTEX_WAIT;
-			v.type = cls == THREAD_EV_RW ? THREAD_EV_FILE : cls;
-			cb(ctx, &key, &v, THREAD_REC_F_ONGOING, NULL);
-			n++;
-		}
+			gone[ngone++] = r.tid;
+		n += flush_state(&r, now_ktime_ns, cb, ctx);
 	}
 	for (uint32_t i = 0; i < ngone; i++)
-		bpf_map_delete_elem(cfd, &gone[i]);
-	ngone = 0;
-	prev = NULL;
-	max = bpf_map__max_entries(t->skel->maps.threads_oncpu) < max ? bpf_map__max_entries(t->skel->maps.threads_oncpu) : max;
-	while (!bpf_map_get_next_key(ofd, prev, &next)) {
-		struct thread_oncpu o;
-
-		tid = next;
-		prev = &tid;
-		if (bpf_map_lookup_elem(ofd, &tid, &o) || !in(pids, npids, o.tgid))
-			continue;
-		if (ngone < max)
-			gone[ngone++] = tid;
-		if (o.ts && o.ts < now_ktime_ns) {
-			struct thread_agg_key key = { .tid = tid, .tgid = o.tgid, .nr = THREAD_NR_ONCPU, .arg = -1 };
-			struct thread_agg_val v = { .first_start = o.ts, .last_end = now_ktime_ns,
-						    .total_ns = now_ktime_ns - o.ts, .count = 1,
-						    .max_ns = now_ktime_ns - o.ts, .type = THREAD_EV_ONCPU };
-
-			cb(ctx, &key, &v, THREAD_REC_F_ONGOING, NULL);
-			n++;
-		}
-	}
-	for (uint32_t i = 0; i < ngone; i++)
-		bpf_map_delete_elem(ofd, &gone[i]);
+		bpf_map_delete_elem(fd, &gone[i]);
 	free(gone);
 	return n;
 }
