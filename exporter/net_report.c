@@ -796,8 +796,8 @@ static void write_slowest(const struct net_report *r, FILE *out)
 	fprintf(out, "Slowest exchanges (the %u slowest of the %llu listed", r->n_slow,
 		(unsigned long long)r->st.exchanges);
 	if (r->exchanges_not_listed)
-		fprintf(out, "; %llu more were over the per-report bound and are not listed: this covers the listed "
-			     "ones only",
+		fprintf(out, "; %llu more were over the per-report bound and are not listed, but each report lists "
+			     "its window's slowest",
 			(unsigned long long)r->exchanges_not_listed);
 	fprintf(out, ")\n");
 	if (!r->n_slow) {

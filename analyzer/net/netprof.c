@@ -384,8 +384,7 @@ static void list_exchange(struct netprof *np, struct cstate *cs, const struct l7
 	x.answered = r->has_request && r->has_response;
 	x.req_seq = r->req_seq;
 	x.ssl = cs->tls;
-	if (!netreport__list_exchange(cs->task->rep, &x, r))
-		np->st[NPS_EXCHANGES_NOT_LISTED]++;
+	np->st[NPS_EXCHANGES_NOT_LISTED] += netreport__list_exchange(cs->task->rep, &x, r);
 }
 
 /* A data call of the connection, for the calls behind its sampled exchanges. */

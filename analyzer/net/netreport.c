@@ -47,14 +47,24 @@ struct netreport_flow {
 /* Bump allocator for one report's messages: freed all at once after publishing. */
 struct arena_chunk { struct arena_chunk *next; size_t used, size; _Alignas(16) uint8_t data[]; };
 
+/* A listed exchange: in the even sample, among the window's slowest, or both. */
+struct listed {
+	Ember__NetExchange *m;
+	bool in_sample, in_slowest;
+};
+
 struct netreport {
 	size_t max_exchanges;
 	uint64_t win_start_ns;       /* unix */
 	uint64_t gen;                /* report number: cached flow pointers of older reports are stale */
 	struct netreport_flow *flows[FLOW_BUCKETS];
 	size_t nflows;
-	Ember__NetExchange **ex;     /* grows as exchanges are listed, up to max_exchanges */
-	size_t nex, cap_ex;
+	struct listed **sample;      /* an even sample of the window's exchanges, up to max_exchanges */
+	size_t nsample, cap_sample;
+	struct listed *slowest[NETREPORT_SLOWEST]; /* the window's slowest answered ones, by latency, descending */
+	unsigned nslowest;
+	uint64_t offered;            /* exchanges offered to the list in the window */
+	uint64_t rng;                /* xorshift64* state: which exchanges the sample keeps */
 	uint64_t ex_not_listed;
 	Ember__NetConnection **cl;
 	size_t ncl, cap_cl;
@@ -73,6 +83,7 @@ struct netreport {
 struct nreport {
 	Ember__NetExchange **ex;
 	size_t nex;
+	size_t ex_unlisted;          /* chosen, but no memory for the list that sends them */
 	Ember__NetConnection **cl;
 	size_t ncl;
 	struct arena_chunk *arena;
@@ -145,6 +156,7 @@ struct netreport *netreport__new(size_t max_exchanges)
 		return NULL;
 	t->max_exchanges = max_exchanges;
 	t->win_start_ns = timeutil__now_ns(CLOCK_REALTIME);
+	t->rng = t->win_start_ns | 1;
 	return t;
 }
 
@@ -160,14 +172,40 @@ static void flows_free(struct netreport *t)
 	t->nflows = 0;
 }
 
+static int by_time(const void *a, const void *b)
+{
+	const Ember__NetExchange *x = *(Ember__NetExchange *const *)a, *y = *(Ember__NetExchange *const *)b;
+
+	if (x->req_unix_ns != y->req_unix_ns)
+		return x->req_unix_ns < y->req_unix_ns ? -1 : 1;
+	return x->req_seq < y->req_seq ? -1 : x->req_seq > y->req_seq;
+}
+
 /* Takes t's lists, their arena and its counters of the window: the task starts its next report. */
 static void report_take(struct netreport *t, struct nreport *r)
 {
-	*r = (struct nreport){ .ex = t->ex, .nex = t->nex, .cl = t->cl, .ncl = t->ncl, .arena = t->arena };
-	t->ex = NULL;
+	size_t n = 0;
+
+	*r = (struct nreport){ .cl = t->cl, .ncl = t->ncl, .arena = t->arena };
+	/* The sample and the slowest, each once, in time order. */
+	r->ex = malloc((t->nsample + t->nslowest + 1) * sizeof(*r->ex));
+	if (r->ex) {
+		for (size_t i = 0; i < t->nsample; i++)
+			r->ex[n++] = t->sample[i]->m;
+		for (unsigned i = 0; i < t->nslowest; i++)
+			if (!t->slowest[i]->in_sample)
+				r->ex[n++] = t->slowest[i]->m;
+		qsort(r->ex, n, sizeof(*r->ex), by_time);
+	} else {
+		r->ex_unlisted = t->nsample + t->nslowest;   /* an upper bound: an exchange in both counts twice */
+	}
+	r->nex = n;
+	free(t->sample);
+	t->sample = NULL;
 	t->cl = NULL;
 	t->arena = NULL;
-	t->nex = t->cap_ex = t->ncl = t->cap_cl = 0;
+	t->nsample = t->cap_sample = t->nslowest = t->ncl = t->cap_cl = 0;
+	t->offered = 0;
 	t->ex_not_listed = t->cl_not_listed = 0;
 	t->calls_lost = t->exchanges_lost = t->gap_bytes = t->conns_lossy = t->tls_unprobed = 0;
 	t->tls_unbound = 0;
@@ -350,16 +388,13 @@ const char *netreport__side_name(uint8_t side)
 	return side == NETREPORT_SERVER ? "server" : "client";
 }
 
-bool netreport__list_exchange(struct netreport *t, const Ember__NetExchange *from, const struct l7_record *r)
+static Ember__NetExchange *exchange_copy(struct netreport *t, const Ember__NetExchange *from,
+					 const struct l7_record *r)
 {
-	Ember__NetExchange *x, **l = list_room(t->ex, t->nex, &t->cap_ex, t->max_exchanges);
+	Ember__NetExchange *x = arena_alloc(t, sizeof(*x));
 
-	if (l)
-		t->ex = l;
-	if (!l || !(x = arena_alloc(t, sizeof(*x)))) {
-		t->ex_not_listed++;
-		return false;
-	}
+	if (!x)
+		return NULL;
 	*x = *from;
 	x->peer_address = arena_str(t, from->peer_address);
 	x->n_fields = 0;
@@ -374,8 +409,82 @@ bool netreport__list_exchange(struct netreport *t, const Ember__NetExchange *fro
 		lb->value = arena_str(t, r->fields[i].val);
 		x->fields[x->n_fields++] = lb;
 	}
-	t->ex[t->nex++] = x;
-	return true;
+	return x;
+}
+
+static uint64_t next_random(struct netreport *t)
+{
+	t->rng ^= t->rng >> 12;
+	t->rng ^= t->rng << 25;
+	t->rng ^= t->rng >> 27;
+	return t->rng * 0x2545F4914F6CDD1Dull;
+}
+
+unsigned netreport__list_exchange(struct netreport *t, const Ember__NetExchange *from, const struct l7_record *r)
+{
+	size_t slot = SIZE_MAX;
+	unsigned k = 0, dropped = 0;
+	bool slow = false;
+	struct listed *l, *out;
+
+	if (!t->max_exchanges) {
+		t->ex_not_listed++;
+		return 1;
+	}
+	t->offered++;
+	/* The sample: the first max_exchanges, then the n-th replaces one at random with chance max/n (each stays with chance max/n). */
+	if (t->nsample < t->max_exchanges) {
+		struct listed **room = list_room(t->sample, t->nsample, &t->cap_sample, t->max_exchanges);
+
+		if (room) {
+			t->sample = room;
+			slot = t->nsample;
+		}
+	} else {
+		uint64_t j = next_random(t) % t->offered;
+
+		if (j < t->nsample)
+			slot = (size_t)j;
+	}
+	if (from->answered && (t->nslowest < NETREPORT_SLOWEST ||
+			       from->latency_ns > t->slowest[t->nslowest - 1]->m->latency_ns)) {
+		slow = true;
+		for (k = t->nslowest; k > 0 && t->slowest[k - 1]->m->latency_ns < from->latency_ns; k--)
+			;
+	}
+	if (slot == SIZE_MAX && !slow) {
+		t->ex_not_listed++;
+		return 1;
+	}
+	if (!(l = arena_alloc(t, sizeof(*l))) || !(l->m = exchange_copy(t, from, r))) {
+		t->ex_not_listed++;
+		return 1;
+	}
+	if (slot != SIZE_MAX) {
+		if (slot < t->nsample) {
+			out = t->sample[slot];
+			out->in_sample = false;
+			dropped += !out->in_slowest;
+		} else {
+			t->nsample++;
+		}
+		t->sample[slot] = l;
+		l->in_sample = true;
+	}
+	if (slow) {
+		if (t->nslowest == NETREPORT_SLOWEST) {
+			out = t->slowest[NETREPORT_SLOWEST - 1];
+			out->in_slowest = false;
+			dropped += !out->in_sample;
+		} else {
+			t->nslowest++;
+		}
+		memmove(&t->slowest[k + 1], &t->slowest[k], (t->nslowest - 1 - k) * sizeof(t->slowest[0]));
+		t->slowest[k] = l;
+		l->in_slowest = true;
+	}
+	t->ex_not_listed += dropped;
+	return dropped;
 }
 
 bool netreport__list_connection(struct netreport *t, const Ember__NetConnection *from)
@@ -559,8 +668,9 @@ unsigned netreport__publish(struct netreport *t, const struct netreport_publish 
 	b.sampled_no_trace_context = sc.no_trace;
 	b.sampled_bad_trace_context = sc.bad_trace;
 	report_take(t, &r);
+	b.exchanges_not_listed += r.ex_unlisted;
 	t->win_start_ns = p->now_unix_ns;
-	/* Items are bounded by twice max_exchanges (10^7): the count of parts fits. */
+	/* Items are bounded by twice max_exchanges plus the slowest (10^7): the count of parts fits. */
 	parts = r.ncl + r.nex ? (uint32_t)((r.ncl + r.nex + per - 1) / per) : 1;
 	b.parts = parts;
 	for (uint32_t k = 0; k < parts && !p->monitor; k++) {

@@ -81,7 +81,10 @@ struct netreport_conn {
 
 struct netreport;
 
-/* The report of a task that lists up to max_exchanges exchanges; its window starts now.  NULL + errno. */
+/* A report lists its window's slowest answered exchanges besides its even sample. */
+#define NETREPORT_SLOWEST 10
+
+/* The report of a task that lists up to max_exchanges exchanges (and its slowest); its window starts now.  NULL + errno. */
 struct netreport *netreport__new(size_t max_exchanges);
 
 /* Sums the window w of connection c into c's flow and clears it (also when there is no memory for the flow). */
@@ -91,11 +94,16 @@ void netreport__fold(struct netreport *r, const struct netreport_conn *c, struct
 void netreport__flow_exchange(struct netreport *r, const struct netreport_conn *c, const struct l7_record *rec);
 
 /*
- * Lists exchange x: x is copied with its peer_address, and its fields are
- * rec's (names static, values copied); its other strings must be static.
- * false: not listed (over the bound, or no memory).
+ * Offers exchange x to the report's list: an even sample of the window's
+ * exchanges (up to max_exchanges, each kept with the same chance: a busy
+ * window is not listed by its first seconds only) and, besides, its
+ * NETREPORT_SLOWEST slowest answered ones.  A kept x is copied with its
+ * peer_address, and its fields are rec's (names static, values copied); its
+ * other strings must be static.  Returns how many exchanges the list lost
+ * by it (0-2: x itself, or the ones it displaced); every offered exchange
+ * is listed or counted so (exchanges_not_listed).
  */
-bool netreport__list_exchange(struct netreport *r, const Ember__NetExchange *x, const struct l7_record *rec);
+unsigned netreport__list_exchange(struct netreport *r, const Ember__NetExchange *x, const struct l7_record *rec);
 
 /*
  * Lists connection m, ended in the window, and adds its losses to the

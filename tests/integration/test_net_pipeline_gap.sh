@@ -18,6 +18,8 @@
 #    is seen up to it only, and the call it cut reaches the analyzer at once
 #    (NET_F_CUT_FIRST), which asks for every byte from the next call on.
 # Before, the first such gap ended the connection's analysis.
+# Every exchange listed: the checks count them, command by command.
+AGENT_PROFILING_YAML="  task: { network: { max_exchanges_per_report: 10000000 } }"
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/net_servers.sh"
 need_bpf

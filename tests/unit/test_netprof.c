@@ -710,6 +710,55 @@ static void test_report_parts(void **state)
 	assert_int_equal(st[NPS_BATCHES], 4);
 }
 
+/*
+ * A busy window lists an even sample of its exchanges (max_exchanges: 100
+ * here), not its first ones, and its slowest besides; listed + not listed
+ * = offered, and the list is in time order.
+ */
+static void test_listing_sample(void **state)
+{
+	static const unsigned slow[] = { 3, 150, 333, 480, 512, 640, 777, 888, 901, 999 };
+	struct totals r;
+	uint64_t st[NPS_MAX], last_i = 0;
+	unsigned listed = 0, late = 0, slow_seen = 0;
+	bool ordered = true;
+	char req[64];
+
+	(void)state;
+	ev(NET_OP_CONNECT, 20, SOCK_STREAM, "10.0.0.2", 80, 40020, 0, NULL, 0);
+	for (unsigned i = 0; i < 1000; i++) {
+		bool is_slow = false;
+
+		for (unsigned k = 0; k < sizeof(slow) / sizeof(slow[0]); k++)
+			is_slow |= slow[k] == i;
+		snprintf(req, sizeof(req), "GET /%u HTTP/1.1\r\nHost: x\r\n\r\n", i);
+		ev(NET_OP_WRITE, 20, SOCK_STREAM, "10.0.0.2", 80, 40020, (int64_t)strlen(req), req, 0);
+		/* latency: 100 us + up to 96 us; the slow ones 10 ms and more */
+		now_ns += is_slow ? 10000000ull + i * 1000ull : (i % 97) * 1000ull;
+		ev(NET_OP_READ, 20, SOCK_STREAM, "10.0.0.2", 80, 40020, (int64_t)strlen(ok200), ok200, 0);
+	}
+	report_now();
+	recv_report(&r);
+	for (const char *p = r.seq; (p = strstr(p, ":/")); p++) {
+		unsigned i = (unsigned)strtoul(p + 2, NULL, 10);
+
+		listed++;
+		late += i >= 500;
+		ordered &= !last_i || i > last_i;
+		last_i = i;
+		for (unsigned k = 0; k < sizeof(slow) / sizeof(slow[0]); k++)
+			slow_seen += slow[k] == i;
+	}
+	assert_int_equal(listed + r.not_listed, 1000);
+	assert_true(listed >= 100 && listed <= 110);
+	assert_int_equal(slow_seen, 10);
+	/* about half the sample from the window's second half (binomial: 50 +- 5) */
+	assert_true(late >= 25 && late <= 85);
+	assert_true(ordered);
+	netprof__stats(F.np, st);
+	assert_int_equal(st[NPS_EXCHANGES_NOT_LISTED], r.not_listed);
+}
+
 /* The last report in parts: records drained while it goes out are past the task's end, not in a report. */
 static void test_last_report_parts(void **state)
 {
@@ -851,6 +900,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_tls_unprobed, setup, teardown_np),
 		cmocka_unit_test_setup_teardown(test_bounds_and_bad_records, setup_small, teardown_np),
 		cmocka_unit_test_setup_teardown(test_report_parts, setup, teardown_np),
+		cmocka_unit_test_setup_teardown(test_listing_sample, setup, teardown_np),
 		cmocka_unit_test_setup_teardown(test_last_report_parts, setup_parts, teardown_np),
 		cmocka_unit_test(test_conntrack),
 		cmocka_unit_test_setup_teardown(test_caps, setup, teardown_np),
