@@ -47,10 +47,10 @@ struct netreport_flow {
 /* Bump allocator for one report's messages: freed all at once after publishing. */
 struct arena_chunk { struct arena_chunk *next; size_t used, size; _Alignas(16) uint8_t data[]; };
 
-/* A listed exchange: in the even sample, among the window's slowest, or both. */
+/* A listed exchange: in the even sample, among the window's slowest (t->slowest says), or both. */
 struct listed {
 	Ember__NetExchange *m;
-	bool in_sample, in_slowest;
+	bool in_sample;
 };
 
 struct netreport {
@@ -420,6 +420,14 @@ static uint64_t next_random(struct netreport *t)
 	return t->rng * 0x2545F4914F6CDD1Dull;
 }
 
+static bool is_slowest(const struct netreport *t, const struct listed *l)
+{
+	for (unsigned i = 0; i < t->nslowest; i++)
+		if (t->slowest[i] == l)
+			return true;
+	return false;
+}
+
 unsigned netreport__list_exchange(struct netreport *t, const Ember__NetExchange *from, const struct l7_record *r)
 {
 	size_t slot = SIZE_MAX;
@@ -441,7 +449,8 @@ unsigned netreport__list_exchange(struct netreport *t, const Ember__NetExchange 
 			slot = t->nsample;
 		}
 	} else {
-		uint64_t j = next_random(t) % t->offered;
+		/* A uniform index below offered, by multiplication (a division costs more than the rest). */
+		uint64_t j = (uint64_t)(((unsigned __int128)next_random(t) * t->offered) >> 64);
 
 		if (j < t->nsample)
 			slot = (size_t)j;
@@ -462,9 +471,15 @@ unsigned netreport__list_exchange(struct netreport *t, const Ember__NetExchange 
 	}
 	if (slot != SIZE_MAX) {
 		if (slot < t->nsample) {
+			/*
+			 * The one it displaces is cold (a random slot): it is touched only
+			 * when it is among the slowest, which the list of those says.
+			 */
 			out = t->sample[slot];
-			out->in_sample = false;
-			dropped += !out->in_slowest;
+			if (is_slowest(t, out))
+				out->in_sample = false;
+			else
+				dropped++;
 		} else {
 			t->nsample++;
 		}
@@ -474,14 +489,12 @@ unsigned netreport__list_exchange(struct netreport *t, const Ember__NetExchange 
 	if (slow) {
 		if (t->nslowest == NETREPORT_SLOWEST) {
 			out = t->slowest[NETREPORT_SLOWEST - 1];
-			out->in_slowest = false;
 			dropped += !out->in_sample;
 		} else {
 			t->nslowest++;
 		}
 		memmove(&t->slowest[k + 1], &t->slowest[k], (t->nslowest - 1 - k) * sizeof(t->slowest[0]));
 		t->slowest[k] = l;
-		l->in_slowest = true;
 	}
 	t->ex_not_listed += dropped;
 	return dropped;
