@@ -157,6 +157,66 @@ void bpf_threads__detach(struct bpf_threads *t)
 	}
 }
 
+/* The sub-probes that record a syscall class (bpf/threads.bpf.c's probes_of). */
+static uint32_t probes_of(uint8_t cls)
+{
+	switch (cls) {
+	case THREAD_EV_FILE: return THREAD_P_FILE;
+	case THREAD_EV_NET: return THREAD_P_NET;
+	case THREAD_EV_LOCK: return THREAD_P_LOCK;
+	case THREAD_EV_SCHED: return THREAD_P_SCHED;
+	case THREAD_EV_RW: return THREAD_P_FILE | THREAD_P_NET;
+	}
+	return 0;
+}
+
+int bpf_threads__seed_call(struct bpf_threads *t, uint32_t tid, uint32_t tgid, int32_t nr, uint64_t arg0,
+			   uint64_t arg1, uint32_t probes, uint64_t ts)
+{
+	int fd = bpf_map__fd(t->skel->maps.threads_state);
+	struct thread_state st;
+	uint8_t cls = 0;
+	bool had;
+
+	for (unsigned i = 0; i < sizeof(syscalls) / sizeof(syscalls[0]); i++)
+		if (syscalls[i].nr == nr)
+			cls = syscalls[i].cls;
+	if (!(probes & probes_of(cls & ~THREAD_CLS_FD)))
+		return 0;
+	had = !bpf_map_lookup_elem(fd, &tid, &st) && st.tgid == tgid;
+	if (had && st.ts)
+		return 0;
+	if (!had)
+		memset(&st, 0, sizeof(st));
+	st.ts = ts;
+	st.nr = nr;
+	st.cls = cls;
+	st.arg0 = arg0;
+	st.arg1 = arg1;
+	st.uhash = 0;
+	st.tgid = tgid;
+	/*
+	 * A call the thread begins between the lookup and the update is
+	 * overwritten (the programs write their entry in place); the caller's
+	 * check after the update (the thread's /proc file again) then takes the
+	 * seed back, and that call goes untimed.
+	 */
+	if (bpf_map_update_elem(fd, &tid, &st, had ? BPF_EXIST : BPF_NOEXIST))
+		return errno == EEXIST || errno == ENOENT ? 0 : -errno;
+	return 1;
+}
+
+void bpf_threads__unseed_call(struct bpf_threads *t, uint32_t tid, uint64_t ts)
+{
+	int fd = bpf_map__fd(t->skel->maps.threads_state);
+	struct thread_state st;
+
+	if (!bpf_map_lookup_elem(fd, &tid, &st) && st.ts == ts) {
+		st.ts = 0;
+		bpf_map_update_elem(fd, &tid, &st, BPF_EXIST);
+	}
+}
+
 static bool in(const uint32_t *pids, unsigned n, uint32_t pid)
 {
 	for (unsigned i = 0; i < n; i++)

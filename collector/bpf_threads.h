@@ -36,6 +36,18 @@ int bpf_threads__attach(struct bpf_threads *t);
 void bpf_threads__detach(struct bpf_threads *t);
 
 /*
+ * A call thread tid of process tgid is in as the task starts (its number and
+ * first two arguments, as /proc/TGID/task/TID/syscall says): the programs
+ * see its exit, or the task's end finds it in progress, as if it began at
+ * ts (ktime ns: the task's start).  1: taken; 0: not a call the task's
+ * probes record, or the thread is in a call the programs saw; -errno.
+ */
+int bpf_threads__seed_call(struct bpf_threads *t, uint32_t tid, uint32_t tgid, int32_t nr, uint64_t arg0,
+			   uint64_t arg1, uint32_t probes, uint64_t ts);
+/* Takes back a call seeded at ts that ended before it was taken (it is gone, or the thread's next call is there). */
+void bpf_threads__unseed_call(struct bpf_threads *t, uint32_t tid, uint64_t ts);
+
+/*
  * One aggregate: key and value as the kernel left them (v->last_end etc. in
  * ktime ns).  flags: THREAD_REC_F_ONGOING for a call or period in progress at
  * a task's end (v made up from it, ending at that end).  path: the file's as

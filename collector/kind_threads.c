@@ -11,7 +11,10 @@
  * (inode and device, from the kernel at the call): a closed and reused fd
  * gives no path rather than a wrong one.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -287,12 +290,70 @@ static void detach(void *impl, struct task *t)
 	bpf_threads__detach(k->env->threads);
 }
 
+/* The call tid is in, from the kernel's /proc/PID/task/TID/syscall: 0, or -1 (running, not in a call, gone). */
+static int call_in(uint32_t pid, uint32_t tid, int32_t *nr, uint64_t *arg0, uint64_t *arg1)
+{
+	char path[64], buf[256];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%u/task/%u/syscall", pid, tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = 0;
+	/* "NR 0xARG1 0xARG2 ... SP PC"; "-1 SP PC" (blocked outside a call); "running" */
+	if (sscanf(buf, "%" SCNd32 " %" SCNx64 " %" SCNx64, nr, arg0, arg1) != 3 || *nr < 0)
+		return -1;
+	return 0;
+}
+
+/*
+ * Each thread of pid that is in a call as the task starts (a thread already
+ * deadlocked, waiting, sleeping) has it timed from now: the programs see
+ * only the calls that begin after.  Counted (thread_calls_in_progress_at_start).
+ */
+static void seed_calls(struct threads_kind *k, const struct task *t, uint32_t pid)
+{
+	uint64_t now = timeutil__now_ns(CLOCK_MONOTONIC), a0, a1, b0, b1;
+	char path[48];
+	struct dirent *de;
+	int32_t nr, nr2;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%u/task", pid);
+	if (!(d = opendir(path)))
+		return;
+	while ((de = readdir(d))) {
+		char *end;
+		unsigned long tid = strtoul(de->d_name, &end, 10);
+
+		if (*end || !tid || tid > UINT32_MAX || call_in(pid, (uint32_t)tid, &nr, &a0, &a1))
+			continue;
+		if (bpf_threads__seed_call(k->env->threads, (uint32_t)tid, pid, nr, a0, a1, t->probes, now) != 1)
+			continue;
+		/* Still in it: the programs time its end.  Out of it meanwhile: taken back. */
+		if (call_in(pid, (uint32_t)tid, &nr2, &b0, &b1) || nr2 != nr || b0 != a0 || b1 != a1) {
+			bpf_threads__unseed_call(k->env->threads, (uint32_t)tid, now);
+			continue;
+		}
+		k->env->col->stats[CTL_STAT_THREAD_CALLS_BEFORE]++;
+	}
+	closedir(d);
+}
+
 static int target(void *impl, const struct task *t, uint32_t pid, bool on)
 {
 	struct threads_kind *k = impl;
 	int r = bpf_stacks__target_threads(k->env->bpf, pid, on, t->probes, t->min_block_ns);
 
 	bpf_threads__targets_changed(k->env->threads);
+	if (on && !r)
+		seed_calls(k, t, pid);
 	/* A process no stack-walking task watches any more walks without its tables. */
 	if (!on && k->env->unwind && !tasks__pid_elsewhere(k->env->tasks, t, profile_kind__mask(PROFILE_KIND_UNWINDS), pid))
 		unwind_store__forget(k->env->unwind, pid);

@@ -120,6 +120,7 @@ const struct counter_def ctl_stat_counters[CTL_STAT_MAX] = {
 	[CTL_STAT_THREAD_RING_DROPS] = { .name = "thread_events_ring_full_drops" },
 	[CTL_STAT_THREAD_STACKS_LOST] = { .name = "thread_stacks_lost" },
 	[CTL_STAT_THREAD_PATHS_STALE] = { .name = "thread_paths_stale" },
+	[CTL_STAT_THREAD_CALLS_BEFORE] = { .name = "thread_calls_in_progress_at_start" },
 };
 
 const char *ctl__attach_point_name(uint32_t ap)

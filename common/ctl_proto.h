@@ -293,6 +293,7 @@ enum ctl_stat {
 	CTL_STAT_THREAD_RING_DROPS,    /* ... that did not fit in their ring */
 	CTL_STAT_THREAD_STACKS_LOST,   /* ... whose stack was gone from the stack map */
 	CTL_STAT_THREAD_PATHS_STALE,   /* ... whose fd named another file by the time it was read: no path */
+	CTL_STAT_THREAD_CALLS_BEFORE,  /* calls threads were in as their task started: timed from its start */
 	CTL_STAT_MAX,
 };
 struct ctl_stats_ans { int32_t err; uint32_t n; uint64_t v[CTL_STAT_MAX]; };

@@ -5,6 +5,9 @@
 #      wait for each other's mutex for good: each thread's last event is a
 #      futex wait in progress at the end, under pthread_mutex_lock, with the
 #      file's path on its writes; the timeline's lanes end in lock bars;
+#   1b. the same deadlock, already there when the task starts: the calls the
+#      threads are in are timed from the task's start (no stack: no program
+#      ran in them);
 #   2. lock contention: CompeteThd1 computes holding a mutex, CompeteThd2
 #      waits for it then writes to a TCP connection tcp-server reads: its
 #      futex waits add up to what it measured itself, its writes name the
@@ -35,6 +38,19 @@ kill "$W" 2>/dev/null
 python3 "$ROOT/tests/integration/threads_checks.py" deadlock "$TMP/dl" "$TMP/dl.out" "$TMP/data.bin" "$TMP/s0" "$TMP/s1" \
   || fail "deadlock: see above"
 ok "deadlock: both threads end in a futex wait under pthread_mutex_lock; writes and fsyncs name the file"
+
+# 1b. deadlocked before the task began: the waits are timed from the task's start
+"$PROGS/thread_lab" deadlock "$TMP/data2.bin" 100 > "$TMP/db.out" & W=$!; CLEANUP_PIDS+=("$W")
+for _ in $(seq 100); do [ -s "$TMP/db.out" ] && break; sleep 0.05; done
+[ -s "$TMP/db.out" ] || fail "thread_lab did not deadlock"
+stats "$TMP/s0b"
+"$EMBER" profile --config "$TMP/ember.yaml" --pid "$W" --type threads --duration 2s --out "$TMP/db" > "$TMP/db.err" 2>&1 \
+  || { cat "$TMP/db.err"; fail "ember profile failed"; }
+stats "$TMP/s1b"
+kill "$W" 2>/dev/null
+python3 "$ROOT/tests/integration/threads_checks.py" before "$TMP/db" "$TMP/db.out" - "$TMP/s0b" "$TMP/s1b" \
+  || fail "deadlocked before the task: see above"
+ok "deadlocked before the task: both lock waits and the join are in progress from the task's start to its end"
 
 # 2. contention
 stats "$TMP/s2"

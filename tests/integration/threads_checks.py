@@ -135,6 +135,28 @@ def deadlock(prof, out, data, s0, s1):
             fail(f"{name}'s lane does not end in a lock bar running to the end: {last}")
 
 
+def before(prof, out, _data, s0, s1):
+    """Deadlocked before the task began: each lock thread's wait, and main's join, from the task's start to its end."""
+    w = json.loads(open(out).read().splitlines()[0])
+    evs = events(prof)
+    conservation(evs, s0, s1)
+    start, end = min(e["start_time"] for e in evs), max(e["end_time"] for e in evs)
+    seeded = stat(s1, "thread_calls_in_progress_at_start") - stat(s0, "thread_calls_in_progress_at_start")
+    print(f"calls in progress at the task's start: {seeded}; events from {start} to {end}")
+    for tid, name in ((w["tid1"], "LockThd1"), (w["tid2"], "LockThd2"), (w["main"], "main")):
+        mine = [e for e in evs if e["tid"] == tid and e["event.type"] != "oncpu"]
+        print(f"{name}: {[(e['event.name'], e.get('futex.op'), e['start_time'], e['end_time'], e.get('ongoing')) for e in mine]}")
+        if len(mine) != 1 or (mine[0]["event.name"], mine[0].get("futex.op"), mine[0].get("ongoing")) != \
+                ("futex", "wait", True):
+            fail(f"{name}: not one futex wait in progress: {mine}")
+        e = mine[0]
+        # Timed from the task's start (it locked before): after the program said so, to the end.
+        if not (e["start_time"] >= w["locked_ns"] // 1000000 and e["start_time"] - start <= 50 and e["end_time"] == end):
+            fail(f"{name}'s wait does not span the task ({start} to {end}): {e}")
+    if seeded != 3:
+        fail(f"{seeded} calls counted in progress at the start, want 3 (two locks, one join)")
+
+
 def contention(prof, out, _data, s0, s1):
     lines = [json.loads(l) for l in open(out) if l.strip()]
     w = lines[-1]
@@ -178,4 +200,4 @@ def contention(prof, out, _data, s0, s1):
 
 
 if __name__ == "__main__":
-    {"deadlock": deadlock, "contention": contention}[sys.argv[1]](*sys.argv[2:7])
+    {"deadlock": deadlock, "before": before, "contention": contention}[sys.argv[1]](*sys.argv[2:7])
