@@ -513,7 +513,12 @@ static void task_drop(struct ftask *t)
 }
 
 /* The batch's JSON lines, appended to network.json: what came before stays, whatever happens next. */
-static int append_json(struct file_backend *fb, struct ftask *t, const Ember__NetworkBatch *b)
+/*
+ * What write(f, arg) writes, appended to the task's file pf whole or not at
+ * all: a full disk leaves no torn line for readers to trip on.
+ */
+static int append_whole(struct file_backend *fb, struct ftask *t, enum profile_file pf,
+			int (*write)(FILE *f, const void *arg), const void *arg)
 {
 	char path[1200];
 	struct stat st;
@@ -523,7 +528,7 @@ static int append_json(struct file_backend *fb, struct ftask *t, const Ember__Ne
 	snprintf(path, sizeof(path), "%s/%s", fb->dir, t->id);
 	if (mkdir(path, 0777) && errno != EEXIST)
 		return -errno;
-	if ((r = task_path(fb, t, PF_NETWORK_JSON, path, sizeof(path))))
+	if ((r = task_path(fb, t, pf, path, sizeof(path))))
 		return r;
 	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
 	if (fd < 0)
@@ -533,15 +538,24 @@ static int append_json(struct file_backend *fb, struct ftask *t, const Ember__Ne
 		close(fd);
 		return r;
 	}
-	r = net_report__write_json(b, f);
+	r = write(f, arg);
 	if (!r && fflush(f))
 		r = -EIO;
-	/* A batch goes in whole or not at all: a full disk leaves no torn line for readers to trip on. */
 	if (r && ftruncate(fileno(f), st.st_size))
 		r = -EIO;
 	if (fclose(f) && !r)
 		r = -EIO;
 	return r;
+}
+
+static int write_network(FILE *f, const void *b)
+{
+	return net_report__write_json(b, f);
+}
+
+static int append_json(struct file_backend *fb, struct ftask *t, const Ember__NetworkBatch *b)
+{
+	return append_whole(fb, t, PF_NETWORK_JSON, write_network, b);
 }
 
 static void file_on_network(void *st, const Ember__NetworkBatch *b)
@@ -572,35 +586,24 @@ static int put_line(void *ctx, const char *json, size_t len)
 	return fwrite(json, 1, len, f) == len && fputc('\n', f) != EOF ? 0 : -EIO;
 }
 
-/* The batch's objects, appended to threads.json whole or not at all (as network.json's). */
+struct threads_write {
+	const Ember__ThreadBatch *b;
+	const struct thread_host *host;
+};
+
+static int write_threads(FILE *f, const void *arg)
+{
+	const struct threads_write *w = arg;
+
+	return thread_events__each(w->b, w->host, timeutil__unix_ms(), put_line, f);
+}
+
+/* The batch's objects, appended to threads.json. */
 static int append_threads(struct file_backend *fb, struct ftask *t, const Ember__ThreadBatch *b)
 {
-	char path[1200];
-	struct stat st;
-	int fd, r;
-	FILE *f;
+	struct threads_write w = { .b = b, .host = &fb->host };
 
-	snprintf(path, sizeof(path), "%s/%s", fb->dir, t->id);
-	if (mkdir(path, 0777) && errno != EEXIST)
-		return -errno;
-	if ((r = task_path(fb, t, PF_THREADS_JSON, path, sizeof(path))))
-		return r;
-	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) || !(f = fdopen(fd, "a"))) {
-		r = -errno;
-		close(fd);
-		return r;
-	}
-	r = thread_events__each(b, &fb->host, timeutil__unix_ms(), put_line, f);
-	if (!r && fflush(f))
-		r = -EIO;
-	if (r && ftruncate(fileno(f), st.st_size))
-		r = -EIO;
-	if (fclose(f) && !r)
-		r = -EIO;
-	return r;
+	return append_whole(fb, t, PF_THREADS_JSON, write_threads, &w);
 }
 
 static void file_on_threads(void *st, const Ember__ThreadBatch *b)
