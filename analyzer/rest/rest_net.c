@@ -110,23 +110,6 @@ static uint32_t flags_of(const struct rest_net *n, unsigned i)
 	       (d->probes[REST_TCP_ABNORMAL] ? G_TCP_ABN : 0);
 }
 
-static bool in(const uint32_t *v, unsigned cnt, uint32_t x)
-{
-	unsigned lo = 0, hi = cnt;
-
-	while (lo < hi) {
-		unsigned mid = (lo + hi) / 2;
-
-		if (v[mid] == x)
-			return true;
-		if (v[mid] < x)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return false;
-}
-
 static void start(struct rest_net *n, struct entry *e, uint64_t now_ms)
 {
 	struct task_submit_opts so = submit_opts(n);
@@ -137,7 +120,7 @@ static void start(struct rest_net *n, struct entry *e, uint64_t now_ms)
 	int r;
 
 	for (unsigned i = 0; i < 2; i++)
-		if (flags_of(n, i) && in(n->sel[i], n->nsel[i], e->pid) &&
+		if (flags_of(n, i) && rest_select__has(n->sel[i], n->nsel[i], e->pid) &&
 		    (!report || n->d[i].report_period_s * 1000 < report))
 			report = n->d[i].report_period_s * 1000;
 	g.l7_link = e->flags & G_L7_LINK;
@@ -189,8 +172,8 @@ void rest_net__tick(struct rest_net *n, uint64_t now_ms)
 	/* processes no longer selected (or gone): their task is cancelled */
 	while (k < n->ne) {
 		struct entry *e = &n->e[k];
-		uint32_t flags = (in(n->sel[0], n->nsel[0], e->pid) ? flags_of(n, 0) : 0) |
-				 (in(n->sel[1], n->nsel[1], e->pid) ? flags_of(n, 1) : 0);
+		uint32_t flags = (rest_select__has(n->sel[0], n->nsel[0], e->pid) ? flags_of(n, 0) : 0) |
+				 (rest_select__has(n->sel[1], n->nsel[1], e->pid) ? flags_of(n, 1) : 0);
 
 		if (flags == e->flags) {
 			k++;
@@ -214,8 +197,8 @@ void rest_net__tick(struct rest_net *n, uint64_t now_ms)
 				e = &n->e[n->ne++];
 				memset(e, 0, sizeof(*e));
 				e->pid = pid;
-				e->flags = (in(n->sel[0], n->nsel[0], pid) ? flags_of(n, 0) : 0) |
-					   (in(n->sel[1], n->nsel[1], pid) ? flags_of(n, 1) : 0);
+				e->flags = (rest_select__has(n->sel[0], n->nsel[0], pid) ? flags_of(n, 0) : 0) |
+					   (rest_select__has(n->sel[1], n->nsel[1], pid) ? flags_of(n, 1) : 0);
 			}
 			if (!e->id[0] || now_ms + RENEW_MS >= e->ends_mono) {
 				if (e->id[0])

@@ -132,3 +132,20 @@ unsigned rest_select__scan(const struct rest_doc *d, const char *proc_root, uint
 	qsort(sel, n, sizeof(*sel), cmp_u32);
 	return n;
 }
+
+bool rest_select__has(const uint32_t *sel, unsigned n, uint32_t pid)
+{
+	unsigned lo = 0, hi = n;
+
+	while (lo < hi) {
+		unsigned mid = (lo + hi) / 2;
+
+		if (sel[mid] == pid)
+			return true;
+		if (sel[mid] < pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return false;
+}

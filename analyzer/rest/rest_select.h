@@ -12,6 +12,7 @@
 #ifndef EMBER_ANALYZER_REST_REST_SELECT_H
 #define EMBER_ANALYZER_REST_REST_SELECT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "analyzer/rest/rest_doc.h"
@@ -23,5 +24,8 @@
  */
 unsigned rest_select__scan(const struct rest_doc *d, const char *proc_root, uint32_t self_uid, uint32_t *sel,
 			   unsigned max, uint64_t *over);
+
+/* Whether pid is among the n pids of sel (sorted, as the scan leaves it). */
+bool rest_select__has(const uint32_t *sel, unsigned n, uint32_t pid);
 
 #endif

@@ -139,23 +139,6 @@ void rest_threads__set(struct rest_threads *t, const struct rest_doc *d)
 	t->next_scan = 0; /* the new selection at the next tick */
 }
 
-static bool in(const uint32_t *v, unsigned cnt, uint32_t x)
-{
-	unsigned lo = 0, hi = cnt;
-
-	while (lo < hi) {
-		unsigned mid = (lo + hi) / 2;
-
-		if (v[mid] == x)
-			return true;
-		if (v[mid] < x)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return false;
-}
-
 static void start(struct rest_threads *t, struct entry *e, uint64_t now_ms)
 {
 	Ember__Task task = EMBER__TASK__INIT;
@@ -198,7 +181,7 @@ void rest_threads__tick(struct rest_threads *t, uint64_t now_ms)
 	t->nsel = rest_select__scan(&t->d, t->o.proc_root, t->o.self_uid, t->sel, t->o.max_pids, &t->st.over_limit);
 	/* processes no longer selected (or gone): their task is cancelled */
 	while (k < t->ne) {
-		if (in(t->sel, t->nsel, t->e[k].pid)) {
+		if (rest_select__has(t->sel, t->nsel, t->e[k].pid)) {
 			k++;
 			continue;
 		}
