@@ -119,6 +119,7 @@ struct put {
 	const char *dir_key;		/* svg_dir or output_dir, the first of this PUT */
 	char dir[REST_PATH_MAX];	/* its value */
 	bool debugging_dir;
+	char snooper[16];		/* the snooper being parsed: gala-gopher's refusals name it */
 	char *err;
 	size_t errlen;
 };
@@ -202,6 +203,25 @@ __attribute__((format(printf, 3, 4))) static int bad(char *err, size_t errlen, c
 	return -EINVAL;
 }
 
+/*
+ * err, after gala-gopher's own words for the same refusal (what a script
+ * written against gala-gopher looks for), then ember's detail (after ": ",
+ * or a space when gala-gopher's words end a sentence).
+ */
+__attribute__((format(printf, 3, 4))) static int gala_said(char *err, size_t errlen, const char *fmt, ...)
+{
+	char said[160], *detail = strdup(err);
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(said, sizeof(said), fmt, ap);
+	va_end(ap);
+	snprintf(err, errlen, "%s%s%s", said, said[0] && said[strlen(said) - 1] == '.' ? " " : ": ",
+		 detail ? detail : "");
+	free(detail);
+	return -EINVAL;
+}
+
 /* Appends to a REST_NOTE_MAX buffer, after sep if it holds something; what does not fit ends in "...". */
 __attribute__((format(printf, 3, 4))) static void append(char *buf, const char *sep, const char *fmt, ...)
 {
@@ -254,8 +274,8 @@ static int get_int(json_object *v, const char *where, int64_t lo, int64_t hi, in
 	else
 		return bad(err, errlen, "%s must be an integer in [%lld, %lld]", where, (long long)lo, (long long)hi);
 	if (x < lo || x > hi)
-		return bad(err, errlen, "%s: %lld is out of range [%lld, %lld]", where, (long long)x, (long long)lo,
-			   (long long)hi);
+		return bad(err, errlen, "%s invalid value %lld, must be in [%lld, %lld]", where, (long long)x,
+			   (long long)lo, (long long)hi);
 	*ret = x;
 	return 0;
 }
@@ -351,10 +371,13 @@ static int parse_cmd(json_object *o, struct put *p)
 							   "records %s): refused, so that its events are not read as "
 							   "absent", s, probe_list(d->feature, list, sizeof(list)));
 				}
-				if (!s || !probe_names[d->feature][u])
-					return bad(p->err, p->errlen, "cmd.probe: '%.40s' is not a sub-item of %s (%s)",
-						   s ? s : "(not a string)", rest_feature__name(d->feature),
-						   probe_list(d->feature, list, sizeof(list)));
+				if (!s || !probe_names[d->feature][u]) {
+					bad(p->err, p->errlen, "cmd.probe: '%.40s' is not a sub-item of %s (%s)",
+					    s ? s : "(not a string)", rest_feature__name(d->feature),
+					    probe_list(d->feature, list, sizeof(list)));
+					return s ? gala_said(p->err, p->errlen, "unsupported probe range: %.40s.", s)
+						 : gala_said(p->err, p->errlen, "Invalid probe range: must be string.");
+				}
 				if (unmeasured[d->feature] >> u & 1 && !d->probes[u])
 					append(p->ignored, ", ", "cmd.probe %s (not measured by ember)", probe_names[d->feature][u]);
 				if (d->feature == REST_L7 && u == REST_L7_TRACE && !d->probes[u])
@@ -392,6 +415,7 @@ static int parse_snoopers(json_object *o, struct put *p)
 		if (strcmp(k, "proc_id") && strcmp(k, "proc_name") && strcmp(k, "container_id") && strcmp(k, "pod_id"))
 			return bad(err, errlen, "snoopers: unknown key '%.40s' (proc_id, proc_name, container_id, pod_id)",
 				   k);
+		snprintf(p->snooper, sizeof(p->snooper), "%s", k);
 		if (!json_object_is_type(v, json_type_array))
 			return bad(err, errlen, "snoopers.%s must be a list", k);
 		n = json_object_array_length(v);
@@ -734,8 +758,12 @@ int rest_doc__apply(const char *body, size_t len, struct rest_doc *d, char *err,
 		r = -ENOMEM;
 		goto cleanup;
 	}
-	if ((r = decode(body, len, &root, err, errlen)))
+	if ((r = decode(body, len, &root, err, errlen))) {
+		if (r == -EINVAL)
+			gala_said(err, errlen, len >= 5 && !memcmp(body, "json=", 5) ? "invalid json format"
+										 : "put data must start with json=");
 		goto cleanup;
+	}
 	/* built on a copy: d changes only when the whole document is taken */
 	*nd = *d;
 	nd->notes[0] = 0;
@@ -752,9 +780,11 @@ int rest_doc__apply(const char *body, size_t len, struct rest_doc *d, char *err,
 				seen[i] = true;
 			if (i == 0)
 				r = parse_cmd(v, p);
-			else if (i == 1)
-				r = parse_snoopers(v, p);
-			else if (i == 2)
+			else if (i == 1) {
+				p->snooper[0] = 0;
+				if ((r = parse_snoopers(v, p)) && p->snooper[0])
+					gala_said(err, errlen, "Error occurs when parsing snooper %s", p->snooper);
+			} else if (i == 2)
 				r = parse_params(v, p);
 			else if (i == 3) {
 				const char *s = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
@@ -765,8 +795,10 @@ int rest_doc__apply(const char *body, size_t len, struct rest_doc *d, char *err,
 					nd->running = true;
 				else if (s && (!strcasecmp(s, "stopped") || !strcasecmp(s, "stoped")))
 					nd->running = false;
+				else if (s)
+					r = bad(err, errlen, "invalid state %.40s: must be running or stopped", s);
 				else
-					r = bad(err, errlen, "state must be \"running\" or \"stopped\"");
+					r = bad(err, errlen, "invalid state: must be string");
 			} else if (!strcmp(k, "blacklist"))
 				r = bad(err, errlen, "blacklist is not supported by ember: name the processes to follow in "
 					"snoopers");

@@ -117,7 +117,7 @@ sys.exit(0 if b["cmd"] == a["cmd"] and b["snoopers"] == a["snoopers"] and b["par
          and b["state"] == "stopped" else 1)
 PY
 # A refused PUT changes nothing, not even the items before the one refused.
-expect "a PUT refused in its second item" 400 "params.svg_period: 5 is out of range [30, 600]" \
+expect "a PUT refused in its second item" 400 "params.svg_period invalid value 5, must be in [30, 600]" \
   "$(req -X PUT "$U/flamegraph" -d 'json={"cmd": {"probe": ["mem"]}, "params": {"svg_period": 5}}')"
 [ "$(get)" = "$(cat "$TMP/get2.json")" ] || fail "a refused PUT changed the configuration"
 rstat() { "$EMBER" stats --config "$TMP/ember.yaml" 2>/dev/null | awk -v k="$1" '$2 == k {s += $3} END {print s + 0}'; }
@@ -186,7 +186,7 @@ ok "the manual's stackprobe commands: taken"
 before=$(get)
 expect "bad JSON" 400 "not JSON" "$(req -X PUT "$U/flamegraph" -d 'json={"cmd": {"probe": ["oncpu"]}')"
 expect "an unknown key" 400 "unknown key 'cmdd'" "$(req -X PUT "$U/flamegraph" -d 'json={"cmdd": {}}')"
-expect "out of range" 400 "params.perf_sample_period: 5 is out of range [10, 1000]" \
+expect "out of range" 400 "params.perf_sample_period invalid value 5, must be in [10, 1000]" \
   "$(req -X PUT "$U/flamegraph" -d 'json={"params": {"perf_sample_period": 5}}')"
 expect "an unsafe directory" 400 "params.svg_dir '/tmp/../etc' has an empty, '.' or '..' component" \
   "$(req -X PUT "$U/flamegraph" -d 'json={"params": {"svg_dir": "/tmp/../etc"}}')"

@@ -39,7 +39,7 @@ PY
 W=$$   # a process the refused bodies name: none of them may start a task for it
 expect "no json=" 400 "the body is not json=<document>" "$(put '{"state": "running"}')"
 expect "malformed JSON" 400 "the document is not JSON" "$(put 'json={"state": running}')"
-expect "an unknown sub-item" 400 "cmd.probe: 'oncpux' is not a sub-item of tprofiling (oncpu, syscall_file, syscall_net, syscall_lock, syscall_sched)" \
+expect "an unknown sub-item" 400 "unsupported probe range: oncpux. cmd.probe: 'oncpux' is not a sub-item of tprofiling (oncpu, syscall_file, syscall_net, syscall_lock, syscall_sched)" \
   "$(put 'json={"cmd": {"probe": ["oncpux"]}, "snoopers": {"proc_name": [{"comm": "thread_lab"}]}, "state": "running"}')"
 expect "a sub-item that is not a string" 400 "cmd.probe: '(not a string)' is not a sub-item of tprofiling" \
   "$(put 'json={"cmd": {"probe": [1]}, "snoopers": {"proc_name": [{"comm": "thread_lab"}]}, "state": "running"}')"
@@ -52,13 +52,13 @@ expect "no snooper" 400 "the snooper for tprofiling cannot be empty" \
   "$(put 'json={"cmd": {"probe": ["oncpu"]}, "state": "running"}')"
 expect "a bad proc_name" 400 "snoopers.proc_name[0] must be an object {comm, cmdline, debugging_dir}" \
   "$(put 'json={"cmd": {"probe": ["oncpu"]}, "snoopers": {"proc_name": ["thread_lab"]}, "state": "running"}')"
-expect "a bad proc_id" 400 "snoopers.proc_id[0] must be an integer" \
+expect "a bad proc_id" 400 "Error occurs when parsing snooper proc_id: snoopers.proc_id[0] must be an integer" \
   "$(put 'json={"cmd": {"probe": ["oncpu"]}, "snoopers": {"proc_id": ["'"$W"'"]}, "state": "running"}')"
-expect "a state that is not a string" 400 'state must be "running" or "stopped"' \
+expect "a state that is not a string" 400 'invalid state: must be string' \
   "$(put 'json={"cmd": {"probe": ["oncpu"]}, "snoopers": {"proc_id": ['"$W"']}, "state": true}')"
-expect "an unknown state" 400 'state must be "running" or "stopped"' \
+expect "an unknown state" 400 'invalid state start: must be running or stopped' \
   "$(put 'json={"cmd": {"probe": ["oncpu"]}, "snoopers": {"proc_id": ['"$W"']}, "state": "start"}')"
-expect "a threshold out of range" 400 "params.stack_threshold: 3600001 is out of range [0, 3600000]" \
+expect "a threshold out of range" 400 "params.stack_threshold invalid value 3600001, must be in [0, 3600000]" \
   "$(put 'json={"cmd": {"probe": ["oncpu"]}, "snoopers": {"proc_id": ['"$W"']}, "params": {"stack_threshold": 3600001}, "state": "running"}')"
 expect "a large body" 413 "larger than" "$(put "json={\"x\": \"$(head -c 20000 /dev/zero | tr '\0' x)\"}")"
 sleep 2.5   # over a scan interval: a task would have started
