@@ -5,9 +5,12 @@
 #   - nginx (one worker) serving a 3000-byte file to wrk (16 connections);
 #   - thread_lab storm: pairs of threads handing a turn through a mutex and
 #     a condition variable (a futex wait and wake each).
-# A third mode per workload runs it beside empty programs on the same three
-# hooks (build/bench/bench_hook_floor): the floor, what any design that
-# traces sys_enter/sys_exit/sched_switch pays before doing anything.
+# Further modes per workload run it beside empty programs on the hooks of
+# each design that could record threads' calls (build/bench/bench_hook_floor,
+# FLOORS, default "raw persys switch"): the floor, what the design pays before
+# doing anything.  raw is ember's hooks (sys_enter, sys_exit, sched_switch),
+# persys one tracepoint per recorded syscall (gala-gopher's), switch
+# sched_switch alone.
 # Prints each mode's median and runs, the ratio of the medians and the
 # median of each round's ratio (the host drifts: the pair is the fairer
 # figure), the events and traced calls per second, and from the kernel's own
@@ -19,7 +22,7 @@ ROOT=${EMBER_ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
 B=${EMBER_BUILD:-$ROOT/build}
 [ "$(id -u)" = 0 ] || { echo "threads: SKIP (needs root)"; exit 0; }
 for t in nginx wrk bpftool; do command -v $t >/dev/null || { echo "threads: $t missing (deploy/install-deps.sh installs it)"; exit 1; }; done
-DUR=${DUR:-5} ROUNDS=${ROUNDS:-5} CONNS=${CONNS:-16} PAIRS=${PAIRS:-2}
+DUR=${DUR:-5} ROUNDS=${ROUNDS:-5} CONNS=${CONNS:-16} PAIRS=${PAIRS:-2} FLOORS=${FLOORS:-raw persys switch}
 T=$(mktemp -d /tmp/ember-bench.XXXXXX); chmod 755 "$T"
 trap 'kill $AGENT ${NGINX:-} ${IDLE:-} ${FLOOR:-} 2>/dev/null; wait 2>/dev/null; rm -rf "$T"' EXIT
 . "$(dirname "$0")/lib/agent.sh"
@@ -53,7 +56,7 @@ task_on() {
 }
 # The floor's empty programs for the next command; waits until they are live.
 floor_on() {
-  "$B/bench/bench_hook_floor" "$1" > "$T/floor.out" 2>&1 & FLOOR=$!
+  "$B/bench/bench_hook_floor" "$1" "${2:-raw}" > "$T/floor.out" 2>&1 & FLOOR=$!
   for _ in $(seq 200); do grep -q attached "$T/floor.out" && return 0; sleep 0.05; done
   echo "threads: the floor's programs did not attach: $(cat "$T/floor.out")" >&2; return 1
 }
@@ -71,13 +74,17 @@ for i in $(seq "$ROUNDS"); do
   stats_to "$T/s1"; t1=$(date +%s%N)
   wait $TASKP
   echo "nginx_threads $r $(( (t1 - t0) / 1000000 )) $(( $(sv "$T/s1" thread_events) - $(sv "$T/s0" thread_events) )) $(( $(sv "$T/s1" bpf_thread_calls) - $(sv "$T/s0" bpf_thread_calls) )) $(( $(sv "$T/s1" bpf_thread_agg_full_drops) + $(sv "$T/s1" bpf_thread_per_thread_cap_drops) + $(sv "$T/s1" thread_events_ring_full_drops) - $(sv "$T/s0" bpf_thread_agg_full_drops) - $(sv "$T/s0" bpf_thread_per_thread_cap_drops) - $(sv "$T/s0" thread_events_ring_full_drops) ))" >> "$T/res"
-  floor_on $((DUR + 2)) || exit 1
-  echo "nginx_floor $(run_wrk)" >> "$T/res"
-  floor_off
+  for f in $FLOORS; do
+    floor_on $((DUR + 2)) "$f" || exit 1
+    echo "nginx_floor_$f $(run_wrk)" >> "$T/res"
+    floor_off
+  done
   rm -f "$T/go"; storm; touch "$T/go"; wait $SP; echo "storm_alone $(storm_ops)" >> "$T/res"; rm -f "$T/go"
-  floor_on $((DUR + 2)) || exit 1
-  storm; touch "$T/go"; wait $SP; echo "storm_floor $(storm_ops)" >> "$T/res"; rm -f "$T/go"
-  floor_off
+  for f in $FLOORS; do
+    floor_on $((DUR + 2)) "$f" || exit 1
+    storm; touch "$T/go"; wait $SP; echo "storm_floor_$f $(storm_ops)" >> "$T/res"; rm -f "$T/go"
+    floor_off
+  done
   storm; task_on "$SP" $((DUR + 2))s || exit 1
   stats_to "$T/s2"; touch "$T/go"; wait $SP; ops=$(storm_ops); stats_to "$T/s3"; rm -f "$T/go"
   wait $TASKP
@@ -96,24 +103,28 @@ echo "bpf_other_rw $(delta "$T/b2" "$T/b3" 'threads_(enter|exit)_(btf|raw)') 400
 kill $IDLE; wait $TASKP 2>/dev/null
 sysctl -qw kernel.bpf_stats_enabled=0
 [ -n "${THREADS_BENCH_KEEP:-}" ] && cp "$T/res" "$THREADS_BENCH_KEEP"
-python3 - "$T/res" "$DUR" "$PAIRS" <<'PY'
+python3 - "$T/res" "$DUR" "$PAIRS" "$FLOORS" <<'PY'
 import statistics as st, sys
 rows = [l.split() for l in open(sys.argv[1])]
-dur, pairs = sys.argv[2], sys.argv[3]
+dur, pairs, floors = sys.argv[2], sys.argv[3], sys.argv[4].split()
+HOOKS = {"raw": "sys_enter, sys_exit, sched_switch: ember's hooks",
+         "persys": "a tracepoint per recorded syscall + sched_switch: gala-gopher's hooks",
+         "switch": "sched_switch alone: calls seen only where they block"}
 def col(name, i=1):
     return [float(r[i]) for r in rows if r[0] == name]
 def ratio(name, alone, mode, floor):
-    a, m, f = col(alone), col(mode), col(floor)
+    a, m = col(alone), col(mode)
     paired = [x / y for x, y in zip(m, a) if y]
-    fpaired = [x / y for x, y in zip(f, a) if y]
     print(f"threads_{name}_alone: {st.median(a):.0f}/s (runs {', '.join(f'{x:.0f}' for x in a)})")
     print(f"threads_{name}_profiled: {st.median(m):.0f}/s (runs {', '.join(f'{x:.0f}' for x in m)})")
-    print(f"threads_{name}_hooks_alone: {st.median(f):.0f}/s (runs {', '.join(f'{x:.0f}' for x in f)})")
     print(f"threads_{name}_ratio: {st.median(m) / st.median(a):.2f}x (paired with its round's alone run: "
           f"{st.median(paired):.2f}x, {min(paired):.2f}-{max(paired):.2f}; target >= 0.90)")
-    print(f"threads_{name}_floor_ratio: {st.median(f) / st.median(a):.2f}x (empty programs on the same hooks; "
-          f"paired: {st.median(fpaired):.2f}x, {min(fpaired):.2f}-{max(fpaired):.2f}); "
-          f"profiled over floor: {st.median(m) / st.median(f):.2f}x")
+    for d in floors:
+        f = col(f"{floor}_{d}")
+        fpaired = [x / y for x, y in zip(f, a) if y]
+        over = f"; profiled over this floor: {st.median(m) / st.median(f):.2f}x" if d == "raw" else ""
+        print(f"threads_{name}_floor_{d}: {st.median(f):.0f}/s, {st.median(f) / st.median(a):.2f}x (empty programs "
+              f"on {HOOKS[d]}; paired: {st.median(fpaired):.2f}x, {min(fpaired):.2f}-{max(fpaired):.2f}{over})")
 print(f"threads_workload: nginx 1 worker + wrk, 3000-byte file; thread_lab storm {pairs} pairs; {dur} s x "
       f"{len(col('nginx_alone'))} rounds, alternated; every event recorded (oncpu, file, net, lock, sched)")
 ratio("nginx", "nginx_alone", "nginx_threads", "nginx_floor")
@@ -123,7 +134,7 @@ calls = [int(r[4]) / (int(r[2]) / 1000) for r in nt]
 print(f"threads_nginx_events_per_s: {st.median(ev):.0f} (of {st.median(calls):.0f} traced calls/s: one event "
       f"per thread, call and fd a second); lost: {sum(int(r[5]) for r in nt)}")
 for r in rows:   # turns per second
-    if r[0] in ("storm_alone", "storm_threads", "storm_floor"):
+    if r[0] in ("storm_alone", "storm_threads") or r[0].startswith("storm_floor_"):
         r[1] = str(float(r[1]) / float(dur))
 ratio("storm", "storm_alone", "storm_threads", "storm_floor")
 sc = [int(r[2]) / float(dur) for r in rows if r[0] == "storm_threads"]
