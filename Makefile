@@ -39,7 +39,7 @@ ifeq ($(SAN),1)
   JEMALLOC :=
 endif
 
-LIB_DIRS  := common symbolizer l7 analyzer analyzer/net analyzer/continuous analyzer/rest analyzer/unwind analyzer/tls exporter exporter/skywalking collector cli
+LIB_DIRS  := common symbolizer l7 analyzer analyzer/net analyzer/continuous analyzer/rest analyzer/unwind analyzer/tls analyzer/python exporter exporter/skywalking collector cli
 LIB_SRCS  := $(filter-out %/main.c,$(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c)))
 PROTOS    := $(wildcard proto/*.proto)
 PROTO_C   := $(patsubst proto/%.proto,$(BUILD)/gen/proto/%.pb-c.c,$(PROTOS))
@@ -122,7 +122,7 @@ $(BUILD)/lib/lib%.a:
 $(LIB_COMMON): $(call objs_of,common)
 $(LIB_SYMBOLIZER): $(call objs_of,symbolizer)
 $(LIB_L7): $(call objs_of,l7)
-$(LIB_ANALYZER): $(call objs_of,analyzer analyzer/net analyzer/continuous analyzer/rest analyzer/unwind analyzer/tls)
+$(LIB_ANALYZER): $(call objs_of,analyzer analyzer/net analyzer/continuous analyzer/rest analyzer/unwind analyzer/tls analyzer/python)
 $(LIB_EXPORTER): $(call objs_of,exporter exporter/skywalking)
 $(LIB_COLLECTOR): $(call objs_of,collector)
 $(LIB_CLI): $(call objs_of,cli)

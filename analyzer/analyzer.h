@@ -20,6 +20,7 @@ struct shm_ring;
 struct symbolizer;
 struct unwinder;
 struct tls_finder;
+struct py_finder;
 struct debuginfod;
 struct task_mgr;
 struct publisher;
@@ -54,6 +55,7 @@ struct analyzer {
 	struct symbolizer *sym;
 	struct mappings *maps;        /* followed processes' executable mappings, for uw and tls */
 	struct unwinder *uw;          /* NULL: frame pointers only */
+	struct py_finder *py;         /* NULL: no Python frames */
 	struct tls_finder *tls;       /* NULL: no TLS plaintext */
 	struct debuginfod *dinfod;    /* NULL unless symbolizer.debuginfod.enabled */
 	struct task_mgr *tm;

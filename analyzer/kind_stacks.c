@@ -74,6 +74,8 @@ static int record(void *impl, uint32_t type, const void *data, uint32_t len)
 
 	if (type == EMBER_REC_STACK)
 		return profile__stack_record(impl, data, len);
+	if (type == EMBER_REC_PYCODE)
+		return profile__py_code_record(impl, data, len);
 	if (len != sizeof(w))
 		return -EBADMSG;
 	memcpy(&w, data, sizeof(w));
@@ -91,7 +93,7 @@ static void stats(const void *impl, uint64_t *v)
 const struct analyzer_kind_ops analyzer_kind_stacks = {
 	.name = "stacks",
 	.flags = ANALYZER_KIND_F_USER_STACKS,
-	.records = 1u << EMBER_REC_STACK | 1u << EMBER_REC_WINDOW,
+	.records = 1u << EMBER_REC_STACK | 1u << EMBER_REC_WINDOW | 1u << EMBER_REC_PYCODE,
 	.new = stacks_new,
 	.free = stacks_free,
 	.check = check,

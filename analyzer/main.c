@@ -488,6 +488,12 @@ static int setup(struct analyzer *a)
 		if (!a->uw)
 			log_warn("no unwind tables (%m): user stacks are walked with frame pointers only");
 	}
+	if (a->uw) {
+		struct py_finder_opts po = { .cc = a->cc };
+		a->py = py_finder__new(&po);
+		if (!a->py)
+			log_warn("no Python frames (%m): Python processes show their interpreter's native frames");
+	}
 	if (a->cfg->profiling.task.network.tls && a->maps) {
 		struct tls_finder_opts to = { .cc = a->cc };
 		a->tls = tls_finder__new(&to);
@@ -502,7 +508,7 @@ static int setup(struct analyzer *a)
 		log_error("cannot create the profiler kinds: %m");
 		return -1;
 	}
-	struct runner_opts ro = { .tm = a->tm, .cc = a->cc, .kinds = a->kinds, .pub = a->pub, .sym = a->sym, .uw = a->uw,
+	struct runner_opts ro = { .tm = a->tm, .cc = a->cc, .kinds = a->kinds, .pub = a->pub, .sym = a->sym, .uw = a->uw, .py = a->py,
 				  .tls = a->tls, .maps = a->maps,
 				  .run_dir = a->cfg->ember.run_dir, .shard = a->shard, .nshards = a->nshards,
 				  .drain = drain_ring, .ctx = a };
@@ -677,6 +683,7 @@ cleanup:
 	a->sym = symbolizer__free(a->sym);
 	a->maps = mappings__free(a->maps);   /* releases what uw and tls made of files */
 	a->uw = unwinder__free(a->uw);
+	a->py = py_finder__free(a->py);
 	a->tls = tls_finder__free(a->tls);
 	a->dinfod = debuginfod__free(a->dinfod);
 	a->tm = task_mgr__free(a->tm);

@@ -25,6 +25,10 @@ enum profile_stat {
 	PS_FRAMES,           /* frames symbolized */
 	PS_FRAMES_UNKNOWN,   /* ... left as module+offset */
 	PS_TRACING_FRAMES,   /* BPF and tracing glue frames removed from kernel stacks */
+	PS_PY_FRAMES,        /* Python frames placed (bpf/py_abi.h) */
+	PS_PY_UNNAMED,       /* ... without names (their record lost): "[python]" */
+	PS_PY_UNPLACED,      /* ... beyond the native stack's interpreter frames: put at its outer end */
+	PS_PY_NAMES_BAD,     /* EMBER_REC_PYCODE records that did not add up */
 	PS_MAX
 };
 
@@ -38,6 +42,8 @@ struct profile_builder *profile__new(struct symbolizer *sym, struct publisher *p
 int profile__open(struct profile_builder *pb, const struct task_def *t);
 /* One EMBER_REC_STACK record: 0, or -EBADMSG when its lengths do not add up. */
 int profile__stack_record(struct profile_builder *pb, const void *data, uint32_t len);
+/* One EMBER_REC_PYCODE record: 0, or -EBADMSG. */
+int profile__py_code_record(struct profile_builder *pb, const void *data, uint32_t len);
 /* The collector closed a window of this kind: every open task of it publishes its window. */
 void profile__window_end(struct profile_builder *pb, uint32_t kind, uint64_t end_ns);
 /* Publishes what is left of task_id's window and stops; totals go to *samples and *stacks. */

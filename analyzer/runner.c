@@ -25,7 +25,7 @@ struct task_runner {
 	char state_dir[512], state_name[64];
 	bool tls_unsupported_said;
 	uint64_t st[RUNS_MAX];     /* RUNS_RUNNING: read from the task manager */
-	int uw_hid, tls_hid;      /* the unwinder's and the TLS finder's handlers in o.maps, -1: none */
+	int uw_hid, tls_hid, py_hid; /* the unwinder's, the TLS finder's and the Python finder's handlers in o.maps, -1: none */
 };
 
 const struct counter_def runner_counters[RUNS_MAX] = {
@@ -64,6 +64,8 @@ static void unwind_pid(struct task_runner *r, uint32_t pid)
 {
 	if (r->uw_hid < 0)
 		return;
+	if (r->py_hid >= 0)
+		(void)mappings__follow(r->o.maps, r->py_hid, pid, 0, MAPPINGS_F_TIMER);
 	if (!mappings__follow(r->o.maps, r->uw_hid, pid, 0, MAPPINGS_F_TIMER))
 		(void)mappings__look(r->o.maps, pid);
 }
@@ -108,7 +110,7 @@ struct task_runner *runner__new(const struct runner_opts *o)
 	if (!r)
 		return NULL;
 	r->o = *o;
-	r->uw_hid = r->tls_hid = -1;
+	r->uw_hid = r->tls_hid = r->py_hid = -1;
 	if (o->maps && o->uw) {
 		struct mappings_handler h;
 
@@ -116,6 +118,12 @@ struct task_runner *runner__new(const struct runner_opts *o)
 		h.report = report_unwind;
 		h.report_ctx = r;
 		r->uw_hid = e = mappings__add_handler(o->maps, &h);
+	}
+	if (e >= 0 && o->maps && o->uw && o->py) {
+		struct mappings_handler h;
+
+		py_finder__handler(o->py, &h);
+		r->py_hid = e = mappings__add_handler(o->maps, &h);
 	}
 	if (e >= 0 && o->maps && o->tls) {
 		struct mappings_handler h;
@@ -419,6 +427,9 @@ void runner__end(struct task_runner *r, struct task_def *t, const char *why)
 	for (uint32_t i = 0; r->uw_hid >= 0 && (flags & ANALYZER_KIND_F_USER_STACKS) && i < npids; i++)
 		if (!user_stacks_task(r, pids[i]))
 			mappings__unfollow(r->o.maps, r->uw_hid, pids[i], 0);
+	for (uint32_t i = 0; r->py_hid >= 0 && (flags & ANALYZER_KIND_F_USER_STACKS) && i < npids; i++)
+		if (!user_stacks_task(r, pids[i]))
+			mappings__unfollow(r->o.maps, r->py_hid, pids[i], 0);
 	save_state(r);
 }
 

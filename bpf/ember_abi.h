@@ -11,7 +11,7 @@
 #include <linux/types.h>
 #endif
 
-#define EMBER_ABI_VERSION 9
+#define EMBER_ABI_VERSION 10
 #define EMBER_MAX_STACK_DEPTH 127 /* kernel.perf_event_max_stack default */
 #define EMBER_COMM_LEN 16
 
@@ -87,6 +87,12 @@ enum ember_bpf_counter {
 	BPF_CNT_THREAD_UNTIMED,   /* on-CPU periods whose start was not seen (running when the task began): started at the slice's run time */
 	BPF_CNT_THREAD_STACKS,    /* user stacks walked for calls */
 	BPF_CNT_THREAD_STACK_HITS,/* calls that reused their thread's last stack (same place) */
+	BPF_CNT_PY_STACKS,        /* user stacks of Python processes walked for Python frames (bpf/py_abi.h) */
+	BPF_CNT_PY_FRAMES,        /* ... Python frames they gave */
+	BPF_CNT_PY_NO_THREAD,     /* ... threads without a Python thread state (not started by Python, or not found) */
+	BPF_CNT_PY_READ_ERR,      /* ... walks stopped by an unreadable frame */
+	BPF_CNT_PY_TRUNCATED,     /* ... walks cut at PY_MAX_FRAMES or the stack's room */
+	BPF_CNT_PY_CODES_FULL,    /* code objects whose names found no room in py_codes */
 	BPF_CNT_MAX,
 };
 
@@ -140,6 +146,7 @@ enum ember_rec_type {
 	EMBER_REC_WINDOW = 2,     /* struct ember_rec_window: end of one drain */
 	EMBER_REC_NET = 3,        /* struct net_event (bpf/net_abi.h) then its payload */
 	EMBER_REC_THREAD = 4,     /* struct ember_rec_thread (bpf/threads_abi.h) then its strings and stack */
+	EMBER_REC_PYCODE = 5,     /* struct ember_rec_pycode: names of Python frames (bpf/py_abi.h) a later stack holds */
 };
 
 /* One aggregated stack: nkern kernel ips then nuser user ips, innermost first. */
@@ -156,6 +163,19 @@ struct ember_rec_stack {
 };
 #define EMBER_STACK_F_KSTACK_LOST 1u /* kernel stack id referenced but not found */
 #define EMBER_STACK_F_USTACK_LOST 2u
+
+/*
+ * The names of a Python code object of tgid, sent once per window before the
+ * first stack that holds it (PY_IS_FRAME ips).  Bytes from the target's
+ * memory: NUL-terminated within their arrays when read whole, untrusted.
+ */
+struct ember_rec_pycode {
+	__u64 addr;
+	__u32 tgid;
+	__s32 firstlineno;
+	char filename[96];
+	char qualname[96];
+};
 
 /* Sent after each drain of the in-kernel maps, for every kind drained. */
 struct ember_rec_window {
@@ -176,5 +196,6 @@ EMBER_ASSERT_SIZE(struct offcpu_start, 88);
 EMBER_ASSERT_SIZE(struct offcpu_key, 40);
 EMBER_ASSERT_SIZE(struct ember_rec_stack, 48);
 EMBER_ASSERT_SIZE(struct ember_rec_window, 40);
+EMBER_ASSERT_SIZE(struct ember_rec_pycode, 16 + 2 * 96);
 
 #endif

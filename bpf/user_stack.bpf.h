@@ -11,6 +11,7 @@
 #define EMBER_USER_STACK_BPF_H
 
 #include "bpf/ember_abi.h"
+#include "bpf/py_abi.h"
 #include "bpf/unwind_abi.h"
 #include "bpf/ember.bpf.h"
 
@@ -73,6 +74,40 @@ struct {
 	__type(value, struct unwind_map);
 	__uint(max_entries, 1);
 } unwind_maps SEC(".maps");
+
+/* Python processes (bpf/py_abi.h), written by the collector from the analyzer's CTL_REQ_PY_PROC. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u32);
+	__type(value, struct py_proc);
+	__uint(max_entries, 1024);
+} py_procs SEC(".maps");
+
+/* A thread's PyThreadState (0: none found at checked_ns), checked at each use. */
+struct py_tstate {
+	__u64 addr;
+	__u64 checked_ns;
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__type(key, __u32);   /* tid */
+	__type(value, struct py_tstate);
+	__uint(max_entries, 16384);
+} py_tstates SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__type(key, struct py_code_key);
+	__type(value, struct py_code);
+	__uint(max_entries, 16384);
+} py_codes SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct py_code);
+	__uint(max_entries, 1);
+} py_code_scratch SEC(".maps");
 
 static __always_inline void count(__u32 id)
 {
@@ -266,6 +301,181 @@ found:
 	return 0;
 }
 
+/* ---- Python frames (bpf/py_abi.h) ------------------------------------------ */
+
+/* A thread without a Python thread state is looked for again after this long. */
+#define PY_TSTATE_RETRY_NS 1000000000ull
+
+struct py_find {
+	__u64 ts;      /* the thread state looked at */
+	__u64 found;
+	__u32 tid;
+	__u16 off_tid, off_next;
+};
+
+static long py_find_step(__u32 i, struct py_find *f)
+{
+	__u64 tid = 0;
+
+	if (!f->ts)
+		return 1;
+	if (bpf_probe_read_user(&tid, sizeof(tid), (void *)(f->ts + f->off_tid)))
+		return 1;
+	if (tid == f->tid) {
+		f->found = f->ts;
+		return 1;
+	}
+	if (bpf_probe_read_user(&f->ts, sizeof(f->ts), (void *)(f->ts + f->off_next)))
+		return 1;
+	return 0;
+}
+
+/* The current thread's PyThreadState in the main interpreter, or 0. */
+static __always_inline __u64 py_thread_state(const struct py_proc *pp, __u32 tid)
+{
+	struct py_tstate *c = bpf_map_lookup_elem(&py_tstates, &tid), nv = {};
+	struct py_find f = { .tid = tid, .off_tid = pp->l.ts_native_tid, .off_next = pp->l.ts_next };
+	__u64 interp = 0, now = bpf_ktime_get_ns(), got = 0;
+
+	if (c && c->addr &&
+	    !bpf_probe_read_user(&got, sizeof(got), (void *)(c->addr + pp->l.ts_native_tid)) && got == tid)
+		return c->addr;
+	if (c && !c->addr && now - c->checked_ns < PY_TSTATE_RETRY_NS)
+		return 0;
+	if (!bpf_probe_read_user(&interp, sizeof(interp), (void *)(pp->runtime + pp->l.rt_interp_head)) && interp &&
+	    !bpf_probe_read_user(&f.ts, sizeof(f.ts), (void *)(interp + pp->l.is_threads_head)))
+		bpf_loop(PY_MAX_THREADS, py_find_step, &f, 0);
+	nv.addr = f.found;
+	nv.checked_ns = now;
+	bpf_map_update_elem(&py_tstates, &tid, &nv, BPF_ANY);
+	return f.found;
+}
+
+/* A str object's bytes (compact ASCII or Latin-1) into dst, or "?". */
+static __always_inline void py_str(char *dst, __u64 obj, const struct py_layout *l)
+{
+	__u32 state = 0;
+	__u64 data = 0;
+
+	dst[0] = '?';
+	dst[1] = 0;
+	if (!obj || bpf_probe_read_user(&state, sizeof(state), (void *)(obj + l->str_state)))
+		return;
+	/* state: interned:2, kind:3, compact:1, ascii:1 (3.11 to 3.13) */
+	if (!(state & (1u << 5)))
+		return;
+	if (state & (1u << 6))
+		data = obj + l->str_ascii_data;
+	else if (((state >> 2) & 7) == 1)
+		data = obj + l->str_compact_data;
+	if (data && bpf_probe_read_user_str(dst, PY_NAME_LEN, (void *)data) < 0) {
+		dst[0] = '?';
+		dst[1] = 0;
+	}
+}
+
+/* The names of code object addr in the map, read now when absent or when another code object took its address. */
+static __always_inline void py_code_names(__u64 addr, __u32 tgid, const struct py_layout *l)
+{
+	struct py_code_key k = { .addr = addr, .tgid = tgid };
+	struct py_code *v = bpf_map_lookup_elem(&py_codes, &k), *n;
+	__u64 qobj = 0, fobj = 0;
+	__s32 line = 0;
+
+	if (bpf_probe_read_user(&qobj, sizeof(qobj), (void *)(addr + l->co_qualname)) ||
+	    bpf_probe_read_user(&line, sizeof(line), (void *)(addr + l->co_firstlineno)))
+		return;
+	if (v && v->qualname_obj == qobj && v->firstlineno == line)
+		return;
+	n = percpu_scratch(&py_code_scratch);
+	if (!n)
+		return;
+	n->qualname_obj = qobj;
+	n->firstlineno = line;
+	(void)bpf_probe_read_user(&fobj, sizeof(fobj), (void *)(addr + l->co_filename));
+	py_str(n->filename, fobj, l);
+	py_str(n->qualname, qobj, l);
+	if (bpf_map_update_elem(&py_codes, &k, n, BPF_ANY))
+		count(BPF_CNT_PY_CODES_FULL);
+}
+
+struct py_walk {
+	__u64 frame;
+	__u32 base;    /* the first free slot of the stack */
+	__u32 tgid;
+	__u32 n;       /* Python frames so far */
+	__u32 end;     /* UW_* */
+	struct py_layout l;
+};
+
+static long py_step(__u32 i, struct py_walk *w)
+{
+	struct hstack *st = percpu_scratch(&scratch);
+	__u64 code = 0, prev = 0, idx = (__u64)w->base + i;
+	__u8 entry = 0;
+
+	asm volatile("" : "+r"(idx));
+	if (!w->frame) {
+		w->end = UW_COMPLETE;
+		return 1;
+	}
+	if (!st || idx >= EMBER_MAX_STACK_DEPTH)
+		return 1;
+	if (bpf_probe_read_user(&code, sizeof(code), (void *)(w->frame + w->l.fr_code)) ||
+	    bpf_probe_read_user(&prev, sizeof(prev), (void *)(w->frame + w->l.fr_previous)) ||
+	    bpf_probe_read_user(&entry, sizeof(entry), (void *)(w->frame + w->l.fr_entry)) || !code) {
+		w->end = UW_READ_ERR;
+		return 1;
+	}
+	st->ips[idx] = PY_FRAME_TAG | (code & PY_FRAME_ADDR) | (entry ? PY_FRAME_ENTRY : 0);
+	w->n = i + 1;
+	py_code_names(code, w->tgid, &w->l);
+	w->frame = prev;
+	return 0;
+}
+
+/*
+ * The current thread's Python frames after the n native ones in the scratch
+ * stack; the new count.  Processes the collector was told nothing about, and
+ * threads without a Python thread state, keep n.
+ */
+static __always_inline __u32 py_frames(__u32 tgid, __u32 tid, __u32 n)
+{
+	struct py_proc *pp = bpf_map_lookup_elem(&py_procs, &tgid);
+	struct py_walk w = {};
+	__u64 ts, cframe = 0;
+
+	if (!pp || n >= EMBER_MAX_STACK_DEPTH)
+		return n;
+	count(BPF_CNT_PY_STACKS);
+	ts = py_thread_state(pp, tid);
+	if (!ts) {
+		count(BPF_CNT_PY_NO_THREAD);
+		return n;
+	}
+	w.l = pp->l;
+	w.tgid = tgid;
+	w.base = n;
+	if (bpf_probe_read_user(&cframe, sizeof(cframe), (void *)(ts + w.l.ts_cframe)) || !cframe ||
+	    bpf_probe_read_user(&w.frame, sizeof(w.frame), (void *)(cframe + w.l.cf_current))) {
+		count(BPF_CNT_PY_READ_ERR);
+		return n;
+	}
+	bpf_loop(PY_MAX_FRAMES, py_step, &w, 0);
+	if (w.end == UW_READ_ERR)
+		count(BPF_CNT_PY_READ_ERR);
+	else if (w.end != UW_COMPLETE)
+		count(BPF_CNT_PY_TRUNCATED);
+	{
+		__u32 id = BPF_CNT_PY_FRAMES;
+		__u64 *cnt = bpf_map_lookup_elem(&counters, &id);
+
+		if (cnt)
+			*cnt += w.n;
+	}
+	return n + w.n;
+}
+
 static __always_inline __u64 unwind_gen(__u32 tgid)
 {
 	__u32 *slot = bpf_map_lookup_elem(&unwind_slot, &tgid);
@@ -318,6 +528,8 @@ static __always_inline __u64 unwind_user(__u32 tgid)
 		count(BPF_CNT_UNWIND_READ_ERR);
 	else if (c.end == UW_RUNNING)
 		count(BPF_CNT_UNWIND_TRUNCATED);
+	if (c.n)
+		c.n = py_frames(tgid, (__u32)bpf_get_current_pid_tgid(), c.n);
 	st = bpf_map_lookup_elem(&scratch, &zero);
 	if (!st || !c.n)
 		return 0;

@@ -399,7 +399,8 @@ struct bpf_map *bpf_stacks__shared_map(struct bpf_stacks *b, const char *name)
 {
 	struct bpf_map *maps[] = { b->skel->maps.targets, b->skel->maps.counters, b->skel->maps.hstacks,
 				   b->skel->maps.unwind_rows, b->skel->maps.unwind_slot, b->skel->maps.unwind_procs,
-				   b->skel->maps.unwind_maps };
+				   b->skel->maps.unwind_maps, b->skel->maps.py_procs, b->skel->maps.py_tstates,
+				   b->skel->maps.py_codes };
 
 	for (unsigned i = 0; i < ARRAY_SIZE(maps); i++)
 		if (!strcmp(bpf_map__name(maps[i]), name))
@@ -460,6 +461,22 @@ static int hstack_ips(struct bpf_stacks *b, uint64_t hash, struct hstack *ret)
 int bpf_stacks__hstack(struct bpf_stacks *b, uint64_t hash, struct hstack *ret)
 {
 	return hstack_ips(b, hash, ret);
+}
+
+int bpf_stacks__py_proc(struct bpf_stacks *b, uint32_t pid, const struct py_proc *p)
+{
+	int fd = bpf_map__fd(b->skel->maps.py_procs);
+
+	if (!p)
+		return bpf_map_delete_elem(fd, &pid) && errno != ENOENT ? -errno : 0;
+	return bpf_map_update_elem(fd, &pid, p, BPF_ANY) ? -errno : 0;
+}
+
+int bpf_stacks__py_code(struct bpf_stacks *b, uint32_t tgid, uint64_t addr, struct py_code *ret)
+{
+	struct py_code_key k = { .addr = addr, .tgid = tgid };
+
+	return bpf_map_lookup_elem(bpf_map__fd(b->skel->maps.py_codes), &k, ret) ? -errno : 0;
 }
 
 static int drain_offcpu(struct bpf_stacks *b, uint32_t set, bpf_stacks_drain_fn cb, void *ctx)

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include "bpf/ember_abi.h"
 #include "bpf/unwind_abi.h"
+#include "bpf/py_abi.h"
 
 struct bpf_stacks;
 
@@ -99,6 +100,10 @@ int bpf_stacks__target_threads(struct bpf_stacks *b, uint32_t tgid, int on, uint
 struct bpf_map *bpf_stacks__shared_map(struct bpf_stacks *b, const char *name);
 /* A stack stored by content hash (hash 0: none, n = 0).  0, or -ENOENT once the LRU evicted it. */
 int bpf_stacks__hstack(struct bpf_stacks *b, uint64_t hash, struct hstack *ret);
+/* pid's Python runtime for the walks (bpf/py_abi.h); NULL forgets it.  0 or -errno. */
+int bpf_stacks__py_proc(struct bpf_stacks *b, uint32_t pid, const struct py_proc *p);
+/* What the walks read of a Python code object of tgid: 0, or -ENOENT. */
+int bpf_stacks__py_code(struct bpf_stacks *b, uint32_t tgid, uint64_t addr, struct py_code *ret);
 /* Sums the per-CPU counters into ret[BPF_CNT_MAX]. */
 int bpf_stacks__counters(struct bpf_stacks *b, uint64_t *ret);
 /* Accepts NULL.  Returns NULL. */

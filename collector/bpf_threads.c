@@ -50,7 +50,7 @@ static const struct { long nr; uint8_t cls; } syscalls[] = {
 struct bpf_threads *bpf_threads__load(struct bpf_stacks *stacks, uint32_t max_agg)
 {
 	static const char *const shared[] = { "targets", "counters", "hstacks", "unwind_rows", "unwind_slot",
-					      "unwind_procs", "unwind_maps" };
+					      "unwind_procs", "unwind_maps", "py_procs", "py_tstates", "py_codes" };
 	struct bpf_threads *t = calloc(1, sizeof(*t));
 	int err = -ENOMEM, fd;
 

@@ -38,6 +38,8 @@ struct collector_hooks {
 	int (*net_cap)(void *ctx, uint64_t ino, const struct net_cap *cap);
 	/* Optional: an analyzer took shard: the caps its predecessor asked for go. */
 	void (*net_caps_clear)(void *ctx, unsigned shard);
+	/* Optional: pid's Python runtime for the stack walks (checked by the caller; NULL: none).  0 or -errno. */
+	int (*py_proc)(void *ctx, uint32_t pid, const struct py_proc *p);
 };
 
 struct collector {

@@ -253,6 +253,37 @@ static int h_unwind_proc(struct collector *c, struct ctl_conn *cc, const struct 
 	return reply_err(cc, m, unwind_store__proc(c->unwind, r), -1);
 }
 
+/*
+ * A Python process's runtime, for a process a stack task of this analyzer
+ * follows.  The walk only reads the target's memory, so a wrong address or
+ * layout costs that process its Python frames, nothing else; the offsets are
+ * still held to their bounds.
+ */
+static int h_py_proc(struct collector *c, struct ctl_conn *cc, const struct ctl_msg *m)
+{
+	const struct ctl_py_proc *r = m->payload;
+	const struct py_layout *l = &r->proc.l;
+	const uint16_t offs[] = { l->rt_interp_head, l->is_threads_head, l->ts_next, l->ts_native_tid, l->ts_cframe,
+				  l->cf_current, l->fr_code, l->fr_previous, l->fr_entry, l->co_filename,
+				  l->co_qualname, l->co_firstlineno, l->str_state, l->str_ascii_data,
+				  l->str_compact_data };
+
+	if (!c->hooks || !c->hooks->py_proc)
+		return reply_err(cc, m, -EOPNOTSUPP, -1);
+	if (!tasks__targets(c->tasks, cc->shard, profile_kind__mask(PROFILE_KIND_UNWINDS), r->pid, false)) {
+		c->stats[CTL_STAT_CTL_DENIED]++;
+		return reply_err(cc, m, -EPERM, -1);
+	}
+	if (!r->proc.runtime)
+		return reply_err(cc, m, c->hooks->py_proc(c->hooks_ctx, r->pid, NULL), -1);
+	for (unsigned i = 0; i < sizeof(offs) / sizeof(offs[0]); i++)
+		if (offs[i] >= PY_MAX_OFF)
+			return reply_err(cc, m, -EINVAL, -1);
+	if (r->pad || r->proc.pad || l->entry_kind != PY_ENTRY_IS_ENTRY || r->proc.runtime >= (1ull << 47))
+		return reply_err(cc, m, -EINVAL, -1);
+	return reply_err(cc, m, c->hooks->py_proc(c->hooks_ctx, r->pid, &r->proc), -1);
+}
+
 /* ---- TLS probes: the analyzer finds the offsets, this checks and attaches ----------- */
 
 /* The file is pid's own program (its /proc/PID/exe, compared by device and inode; a stat,
@@ -428,6 +459,7 @@ static const struct { uint16_t type; unsigned flags; handler_fn fn; } handlers[]
 	{ CTL_REQ_UNWIND_PROC, F_NEEDS_HELLO, h_unwind_proc },
 	{ CTL_REQ_TLS_ATTACH, F_NEEDS_HELLO, h_tls_attach },
 	{ CTL_REQ_NET_CAPS, F_NEEDS_HELLO, h_net_caps },
+	{ CTL_REQ_PY_PROC, F_NEEDS_HELLO, h_py_proc },
 	{ CTL_REQ_STATS, F_ADMIN_OK, h_stats },
 };
 

@@ -141,6 +141,12 @@ static void counters(void *impl, uint64_t *stats)
 		stats[CTL_STAT_BPF_OFFCPU_STALE] = bc[BPF_CNT_OFFCPU_STALE];
 		stats[CTL_STAT_BPF_OFFCPU_UNTIMED] = bc[BPF_CNT_OFFCPU_UNTIMED];
 		stats[CTL_STAT_BPF_OFFCPU_LOST] = bc[BPF_CNT_OFFCPU_LOST];
+		stats[CTL_STAT_BPF_PY_STACKS] = bc[BPF_CNT_PY_STACKS];
+		stats[CTL_STAT_BPF_PY_FRAMES] = bc[BPF_CNT_PY_FRAMES];
+		stats[CTL_STAT_BPF_PY_NO_THREAD] = bc[BPF_CNT_PY_NO_THREAD];
+		stats[CTL_STAT_BPF_PY_READ_ERR] = bc[BPF_CNT_PY_READ_ERR];
+		stats[CTL_STAT_BPF_PY_TRUNCATED] = bc[BPF_CNT_PY_TRUNCATED];
+		stats[CTL_STAT_BPF_PY_CODES_FULL] = bc[BPF_CNT_PY_CODES_FULL];
 	}
 	stats[CTL_STAT_PERF_CPUS_UNSAMPLED] = bpf_stacks__cpus_unsampled(s->env->bpf);
 }
@@ -154,8 +160,11 @@ static int target(void *impl, const struct task *t, uint32_t pid, bool on)
 	if (on)
 		s->env->stacks_dirty = true;
 	/* A process no stack task watches any more walks without its tables. */
-	else if (s->env->unwind && !tasks__pid_elsewhere(s->env->tasks, t, profile_kind__mask(PROFILE_KIND_UNWINDS), pid))
-		unwind_store__forget(s->env->unwind, pid);
+	else if (!tasks__pid_elsewhere(s->env->tasks, t, profile_kind__mask(PROFILE_KIND_UNWINDS), pid)) {
+		if (s->env->unwind)
+			unwind_store__forget(s->env->unwind, pid);
+		(void)bpf_stacks__py_proc(s->env->bpf, pid, NULL);
+	}
 	return r;
 }
 

@@ -355,8 +355,11 @@ static int target(void *impl, const struct task *t, uint32_t pid, bool on)
 	if (on && !r)
 		seed_calls(k, t, pid);
 	/* A process no stack-walking task watches any more walks without its tables. */
-	if (!on && k->env->unwind && !tasks__pid_elsewhere(k->env->tasks, t, profile_kind__mask(PROFILE_KIND_UNWINDS), pid))
-		unwind_store__forget(k->env->unwind, pid);
+	if (!on && !tasks__pid_elsewhere(k->env->tasks, t, profile_kind__mask(PROFILE_KIND_UNWINDS), pid)) {
+		if (k->env->unwind)
+			unwind_store__forget(k->env->unwind, pid);
+		(void)bpf_stacks__py_proc(k->env->bpf, pid, NULL);
+	}
 	return r;
 }
 

@@ -207,9 +207,15 @@ static void hook_net_caps_clear(void *ctx, unsigned shard)
 		bpf_net__caps_clear(C.env.net, shard, C.col.nshards);
 }
 
+static int hook_py_proc(void *ctx, uint32_t pid, const struct py_proc *p)
+{
+	(void)ctx;
+	return C.env.bpf ? bpf_stacks__py_proc(C.env.bpf, pid, p) : -EOPNOTSUPP;
+}
+
 static const struct collector_hooks hooks = { .drain = hook_drain, .tasks_changed = tasks_changed,
 					      .collect_stats = collect_kind_stats, .net_cap = hook_net_cap,
-					      .net_caps_clear = hook_net_caps_clear };
+					      .net_caps_clear = hook_net_caps_clear, .py_proc = hook_py_proc };
 
 static void on_accept(void)
 {

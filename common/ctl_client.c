@@ -156,6 +156,13 @@ int ctl_client__unwind_proc(struct ctl_client *cc, const struct ctl_unwind_proc 
 	return r ? r : a.err;
 }
 
+int ctl_client__py_proc(struct ctl_client *cc, const struct ctl_py_proc *r)
+{
+	struct ctl_err_ans a;
+	int e = call(cc, CTL_REQ_PY_PROC, r, sizeof(*r), CTL_ANS_PY_PROC, &a, sizeof(a), NULL);
+	return e ? e : a.err;
+}
+
 int ctl_client__tls_attach(struct ctl_client *cc, const struct ctl_tls_attach *r)
 {
 	struct ctl_err_ans a;

@@ -37,6 +37,8 @@ int ctl_client__unwind_table(struct ctl_client *cc, uint64_t key, uint32_t nrows
 int ctl_client__unwind_rows(struct ctl_client *cc, uint32_t id, uint32_t first, const struct unwind_row *rows,
 			    uint32_t n);
 int ctl_client__unwind_proc(struct ctl_client *cc, const struct ctl_unwind_proc *p);
+/* CTL_REQ_PY_PROC: 0 or -errno (the collector's refusal). */
+int ctl_client__py_proc(struct ctl_client *cc, const struct ctl_py_proc *r);
 /* TLS probes for a network task (common/ctl_proto.h): 0 or -errno (the collector's answer). */
 int ctl_client__tls_attach(struct ctl_client *cc, const struct ctl_tls_attach *r);
 /* n (1..CTL_NET_CAPS_MAX) connection caps; 0 (*written: those the collector wrote) or -errno. */

@@ -121,6 +121,13 @@ const struct counter_def ctl_stat_counters[CTL_STAT_MAX] = {
 	[CTL_STAT_THREAD_STACKS_LOST] = { .name = "thread_stacks_lost" },
 	[CTL_STAT_THREAD_PATHS_STALE] = { .name = "thread_paths_stale" },
 	[CTL_STAT_THREAD_CALLS_BEFORE] = { .name = "thread_calls_in_progress_at_start" },
+	[CTL_STAT_BPF_PY_STACKS] = { .name = "bpf_python_stacks" },
+	[CTL_STAT_BPF_PY_FRAMES] = { .name = "bpf_python_frames" },
+	[CTL_STAT_BPF_PY_NO_THREAD] = { .name = "bpf_python_threads_without_state" },
+	[CTL_STAT_BPF_PY_READ_ERR] = { .name = "bpf_python_read_errors" },
+	[CTL_STAT_BPF_PY_TRUNCATED] = { .name = "bpf_python_truncated_stacks" },
+	[CTL_STAT_BPF_PY_CODES_FULL] = { .name = "bpf_python_code_names_full" },
+	[CTL_STAT_PY_NAMES_LOST] = { .name = "python_names_lost" },
 };
 
 const char *ctl__attach_point_name(uint32_t ap)
@@ -161,6 +168,7 @@ const char *ctl__type_name(unsigned type)
 		[CTL_REQ_START] = "START", [CTL_ANS_START] = "START_ANS",
 		[CTL_REQ_TLS_ATTACH] = "TLS_ATTACH", [CTL_ANS_TLS_ATTACH] = "TLS_ATTACH_ANS",
 		[CTL_REQ_NET_CAPS] = "NET_CAPS", [CTL_ANS_NET_CAPS] = "NET_CAPS_ANS",
+		[CTL_REQ_PY_PROC] = "PY_PROC", [CTL_ANS_PY_PROC] = "PY_PROC_ANS",
 	};
 	return type < CTL_TYPE_MAX && names[type] ? names[type] : "unknown";
 }
@@ -188,9 +196,11 @@ static long payload_size(uint16_t type)
 	case CTL_REQ_UNWIND_ROWS: return -3;
 	case CTL_REQ_UNWIND_PROC: return sizeof(struct ctl_unwind_proc);
 	case CTL_REQ_TLS_ATTACH: return sizeof(struct ctl_tls_attach);
+	case CTL_REQ_PY_PROC: return sizeof(struct ctl_py_proc);
 	case CTL_REQ_NET_CAPS: return -4;
 	case CTL_ANS_NET_CAPS: return sizeof(struct ctl_net_caps_ans);
 	case CTL_ANS_TLS_ATTACH:
+	case CTL_ANS_PY_PROC:
 	case CTL_ANS_UNWIND_ROWS:
 	case CTL_ANS_UNWIND_PROC:
 	case CTL_ANS_START:

@@ -18,6 +18,7 @@
 
 #include "bpf/net_abi.h"
 #include "bpf/unwind_abi.h"
+#include "bpf/py_abi.h"
 #include "common/counters.h"
 
 #define CTL_MAGIC 0x454d4252u /* "EMBR" */
@@ -43,7 +44,8 @@ enum ctl_type {
 	CTL_REQ_START = 28,         CTL_ANS_START = 29,
 	CTL_REQ_TLS_ATTACH = 30,    CTL_ANS_TLS_ATTACH = 31,
 	CTL_REQ_NET_CAPS = 32,      CTL_ANS_NET_CAPS = 33,
-	CTL_TYPE_MAX = 34,
+	CTL_REQ_PY_PROC = 34,       CTL_ANS_PY_PROC = 35,
+	CTL_TYPE_MAX = 36,
 };
 
 struct ctl_hdr {
@@ -142,6 +144,15 @@ struct ctl_unwind_proc { uint32_t pid; uint32_t nmaps; struct ctl_unwind_map map
 _Static_assert(sizeof(struct ctl_hdr) + sizeof(struct ctl_unwind_rows) + CTL_UNWIND_ROWS_MAX * sizeof(struct unwind_row) <=
 	       CTL_MAX_FRAME, "a full UNWIND_ROWS frame exceeds CTL_MAX_FRAME");
 _Static_assert(sizeof(struct ctl_hdr) + sizeof(struct ctl_unwind_proc) <= CTL_MAX_FRAME, "UNWIND_PROC exceeds CTL_MAX_FRAME");
+
+/*
+ * Python frames (bpf/py_abi.h): pid runs CPython whose runtime state is at
+ * proc.runtime, with the layout the analyzer knows for its version; the
+ * collector checks the offsets and walks the Python frames of pid's stacks
+ * from then on.  proc.runtime 0: stop.  Only for a process a stack task of
+ * this analyzer follows.  Answer: struct ctl_err_ans.
+ */
+struct ctl_py_proc { uint32_t pid; uint32_t pad; struct py_proc proc; };
 
 /*
  * TLS probes (bpf/net_abi.h NET_TLS_*): the analyzer found, in the file pid
@@ -294,6 +305,13 @@ enum ctl_stat {
 	CTL_STAT_THREAD_STACKS_LOST,   /* ... whose stack was gone from the stack map */
 	CTL_STAT_THREAD_PATHS_STALE,   /* ... whose fd named another file by the time it was read: no path */
 	CTL_STAT_THREAD_CALLS_BEFORE,  /* calls threads were in as their task started: timed from its start */
+	CTL_STAT_BPF_PY_STACKS,        /* from here: Python frames (bpf/ember_abi.h BPF_CNT_PY_*, bpf/py_abi.h) */
+	CTL_STAT_BPF_PY_FRAMES,
+	CTL_STAT_BPF_PY_NO_THREAD,
+	CTL_STAT_BPF_PY_READ_ERR,
+	CTL_STAT_BPF_PY_TRUNCATED,
+	CTL_STAT_BPF_PY_CODES_FULL,
+	CTL_STAT_PY_NAMES_LOST,        /* Python frames whose names were gone from py_codes when drained */
 	CTL_STAT_MAX,
 };
 struct ctl_stats_ans { int32_t err; uint32_t n; uint64_t v[CTL_STAT_MAX]; };
