@@ -162,6 +162,11 @@ $(BUILD)/progs/tls_probe_dump: $(BUILD)/obj/tests/progs/tls_probe_dump.o $(BUILD
 		$(BUILD)/obj/collector/tls_verify.o
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) $^ -o $@ -lelf
+# py_layout_dump runs the analyzer's Python finder and prints its layout (test_python_layout.sh).
+$(BUILD)/progs/py_layout_dump: $(BUILD)/obj/tests/progs/py_layout_dump.o $(BUILD)/obj/analyzer/python/py_finder.o \
+		$(BUILD)/obj/analyzer/python/py_layout.o $(BUILD)/obj/common/ctl_client.o $(BUILD)/obj/common/ctl_proto.o
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) $^ -o $@ -lelf
 # ctl_hostile speaks the collector's control protocol as a compromised analyzer (test_hostile_peer.sh).
 $(BUILD)/progs/ctl_hostile: $(BUILD)/obj/tests/progs/ctl_hostile.o $(BUILD)/obj/common/ctl_client.o \
 		$(BUILD)/obj/common/ctl_proto.o

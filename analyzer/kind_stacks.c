@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "analyzer/kinds.h"
@@ -15,14 +16,40 @@
 #include "common/ctl_proto.h"
 #include "common/timeutil.h"
 
+/* The profile builder, and the kinds' shared table of Python names its records fill. */
+struct stacks_impl {
+	struct profile_builder *pb;
+	struct py_names *names;
+};
+
 static void *stacks_new(const struct analyzer_kind_env *env)
 {
-	return profile__new(env->sym, env->pub, env->tm, env->max_tasks);
+	struct stacks_impl *s;
+
+	if (!env->py) {
+		errno = EINVAL;
+		return NULL;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->names = env->py;
+	s->pb = profile__new(env->sym, env->pub, env->tm, env->max_tasks, env->py);
+	if (!s->pb) {
+		free(s);
+		return NULL;
+	}
+	return s;
 }
 
 static void stacks_free(void *impl)
 {
-	profile__free(impl);
+	struct stacks_impl *s = impl;
+
+	if (!s)
+		return;
+	profile__free(s->pb);
+	free(s);
 }
 
 static int check(void *impl, const struct task_def *t, char *err, size_t errlen)
@@ -50,36 +77,37 @@ static bool refused(void *impl, const struct task_def *t, int r, char *err, size
 
 static int open_task(void *impl, const struct task_def *t)
 {
-	return profile__open(impl, t);
+	return profile__open(((struct stacks_impl *)impl)->pb, t);
 }
 
 static void discard(void *impl, const struct task_def *t)
 {
 	uint64_t samples, stacks;
 
-	profile__close(impl, t->id, 0, &samples, &stacks);
+	profile__close(((struct stacks_impl *)impl)->pb, t->id, 0, &samples, &stacks);
 }
 
 static void close_task(void *impl, const struct task_def *t, char *summary, size_t len)
 {
 	uint64_t samples, stacks;
 
-	profile__close(impl, t->id, timeutil__unix_ms() * 1000000ull, &samples, &stacks);
+	profile__close(((struct stacks_impl *)impl)->pb, t->id, timeutil__unix_ms() * 1000000ull, &samples, &stacks);
 	snprintf(summary, len, "%llu samples in %llu stacks", (unsigned long long)samples, (unsigned long long)stacks);
 }
 
 static int record(void *impl, uint32_t type, const void *data, uint32_t len)
 {
+	struct stacks_impl *s = impl;
 	struct ember_rec_window w;
 
 	if (type == EMBER_REC_STACK)
-		return profile__stack_record(impl, data, len);
+		return profile__stack_record(s->pb, data, len);
 	if (type == EMBER_REC_PYCODE)
-		return profile__py_code_record(impl, data, len);
+		return profile__py_code_record(s->pb, s->names, data, len);
 	if (len != sizeof(w))
 		return -EBADMSG;
 	memcpy(&w, data, sizeof(w));
-	profile__window_end(impl, w.kind, w.end_ns);
+	profile__window_end(s->pb, w.kind, w.end_ns);
 	return 0;
 }
 
@@ -87,7 +115,7 @@ _Static_assert(PS_MAX <= ANALYZER_KIND_COUNTERS_MAX, "the counters fit a stats a
 
 static void stats(const void *impl, uint64_t *v)
 {
-	profile__stats(impl, v);
+	profile__stats(((const struct stacks_impl *)impl)->pb, v);
 }
 
 const struct analyzer_kind_ops analyzer_kind_stacks = {

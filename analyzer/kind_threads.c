@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "analyzer/kinds.h"
+#include "analyzer/python/py_stack.h"
 #include "analyzer/publisher.h"
 #include "bpf/ember_abi.h"
 #include "bpf/threads_abi.h"
@@ -40,6 +41,9 @@ enum thread_stat {
 	TS_STACK_FRAMES,
 	TS_STACK_UNKNOWN,    /* frames not symbolized */
 	TS_BATCHES,
+	TS_PY_FRAMES,        /* Python frames in their stacks (analyzer/python/py_stack.h) */
+	TS_PY_UNNAMED,
+	TS_PY_UNPLACED,
 	TS_MAX
 };
 
@@ -52,6 +56,9 @@ static const struct counter_def thread_counters[TS_MAX] = {
 	[TS_STACK_FRAMES] = { .name = "thread_stack_frames" },
 	[TS_STACK_UNKNOWN] = { .name = "thread_stack_frames_unknown" },
 	[TS_BATCHES] = { .name = "thread_batches" },
+	[TS_PY_FRAMES] = { .name = "thread_python_frames" },
+	[TS_PY_UNNAMED] = { .name = "thread_python_frames_unnamed" },
+	[TS_PY_UNPLACED] = { .name = "thread_python_frames_unplaced" },
 };
 
 struct tt {                   /* a task's window */
@@ -74,6 +81,7 @@ struct threads_kind {
 	unsigned ntasks;
 	struct tt *tasks;
 	uint64_t st[TS_MAX];
+	struct py_stack_frame frames[EMBER_MAX_STACK_DEPTH]; /* one stack's, while it is added */
 };
 
 static const struct { long nr; const char *name; } names[] = {
@@ -202,26 +210,24 @@ static void publish(struct threads_kind *k, struct tt *w, const struct task_def 
 
 static void add_stack(struct threads_kind *k, Ember__ThreadEvent *e, uint32_t tgid, const uint64_t *ips, unsigned n)
 {
-	struct sym_frame frames[EMBER_MAX_STACK_DEPTH];
-	uint64_t at[EMBER_MAX_STACK_DEPTH];
+	uint64_t st[PYS_MAX] = { 0 };
+	int nf;
 
 	if (!n || !(e->stack = calloc(n, sizeof(char *))))
 		return;
-	/* Every address but the innermost is a return address: looked up inside its call. */
-	for (unsigned i = 0; i < n; i++)
-		at[i] = i && ips[i] ? ips[i] - 1 : ips[i];
-	if (symbolizer__resolve_user(k->env.sym, tgid, at, n, frames) < 0)
-		return;
+	nf = py_stack__resolve(k->env.sym, k->env.py, tgid, ips, n, k->frames, st);
+	k->st[TS_PY_FRAMES] += st[PYS_FRAMES];
+	k->st[TS_PY_UNNAMED] += st[PYS_UNNAMED];
+	k->st[TS_PY_UNPLACED] += st[PYS_UNPLACED];
 	/* Root first, as func.stack and flame graphs read. */
-	for (unsigned i = 0; i < n; i++) {
-		const struct sym_frame *f = &frames[n - 1 - i];
-		char buf[512];
+	for (int i = 0; i < nf; i++) {
+		const struct py_stack_frame *f = &k->frames[nf - 1 - i];
 
-		if (sym_frame__format(f, buf, sizeof(buf)) < 0)
-			snprintf(buf, sizeof(buf), "[unknown]");
-		k->st[TS_STACK_FRAMES]++;
-		k->st[TS_STACK_UNKNOWN] += !f->resolved;
-		if (!(e->stack[e->n_stack] = strdup(buf)))
+		if (!f->python) {
+			k->st[TS_STACK_FRAMES]++;
+			k->st[TS_STACK_UNKNOWN] += !f->resolved;
+		}
+		if (!(e->stack[e->n_stack] = strdup(f->text)))
 			break;
 		e->n_stack++;
 	}

@@ -1,4 +1,5 @@
 #include "analyzer/kinds.h"
+#include "analyzer/python/py_names.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -27,14 +28,24 @@ struct analyzer_kinds {
 	unsigned nplugins;
 	struct plugin *of_kind[NKINDS];
 	struct plugin *of_record[NRECORDS];  /* the first plugin, in kind order, that reads the type */
+	struct py_names *py;                 /* the env's, when it gave none: the kinds' shared Python names */
 };
 
-struct analyzer_kinds *analyzer_kinds__new(const struct analyzer_kind_env *env)
+struct analyzer_kinds *analyzer_kinds__new(const struct analyzer_kind_env *given)
 {
 	struct analyzer_kinds *k = calloc(1, sizeof(*k));
+	struct analyzer_kind_env copy, *env = &copy;
 
 	if (!k)
 		return NULL;
+	copy = *given;
+	if (!copy.py) {
+		k->py = copy.py = py_names__new(0);
+		if (!k->py) {
+			free(k);
+			return NULL;
+		}
+	}
 	for (unsigned kind = 0; kind < NKINDS; kind++) {
 		const struct analyzer_kind_ops *ops = registered[kind];
 		struct plugin *p = NULL;
@@ -71,6 +82,7 @@ struct analyzer_kinds *analyzer_kinds__free(struct analyzer_kinds *k)
 		return NULL;
 	for (unsigned i = 0; i < k->nplugins; i++)
 		k->plugins[i].ops->free(k->plugins[i].impl);
+	py_names__free(k->py);
 	free(k);
 	return NULL;
 }

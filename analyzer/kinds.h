@@ -27,6 +27,7 @@ struct ember_config;
 struct publisher;
 struct symbolizer;
 struct tls_finder;
+struct py_names;
 struct ctl_client;
 struct l7_record;
 
@@ -37,6 +38,8 @@ struct analyzer_kind_env {
 	struct publisher *pub;
 	struct symbolizer *sym;
 	struct tls_finder *tls;     /* NULL: no TLS plaintext */
+	struct py_names *py;        /* Python frames' names, filled by the stack kind's records, read by every kind
+	                               (NULL: analyzer_kinds__new makes the table) */
 	struct ctl_client *cc;      /* the collector; NULL: none (tests) */
 	unsigned max_tasks;
 	/* Consumes the ring (its records come back through the plugins' record op). */

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "analyzer/python/py_names.h"
+#include "analyzer/python/py_stack.h"
 #include "bpf/ember_abi.h"
 #include "bpf/py_abi.h"
 #include "common/cgroup_id.h"
@@ -43,7 +43,8 @@ struct profile_builder {
 	struct window *w;
 	uint64_t st[PS_MAX];
 	struct cg_entry cg[CG_CACHE];
-	struct py_names *py;
+	const struct py_names *py;                           /* borrowed */
+	struct py_stack_frame frames[EMBER_MAX_STACK_DEPTH]; /* one stack's, while it is added */
 };
 
 static const struct cg_entry *cgroup_of(struct profile_builder *pb, uint32_t pid)
@@ -82,7 +83,7 @@ const struct counter_def profile_counters[PS_MAX] = {
 };
 
 struct profile_builder *profile__new(struct symbolizer *sym, struct publisher *pub, struct task_mgr *tm,
-				     unsigned max_tasks)
+				     unsigned max_tasks, const struct py_names *py)
 {
 	struct profile_builder *pb = calloc(1, sizeof(*pb));
 
@@ -94,13 +95,7 @@ struct profile_builder *profile__new(struct symbolizer *sym, struct publisher *p
 		errno = ENOMEM;
 		return NULL;
 	}
-	pb->py = py_names__new(0);
-	if (!pb->py) {
-		free(pb->w);
-		free(pb);
-		errno = ENOMEM;
-		return NULL;
-	}
+	pb->py = py;
 	pb->sym = sym;
 	pb->pub = pub;
 	pb->tm = tm;
@@ -254,67 +249,32 @@ static Ember__StackSample *sample_new(const struct ember_rec_stack *h)
  * address: it is looked up at ip - 1, inside the call, since the byte after
  * a call to a noreturn function that ends its caller is the next function.
  */
-/* Python frames from *next on, through the first that entered its _PyEval_EvalFrameDefault activation. */
-static void add_py_frames(struct profile_builder *pb, Ember__StackSample *s, uint32_t tgid, const uint64_t *py,
-			  unsigned npy, unsigned *next, bool whole)
-{
-	char buf[224];
-
-	while (*next < npy) {
-		uint64_t f = py[(*next)++];
-
-		if (py_names__frame(pb->py, tgid, f & PY_FRAME_ADDR, buf, sizeof(buf))) {
-			snprintf(buf, sizeof(buf), "[python]");
-			pb->st[PS_PY_UNNAMED]++;
-		}
-		s->user_resolved[s->n_user_resolved++] = true;
-		s->user_frames[s->n_user_frames++] = strdup(buf);
-		pb->st[PS_PY_FRAMES]++;
-		if ((f & PY_FRAME_ENTRY) && !whole)
-			break;
-	}
-}
-
-/*
- * User ips whose Python frames (PY_IS_FRAME, after the native ones) take the
- * place of the interpreter's frames: each _PyEval_EvalFrameDefault
- * activation gives way to the Python frames it ran, innermost first, up to
- * the one that entered it.  Python frames the native stack has no activation
- * left for go at its outer end.
- */
+/* User ips, Python frames in their place (analyzer/python/py_stack.h). */
 static void add_user_frames(struct profile_builder *pb, Ember__StackSample *s, uint32_t tgid, const uint64_t *ips,
 			    unsigned n)
 {
-	struct sym_frame frames[EMBER_MAX_STACK_DEPTH];
-	uint64_t at[EMBER_MAX_STACK_DEPTH], py[EMBER_MAX_STACK_DEPTH];
-	unsigned nn = 0, npy = 0, next = 0;
+	uint64_t st[PYS_MAX] = { 0 };
+	int nf = py_stack__resolve(pb->sym, pb->py, tgid, ips, n, pb->frames, st);
 
-	for (unsigned i = 0; i < n; i++) {
-		if (PY_IS_FRAME(ips[i]))
-			py[npy++] = ips[i];
-		else
-			at[nn] = nn && ips[i] ? ips[i] - 1 : ips[i], nn++;
-	}
-	if (nn && symbolizer__resolve_user(pb->sym, tgid, at, nn, frames) < 0)
-		nn = 0;
-	for (unsigned i = 0; i < nn; i++) {
-		if (npy && next < npy && frames[i].resolved && !strcmp(frames[i].name, "_PyEval_EvalFrameDefault")) {
-			add_py_frames(pb, s, tgid, py, npy, &next, false);
+	pb->st[PS_PY_FRAMES] += st[PYS_FRAMES];
+	pb->st[PS_PY_UNNAMED] += st[PYS_UNNAMED];
+	pb->st[PS_PY_UNPLACED] += st[PYS_UNPLACED];
+	for (int i = 0; i < nf; i++) {
+		const struct py_stack_frame *f = &pb->frames[i];
+
+		s->user_resolved[s->n_user_resolved++] = f->resolved;
+		s->user_frames[s->n_user_frames++] = strdup(f->text);
+		if (f->python)
 			continue;
-		}
-		s->user_resolved[s->n_user_resolved++] = frames[i].resolved;
-		s->user_frames[s->n_user_frames++] = frame_text(pb, &frames[i]);
-		s->unresolved += !frames[i].resolved;
-	}
-	if (next < npy) {
-		pb->st[PS_PY_UNPLACED] += npy - next;
-		add_py_frames(pb, s, tgid, py, npy, &next, true);
+		s->unresolved += !f->resolved;
+		pb->st[PS_FRAMES_UNKNOWN] += !f->resolved;
+		pb->st[PS_FRAMES]++;
 	}
 }
 
-int profile__py_code_record(struct profile_builder *pb, const void *data, uint32_t len)
+int profile__py_code_record(struct profile_builder *pb, struct py_names *names, const void *data, uint32_t len)
 {
-	int r = py_names__put(pb->py, data, len);
+	int r = py_names__put(names, data, len);
 
 	if (r)
 		pb->st[PS_PY_NAMES_BAD]++;
@@ -429,7 +389,6 @@ struct profile_builder *profile__free(struct profile_builder *pb)
 		free(pb->w[i].v);
 	}
 	free(pb->w);
-	py_names__free(pb->py);
 	free(pb);
 	return NULL;
 }

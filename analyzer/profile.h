@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "analyzer/publisher.h"
+#include "analyzer/python/py_names.h"
 #include "analyzer/tasks.h"
 #include "common/counters.h"
 #include "symbolizer/symbolizer.h"
@@ -34,16 +35,16 @@ enum profile_stat {
 
 struct profile_builder;
 
-/* tm is borrowed, to find a record's task.  NULL + errno. */
+/* tm is borrowed, to find a record's task; py (borrowed) names Python frames.  NULL + errno. */
 struct profile_builder *profile__new(struct symbolizer *sym, struct publisher *pub, struct task_mgr *tm,
-				     unsigned max_tasks);
+				     unsigned max_tasks, const struct py_names *py);
 
 /* Starts collecting for t; its first window starts at its start time.  0 or -ENOSPC. */
 int profile__open(struct profile_builder *pb, const struct task_def *t);
 /* One EMBER_REC_STACK record: 0, or -EBADMSG when its lengths do not add up. */
 int profile__stack_record(struct profile_builder *pb, const void *data, uint32_t len);
-/* One EMBER_REC_PYCODE record: 0, or -EBADMSG. */
-int profile__py_code_record(struct profile_builder *pb, const void *data, uint32_t len);
+/* One EMBER_REC_PYCODE record into names (the kinds' shared table): 0, or -EBADMSG (counted). */
+int profile__py_code_record(struct profile_builder *pb, struct py_names *names, const void *data, uint32_t len);
 /* The collector closed a window of this kind: every open task of it publishes its window. */
 void profile__window_end(struct profile_builder *pb, uint32_t kind, uint64_t end_ns);
 /* Publishes what is left of task_id's window and stops; totals go to *samples and *stacks. */

@@ -28,6 +28,7 @@
 #include "collector/bpf_threads.h"
 #include "collector/collector.h"
 #include "collector/kinds.h"
+#include "collector/py_fwd.h"
 #include "collector/tasks.h"
 #include "collector/unwind_store.h"
 #include "common/log.h"
@@ -62,6 +63,7 @@ struct threads_kind {
 	uint64_t *window_events;    /* per shard, in the current window: into win */
 	uint64_t *window_drops;
 	struct hstack hs[1];
+	struct py_fwd py;           /* Python frames' names sent this window */
 	uint64_t win[];             /* 2 * nshards */
 };
 
@@ -137,6 +139,7 @@ static void emit(void *ctx, const struct thread_agg_key *key, const struct threa
 			flags |= THREAD_AGG_F_STACK_LOST;
 		} else {
 			nuser = k->hs->n;
+			py_fwd__send(&k->py, k->env->bpf, col, sh, key->tgid, (const uint64_t *)k->hs->ips, (unsigned)nuser);
 		}
 	}
 	if (kpath) {
@@ -226,6 +229,7 @@ static void markers(struct threads_kind *k, uint64_t end)
 		k->window_events[s] = k->window_drops[s] = 0;
 	}
 	k->window_start_ns = end;
+	py_fwd__window(&k->py);
 }
 
 static uint64_t clock_offset(void)

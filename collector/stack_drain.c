@@ -12,6 +12,7 @@
 #include "collector/bpf_stacks.h"
 #include "collector/collector.h"
 #include "collector/kinds.h"
+#include "collector/py_fwd.h"
 #include "collector/tasks.h"
 #include "common/log.h"
 #include "common/profile_kind.h"
@@ -19,11 +20,8 @@
 #include "common/shm_ring.h"
 #include "common/timeutil.h"
 
-/* The Python code objects whose names went out this window (open addressing; 0: empty). */
-#define PYSENT_SLOTS 4096
-
 struct stack_drain {
-	uint64_t pysent[PYSENT_SLOTS];  /* hash of (tgid, addr) | 1 */
+	struct py_fwd py;           /* Python frames' names sent this window */
 	struct collector *col;
 	struct kinds_env *env;
 	int req_fd;                 /* to the waiter: one grace period per write; -1: no waiter */
@@ -56,44 +54,6 @@ void stack_drain__free(struct stack_drain *d)
 	free(d);
 }
 
-/* Whether (tgid, addr)'s names went out this window; marks them as gone.  A full table sends again. */
-static bool py_sent(struct stack_drain *d, uint32_t tgid, uint64_t addr)
-{
-	uint64_t h = ((addr ^ ((uint64_t)tgid << 48)) * 0x9e3779b97f4a7c15ull) | 1;
-
-	for (unsigned i = 0, s = (unsigned)(h >> 52); i < 16; i++, s = (s + 1) % PYSENT_SLOTS) {
-		if (d->pysent[s] == h)
-			return true;
-		if (!d->pysent[s]) {
-			d->pysent[s] = h;
-			return false;
-		}
-	}
-	return false;
-}
-
-/* The names of the Python frames among uips, for those not sent this window. */
-static void send_py_names(struct stack_drain *d, struct collector_shard *sh, uint32_t tgid, const uint64_t *uips,
-			  unsigned nu)
-{
-	for (unsigned i = 0; i < nu; i++) {
-		struct ember_rec_pycode r = { .addr = uips[i] & PY_FRAME_ADDR, .tgid = tgid };
-		struct py_code c;
-
-		if (!PY_IS_FRAME(uips[i]) || py_sent(d, tgid, r.addr))
-			continue;
-		if (bpf_stacks__py_code(d->env->bpf, tgid, r.addr, &c)) {
-			d->col->stats[CTL_STAT_PY_NAMES_LOST]++;
-			continue;
-		}
-		r.firstlineno = c.firstlineno;
-		memcpy(r.filename, c.filename, sizeof(r.filename));
-		memcpy(r.qualname, c.qualname, sizeof(r.qualname));
-		if (shm_ring__write(sh->ring, EMBER_REC_PYCODE, &r, sizeof(r)))
-			sh->window_drops++;
-	}
-}
-
 static void on_stack(void *ctx, const struct stack_key *key, const struct stack_val *val,
 		     const uint64_t *kips, unsigned nk, const uint64_t *uips, unsigned nu, uint32_t flags)
 {
@@ -106,7 +66,7 @@ static void on_stack(void *ctx, const struct stack_key *key, const struct stack_
 	if (flags)
 		col->stats[CTL_STAT_STACK_LOST]++;
 	col->stats[CTL_STAT_STACKS_DRAINED]++;
-	send_py_names(d, sh, key->tgid, uips, nu);
+	py_fwd__send(&d->py, d->env->bpf, col, sh, key->tgid, uips, nu);
 	rec = shm_ring__reserve(sh->ring, EMBER_REC_STACK, len);
 	if (!rec) {
 		sh->window_drops++;
@@ -146,7 +106,7 @@ static void send_markers(struct stack_drain *d, uint64_t start, uint64_t end)
 		(void)shm_ring__notify(sh->ring);
 	}
 	d->last_real_ns = end;
-	memset(d->pysent, 0, sizeof(d->pysent));
+	py_fwd__window(&d->py);
 }
 
 /* The flipped-out set into the shards, then the window's markers. */

@@ -36,6 +36,7 @@ FIXTURES="$FIXTURES rustc openssl util-linux golang-go"         # Rust demanglin
 FIXTURES="$FIXTURES nginx-light wrk redis-server redis-tools mariadb-server mariadb-client postgresql postgresql-client"
 FIXTURES="$FIXTURES dnsmasq-base dnsutils nghttp2-server nghttp2-client"
 FIXTURES="$FIXTURES android-libboringssl-dev"  # TLS capture test: a real BoringSSL (Android's libssl.so.0)
+FIXTURES="$FIXTURES python3.11-dbg gdb"  # Python frames: the interpreter's debug information, read by gdb to check ember's layouts
 FIXTURES="$FIXTURES qemu-system-x86 busybox-static xz-utils mount"  # the kernel matrix (tests/kernels/); mount: test_container_overlay
 # The fixtures' packaged services: never started by the install, not enabled at boot.
 FIXTURE_SERVICES="nginx redis-server mariadb postgresql prometheus"
