@@ -437,9 +437,12 @@ static long py_step(__u32 i, struct py_walk *w)
 /*
  * The current thread's Python frames after the n native ones in the scratch
  * stack; the new count.  Processes the collector was told nothing about, and
- * threads without a Python thread state, keep n.
+ * threads without a Python thread state, keep n.  A function of its own, not
+ * inlined: its state then sits in its own frame, not in the caller's, whose
+ * chain of calls (the thread programs' path lookups) must stay within the
+ * 512 bytes the verifier allows all frames together (6.1 counts them so).
  */
-static __always_inline __u32 py_frames(__u32 tgid, __u32 tid, __u32 n)
+static __noinline __u32 py_frames(__u32 tgid, __u32 tid, __u32 n)
 {
 	struct py_proc *pp = bpf_map_lookup_elem(&py_procs, &tgid);
 	struct py_walk w = {};

