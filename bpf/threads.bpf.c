@@ -177,19 +177,6 @@ static __always_inline struct thread_state *state_of(__u32 tid, __u32 tgid)
 	return st;
 }
 
-static __always_inline __u32 probes_of(__u8 cls)
-{
-	switch (cls) {
-	case THREAD_EV_ONCPU: return THREAD_P_ONCPU;
-	case THREAD_EV_FILE: return THREAD_P_FILE;
-	case THREAD_EV_NET: return THREAD_P_NET;
-	case THREAD_EV_LOCK: return THREAD_P_LOCK;
-	case THREAD_EV_SCHED: return THREAD_P_SCHED;
-	case THREAD_EV_RW: return THREAD_P_FILE | THREAD_P_NET;
-	}
-	return 0;
-}
-
 static __always_inline __u8 class_of(__s32 nr)
 {
 	__u32 k = (__u32)nr;
@@ -445,7 +432,7 @@ static __always_inline void book(const struct thread_agg_key *key, __u8 cls, __u
 				fd_kind(&nv, key->arg, key, paths);
 		if (cls == THREAD_EV_RW)
 			nv.type = (nv.flags & THREAD_AGG_F_SOCK) ? THREAD_EV_NET : THREAD_EV_FILE;
-		if (!(probes & probes_of(nv.type)))
+		if (!(probes & thread_probes_of(nv.type)))
 			nv.flags |= THREAD_AGG_F_OFF;
 		if (stack_lost)
 			nv.flags |= THREAD_AGG_F_STACK_LOST;
@@ -488,7 +475,7 @@ static __always_inline int t_enter(struct pt_regs *regs, long nr)
 	if (!cls)
 		return 0;
 	tv = current_target(id);
-	if (!tv || !(tv->probes & probes_of(cls & ~THREAD_CLS_FD)))
+	if (!tv || !(tv->probes & thread_probes_of(cls & ~THREAD_CLS_FD)))
 		return 0;
 	c = state_of((__u32)id, id >> 32);
 	if (!c)

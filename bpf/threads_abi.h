@@ -34,6 +34,20 @@ enum thread_ev_type {
 };
 
 #define THREAD_CLS_FD 0x80           /* with a class in threads_sys: the call's first argument is an fd */
+
+/* The sub-probes that record an event type or syscall class (the kernel's filter, the collector's seeding). */
+static inline __u32 thread_probes_of(__u8 cls)
+{
+	switch (cls) {
+	case THREAD_EV_ONCPU: return THREAD_P_ONCPU;
+	case THREAD_EV_FILE: return THREAD_P_FILE;
+	case THREAD_EV_NET: return THREAD_P_NET;
+	case THREAD_EV_LOCK: return THREAD_P_LOCK;
+	case THREAD_EV_SCHED: return THREAD_P_SCHED;
+	case THREAD_EV_RW: return THREAD_P_FILE | THREAD_P_NET;
+	}
+	return 0;
+}
 #define THREAD_SYSCALLS 512          /* the syscall map's size: x86-64 numbers are below it */
 #define THREAD_NR_ONCPU (-1)         /* thread_agg_key.nr of on-CPU periods */
 #define THREAD_MAX_KEYS 256          /* aggregates per thread and window; past it, counted (BPF_CNT_THREAD_KEYS_CAP) */

@@ -157,19 +157,6 @@ void bpf_threads__detach(struct bpf_threads *t)
 	}
 }
 
-/* The sub-probes that record a syscall class (bpf/threads.bpf.c's probes_of). */
-static uint32_t probes_of(uint8_t cls)
-{
-	switch (cls) {
-	case THREAD_EV_FILE: return THREAD_P_FILE;
-	case THREAD_EV_NET: return THREAD_P_NET;
-	case THREAD_EV_LOCK: return THREAD_P_LOCK;
-	case THREAD_EV_SCHED: return THREAD_P_SCHED;
-	case THREAD_EV_RW: return THREAD_P_FILE | THREAD_P_NET;
-	}
-	return 0;
-}
-
 int bpf_threads__seed_call(struct bpf_threads *t, uint32_t tid, uint32_t tgid, int32_t nr, uint64_t arg0,
 			   uint64_t arg1, uint32_t probes, uint64_t ts)
 {
@@ -181,7 +168,7 @@ int bpf_threads__seed_call(struct bpf_threads *t, uint32_t tid, uint32_t tgid, i
 	for (unsigned i = 0; i < sizeof(syscalls) / sizeof(syscalls[0]); i++)
 		if (syscalls[i].nr == nr)
 			cls = syscalls[i].cls;
-	if (!(probes & probes_of(cls & ~THREAD_CLS_FD)))
+	if (!(probes & thread_probes_of(cls & ~THREAD_CLS_FD)))
 		return 0;
 	had = !bpf_map_lookup_elem(fd, &tid, &st) && st.tgid == tgid;
 	if (had && st.ts)
