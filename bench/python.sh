@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # What Python frames cost the on-CPU sampler, from the kernel's own accounting
 # (kernel.bpf_stats_enabled): BPF ns per target sample of python3.11 burning
-# CPU under a 64-frame Python stack (63 recursive calls and the module's
-# frame), walked for its Python frames, beside the same script run by a copy
+# CPU under a 64-frame Python stack (62 calls alternating between two
+# functions, the leaf and the module's frame), walked for its Python frames, beside the same script run by a copy
 # of the interpreter whose Py_Version ember has no layout for (native frames
 # only: the walk is skipped), alternated ROUNDS (3) times, DUR (8) s each.
-# The difference of the medians is the Python walk's cost per sample (target
-# <= 10000 ns).  Also prints the Python frames per sample it found.
+# Prints each mode's BPF ns per sample (target <= 10000 ns with Python
+# frames), the walk's own time per sample (bpf_python_walk_ns: the walker
+# reads the clock at its start and end) and the Python frames per sample.
 set -u
 ROOT=${EMBER_ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
 B=${EMBER_BUILD:-$ROOT/build}
@@ -25,16 +26,19 @@ python3 "$ROOT/tests/integration/py_version_patch.py" "$PY" "$T/python3.15" 0x03
   { echo "python: patching a copy of $PY failed"; exit 1; }
 cat > "$T/deep.py" <<'PYSRC'
 import sys, time
-def rec(n, end):
-    if n == 0:
-        s = 0
-        while time.time() < end:
-            for i in range(10000):
-                s += i
-        return s
-    return rec(n - 1, end)
+# Two functions calling each other: no frame runs its caller's code, so every frame's code object is checked.
+def rec_a(n, end):
+    return burn(end) if n == 0 else rec_b(n - 1, end)
+def rec_b(n, end):
+    return burn(end) if n == 0 else rec_a(n - 1, end)
+def burn(end):
+    s = 0
+    while time.time() < end:
+        for i in range(10000):
+            s += i
+    return s
 print("ready", flush=True)
-rec(62, time.time() + float(sys.argv[1]))
+rec_a(61, time.time() + float(sys.argv[1]))
 PYSRC
 # mode interpreter: one profile of DUR s -> "mode runs ns samples python_frames"
 one() {
@@ -48,7 +52,8 @@ one() {
   local samples frames
   samples=$(awk '{s += $NF} END {print s + 0}' "$T/p-$1/oncpu.folded")
   frames=$(awk '{n = gsub(/deep\.py:/, "&"); f += n * $NF; s += $NF} END {printf "%.1f", s ? f / s : 0}' "$T/p-$1/oncpu.folded")
-  echo "$1 $(delta "$T/s0" "$T/s1" oncpu_sample) $samples $frames" >> "$T/res"
+  "$B/ember" stats --config "$T/ember.yaml" > "$T/st-$1" 2>/dev/null
+  echo "$1 $(delta "$T/s0" "$T/s1" oncpu_sample) $samples $frames $(awk '$1 == "collector" && $2 == "bpf_python_walk_ns" {n = $3} $1 == "collector" && $2 == "bpf_python_stacks" {s = $3} END {print n + 0, s + 0}' "$T/st-$1")" >> "$T/res"
 }
 # The early return on other processes and idle CPUs, taken out of each run: an idle target.
 sleep 60 & I=$!
@@ -64,14 +69,23 @@ import statistics as st, sys
 rows = [l.split() for l in open(sys.argv[1])]
 other = int(sys.argv[3]) / max(int(sys.argv[2]), 1)
 def per(mode):
-    v = [(int(ns) - (int(runs) - int(s)) * other) / int(s) for m, runs, ns, s, f in rows if m == mode and int(s)]
-    return v, [float(f) for m, runs, ns, s, f in rows if m == mode]
+    v = [(int(r[2]) - (int(r[1]) - int(r[3])) * other) / int(r[3]) for r in rows if r[0] == mode and int(r[3])]
+    return v, [float(r[4]) for r in rows if r[0] == mode]
+# The walk itself, from the program's own clock (bpf_python_walk_ns over bpf_python_stacks; the
+# counters are the agent's totals: each python run's rise over the run before it).
+walk, prev = [], (0, 0)
+for r in rows:
+    ns, stacks = int(r[5]), int(r[6])
+    if r[0] == "python" and stacks > prev[1]:
+        walk.append((ns - prev[0]) / (stacks - prev[1]))
+    prev = (ns, stacks)
 py, pyf = per("python")
 na, naf = per("native")
 print(f"python_bpf_ns_per_sample: {st.median(py):.0f} ns (runs {', '.join(f'{x:.0f}' for x in py)}; "
       f"{st.median(pyf):.1f} Python frames a sample)")
 print(f"python_bpf_ns_per_sample_native_only: {st.median(na):.0f} ns (runs {', '.join(f'{x:.0f}' for x in na)}; "
       f"the same script, an interpreter ember has no layout for; {st.median(naf):.1f} Python frames)")
-print(f"python_walk_ns_per_sample: {st.median(py) - st.median(na):.0f} ns (64-frame Python stack; target <= 10000); "
-      f"other runs: {other:.0f} ns each")
+print(f"python_walk_ns_per_sample: {st.median(walk):.0f} ns (runs {', '.join(f'{x:.0f}' for x in walk)}; the walk's own "
+      f"clock, 64-frame Python stack; difference of the medians above: {st.median(py) - st.median(na):.0f} ns; "
+      f"other runs: {other:.0f} ns each)")
 PYRES

@@ -28,6 +28,15 @@ static __always_inline void counter_inc(void *counters, __u32 id)
 		*c += 1;
 }
 
+/* Adds v to a counter of a per-CPU array of __u64 counters. */
+static __always_inline void counter_add(void *counters, __u32 id, __u64 v)
+{
+	__u64 *c = bpf_map_lookup_elem(counters, &id);
+
+	if (c)
+		*c += v;
+}
+
 /*
  * The current CPU's scratch (a one-entry per-CPU array): room for what the
  * BPF stack cannot hold.  Its zero key is a stack slot of its own: where the

@@ -93,6 +93,7 @@ enum ember_bpf_counter {
 	BPF_CNT_PY_READ_ERR,      /* ... walks stopped by an unreadable frame */
 	BPF_CNT_PY_TRUNCATED,     /* ... walks cut at PY_MAX_FRAMES or the stack's room */
 	BPF_CNT_PY_CODES_FULL,    /* code objects whose names found no room in py_codes */
+	BPF_CNT_PY_NS,            /* ns spent walking Python frames (two clock reads a walk) */
 	BPF_CNT_MAX,
 };
 

@@ -37,9 +37,17 @@
 /*
  * Offsets (bytes) of the fields the walk reads, for one CPython version.
  * The entry test: PY_ENTRY_IS_ENTRY reads a bool at fr_entry (3.11's
- * is_entry).  Values are checked by the collector: each below PY_MAX_OFF.
+ * is_entry).  Values are checked by the collector: each below PY_MAX_OFF, the
+ * frame's fields within PY_FRAME_READ, the code object's within PY_CODE_READ.
  */
 #define PY_MAX_OFF 4096
+/*
+ * The walk reads a frame's first PY_FRAME_READ bytes and a code object's
+ * first PY_CODE_READ bytes at once: the fields it takes from them must lie
+ * within (the collector checks).
+ */
+#define PY_FRAME_READ 80
+#define PY_CODE_READ 160
 enum { PY_ENTRY_IS_ENTRY = 1 };
 struct py_layout {
 	__u16 rt_interp_head;   /* _PyRuntimeState.interpreters.head */

@@ -109,6 +109,18 @@ struct {
 	__uint(max_entries, 1);
 } py_code_scratch SEC(".maps");
 
+/* A frame's and a code object's first bytes, read at once; room past the reads for any masked offset. */
+struct py_bytes {
+	__u8 frame[128 + 8];
+	__u8 code[256 + 8];
+};
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct py_bytes);
+	__uint(max_entries, 1);
+} py_bytes SEC(".maps");
+
 static __always_inline void count(__u32 id)
 {
 	counter_inc(&counters, id);
@@ -374,17 +386,22 @@ static __always_inline void py_str(char *dst, __u64 obj, const struct py_layout 
 	}
 }
 
-/* The names of code object addr in the map, read now when absent or when another code object took its address. */
-static __always_inline void py_code_names(__u64 addr, __u32 tgid, const struct py_layout *l)
+/* Bytes of b at off (masked into b's room: the collector keeps offsets within the read). */
+#define PY_U64(b, off, mask) (*(__u64 *)((b) + ((off) & (mask))))
+#define PY_S32(b, off, mask) (*(__s32 *)((b) + ((off) & (mask))))
+
+/*
+ * The names of code object addr in the map, read now when absent or when
+ * another code object took its address (its qualified name object or first
+ * line differ).  bytes: the code object's first PY_CODE_READ bytes.
+ */
+static __always_inline void py_code_names(__u64 addr, __u32 tgid, const struct py_layout *l, const __u8 *bytes)
 {
 	struct py_code_key k = { .addr = addr, .tgid = tgid };
 	struct py_code *v = bpf_map_lookup_elem(&py_codes, &k), *n;
-	__u64 qobj = 0, fobj = 0;
-	__s32 line = 0;
+	__u64 qobj = PY_U64(bytes, l->co_qualname, 255);
+	__s32 line = PY_S32(bytes, l->co_firstlineno, 255);
 
-	if (bpf_probe_read_user(&qobj, sizeof(qobj), (void *)(addr + l->co_qualname)) ||
-	    bpf_probe_read_user(&line, sizeof(line), (void *)(addr + l->co_firstlineno)))
-		return;
 	if (v && v->qualname_obj == qobj && v->firstlineno == line)
 		return;
 	n = percpu_scratch(&py_code_scratch);
@@ -392,8 +409,7 @@ static __always_inline void py_code_names(__u64 addr, __u32 tgid, const struct p
 		return;
 	n->qualname_obj = qobj;
 	n->firstlineno = line;
-	(void)bpf_probe_read_user(&fobj, sizeof(fobj), (void *)(addr + l->co_filename));
-	py_str(n->filename, fobj, l);
+	py_str(n->filename, PY_U64(bytes, l->co_filename, 255), l);
 	py_str(n->qualname, qobj, l);
 	if (bpf_map_update_elem(&py_codes, &k, n, BPF_ANY))
 		count(BPF_CNT_PY_CODES_FULL);
@@ -401,6 +417,7 @@ static __always_inline void py_code_names(__u64 addr, __u32 tgid, const struct p
 
 struct py_walk {
 	__u64 frame;
+	__u64 last_code; /* the previous frame's code object: a recursion's frames check it once */
 	__u32 base;    /* the first free slot of the stack */
 	__u32 tgid;
 	__u32 n;       /* Python frames so far */
@@ -408,29 +425,37 @@ struct py_walk {
 	struct py_layout l;
 };
 
+/* One frame: two reads (its first bytes, its code object's, unless the frame before ran it), the names when new. */
 static long py_step(__u32 i, struct py_walk *w)
 {
 	struct hstack *st = percpu_scratch(&scratch);
-	__u64 code = 0, prev = 0, idx = (__u64)w->base + i;
-	__u8 entry = 0;
+	struct py_bytes *b = percpu_scratch(&py_bytes);
+	__u64 code, idx = (__u64)w->base + i;
+	__u8 entry;
 
 	asm volatile("" : "+r"(idx));
 	if (!w->frame) {
 		w->end = UW_COMPLETE;
 		return 1;
 	}
-	if (!st || idx >= EMBER_MAX_STACK_DEPTH)
+	if (!st || !b || idx >= EMBER_MAX_STACK_DEPTH)
 		return 1;
-	if (bpf_probe_read_user(&code, sizeof(code), (void *)(w->frame + w->l.fr_code)) ||
-	    bpf_probe_read_user(&prev, sizeof(prev), (void *)(w->frame + w->l.fr_previous)) ||
-	    bpf_probe_read_user(&entry, sizeof(entry), (void *)(w->frame + w->l.fr_entry)) || !code) {
+	if (bpf_probe_read_user(b->frame, PY_FRAME_READ, (void *)w->frame)) {
+		w->end = UW_READ_ERR;
+		return 1;
+	}
+	code = PY_U64(b->frame, w->l.fr_code, 127);
+	entry = b->frame[w->l.fr_entry & 127];
+	if (!code || (code != w->last_code && bpf_probe_read_user(b->code, PY_CODE_READ, (void *)code))) {
 		w->end = UW_READ_ERR;
 		return 1;
 	}
 	st->ips[idx] = PY_FRAME_TAG | (code & PY_FRAME_ADDR) | (entry ? PY_FRAME_ENTRY : 0);
 	w->n = i + 1;
-	py_code_names(code, w->tgid, &w->l);
-	w->frame = prev;
+	w->frame = PY_U64(b->frame, w->l.fr_previous, 127);
+	if (code != w->last_code)
+		py_code_names(code, w->tgid, &w->l, b->code);
+	w->last_code = code;
 	return 0;
 }
 
@@ -446,14 +471,16 @@ static __noinline __u32 py_frames(__u32 tgid, __u32 tid, __u32 n)
 {
 	struct py_proc *pp = bpf_map_lookup_elem(&py_procs, &tgid);
 	struct py_walk w = {};
-	__u64 ts, cframe = 0;
+	__u64 ts, cframe = 0, t0;
 
 	if (!pp || n >= EMBER_MAX_STACK_DEPTH)
 		return n;
+	t0 = bpf_ktime_get_ns();
 	count(BPF_CNT_PY_STACKS);
 	ts = py_thread_state(pp, tid);
 	if (!ts) {
 		count(BPF_CNT_PY_NO_THREAD);
+		counter_add(&counters, BPF_CNT_PY_NS, bpf_ktime_get_ns() - t0);
 		return n;
 	}
 	w.l = pp->l;
@@ -462,6 +489,7 @@ static __noinline __u32 py_frames(__u32 tgid, __u32 tid, __u32 n)
 	if (bpf_probe_read_user(&cframe, sizeof(cframe), (void *)(ts + w.l.ts_cframe)) || !cframe ||
 	    bpf_probe_read_user(&w.frame, sizeof(w.frame), (void *)(cframe + w.l.cf_current))) {
 		count(BPF_CNT_PY_READ_ERR);
+		counter_add(&counters, BPF_CNT_PY_NS, bpf_ktime_get_ns() - t0);
 		return n;
 	}
 	bpf_loop(PY_MAX_FRAMES, py_step, &w, 0);
@@ -469,13 +497,8 @@ static __noinline __u32 py_frames(__u32 tgid, __u32 tid, __u32 n)
 		count(BPF_CNT_PY_READ_ERR);
 	else if (w.end != UW_COMPLETE)
 		count(BPF_CNT_PY_TRUNCATED);
-	{
-		__u32 id = BPF_CNT_PY_FRAMES;
-		__u64 *cnt = bpf_map_lookup_elem(&counters, &id);
-
-		if (cnt)
-			*cnt += w.n;
-	}
+	counter_add(&counters, BPF_CNT_PY_FRAMES, w.n);
+	counter_add(&counters, BPF_CNT_PY_NS, bpf_ktime_get_ns() - t0);
 	return n + w.n;
 }
 

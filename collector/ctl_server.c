@@ -281,6 +281,10 @@ static int h_py_proc(struct collector *c, struct ctl_conn *cc, const struct ctl_
 			return reply_err(cc, m, -EINVAL, -1);
 	if (r->pad || r->proc.pad || l->entry_kind != PY_ENTRY_IS_ENTRY || r->proc.runtime >= (1ull << 47))
 		return reply_err(cc, m, -EINVAL, -1);
+	/* The walk reads a frame's and a code object's first bytes at once: its fields must lie there. */
+	if (l->fr_code > PY_FRAME_READ - 8 || l->fr_previous > PY_FRAME_READ - 8 || l->fr_entry > PY_FRAME_READ - 1 ||
+	    l->co_filename > PY_CODE_READ - 8 || l->co_qualname > PY_CODE_READ - 8 || l->co_firstlineno > PY_CODE_READ - 4)
+		return reply_err(cc, m, -EINVAL, -1);
 	return reply_err(cc, m, c->hooks->py_proc(c->hooks_ctx, r->pid, &r->proc), -1);
 }
 

@@ -147,6 +147,7 @@ static void counters(void *impl, uint64_t *stats)
 		stats[CTL_STAT_BPF_PY_READ_ERR] = bc[BPF_CNT_PY_READ_ERR];
 		stats[CTL_STAT_BPF_PY_TRUNCATED] = bc[BPF_CNT_PY_TRUNCATED];
 		stats[CTL_STAT_BPF_PY_CODES_FULL] = bc[BPF_CNT_PY_CODES_FULL];
+		stats[CTL_STAT_BPF_PY_NS] = bc[BPF_CNT_PY_NS];
 	}
 	stats[CTL_STAT_PERF_CPUS_UNSAMPLED] = bpf_stacks__cpus_unsampled(s->env->bpf);
 }

@@ -128,6 +128,7 @@ const struct counter_def ctl_stat_counters[CTL_STAT_MAX] = {
 	[CTL_STAT_BPF_PY_TRUNCATED] = { .name = "bpf_python_truncated_stacks" },
 	[CTL_STAT_BPF_PY_CODES_FULL] = { .name = "bpf_python_code_names_full" },
 	[CTL_STAT_PY_NAMES_LOST] = { .name = "python_names_lost" },
+	[CTL_STAT_BPF_PY_NS] = { .name = "bpf_python_walk_ns" },
 };
 
 const char *ctl__attach_point_name(uint32_t ap)

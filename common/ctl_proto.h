@@ -312,6 +312,7 @@ enum ctl_stat {
 	CTL_STAT_BPF_PY_TRUNCATED,
 	CTL_STAT_BPF_PY_CODES_FULL,
 	CTL_STAT_PY_NAMES_LOST,        /* Python frames whose names were gone from py_codes when drained */
+	CTL_STAT_BPF_PY_NS,            /* BPF_CNT_PY_NS */
 	CTL_STAT_MAX,
 };
 struct ctl_stats_ans { int32_t err; uint32_t n; uint64_t v[CTL_STAT_MAX]; };
