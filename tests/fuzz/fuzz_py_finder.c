@@ -11,7 +11,6 @@
  * fit their array; a frame's text is printable ASCII without ';' or spaces,
  * "file:qualname".
  */
-#define _GNU_SOURCE
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
