@@ -24,6 +24,7 @@ struct task_runner {
 	struct runner_opts o;
 	char state_dir[512], state_name[64];
 	bool tls_unsupported_said;
+	bool py_unsupported_said;
 	uint64_t st[RUNS_MAX];     /* RUNS_RUNNING: read from the task manager */
 	int uw_hid, tls_hid, py_hid; /* the unwinder's, the TLS finder's and the Python finder's handlers in o.maps, -1: none */
 };
@@ -57,6 +58,18 @@ static void report_tls(void *ctx, const struct mappings_look *l, int e, uint64_t
 		r->tls_unsupported_said = true;
 	} else if (e && e != -ESRCH && e != -ENOENT && e != -EPERM)
 		log_warn("TLS probes for pid %u: %s", l->pid, strerror(-e));
+}
+
+static void report_python(void *ctx, const struct mappings_look *l, int e, uint64_t elapsed_ns)
+{
+	struct task_runner *r = ctx;
+
+	(void)elapsed_ns;
+	if (e == -EOPNOTSUPP && !r->py_unsupported_said) {
+		log_warn("Python frames are not walked on this kernel (bpf_loop: Linux 5.17+): pid %u and other Python "
+			 "processes show their interpreter's native frames (ember_python_unsupported_processes)", l->pid);
+		r->py_unsupported_said = true;
+	}
 }
 
 /* The process's unwind tables to the collector now, and again when its mappings change. */
@@ -123,6 +136,8 @@ struct task_runner *runner__new(const struct runner_opts *o)
 		struct mappings_handler h;
 
 		py_finder__handler(o->py, &h);
+		h.report = report_python;
+		h.report_ctx = r;
 		r->py_hid = e = mappings__add_handler(o->maps, &h);
 	}
 	if (e >= 0 && o->maps && o->tls) {

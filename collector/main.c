@@ -210,7 +210,10 @@ static void hook_net_caps_clear(void *ctx, unsigned shard)
 static int hook_py_proc(void *ctx, uint32_t pid, const struct py_proc *p)
 {
 	(void)ctx;
-	return C.env.bpf ? bpf_stacks__py_proc(C.env.bpf, pid, p) : -EOPNOTSUPP;
+	/* Without bpf_loop (before 5.17) no user stack is walked by tables, and no Python frame either. */
+	if (!C.env.bpf || bpf_stacks__legacy(C.env.bpf))
+		return -EOPNOTSUPP;
+	return bpf_stacks__py_proc(C.env.bpf, pid, p);
 }
 
 static const struct collector_hooks hooks = { .drain = hook_drain, .tasks_changed = tasks_changed,

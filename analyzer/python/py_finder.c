@@ -16,10 +16,13 @@ const struct counter_def py_finder_counters[PYF_MAX] = {
 	[PYF_PROCS] = { .name = "python_processes" },
 	[PYF_REFUSED] = { .name = "python_processes_refused" },
 	[PYF_ERRORS] = { .name = "python_file_errors" },
+	[PYF_UNSUPPORTED] = { .name = "python_unsupported_processes" },
 };
 
 struct py_finder {
 	struct ctl_client *cc;
+	bool unsupported;   /* the collector said this kernel cannot walk Python frames */
+	bool look_unsupported;
 	uint64_t st[PYF_MAX];
 };
 
@@ -176,6 +179,10 @@ static int h_attach(void *ctx, struct mappings_look *l, const struct maps_entry 
 	}
 	if (!pf)
 		return 0;
+	if (f->unsupported) {
+		f->look_unsupported = true;
+		return 0;
+	}
 	lay = py_layout__of(pf->version);
 	if (!lay) {
 		f->st[PYF_UNKNOWN_VERSION]++;
@@ -194,8 +201,31 @@ static int h_attach(void *ctx, struct mappings_look *l, const struct maps_entry 
 	err = ctl_client__py_proc(f->cc, &r);
 	if (err == -ESRCH || err == -EPERM)
 		return 0;   /* the process exited first, or no stack task follows it any more */
+	if (err == -EOPNOTSUPP) {
+		f->unsupported = f->look_unsupported = true;
+		return 0;
+	}
 	f->st[err ? PYF_REFUSED : PYF_PROCS]++;
 	return err;
+}
+
+static int h_begin(void *ctx, struct mappings_look *l)
+{
+	struct py_finder *f = ctx;
+
+	(void)l;
+	f->look_unsupported = false;
+	return 0;
+}
+
+static int h_end(void *ctx, struct mappings_look *l)
+{
+	struct py_finder *f = ctx;
+
+	if (!f->look_unsupported)
+		return l->err;
+	f->st[PYF_UNSUPPORTED]++;
+	return -EOPNOTSUPP;
 }
 
 static void h_release(void *ctx, void *data)
@@ -207,8 +237,8 @@ static void h_release(void *ctx, void *data)
 void py_finder__handler(struct py_finder *f, struct mappings_handler *ret)
 {
 	*ret = (struct mappings_handler){
-		.name = "python", .ctx = f, .wants = h_wants, .examine = h_examine, .attach = h_attach,
-		.release = h_release,
+		.name = "python", .ctx = f, .begin = h_begin, .wants = h_wants, .examine = h_examine,
+		.attach = h_attach, .end = h_end, .release = h_release,
 	};
 }
 

@@ -35,6 +35,7 @@ enum py_finder_stat {
 	PYF_PROCS,               /* PY_PROC requests the collector took */
 	PYF_REFUSED,             /* ... it refused */
 	PYF_ERRORS,              /* files unreadable or malformed */
+	PYF_UNSUPPORTED,         /* processes whose Python frames this kernel cannot walk (before 5.17: no bpf_loop) */
 	PYF_MAX
 };
 extern const struct counter_def py_finder_counters[PYF_MAX];
@@ -43,7 +44,12 @@ struct py_finder;
 
 /* NULL + errno. */
 struct py_finder *py_finder__new(const struct py_finder_opts *o);
-/* The manager's handler (ctx = f; no report): follow the targets of stack tasks with it, tag 0. */
+/*
+ * The manager's handler (ctx = f; no report): follow the targets of stack
+ * tasks with it, tag 0.  A look's result is 0, or -EOPNOTSUPP once the
+ * collector said this kernel cannot walk Python frames: from then on nothing
+ * is asked, and each process is counted in unsupported.
+ */
 void py_finder__handler(struct py_finder *f, struct mappings_handler *ret);
 void py_finder__stats(const struct py_finder *f, uint64_t ret[PYF_MAX]);
 /* Accepts NULL.  Returns NULL. */

@@ -80,6 +80,21 @@ share() { # name folded sel_re whole_re min_total
   awk -v m="$m" -v n="$n" 'BEGIN { exit !(m >= 0.95 * n) }' ||
     { awk '{print $NF, substr($0, 1, 400)}' "$2" | sort -rn | head -8; fail "$1: only $m of $n carry the chain"; }
 }
+# Before Linux 5.17 (no bpf_loop) no stack is walked for Python frames: said once, counted, native frames only.
+IFS=. read -r kmaj kmin _ <<<"$(uname -r)"
+if [ "$kmaj" -lt 5 ] || { [ "$kmaj" = 5 ] && [ "${kmin%%[!0-9]*}" -lt 17 ]; }; then
+  run_py oncpu
+  F=$TMP/prof-oncpu/oncpu.folded
+  "$EMBER" stats --config "$TMP/ember.yaml" > "$TMP/stats.txt" || fail "ember stats failed"
+  u=$(awk '$2 == "ember_python_unsupported_processes" {print $3; exit}' "$TMP/stats.txt")
+  [ "${u:-0}" -ge 1 ] || fail "the Python process is not counted as unsupported on $(uname -r)"
+  [ "$(folded_sum "$F" '\.py:')" = 0 ] || fail "Python frames on a kernel that cannot walk them"
+  [ "$(folded_total "$F")" -ge 30 ] || fail "no native profile of the Python process"
+  grep -q "Python frames are not walked on this kernel" "$TMP/agent.log" || fail "the agent does not say why"
+  stop_agent || fail "agent exited with an error"
+  ok "Python frames not walked on $(uname -r) (no bpf_loop): said, counted, native frames only"
+  exit 0
+fi
 # The thread's native start, then Python's threading frames, then the chain: Python frames
 # stand where the interpreter's frames were, never after the leaf's C frames.
 START='^python3\.11;__clone3;start_thread;([^;]+;)*threading\.py:Thread\._bootstrap;threading\.py:Thread\._bootstrap_inner;threading\.py:Thread\.run;([^;]+;)*'

@@ -38,8 +38,9 @@ declare -A TEST=(
   [policy]=test_continuous_default
   [container]=test_container_overlay
   [threads]=test_threads
+  [python]=test_python_frames
 )
-ORDER="startup oncpu offcpu mem network network-raw_tp tls policy container threads"
+ORDER="startup oncpu offcpu mem network network-raw_tp tls policy container threads python"
 [ "$FEATS" = all ] && FEATS=${ORDER// /,}
 IFS=, read -r -a want <<<"$FEATS"
 for f in "${want[@]}"; do
