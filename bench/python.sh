@@ -6,7 +6,7 @@
 # of the interpreter whose Py_Version ember has no layout for (native frames
 # only: the walk is skipped), alternated ROUNDS (3) times, DUR (8) s each.
 # Prints each mode's BPF ns per sample (target <= 10000 ns with Python
-# frames), the walk's own time per sample (bpf_python_walk_ns: the walker
+# frames), the walk's own time per sample (bpf_python_walk_seconds: the walker
 # reads the clock at its start and end) and the Python frames per sample.
 set -u
 ROOT=${EMBER_ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -53,7 +53,7 @@ one() {
   samples=$(awk '{s += $NF} END {print s + 0}' "$T/p-$1/oncpu.folded")
   frames=$(awk '{n = gsub(/deep\.py:/, "&"); f += n * $NF; s += $NF} END {printf "%.1f", s ? f / s : 0}' "$T/p-$1/oncpu.folded")
   "$B/ember" stats --config "$T/ember.yaml" > "$T/st-$1" 2>/dev/null
-  echo "$1 $(delta "$T/s0" "$T/s1" oncpu_sample) $samples $frames $(awk '$1 == "collector" && $2 == "bpf_python_walk_ns" {n = $3} $1 == "collector" && $2 == "bpf_python_stacks" {s = $3} END {print n + 0, s + 0}' "$T/st-$1")" >> "$T/res"
+  echo "$1 $(delta "$T/s0" "$T/s1" oncpu_sample) $samples $frames $(awk '$1 == "collector" && $2 == "bpf_python_walk_seconds" {n = $3 * 1e9} $1 == "collector" && $2 == "bpf_python_stacks" {s = $3} END {printf "%.0f %d\n", n, s}' "$T/st-$1")" >> "$T/res"
 }
 # The early return on other processes and idle CPUs, taken out of each run: an idle target.
 sleep 60 & I=$!
@@ -71,7 +71,7 @@ other = int(sys.argv[3]) / max(int(sys.argv[2]), 1)
 def per(mode):
     v = [(int(r[2]) - (int(r[1]) - int(r[3])) * other) / int(r[3]) for r in rows if r[0] == mode and int(r[3])]
     return v, [float(r[4]) for r in rows if r[0] == mode]
-# The walk itself, from the program's own clock (bpf_python_walk_ns over bpf_python_stacks; the
+# The walk itself, from the program's own clock (bpf_python_walk_seconds over bpf_python_stacks; the
 # counters are the agent's totals: each python run's rise over the run before it).
 walk, prev = [], (0, 0)
 for r in rows:

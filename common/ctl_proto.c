@@ -128,7 +128,8 @@ const struct counter_def ctl_stat_counters[CTL_STAT_MAX] = {
 	[CTL_STAT_BPF_PY_TRUNCATED] = { .name = "bpf_python_truncated_stacks" },
 	[CTL_STAT_BPF_PY_CODES_FULL] = { .name = "bpf_python_code_names_full" },
 	[CTL_STAT_PY_NAMES_LOST] = { .name = "python_names_lost" },
-	[CTL_STAT_BPF_PY_NS] = { .name = "bpf_python_walk_ns" },
+	/* Prometheus names units in base units: counted in ns, published in seconds */
+	[CTL_STAT_BPF_PY_NS] = { .name = "bpf_python_walk_seconds", .per_unit = 1000000000 },
 };
 
 const char *ctl__attach_point_name(uint32_t ap)

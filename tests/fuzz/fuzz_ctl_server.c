@@ -28,6 +28,7 @@
 #include "collector/unwind_store.h"
 #include "common/ctl_proto.h"
 #include "common/log.h"
+#include "common/profile_kind.h"
 #include "common/shm_ring.h"
 
 #define NSHARDS 2
@@ -123,7 +124,30 @@ static int hook_net_cap(void *ctx, uint64_t ino, const struct net_cap *cap)
 	return cap->read == 7 ? -ENOMEM : 0;   /* a map update that fails, sometimes */
 }
 
-static const struct collector_hooks hooks = { .net_cap = hook_net_cap };
+/* A Python runtime reaches the walk only checked: a stack task's target, a user address, every offset in bounds. */
+static int hook_py_proc(void *ctx, uint32_t pid, const struct py_proc *p)
+{
+	struct collector *c = ctx;
+	bool target = false;
+
+	for (unsigned s = 0; s < NSHARDS && !target; s++)
+		target = tasks__targets(c->tasks, s, profile_kind__mask(PROFILE_KIND_UNWINDS), pid, false);
+	if (!target)
+		abort();
+	if (!p)
+		return 0;
+	if (!p->runtime || p->runtime >= (1ull << 47) || p->l.entry_kind != PY_ENTRY_IS_ENTRY ||
+	    p->l.fr_code > PY_FRAME_READ - 8 || p->l.fr_previous > PY_FRAME_READ - 8 || p->l.fr_entry >= PY_FRAME_READ ||
+	    p->l.co_filename > PY_CODE_READ - 8 || p->l.co_qualname > PY_CODE_READ - 8 ||
+	    p->l.co_firstlineno > PY_CODE_READ - 4 || p->l.rt_interp_head >= PY_MAX_OFF ||
+	    p->l.is_threads_head >= PY_MAX_OFF || p->l.ts_next >= PY_MAX_OFF || p->l.ts_native_tid >= PY_MAX_OFF ||
+	    p->l.ts_cframe >= PY_MAX_OFF || p->l.cf_current >= PY_MAX_OFF || p->l.str_state >= PY_MAX_OFF ||
+	    p->l.str_ascii_data >= PY_MAX_OFF || p->l.str_compact_data >= PY_MAX_OFF)
+		abort();
+	return 0;
+}
+
+static const struct collector_hooks hooks = { .net_cap = hook_net_cap, .py_proc = hook_py_proc };
 
 static uint32_t map_pid(uint32_t v)
 {
@@ -151,7 +175,7 @@ static void fix_pids(uint8_t *frame, size_t n)
 		}
 	} else if ((h.type == CTL_REQ_OPEN_MAPS || h.type == CTL_REQ_OPEN_FILE || h.type == CTL_REQ_OPEN_PERF_MAP ||
 		    h.type == CTL_REQ_OPEN_DEBUG_BUILD_ID || h.type == CTL_REQ_OPEN_DEBUGLINK ||
-		    h.type == CTL_REQ_UNWIND_PROC) && plen >= 4) {
+		    h.type == CTL_REQ_UNWIND_PROC || h.type == CTL_REQ_PY_PROC) && plen >= 4) {
 		uint32_t v;
 
 		memcpy(&v, p, 4);

@@ -95,9 +95,9 @@ if [ "$kmaj" -lt 5 ] || { [ "$kmaj" = 5 ] && [ "${kmin%%[!0-9]*}" -lt 17 ]; }; t
   ok "Python frames not walked on $(uname -r) (no bpf_loop): said, counted, native frames only"
   exit 0
 fi
-# The thread's native start, then Python's threading frames, then the chain: Python frames
+# The thread's native start (libc's frames, named or not), then Python's threading frames, then the chain: Python frames
 # stand where the interpreter's frames were, never after the leaf's C frames.
-START='^python3\.11;__clone3;start_thread;([^;]+;)*threading\.py:Thread\._bootstrap;threading\.py:Thread\._bootstrap_inner;threading\.py:Thread\.run;([^;]+;)*'
+START='^python3\.11;([^;]+;)+threading\.py:Thread\._bootstrap;threading\.py:Thread\._bootstrap_inner;threading\.py:Thread\.run;([^;]+;)*'
 run_py oncpu
 F=$TMP/prof-oncpu/oncpu.folded
 share "on-CPU leaf" "$F" ';chain\.py:leaf(;|$)' "${START}chain\.py:main;chain\.py:outer;chain\.py:middle;chain\.py:leaf(;[^;]+)*$" 30
