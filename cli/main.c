@@ -223,10 +223,14 @@ static int cmd_stats(int argc, char **argv)
 	snprintf(path, sizeof(path), "%s/collector.sock", ai.run_dir);
 	if (!ctl_client__query_stats(path, &cs)) {
 		for (unsigned i = 0; i < CTL_STAT_MAX && i < cs.n; i++) {
-			/* Counted in a fraction of the named unit (ns for _seconds): printed in the unit. */
-			if (ctl_stat_counters[i].per_unit > 1)
+			/* Counted in a fraction of the named unit (ns for _seconds): printed in the unit, whole
+			 * when it is (as print_meters does). */
+			if (ctl_stat_counters[i].per_unit > 1 && cs.v[i] % ctl_stat_counters[i].per_unit)
 				printf("%-10s %-44s %.9f\n", "collector", ctl__stat_name(i),
 				       (double)cs.v[i] / ctl_stat_counters[i].per_unit);
+			else if (ctl_stat_counters[i].per_unit > 1)
+				printf("%-10s %-44s %llu\n", "collector", ctl__stat_name(i),
+				       (unsigned long long)(cs.v[i] / ctl_stat_counters[i].per_unit));
 			else
 				printf("%-10s %-44s %llu\n", "collector", ctl__stat_name(i), (unsigned long long)cs.v[i]);
 		}

@@ -30,7 +30,7 @@ wait_net_task mmsg
 python3 - "$TMP/mmsg/network.json" "$SRV" "$SOCKS" "$ROUNDS" "$TMP/stats.txt" <<'PY' || fail "batched DNS messages are not one exchange each, with their peer and data"
 import collections, json, sys
 net, pid, socks, rounds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-st = {l.split()[1]: int(l.split()[2]) for l in open(sys.argv[5]) if l.startswith('collector ')}
+st = {l.split()[1]: int(l.split()[2]) for l in open(sys.argv[5]) if l.startswith('collector ') and l.split()[2].isdigit()}
 ex = [o for o in map(json.loads, open(net)) if o.get('type') == 'exchange' and o['pid'] == pid]
 conns = [o for o in map(json.loads, open(net)) if o.get('type') == 'connection' and o['pid'] == pid]
 bad = 0
