@@ -39,7 +39,7 @@ ifeq ($(SAN),1)
   JEMALLOC :=
 endif
 
-LIB_DIRS  := common symbolizer l7 analyzer analyzer/net analyzer/continuous analyzer/rest analyzer/unwind analyzer/tls analyzer/python exporter exporter/skywalking collector cli
+LIB_DIRS  := common symbolizer l7 analyzer analyzer/net analyzer/continuous analyzer/rest analyzer/unwind analyzer/tls analyzer/python analyzer/java exporter exporter/skywalking collector cli
 LIB_SRCS  := $(filter-out %/main.c,$(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c)))
 PROTOS    := $(wildcard proto/*.proto)
 PROTO_C   := $(patsubst proto/%.proto,$(BUILD)/gen/proto/%.pb-c.c,$(PROTOS))
@@ -62,6 +62,12 @@ LIB       := $(LIB_CLI) $(LIB_COLLECTOR) $(LIB_ANALYZER) $(LIB_EXPORTER) $(LIB_L
 LIB_OBJS  := $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRCS)) $(PROTO_OBJS)
 
 PROGRAMS  := $(BUILD)/ember $(BUILD)/ember-collector $(BUILD)/ember-analyzer $(BUILD)/ember-exporter
+# The JVMTI agent (jvm/), loaded into JVMs only with profiling.java.agent: built where a JDK's
+# headers are (openjdk-17-jdk-headless); it links libc alone, nothing of ember's.
+JDK_INC   ?= $(patsubst %/jvmti.h,%,$(firstword $(wildcard /usr/lib/jvm/default-java/include/jvmti.h /usr/lib/jvm/java-17-openjdk-*/include/jvmti.h /usr/lib/jvm/java-*-openjdk-*/include/jvmti.h)))
+ifneq ($(JDK_INC),)
+PROGRAMS  += $(BUILD)/libember-jvmti.so
+endif
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 TPROG_SRCS:= $(wildcard tests/progs/*.c)
@@ -122,7 +128,7 @@ $(BUILD)/lib/lib%.a:
 $(LIB_COMMON): $(call objs_of,common)
 $(LIB_SYMBOLIZER): $(call objs_of,symbolizer)
 $(LIB_L7): $(call objs_of,l7)
-$(LIB_ANALYZER): $(call objs_of,analyzer analyzer/net analyzer/continuous analyzer/rest analyzer/unwind analyzer/tls analyzer/python)
+$(LIB_ANALYZER): $(call objs_of,analyzer analyzer/net analyzer/continuous analyzer/rest analyzer/unwind analyzer/tls analyzer/python analyzer/java)
 $(LIB_EXPORTER): $(call objs_of,exporter exporter/skywalking)
 $(LIB_COLLECTOR): $(call objs_of,collector)
 $(LIB_CLI): $(call objs_of,cli)
@@ -203,6 +209,10 @@ fuzz-bins: $(FUZZ_BINS)
 $(BUILD)/fuzzers/%: $(BUILD)/obj/tests/fuzz/%.o $(LIB)
 	@mkdir -p $(@D)
 	$(CC) -fsanitize=fuzzer,address,undefined $< $(LINK_ALL) -o $@ $(LDLIBS)
+
+$(BUILD)/libember-jvmti.so: jvm/ember_jvmti.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(WARN) -std=gnu11 -D_GNU_SOURCE -fPIC -shared -fvisibility=hidden -I$(JDK_INC) -I$(JDK_INC)/linux $< -o $@ -lpthread
 
 # ---- entry points -----------------------------------------------------------
 # What the agent needs (make run), and that with the test fixtures (deploy/install-deps.sh).

@@ -21,6 +21,7 @@ struct symbolizer;
 struct unwinder;
 struct tls_finder;
 struct py_finder;
+struct jvm_finder;
 struct debuginfod;
 struct task_mgr;
 struct publisher;
@@ -56,6 +57,7 @@ struct analyzer {
 	struct mappings *maps;        /* followed processes' executable mappings, for uw and tls */
 	struct unwinder *uw;          /* NULL: frame pointers only */
 	struct py_finder *py;         /* NULL: no Python frames */
+	struct jvm_finder *jvm;       /* NULL: no Java agent (profiling.java.agent off) */
 	struct tls_finder *tls;       /* NULL: no TLS plaintext */
 	struct debuginfod *dinfod;    /* NULL unless symbolizer.debuginfod.enabled */
 	struct task_mgr *tm;

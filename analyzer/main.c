@@ -494,6 +494,14 @@ static int setup(struct analyzer *a)
 		if (!a->py)
 			log_warn("no Python frames (%m): Python processes show their interpreter's native frames");
 	}
+	if (a->cfg->profiling.java.agent && !a->uw)
+		log_warn("profiling.java.agent: no JVM gets the agent without unwind tables (profiling.unwind.tables)");
+	if (a->cfg->profiling.java.agent && a->uw) {
+		struct jvm_finder_opts jo = { .cc = a->cc };
+		a->jvm = jvm_finder__new(&jo);
+		if (!a->jvm)
+			log_warn("no Java agent (%m): JIT-compiled Java methods stay unnamed");
+	}
 	if (a->cfg->profiling.task.network.tls && a->maps) {
 		struct tls_finder_opts to = { .cc = a->cc };
 		a->tls = tls_finder__new(&to);
@@ -508,7 +516,7 @@ static int setup(struct analyzer *a)
 		log_error("cannot create the profiler kinds: %m");
 		return -1;
 	}
-	struct runner_opts ro = { .tm = a->tm, .cc = a->cc, .kinds = a->kinds, .pub = a->pub, .sym = a->sym, .uw = a->uw, .py = a->py,
+	struct runner_opts ro = { .tm = a->tm, .cc = a->cc, .kinds = a->kinds, .pub = a->pub, .sym = a->sym, .uw = a->uw, .py = a->py, .jvm = a->jvm,
 				  .tls = a->tls, .maps = a->maps,
 				  .run_dir = a->cfg->ember.run_dir, .shard = a->shard, .nshards = a->nshards,
 				  .drain = drain_ring, .ctx = a };
@@ -684,6 +692,7 @@ cleanup:
 	a->maps = mappings__free(a->maps);   /* releases what uw and tls made of files */
 	a->uw = unwinder__free(a->uw);
 	a->py = py_finder__free(a->py);
+	a->jvm = jvm_finder__free(a->jvm);
 	a->tls = tls_finder__free(a->tls);
 	a->dinfod = debuginfod__free(a->dinfod);
 	a->tm = task_mgr__free(a->tm);

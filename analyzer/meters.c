@@ -20,6 +20,7 @@
 #include "analyzer/runner.h"
 #include "analyzer/tasks.h"
 #include "analyzer/python/py_finder.h"
+#include "analyzer/java/jvm_finder.h"
 #include "analyzer/tls/tls_finder.h"
 #include "analyzer/unwind/unwinder.h"
 #include "common/ctl_client.h"
@@ -40,6 +41,7 @@ static bool read_mappings(const struct analyzer *a, uint64_t *v) { if (a->maps) 
 static bool read_tls(const struct analyzer *a, uint64_t *v) { if (a->tls) tls_finder__stats(a->tls, v); return a->tls; }
 static bool read_unwind(const struct analyzer *a, uint64_t *v) { if (a->uw) unwinder__stats(a->uw, v); return a->uw; }
 static bool read_python(const struct analyzer *a, uint64_t *v) { if (a->py) py_finder__stats(a->py, v); return a->py; }
+static bool read_java(const struct analyzer *a, uint64_t *v) { if (a->jvm) jvm_finder__stats(a->jvm, v); return a->jvm; }
 static bool read_ring(const struct analyzer *a, uint64_t *v) { shm_ring__consumer_stats(a->ring, v); return true; }
 
 /* Every table, in the order published; the kinds' come where defs is NULL. */
@@ -61,6 +63,7 @@ static const struct meter_source {
 	{ tls_finder_counters, TLSF_MAX, read_tls },
 	{ unwinder_counters, UNWS_MAX, read_unwind },
 	{ py_finder_counters, PYF_MAX, read_python },
+	{ jvm_finder_counters, JVMF_MAX, read_java },
 	{ shm_ring_consumer_counters, SRC_MAX, read_ring },
 };
 

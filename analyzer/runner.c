@@ -25,8 +25,9 @@ struct task_runner {
 	char state_dir[512], state_name[64];
 	bool tls_unsupported_said;
 	bool py_unsupported_said;
+	bool jvm_refused_said;
 	uint64_t st[RUNS_MAX];     /* RUNS_RUNNING: read from the task manager */
-	int uw_hid, tls_hid, py_hid; /* the unwinder's, the TLS finder's and the Python finder's handlers in o.maps, -1: none */
+	int uw_hid, tls_hid, py_hid, jvm_hid; /* the unwinder's, the TLS, Python and JVM finders' handlers in o.maps, -1: none */
 };
 
 const struct counter_def runner_counters[RUNS_MAX] = {
@@ -72,6 +73,19 @@ static void report_python(void *ctx, const struct mappings_look *l, int e, uint6
 	}
 }
 
+static void report_java(void *ctx, const struct mappings_look *l, int e, uint64_t elapsed_ns)
+{
+	struct task_runner *r = ctx;
+
+	(void)elapsed_ns;
+	if (e && e != -ESRCH && !r->jvm_refused_said) {
+		log_warn("Java agent for pid %u: %s (ember_java_agent_refused; further refusals are only counted)", l->pid,
+			 e == -EOPNOTSUPP ? "the collector has no agent to load (started without profiling.java.agent)"
+					  : strerror(-e));
+		r->jvm_refused_said = true;
+	}
+}
+
 /* The process's unwind tables to the collector now, and again when its mappings change. */
 static void unwind_pid(struct task_runner *r, uint32_t pid)
 {
@@ -79,6 +93,8 @@ static void unwind_pid(struct task_runner *r, uint32_t pid)
 		return;
 	if (r->py_hid >= 0)
 		(void)mappings__follow(r->o.maps, r->py_hid, pid, 0, MAPPINGS_F_TIMER);
+	if (r->jvm_hid >= 0)
+		(void)mappings__follow(r->o.maps, r->jvm_hid, pid, 0, MAPPINGS_F_TIMER);
 	if (!mappings__follow(r->o.maps, r->uw_hid, pid, 0, MAPPINGS_F_TIMER))
 		(void)mappings__look(r->o.maps, pid);
 }
@@ -123,7 +139,7 @@ struct task_runner *runner__new(const struct runner_opts *o)
 	if (!r)
 		return NULL;
 	r->o = *o;
-	r->uw_hid = r->tls_hid = r->py_hid = -1;
+	r->uw_hid = r->tls_hid = r->py_hid = r->jvm_hid = -1;
 	if (o->maps && o->uw) {
 		struct mappings_handler h;
 
@@ -139,6 +155,14 @@ struct task_runner *runner__new(const struct runner_opts *o)
 		h.report = report_python;
 		h.report_ctx = r;
 		r->py_hid = e = mappings__add_handler(o->maps, &h);
+	}
+	if (e >= 0 && o->maps && o->uw && o->jvm) {
+		struct mappings_handler h;
+
+		jvm_finder__handler(o->jvm, &h);
+		h.report = report_java;
+		h.report_ctx = r;
+		r->jvm_hid = e = mappings__add_handler(o->maps, &h);
 	}
 	if (e >= 0 && o->maps && o->tls) {
 		struct mappings_handler h;
@@ -445,6 +469,9 @@ void runner__end(struct task_runner *r, struct task_def *t, const char *why)
 	for (uint32_t i = 0; r->py_hid >= 0 && (flags & ANALYZER_KIND_F_USER_STACKS) && i < npids; i++)
 		if (!user_stacks_task(r, pids[i]))
 			mappings__unfollow(r->o.maps, r->py_hid, pids[i], 0);
+	for (uint32_t i = 0; r->jvm_hid >= 0 && (flags & ANALYZER_KIND_F_USER_STACKS) && i < npids; i++)
+		if (!user_stacks_task(r, pids[i]))
+			mappings__unfollow(r->o.maps, r->jvm_hid, pids[i], 0);
 	save_state(r);
 }
 

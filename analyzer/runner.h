@@ -17,6 +17,7 @@
 #include "analyzer/publisher.h"
 #include "analyzer/tasks.h"
 #include "analyzer/python/py_finder.h"
+#include "analyzer/java/jvm_finder.h"
 #include "analyzer/tls/tls_finder.h"
 #include "analyzer/unwind/unwinder.h"
 #include "common/counters.h"
@@ -32,6 +33,7 @@ struct runner_opts {
 	struct mappings *maps;    /* the mapping manager uw and tls are handlers of (NULL: neither) */
 	struct unwinder *uw;      /* NULL: frame pointers only */
 	struct py_finder *py;     /* NULL: no Python frames (follows uw's processes) */
+	struct jvm_finder *jvm;   /* NULL: no Java agent (follows uw's processes) */
 	struct tls_finder *tls;   /* NULL: no TLS plaintext */
 	const char *run_dir;      /* the state file is <run_dir>/analyzer-<shard>.tasks */
 	unsigned shard, nshards;

@@ -23,6 +23,7 @@
 
 /* Held (a POSIX write lock) by the supervisor for its whole life: the proof that the agent is there. */
 #define AGENT_LOCK "agent.lock"
+#define EMBER_JVMTI_AGENT "libember-jvmti.so"   /* jvm/ember_jvmti.c, beside the binaries */
 
 enum role { ROLE_COLLECTOR, ROLE_EXPORTER, ROLE_ANALYZER };
 
@@ -115,8 +116,14 @@ static void exec_collector(struct sup *s, const char *exe)
 				"--analyzer-uid", uid, "--exporter-uid", xuid, "--flush-ms", flush, "--max-stacks", stacks,
 				"--max-pids", pids, "--net-buffer", netbuf, "--unwind-rows", urows, "--unwind-procs", uprocs,
 				"--log-level", lvl[ll >= 0 && ll < 4 ? ll : 2] };
+	char agent[640];
 	for (unsigned i = 0; i < ARRAY_SIZE(fixed); i++)
 		argv[n++] = fixed[i];
+	if (cfg->profiling.java.agent) {
+		snprintf(agent, sizeof(agent), "%s/" EMBER_JVMTI_AGENT, s->bin_dir);
+		argv[n++] = "--java-agent";
+		argv[n++] = agent;
+	}
 	for (unsigned i = 0; i < s->nallow && n + 1 < ARRAY_SIZE(argv); i++)
 		argv[n++] = s->allow[i];
 	argv[n] = NULL;
@@ -665,8 +672,15 @@ int supervisor__run(const struct ember_config *cfg, const char *bin_dir)
 {
 	struct sup s = { .cfg = cfg, .bin_dir = bin_dir, .runfd = -1, .lockfd = -1 };
 	struct sigaction sa = { .sa_handler = on_stop };
+	char agent[640];
 	int r, err = 0;
 
+	snprintf(agent, sizeof(agent), "%s/" EMBER_JVMTI_AGENT, bin_dir);
+	if (cfg->profiling.java.agent && access(agent, R_OK)) {
+		log_error("profiling.java.agent is on, but %s is missing: ember was built without the JDK's headers "
+			  "(openjdk-17-jdk-headless; deploy/install-deps.sh installs it)", agent);
+		return -ENOENT;
+	}
 	if ((r = prepare(&s))) {
 		sup_free(&s);
 		return r;

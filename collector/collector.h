@@ -40,6 +40,8 @@ struct collector_hooks {
 	void (*net_caps_clear)(void *ctx, unsigned shard);
 	/* Optional: pid's Python runtime for the stack walks (checked by the caller; NULL: none).  0 or -errno. */
 	int (*py_proc)(void *ctx, uint32_t pid, const struct py_proc *p);
+	/* Optional: load the Java agent into pid (checked by the caller).  0 or -errno. */
+	int (*java_attach)(void *ctx, uint32_t pid);
 };
 
 struct collector {

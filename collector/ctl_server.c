@@ -288,6 +288,22 @@ static int h_py_proc(struct collector *c, struct ctl_conn *cc, const struct ctl_
 	return reply_err(cc, m, c->hooks->py_proc(c->hooks_ctx, r->pid, &r->proc), -1);
 }
 
+/* The Java agent into a JVM a stack task of this analyzer follows (collector/jattach.h). */
+static int h_java_attach(struct collector *c, struct ctl_conn *cc, const struct ctl_msg *m)
+{
+	const struct ctl_java_attach *r = m->payload;
+
+	if (!c->hooks || !c->hooks->java_attach)
+		return reply_err(cc, m, -EOPNOTSUPP, -1);
+	if (r->pad)
+		return reply_err(cc, m, -EINVAL, -1);
+	if (!tasks__targets(c->tasks, cc->shard, profile_kind__mask(PROFILE_KIND_UNWINDS), r->pid, false)) {
+		c->stats[CTL_STAT_CTL_DENIED]++;
+		return reply_err(cc, m, -EPERM, -1);
+	}
+	return reply_err(cc, m, c->hooks->java_attach(c->hooks_ctx, r->pid), -1);
+}
+
 /* ---- TLS probes: the analyzer finds the offsets, this checks and attaches ----------- */
 
 /* The file is pid's own program (its /proc/PID/exe, compared by device and inode; a stat,
@@ -464,6 +480,7 @@ static const struct { uint16_t type; unsigned flags; handler_fn fn; } handlers[]
 	{ CTL_REQ_TLS_ATTACH, F_NEEDS_HELLO, h_tls_attach },
 	{ CTL_REQ_NET_CAPS, F_NEEDS_HELLO, h_net_caps },
 	{ CTL_REQ_PY_PROC, F_NEEDS_HELLO, h_py_proc },
+	{ CTL_REQ_JAVA_ATTACH, F_NEEDS_HELLO, h_java_attach },
 	{ CTL_REQ_STATS, F_ADMIN_OK, h_stats },
 };
 

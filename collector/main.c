@@ -38,6 +38,7 @@
 #include "collector/bpf_stacks.h"
 #include "collector/broker.h"
 #include "collector/collector.h"
+#include "collector/jattach.h"
 #include "collector/ctl_server.h"
 #include "collector/kinds.h"
 #include "collector/stack_drain.h"
@@ -58,7 +59,7 @@
 #define ORPHAN_GRACE_NS (60ull * 1000000000ull)
 #define KINDS_MAX 16
 
-enum src_kind { SRC_LISTEN, SRC_CONN, SRC_TIMER, SRC_SIGNAL, SRC_NET, SRC_NET_TIMER, SRC_DRAIN_DONE, SRC_THREADS_TIMER };
+enum src_kind { SRC_LISTEN, SRC_CONN, SRC_TIMER, SRC_SIGNAL, SRC_NET, SRC_NET_TIMER, SRC_DRAIN_DONE, SRC_THREADS_TIMER, SRC_JATTACH };
 
 /* One source of the loop's completions. */
 struct conn {
@@ -79,7 +80,9 @@ static struct {
 	struct collector_kind *kinds[KINDS_MAX];
 	unsigned nkinds;
 	struct stack_drain *drain;  /* the stack kinds' windows */
-	struct conn listen_src, timer_src, signal_src, net_src, net_timer_src, drain_src, threads_timer_src;
+	struct conn listen_src, timer_src, signal_src, net_src, net_timer_src, drain_src, threads_timer_src, jattach_src;
+	const char *java_agent;     /* --java-agent: the JVMTI agent's path (NULL: never loaded) */
+	struct jattach *jattach;    /* its attacher (collector/jattach.h) */
 	int stop;
 	int exit_code;
 	char sock_path[108];
@@ -170,6 +173,8 @@ static void threads_timer_update(void)
 	timerfd_settime(C.threads_timer_src.fd, 0, &its, NULL);
 }
 
+static void java_attached(void *ctx, uint32_t pid, int err);
+
 /* Every kind's counters (collector_hooks.collect_stats). */
 static void collect_kind_stats(void *ctx, uint64_t *stats)
 {
@@ -177,6 +182,16 @@ static void collect_kind_stats(void *ctx, uint64_t *stats)
 	for (unsigned k = 0; k < C.nkinds; k++)
 		if (C.kinds[k] && C.kinds[k]->counters)
 			C.kinds[k]->counters(C.kinds[k]->impl, stats);
+	if (C.jattach) {
+		uint64_t j[JATTACH_STAT_MAX];
+
+		jattach__poll(C.jattach, java_attached, NULL);
+		jattach__stats(C.jattach, j);
+		stats[CTL_STAT_JAVA_REQUESTED] = j[JATTACH_REQUESTED];
+		stats[CTL_STAT_JAVA_LOADED] = j[JATTACH_LOADED];
+		stats[CTL_STAT_JAVA_FAILED] = j[JATTACH_FAILED];
+		stats[CTL_STAT_JAVA_DROPPED] = j[JATTACH_DROPPED];
+	}
 }
 
 /* The table changed: the network timer runs while a network task does. */
@@ -216,9 +231,25 @@ static int hook_py_proc(void *ctx, uint32_t pid, const struct py_proc *p)
 	return bpf_stacks__py_proc(C.env.bpf, pid, p);
 }
 
+static int hook_java_attach(void *ctx, uint32_t pid)
+{
+	(void)ctx;
+	return C.jattach ? jattach__request(C.jattach, pid) : -EOPNOTSUPP;
+}
+
+static void java_attached(void *ctx, uint32_t pid, int err)
+{
+	(void)ctx;
+	if (err)
+		log_warn("java agent not loaded into pid %u: %s", pid, jattach__strerror(err));
+	else
+		log_info("java agent loaded into pid %u", pid);
+}
+
 static const struct collector_hooks hooks = { .drain = hook_drain, .tasks_changed = tasks_changed,
 					      .collect_stats = collect_kind_stats, .net_cap = hook_net_cap,
-					      .net_caps_clear = hook_net_caps_clear, .py_proc = hook_py_proc };
+					      .net_caps_clear = hook_net_caps_clear, .py_proc = hook_py_proc,
+					      .java_attach = hook_java_attach };
 
 static void on_accept(void)
 {
@@ -314,6 +345,7 @@ static void usage(FILE *f)
 		"  --net-buffer BYTES     network events' ring buffer per CPU (default 409600)\n"
 		"  --unwind-rows N        unwind table rows, 8 bytes each (default 1048576; 0: frame pointers only)\n"
 		"  --unwind-procs N       processes walked with unwind tables (default 64)\n"
+		"  --java-agent PATH      load this JVMTI agent into the JVMs stack tasks follow (default: never)\n"
 		"  --log-level LEVEL      error|warn|info|debug\n");
 }
 
@@ -344,7 +376,7 @@ static int parse_args(int argc, char **argv, enum log_level *lvl, int *done)
 		{ "net-buffer", required_argument, 0, 'n' },
 		{ "unwind-rows", required_argument, 0, 'U' }, { "unwind-procs", required_argument, 0, 'P' },
 		{ "exporter-uid", required_argument, 0, 'x' }, { "allow-uid", required_argument, 0, 'A' },
-		{ "allow-cgroup", required_argument, 0, 'G' },
+		{ "allow-cgroup", required_argument, 0, 'G' }, { "java-agent", required_argument, 0, 'J' },
 		{ "help", no_argument, 0, 'h' }, { 0 },
 	};
 	uint64_t v, uid = (uint64_t)-1, xuid = (uint64_t)-1;
@@ -379,6 +411,9 @@ static int parse_args(int argc, char **argv, enum log_level *lvl, int *done)
 		case 'P': if (parse_u64("unwind-procs", optarg, 1, 65536, &v)) return 2; C.load.stacks.unwind_procs = v; break;
 		case 'n': if (parse_u64("net-buffer", optarg, 4096, 1ull << 30, &v)) return 2; C.load.net_buffer = v; break;
 		case 'l': if (log__parse_level(optarg, lvl)) { fprintf(stderr, "ember-collector: bad --log-level '%s'\n", optarg); return 2; } break;
+		case 'J': if (optarg[0] != '/') {
+				fprintf(stderr, "ember-collector: --java-agent '%s' is not an absolute path\n", optarg); return 2; }
+			C.java_agent = optarg; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -435,6 +470,17 @@ static int setup(void)
 	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
 		log_error("this kernel has no BTF (/sys/kernel/btf/vmlinux): ember needs CONFIG_DEBUG_INFO_BTF=y");
 		return -1;
+	}
+	/* First, while the collector holds nothing yet: the attacher is a fork of it that becomes other users. */
+	if (C.java_agent) {
+		C.jattach = jattach__new(C.java_agent);
+		if (!C.jattach) {
+			log_error("--java-agent %s: %s", C.java_agent,
+				  errno == EINVAL ? "not an absolute path to a regular file of root's that only root may write"
+						  : strerror(errno));
+			return -1;
+		}
+		C.jattach_src = (struct conn){ .kind = SRC_JATTACH, .fd = jattach__fd(C.jattach) };
 	}
 	/* The classic-tracepoint fallback needs tracefs; this is the last chance to
 	 * mount it (CAP_SYS_ADMIN is dropped below).  Failure only loses that fallback. */
@@ -561,6 +607,8 @@ static void run(void)
 	}
 	if (C.threads_timer_src.fd >= 0)
 		arm(&C.threads_timer_src);
+	if (C.jattach)
+		arm(&C.jattach_src);
 	while (!C.stop) {
 		struct io_uring_cqe *cqe;
 		unsigned head, seen = 0;
@@ -592,6 +640,7 @@ static void run(void)
 				arm(src);
 				break;
 			}
+			case SRC_JATTACH: jattach__poll(C.jattach, java_attached, NULL); arm(src); break;
 			case SRC_SIGNAL: {
 				struct signalfd_siginfo si;
 				while (read(src->fd, &si, sizeof(si)) == sizeof(si))
@@ -642,6 +691,7 @@ int main(int argc, char **argv)
 	log_info("stopping: final drain");
 	stack_drain__sync(C.drain);
 	forward_net(true);
+	C.jattach = jattach__free(C.jattach);
 	C.col.tasks = tasks__free(C.col.tasks);
 	kinds__free(C.kinds, C.nkinds);
 	stack_drain__free(C.drain);

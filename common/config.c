@@ -336,6 +336,8 @@ static const struct cfg_entry entries[] = {
 	E_INT("profiling.unwind.max_processes", profiling.unwind.max_processes, "64", 1, 65536,
 	      "EMBER_PROFILING_UNWIND_MAX_PROCESSES", 0,
 	      "Processes walked with unwind tables at once (2 KiB each in the kernel); the others with frame pointers, counted (ember extension)."),
+	E_BOOL("profiling.java.agent", profiling.java.agent, "false", "EMBER_PROFILING_JAVA_AGENT", 0,
+	       "Load ember's JVMTI agent (libember-jvmti.so, beside the binaries) into each JVM a stack task profiles, through HotSpot's attach mechanism, so that JIT-compiled methods are named (package.Class::method); it loads code into the target and stays until the JVM exits (ember extension)."),
 	E_STR("profiling.continuous.meter_prefix", profiling.continuous.meter_prefix, "rover_con_p",
 	      "ROVER_PROFILING_CONTINUOUS_METER_PREFIX", F_NONEMPTY, "Prefix of the continuous profiling meters."),
 	E_DUR("profiling.continuous.fetch_interval", profiling.continuous.fetch_interval_ns, "1s", 100 * NS_MS,

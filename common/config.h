@@ -161,6 +161,9 @@ struct ember_config {
 			int64_t max_processes;
 		} unwind;
 		struct {
+			bool agent;
+		} java;
+		struct {
 			struct {
 				uint64_t dump_period_ns;
 			} on_cpu;

@@ -163,6 +163,14 @@ int ctl_client__py_proc(struct ctl_client *cc, const struct ctl_py_proc *r)
 	return e ? e : a.err;
 }
 
+int ctl_client__java_attach(struct ctl_client *cc, uint32_t pid)
+{
+	struct ctl_java_attach r = { .pid = pid };
+	struct ctl_err_ans a;
+	int e = call(cc, CTL_REQ_JAVA_ATTACH, &r, sizeof(r), CTL_ANS_JAVA_ATTACH, &a, sizeof(a), NULL);
+	return e ? e : a.err;
+}
+
 int ctl_client__tls_attach(struct ctl_client *cc, const struct ctl_tls_attach *r)
 {
 	struct ctl_err_ans a;

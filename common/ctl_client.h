@@ -39,6 +39,8 @@ int ctl_client__unwind_rows(struct ctl_client *cc, uint32_t id, uint32_t first, 
 int ctl_client__unwind_proc(struct ctl_client *cc, const struct ctl_unwind_proc *p);
 /* CTL_REQ_PY_PROC: 0 or -errno (the collector's refusal). */
 int ctl_client__py_proc(struct ctl_client *cc, const struct ctl_py_proc *r);
+/* CTL_REQ_JAVA_ATTACH: 0 (asked), -EALREADY, or -errno (the collector's refusal). */
+int ctl_client__java_attach(struct ctl_client *cc, uint32_t pid);
 /* TLS probes for a network task (common/ctl_proto.h): 0 or -errno (the collector's answer). */
 int ctl_client__tls_attach(struct ctl_client *cc, const struct ctl_tls_attach *r);
 /* n (1..CTL_NET_CAPS_MAX) connection caps; 0 (*written: those the collector wrote) or -errno. */

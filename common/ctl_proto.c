@@ -130,6 +130,10 @@ const struct counter_def ctl_stat_counters[CTL_STAT_MAX] = {
 	[CTL_STAT_PY_NAMES_LOST] = { .name = "python_names_lost" },
 	/* Prometheus names units in base units: counted in ns, published in seconds */
 	[CTL_STAT_BPF_PY_NS] = { .name = "bpf_python_walk_seconds", .per_unit = 1000000000 },
+	[CTL_STAT_JAVA_REQUESTED] = { .name = "java_agent_requests" },
+	[CTL_STAT_JAVA_LOADED] = { .name = "java_agent_loaded" },
+	[CTL_STAT_JAVA_FAILED] = { .name = "java_agent_failures" },
+	[CTL_STAT_JAVA_DROPPED] = { .name = "java_agent_requests_dropped" },
 };
 
 const char *ctl__attach_point_name(uint32_t ap)
@@ -171,6 +175,7 @@ const char *ctl__type_name(unsigned type)
 		[CTL_REQ_TLS_ATTACH] = "TLS_ATTACH", [CTL_ANS_TLS_ATTACH] = "TLS_ATTACH_ANS",
 		[CTL_REQ_NET_CAPS] = "NET_CAPS", [CTL_ANS_NET_CAPS] = "NET_CAPS_ANS",
 		[CTL_REQ_PY_PROC] = "PY_PROC", [CTL_ANS_PY_PROC] = "PY_PROC_ANS",
+		[CTL_REQ_JAVA_ATTACH] = "JAVA_ATTACH", [CTL_ANS_JAVA_ATTACH] = "JAVA_ATTACH_ANS",
 	};
 	return type < CTL_TYPE_MAX && names[type] ? names[type] : "unknown";
 }
@@ -199,10 +204,12 @@ static long payload_size(uint16_t type)
 	case CTL_REQ_UNWIND_PROC: return sizeof(struct ctl_unwind_proc);
 	case CTL_REQ_TLS_ATTACH: return sizeof(struct ctl_tls_attach);
 	case CTL_REQ_PY_PROC: return sizeof(struct ctl_py_proc);
+	case CTL_REQ_JAVA_ATTACH: return sizeof(struct ctl_java_attach);
 	case CTL_REQ_NET_CAPS: return -4;
 	case CTL_ANS_NET_CAPS: return sizeof(struct ctl_net_caps_ans);
 	case CTL_ANS_TLS_ATTACH:
 	case CTL_ANS_PY_PROC:
+	case CTL_ANS_JAVA_ATTACH:
 	case CTL_ANS_UNWIND_ROWS:
 	case CTL_ANS_UNWIND_PROC:
 	case CTL_ANS_START:

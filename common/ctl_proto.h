@@ -45,7 +45,8 @@ enum ctl_type {
 	CTL_REQ_TLS_ATTACH = 30,    CTL_ANS_TLS_ATTACH = 31,
 	CTL_REQ_NET_CAPS = 32,      CTL_ANS_NET_CAPS = 33,
 	CTL_REQ_PY_PROC = 34,       CTL_ANS_PY_PROC = 35,
-	CTL_TYPE_MAX = 36,
+	CTL_REQ_JAVA_ATTACH = 36,   CTL_ANS_JAVA_ATTACH = 37,
+	CTL_TYPE_MAX = 38,
 };
 
 struct ctl_hdr {
@@ -153,6 +154,16 @@ _Static_assert(sizeof(struct ctl_hdr) + sizeof(struct ctl_unwind_proc) <= CTL_MA
  * this analyzer follows.  Answer: struct ctl_err_ans.
  */
 struct ctl_py_proc { uint32_t pid; uint32_t pad; struct py_proc proc; };
+
+/*
+ * pid maps a libjvm.so: load ember's JVMTI agent into it, if the collector
+ * was given one (--java-agent; else -EOPNOTSUPP).  Only for a process a
+ * stack task of this analyzer follows.  The answer says the request went to
+ * the attacher (0), was made before for this process (-EALREADY), or could
+ * not be made; the attach's outcome is counted (java_agent_*) and logged.
+ * Answer: struct ctl_err_ans.
+ */
+struct ctl_java_attach { uint32_t pid; uint32_t pad; };
 
 /*
  * TLS probes (bpf/net_abi.h NET_TLS_*): the analyzer found, in the file pid
@@ -313,6 +324,10 @@ enum ctl_stat {
 	CTL_STAT_BPF_PY_CODES_FULL,
 	CTL_STAT_PY_NAMES_LOST,        /* Python frames whose names were gone from py_codes when drained */
 	CTL_STAT_BPF_PY_NS,            /* BPF_CNT_PY_NS */
+	CTL_STAT_JAVA_REQUESTED,       /* from here: the Java agent (collector/jattach.h) */
+	CTL_STAT_JAVA_LOADED,
+	CTL_STAT_JAVA_FAILED,
+	CTL_STAT_JAVA_DROPPED,
 	CTL_STAT_MAX,
 };
 struct ctl_stats_ans { int32_t err; uint32_t n; uint64_t v[CTL_STAT_MAX]; };

@@ -55,6 +55,38 @@ int privs__drop_collector(void)
 	return set_caps_for_good(keep, ARRAY_SIZE(keep));
 }
 
+/* Bounding set = keep[0, n), then set_caps_for_good. */
+static int keep_only(const cap_value_t *keep, int n)
+{
+	for (cap_value_t c = 0; c <= CAP_LAST_CAP || cap_valid(c); c++) {
+		int kept = 0;
+		for (int i = 0; i < n; i++)
+			kept |= keep[i] == c;
+		if (!kept && prctl(PR_CAPBSET_DROP, c, 0, 0, 0) && errno != EINVAL)
+			return -errno;
+	}
+	return set_caps_for_good(keep, n);
+}
+
+int privs__drop_attacher(void)
+{
+	static const cap_value_t keep[] = { CAP_SETUID, CAP_SETGID, CAP_SYS_PTRACE };
+	int err = keep_only(keep, ARRAY_SIZE(keep));
+
+	if (!err && prctl(PR_SET_DUMPABLE, 0, 0, 0, 0))
+		err = -errno;
+	return err;
+}
+
+int privs__become_root_ptracer(unsigned gid)
+{
+	static const cap_value_t keep[] = { CAP_SYS_PTRACE };
+
+	if (setgroups(0, NULL) || setresgid(gid, gid, gid))
+		return -errno;
+	return set_caps_for_good(keep, ARRAY_SIZE(keep));
+}
+
 int privs__become_user(unsigned uid, unsigned gid)
 {
 	int err;

@@ -21,6 +21,19 @@
 #define PRIVS_KEPT_DESC "cap_bpf,cap_perfmon,cap_sys_ptrace,cap_checkpoint_restore,cap_syslog"
 
 int privs__drop_collector(void);
+/*
+ * The Java agent's attacher (collector/jattach.h), forked by the collector
+ * before it drops, keeps only:
+ *  CAP_SETUID, CAP_SETGID  its workers become each target's user
+ *  CAP_SYS_PTRACE          ... and keep this one, alone, for a target that
+ *                          runs as root: /proc/<pid>/root of a process with
+ *                          capabilities is reachable only with it (a non-root
+ *                          target's worker has none)
+ * Bounding set, no_new_privs and not dumpable as for the collector.
+ */
+int privs__drop_attacher(void);
+/* A worker for a root target: uid 0, gid, no supplementary groups, CAP_SYS_PTRACE alone. */
+int privs__become_root_ptracer(unsigned gid);
 /* Permanently become uid/gid with no capabilities and no_new_privs. */
 int privs__become_user(unsigned uid, unsigned gid);
 

@@ -59,7 +59,8 @@ int proc_status__ids(const char *text, size_t len, const char *key, uint32_t *ou
 	return n ? (int)(n < max ? n : max) : -ENOENT;
 }
 
-int proc_status__stat_flags(const char *text, size_t len, uint64_t *ret)
+/* Field n (1-based: 3 is state, 9 flags, 22 starttime) of stat text, a decimal number. */
+static int stat_field(const char *text, size_t len, int n, uint64_t *ret)
 {
 	const char *p = NULL, *end = text + len;
 	uint64_t v = 0;
@@ -71,12 +72,12 @@ int proc_status__stat_flags(const char *text, size_t len, uint64_t *ret)
 			p = q + 1;
 	if (!p)
 		return -EBADMSG;
-	/* ") state ppid pgrp session tty_nr tpgid flags": flags is the 7th field after ')'. */
-	for (int field = 0; field < 7; field++) {
+	/* ") state ppid ...": field n is the (n - 2)th after ')'. */
+	for (int field = 0; field < n - 2; field++) {
 		if (p >= end || *p != ' ')
 			return -EBADMSG;
 		p++;
-		if (field == 6)
+		if (field == n - 3)
 			break;
 		while (p < end && *p != ' ')
 			p++;
@@ -86,8 +87,40 @@ int proc_status__stat_flags(const char *text, size_t len, uint64_t *ret)
 		if (++digits > 19)
 			return -EBADMSG;
 	}
-	if (!digits || (p < end && *p != ' '))
+	if (!digits || (p < end && *p != ' ' && *p != '\n'))
 		return -EBADMSG;
+	*ret = v;
+	return 0;
+}
+
+int proc_status__stat_flags(const char *text, size_t len, uint64_t *ret)
+{
+	return stat_field(text, len, 9, ret);
+}
+
+int proc_status__stat_start(const char *text, size_t len, uint64_t *ret)
+{
+	return stat_field(text, len, 22, ret);
+}
+
+int proc_status__mask(const char *text, size_t len, const char *key, uint64_t *ret)
+{
+	const char *p, *le;
+	uint64_t v = 0;
+	int digits = 0;
+
+	if (!text || find_line(text, len, key, &p, &le))
+		return -ENOENT;
+	while (p < le && (*p == '\t' || *p == ' '))
+		p++;
+	for (; p < le; p++) {
+		int d = *p >= '0' && *p <= '9' ? *p - '0' : *p >= 'a' && *p <= 'f' ? *p - 'a' + 10 : -1;
+		if (d < 0 || ++digits > 16)
+			return -ENOENT;
+		v = v << 4 | (uint64_t)d;
+	}
+	if (!digits)
+		return -ENOENT;
 	*ret = v;
 	return 0;
 }

@@ -24,6 +24,10 @@
 int proc_status__ids(const char *text, size_t len, const char *key, uint32_t *out, unsigned max);
 /* The flags field (the 9th) of /proc/<pid>/stat text, read after the last ')'.  0 or -EBADMSG. */
 int proc_status__stat_flags(const char *text, size_t len, uint64_t *ret);
+/* The start time (the 22nd field, clock ticks after boot) of /proc/<pid>/stat text.  0 or -EBADMSG. */
+int proc_status__stat_start(const char *text, size_t len, uint64_t *ret);
+/* The hexadecimal mask of the status line "<key>\t<hex>" (e.g. "SigCgt:").  0 or -ENOENT. */
+int proc_status__mask(const char *text, size_t len, const char *key, uint64_t *ret);
 /*
  * The cgroup v2 path of /proc/<pid>/cgroup text (its "0::<path>" line) into
  * buf, NUL-terminated.  0, -ENOENT (no unified hierarchy line), -ENAMETOOLONG.

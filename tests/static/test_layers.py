@@ -10,6 +10,7 @@
     analyzer    -> analyzer, l7, symbolizer, common, proto, bpf
     exporter    -> exporter, common, proto     (it sees only messages)
     cli         -> cli, l7, symbolizer, common, proto, bpf
+    jvm         -> jvm                         (loaded into a JVM: nothing of ember's)
                    (the command and the supervisor: the libraries and the
                    definitions, none of the three processes' internals)
 
@@ -31,6 +32,7 @@ ALLOWED = {
     'analyzer': {'analyzer', 'l7', 'symbolizer', 'common', 'proto', 'bpf'},
     'exporter': {'exporter', 'common', 'proto'},
     'cli': {'cli', 'l7', 'symbolizer', 'common', 'proto', 'bpf'},
+    'jvm': {'jvm'},
 }
 # Generated headers found through -I build/gen that are not project folders.
 GENERATED = {'vmlinux.h'}
