@@ -332,6 +332,32 @@ static void test_proc_status(void **state)
 	assert_int_equal(proc_status__cgroup2("0::/x\n", 6, cg, 2), -ENAMETOOLONG);
 }
 
+/* The start time (field 22) and the signal masks, as the Java attacher reads them. */
+static void test_proc_start_and_masks(void **state)
+{
+	static const char st[] = "4242 (java) x) S 1 4242 4242 0 -1 1077936384 2400 0 0 0 17 3 0 0 20 0 19 0 "
+				 "987654 3000000000 5000\n";
+	static const char status[] = "Name:\tjava\nSigBlk:\t0000000000000000\nSigIgn:\t0000000000000002\n"
+				     "SigCgt:\t2000000181005ccf\nCapInh:\t0000000000000000\n";
+	uint64_t v = 0;
+
+	(void)state;
+	assert_int_equal(proc_status__stat_start(st, sizeof(st) - 1, &v), 0);
+	assert_int_equal(v, 987654);
+	/* Cut short of field 22, or a field that is no number. */
+	assert_int_equal(proc_status__stat_start(st, 60, &v), -EBADMSG);
+	assert_int_equal(proc_status__stat_start("1 (a) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 x 1", 56, &v), -EBADMSG);
+	assert_int_equal(proc_status__mask(status, sizeof(status) - 1, "SigCgt:", &v), 0);
+	assert_true(v == 0x2000000181005ccfull);
+	assert_true(v & (1ull << 2));   /* SIGQUIT caught */
+	assert_int_equal(proc_status__mask(status, sizeof(status) - 1, "SigIgn:", &v), 0);
+	assert_true(v == 2);
+	assert_int_equal(proc_status__mask(status, sizeof(status) - 1, "SigPnd:", &v), -ENOENT);
+	assert_int_equal(proc_status__mask("SigCgt:\t12g4\n", 13, "SigCgt:", &v), -ENOENT);
+	assert_int_equal(proc_status__mask("SigCgt:\t00000000000000001\n", 26, "SigCgt:", &v), -ENOENT);
+	assert_int_equal(proc_status__mask("SigCgt:\t\n", 9, "SigCgt:", &v), -ENOENT);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -343,6 +369,7 @@ int main(void)
 		cmocka_unit_test(test_owned_dir_at),
 		cmocka_unit_test(test_remove_tree),
 		cmocka_unit_test(test_proc_status),
+		cmocka_unit_test(test_proc_start_and_masks),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Java frames through ember's JVMTI agent (jvm/ember_jvmti.c), loaded by the
+# collector's attacher (collector/jattach.h) with profiling.java.agent.
+# Two OpenJDK 17 JVMs run a known chain (main -> outer -> middle -> leaf):
+#   A, as root, with -XX:+PreserveFramePointer: >= 90% of its samples carry
+#     EmberChain::outer;EmberChain::middle;EmberChain::leaf in that order;
+#   B, as nobody, without it: >= 90% still name the leaf's compiled method.
+# Without the option the agent is not loaded (A's maps) and the leaf is
+# unnamed.  A second task on A loads nothing again (one mapping of the
+# library, its perf map kept).  A process that maps a libjvm.so but does not
+# catch SIGQUIT (a python3 loading a renamed library) is refused and lives.
+# A second collector's attach to A finds the agent there: nothing rewritten.
+. "$(dirname "$0")/lib.sh"
+need_bpf
+command -v javac >/dev/null && command -v java >/dev/null || skip "no JDK (openjdk-17-jdk-headless)"
+AGENT_SO=$B/libember-jvmti.so
+[ -f "$AGENT_SO" ] || fail "$AGENT_SO not built (the JDK's headers: openjdk-17-jdk-headless)"
+java -version 2>&1 | grep -q 'version "17' || skip "java is not OpenJDK 17 ($(java -version 2>&1 | head -1))"
+
+mkdir -p "$TMP/cls" && chmod 755 "$TMP/cls"
+javac -d "$TMP/cls" "$ROOT/tests/progs/java/EmberChain.java" || fail "javac failed"
+chmod -R a+rX "$TMP/cls"
+JOPTS=(-XX:CompileCommand=quiet "-XX:CompileCommand=dontinline,EmberChain::*" -Xss4m -XX:TieredStopAtLevel=4)
+(cd "$TMP" && exec java "${JOPTS[@]}" -XX:+PreserveFramePointer -cp "$TMP/cls" EmberChain 60 >/dev/null) & A=$!
+CLEANUP_PIDS+=("$A")
+(cd "$TMP" && exec setpriv --reuid=nobody --regid=nogroup --clear-groups env HOME=/tmp \
+	java "${JOPTS[@]}" -cp "$TMP/cls" EmberChain 60 >/dev/null) & BJ=$!
+CLEANUP_PIDS+=("$BJ")
+sleep 2   # past start-up: the chain is compiled
+agent_maps() { grep -c 'r-xp.*libember-jvmti\.so' "/proc/$1/maps"; }
+
+# 1. The option off (a private agent on the defaults): nothing loaded, the JIT code unnamed.
+"$EMBER" profile --pid "$A" --duration 2s --out "$TMP/off" >"$TMP/off.out" 2>"$TMP/off.err" || { cat "$TMP/off.err"; fail "ember profile failed"; }
+[ "$(agent_maps $A)" = 0 ] || fail "the agent was loaded into A with profiling.java.agent off"
+[ ! -e "/tmp/perf-$A.map" ] || fail "a perf map of A exists with the agent off"
+f=$TMP/off/oncpu.folded; total=$(folded_total "$f"); named=$(folded_sum "$f" 'EmberChain::')
+[ "$total" -gt 50 ] && [ "$named" = 0 ] || fail "option off: $named of $total samples named (expected unnamed JIT code)"
+ok "option off: agent not loaded, 0 of $total samples name a Java method"
+
+# 2. The option on, one agent, A then B.
+AGENT_PROFILING_YAML="  java: { agent: true }" start_agent
+prof() {  # pid out
+  "$EMBER" profile --config "$TMP/ember.yaml" --pid "$1" --duration 3s --out "$2" >"$2.out" 2>"$2.err" \
+    || { cat "$2.err"; fail "ember profile $1 failed"; }
+}
+prof "$A" "$TMP/a1"
+[ "$(agent_maps $A)" = 1 ] || { cat "$TMP/agent.log"; fail "the agent is not loaded into A"; }
+f=$TMP/a1/oncpu.folded; total=$(folded_total "$f")
+leaf=$(folded_sum "$f" 'EmberChain::leaf')
+chain=$(folded_sum "$f" 'Interpreter;EmberChain::outer;EmberChain::middle;EmberChain::leaf(;[^;]*_\[k\])*$')
+echo "A: $total samples, $leaf in EmberChain::leaf, $chain with the whole chain"
+sort -t' ' -k2 -nr "$f" | head -2 | cut -c1-300
+[ "$leaf" -gt 50 ] && awk -v c="$chain" -v l="$leaf" 'BEGIN { exit !(c >= 0.9 * l) }' \
+  || fail "A: only $chain of $leaf leaf samples carry main's interpreter frame, outer, middle and leaf"
+ok "A (root, frame pointers): $chain of $leaf leaf samples carry the whole chain"
+
+lines1=$(wc -l < "/tmp/perf-$A.map"); sum1=$(md5sum < "/tmp/perf-$A.map")
+# Another collector (a private agent with the option): it attaches again, the agent answers at once.
+"$EMBER" profile --set profiling.java.agent=true --pid "$A" --duration 3s --out "$TMP/a2" >"$TMP/a2.out" 2>"$TMP/a2.err" \
+  || { cat "$TMP/a2.err"; fail "ember profile (private agent) failed"; }
+[ "$(agent_maps $A)" = 1 ] || fail "a second attach loaded the agent into A again"
+lines2=$(wc -l < "/tmp/perf-$A.map")
+# The map only grows, each line written once: what was there is there still, as it was.
+[ "$(head -n "$lines1" "/tmp/perf-$A.map" | md5sum)" = "$sum1" ] \
+  || fail "the second task's load rewrote A's perf map ($lines1 -> $lines2 lines)"
+a2=$(folded_sum "$TMP/a2/oncpu.folded" 'EmberChain::leaf')
+[ "$a2" -gt 50 ] || fail "A's second task: $a2 leaf samples"
+ok "A attached again by another collector: one mapping of the agent, perf map kept ($lines1 -> $lines2 lines), $a2 leaf samples"
+
+prof "$BJ" "$TMP/b"
+[ "$(agent_maps $BJ)" = 1 ] || { cat "$TMP/agent.log"; fail "the agent is not loaded into B (nobody)"; }
+[ "$(stat -c %U "/tmp/perf-$BJ.map")" = nobody ] || fail "B's perf map is not nobody's"
+f=$TMP/b/oncpu.folded; total=$(folded_total "$f"); leaf=$(folded_sum "$f" 'EmberChain::leaf(;[^;]*_\[k\])*$')
+java_main=$(folded_sum "$f" 'Interpreter|call_stub|JavaMain|EmberChain')
+echo "B: $total samples, $java_main in Java's main thread, $leaf ending in EmberChain::leaf"
+[ "$java_main" -gt 50 ] && awk -v c="$leaf" -v l="$java_main" 'BEGIN { exit !(c >= 0.9 * l) }' \
+  || fail "B: only $leaf of $java_main samples of the main thread name the leaf"
+ok "B (nobody, no frame pointers): $leaf of $java_main samples name EmberChain::leaf"
+
+# 3. A process that maps a "libjvm.so" but would die of SIGQUIT: refused, alive.
+# (a library python3 has not loaded already: dlopen would hand that back instead)
+mkdir -p "$TMP/fake" && cp /lib/x86_64-linux-gnu/libbz2.so.1.0 "$TMP/fake/libjvm.so" || fail "no libbz2 to copy"
+# SIGQUIT back to its default (a shell's background job starts with it ignored): it would end the process.
+/usr/bin/python3 -c "import ctypes, signal, time; signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+ctypes.CDLL('$TMP/fake/libjvm.so'); t = time.time() + 30
+while time.time() < t: sum(range(1000))" & F=$!
+CLEANUP_PIDS+=("$F")
+sleep 0.5
+grep -q 'fake/libjvm.so' "/proc/$F/maps" || fail "the fake JVM does not map its libjvm.so"
+prof "$F" "$TMP/fake"
+sleep 0.5
+kill -0 "$F" 2>/dev/null || fail "the process that does not catch SIGQUIT died"
+grep -q "java agent not loaded into pid $F: the JVM does not catch SIGQUIT" "$TMP/agent.log" \
+  || { cat "$TMP/agent.log"; fail "no refusal logged for the fake JVM"; }
+ok "a process mapping libjvm.so without a SIGQUIT handler: refused, still running"
+
+"$EMBER" stats --config "$TMP/ember.yaml" >"$TMP/stats" || fail "ember stats failed"
+stat_of() { awk -v n="$1" '$2 == n { print $3 }' "$TMP/stats"; }
+echo "collector: $(grep -E 'java_agent' "$TMP/stats" | awk '{printf "%s=%s ", $2, $3}')"
+[ "$(stat_of java_agent_requests)" = 3 ] && [ "$(stat_of java_agent_loaded)" = 2 ] && [ "$(stat_of java_agent_failures)" = 1 ] \
+  || fail "the collector's Java counters: $(grep java_agent "$TMP/stats" | tr '\n' ' ')"
+ok "the collector asked 3 processes once each: 2 loaded, 1 refused"
