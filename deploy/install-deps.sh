@@ -24,6 +24,7 @@ PKGS="$PKGS libgnutls28-dev libiberty-dev"         # REST API client certificate
 PKGS="$PKGS libcurl4-openssl-dev librdkafka-dev"   # Pyroscope output (HTTP ingest), Kafka output
 PKGS="$PKGS libgrpc-dev"                           # SkyWalking output: gRPC core, loaded at run time
 PKGS="$PKGS libdebuginfod-dev"                     # optional debuginfod lookups, loaded at run time
+PKGS="$PKGS openjdk-17-jdk-headless"               # the JVMTI agent's headers (jvm/); Java tests' javac and JVM
 
 # ---- tests, benchmarks, the kernel matrix ----------------------------------------------------
 FIXTURES="libcmocka-dev libclang-rt-14-dev linux-perf tshark"  # unit tests, fuzzers (libFuzzer), perf beside ember, the pcap oracle

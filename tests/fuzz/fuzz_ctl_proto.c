@@ -39,9 +39,11 @@ static long expected_len(uint16_t type)
 	case CTL_REQ_START: return sizeof(struct ctl_detach);
 	case CTL_REQ_TLS_ATTACH: return sizeof(struct ctl_tls_attach);
 	case CTL_REQ_PY_PROC: return sizeof(struct ctl_py_proc);
+	case CTL_REQ_JAVA_ATTACH: return sizeof(struct ctl_java_attach);
 	case CTL_ANS_NET_CAPS: return sizeof(struct ctl_net_caps_ans);
 	case CTL_ANS_TLS_ATTACH:
 	case CTL_ANS_PY_PROC:
+	case CTL_ANS_JAVA_ATTACH:
 	case CTL_ANS_OPEN_PERF_MAP:
 	case CTL_ANS_OPEN_DEBUG_BUILD_ID:
 	case CTL_ANS_OPEN_DEBUGLINK:

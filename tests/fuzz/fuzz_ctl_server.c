@@ -147,7 +147,21 @@ static int hook_py_proc(void *ctx, uint32_t pid, const struct py_proc *p)
 	return 0;
 }
 
-static const struct collector_hooks hooks = { .net_cap = hook_net_cap, .py_proc = hook_py_proc };
+/* The Java agent goes only into a stack task's target. */
+static int hook_java_attach(void *ctx, uint32_t pid)
+{
+	struct collector *c = ctx;
+	bool target = false;
+
+	for (unsigned s = 0; s < NSHARDS && !target; s++)
+		target = tasks__targets(c->tasks, s, profile_kind__mask(PROFILE_KIND_UNWINDS), pid, false);
+	if (!target)
+		abort();
+	return 0;
+}
+
+static const struct collector_hooks hooks = { .net_cap = hook_net_cap, .py_proc = hook_py_proc,
+					      .java_attach = hook_java_attach };
 
 static uint32_t map_pid(uint32_t v)
 {
@@ -175,7 +189,8 @@ static void fix_pids(uint8_t *frame, size_t n)
 		}
 	} else if ((h.type == CTL_REQ_OPEN_MAPS || h.type == CTL_REQ_OPEN_FILE || h.type == CTL_REQ_OPEN_PERF_MAP ||
 		    h.type == CTL_REQ_OPEN_DEBUG_BUILD_ID || h.type == CTL_REQ_OPEN_DEBUGLINK ||
-		    h.type == CTL_REQ_UNWIND_PROC || h.type == CTL_REQ_PY_PROC) && plen >= 4) {
+		    h.type == CTL_REQ_UNWIND_PROC || h.type == CTL_REQ_PY_PROC || h.type == CTL_REQ_JAVA_ATTACH) &&
+		   plen >= 4) {
 		uint32_t v;
 
 		memcpy(&v, p, 4);

@@ -206,6 +206,17 @@ static int attack(const char *sock, int argc, char **argv)
 			printf("served python-proc-own-target\n");
 		}
 	}
+	{
+		/* The Java agent: only into a process of one's own stack tasks, and only if the collector has one. */
+		expect_refused("java-attach-not-target", ctl_client__java_attach(cc, 1));
+		r = ctl_client__java_attach(cc, target);
+		if (r != -EOPNOTSUPP) {
+			printf("NOT REFUSED AS EXPECTED java-attach-without-agent: %d\n", r);
+			bad++;
+		} else {
+			printf("refused java-attach-without-agent (the collector has no agent)\n");
+		}
+	}
 	n = hex_id(arg(argc, argv, "buildid"), id);
 	if (n)
 		expect_refused("build-id-symlink-to-shadow", ctl_client__open_debug_build_id(cc, target, id, (size_t)n));
