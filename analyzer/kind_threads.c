@@ -213,9 +213,12 @@ static void add_stack(struct threads_kind *k, Ember__ThreadEvent *e, uint32_t tg
 	uint64_t st[PYS_MAX] = { 0 };
 	int nf;
 
-	if (!n || !(e->stack = calloc(n, sizeof(char *))))
+	if (!n)
 		return;
+	/* As many frames as ips, or more (inlined JIT methods): sized after. */
 	nf = py_stack__resolve(k->env.sym, k->env.py, tgid, ips, n, k->frames, st);
+	if (nf <= 0 || !(e->stack = calloc((size_t)nf, sizeof(char *))))
+		return;
 	k->st[TS_PY_FRAMES] += st[PYS_FRAMES];
 	k->st[TS_PY_UNNAMED] += st[PYS_UNNAMED];
 	k->st[TS_PY_UNPLACED] += st[PYS_UNPLACED];

@@ -256,6 +256,19 @@ static void add_user_frames(struct profile_builder *pb, Ember__StackSample *s, u
 	uint64_t st[PYS_MAX] = { 0 };
 	int nf = py_stack__resolve(pb->sym, pb->py, tgid, ips, n, pb->frames, st);
 
+	/* The arrays hold n frames; a stack with inlined JIT methods has more. */
+	if (nf > (int)n) {
+		char **fr = realloc(s->user_frames, (size_t)nf * sizeof(*fr));
+		protobuf_c_boolean *rs;
+
+		if (fr)
+			s->user_frames = fr;
+		rs = fr ? realloc(s->user_resolved, (size_t)nf * sizeof(*rs)) : NULL;
+		if (rs)
+			s->user_resolved = rs;
+		else
+			nf = (int)n;   /* the innermost n, as many as there is room for */
+	}
 	pb->st[PS_PY_FRAMES] += st[PYS_FRAMES];
 	pb->st[PS_PY_UNNAMED] += st[PYS_UNNAMED];
 	pb->st[PS_PY_UNPLACED] += st[PYS_UNPLACED];

@@ -21,18 +21,24 @@
  * newest line for an address (symbolizer/perfmap.h), so reused code memory
  * is named by its latest owner.
  *
- * Methods inlined into a compiled method are part of its code and carry its
- * name: the map names code bodies.  Stacks name callers above a compiled
- * method only when the JVM keeps frame pointers (-XX:+PreserveFramePointer).
+ * Methods inlined into a compiled method have no frame of their own: the
+ * stretches of its code that run them get a line naming the whole scope,
+ * outermost first, ';'-separated ("a.B::outer;a.B::middle;a.B::leaf"), which
+ * the analyzer shows as that many frames.  Stacks name the callers above a
+ * compiled method only when the JVM keeps frame pointers
+ * (-XX:+PreserveFramePointer); without them, the sampled method and what is
+ * inlined into it.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <jvmti.h>
+#include <jvmticmlr.h>
 
 #define EMBER_JVMTI_LINE 1024   /* the reader's longest name is 1024 bytes (symbolizer/perfmap.h) */
 
@@ -97,16 +103,83 @@ static void method_name(jvmtiEnv *jvmti, jmethodID m, char *out, size_t cap)
 	(*jvmti)->Deallocate(jvmti, (unsigned char *)name);
 }
 
+/*
+ * The scope at pc: its methods outermost first, ';'-separated (no Java class
+ * or method name holds a ';': the analyzer splits such a name into frames).
+ * When the chain does not fit, its outermost methods go.
+ */
+static void scope_name(jvmtiEnv *jvmti, const PCStackInfo *pi, char *out, size_t cap)
+{
+	char one[EMBER_JVMTI_LINE / 2];
+	size_t len = 0;
+	jint first = pi->numstackframes - 1;
+
+	out[0] = 0;
+	/* Innermost first, to know how many fit; then written outermost first. */
+	for (jint k = 0; k < pi->numstackframes; k++) {
+		method_name(jvmti, pi->methods[k], one, sizeof(one));
+		if (len + strlen(one) + 1 >= cap) {
+			first = k - 1;
+			break;
+		}
+		len += strlen(one) + 1;
+	}
+	len = 0;
+	for (jint k = first; k >= 0; k--) {
+		method_name(jvmti, pi->methods[k], one, sizeof(one));
+		len += (size_t)snprintf(out + len, cap - len, "%s%s", len ? ";" : "", one);
+		if (len >= cap)
+			break;
+	}
+}
+
+static bool same_scope(const PCStackInfo *a, const PCStackInfo *b)
+{
+	return a->numstackframes == b->numstackframes &&
+	       !memcmp(a->methods, b->methods, sizeof(jmethodID) * (size_t)a->numstackframes);
+}
+
+/*
+ * A compiled method: its whole body under its own name, then the stretches
+ * of it that run inlined methods under their scope's chain.  The code up to
+ * a pc descriptor belongs to that descriptor's scope (a call's descriptor is
+ * at its return address, which the analyzer looks up one byte back, inside
+ * the call); later lines win in the reader, so a stretch's chain overrides
+ * the body's name.
+ */
 static void JNICALL on_compiled(jvmtiEnv *jvmti, jmethodID method, jint size, const void *addr, jint map_len,
 				const jvmtiAddrLocationMap *map, const void *compile_info)
 {
+	const jvmtiCompiledMethodLoadRecordHeader *h = compile_info;
+	const char *end = (const char *)addr + size;
 	char name[EMBER_JVMTI_LINE];
 
 	(void)map_len;
 	(void)map;
-	(void)compile_info;
 	method_name(jvmti, method, name, sizeof(name));
 	write_line(addr, size, name);
+	for (; h; h = h->next) {
+		const jvmtiCompiledMethodLoadInlineRecord *r = (const void *)h;
+		const char *from = addr;
+
+		if (h->kind != JVMTI_CMLR_INLINE_INFO || !r->pcinfo)
+			continue;
+		for (jint i = 0; i < r->numpcs; i++) {
+			const PCStackInfo *pi = &r->pcinfo[i];
+			const char *pc = pi->pc;
+
+			if (pc <= from || pc > end || pi->numstackframes < 1 || !pi->methods)
+				continue;
+			/* Descriptors of one scope in a row make one stretch. */
+			if (i + 1 < r->numpcs && same_scope(pi, &r->pcinfo[i + 1]) && (const char *)r->pcinfo[i + 1].pc > pc)
+				continue;
+			if (pi->numstackframes > 1) {
+				scope_name(jvmti, pi, name, sizeof(name));
+				write_line(from, (jint)(pc - from), name);
+			}
+			from = pc;
+		}
+	}
 }
 
 static void JNICALL on_dynamic(jvmtiEnv *jvmti, const char *name, const void *addr, jint size)

@@ -808,6 +808,7 @@ static bool perf_map_name(struct symbolizer *s, struct pid_entry *pe, const stru
 	f->module = e->name;
 	f->offset = off;
 	f->resolved = true;
+	f->jit = true;
 	s->st.resolved++;
 	s->st.perf_map_resolved++;
 	return true;

@@ -145,6 +145,7 @@ struct sym_frame {
 	enum sym_reason reason;
 	bool resolved;
 	bool kernel;
+	bool jit;                  /* named by the process's perf map */
 };
 
 struct symbolizer_stats {

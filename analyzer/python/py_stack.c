@@ -26,6 +26,40 @@ static unsigned put_python(const struct py_names *pn, uint32_t tgid, const uint6
 	return nout;
 }
 
+/*
+ * A perf map name holding ';' is a scope of inlined methods, outermost first
+ * (jvm/ember_jvmti.c): each becomes a frame, innermost first.  Each part's
+ * text is cleaned as a symbol's is (sym_frame__format).
+ */
+static unsigned put_scope(const struct sym_frame *f, struct py_stack_frame *out, unsigned nout)
+{
+	const char *name = f->name, *end = name + strlen(name);
+	unsigned first = nout;
+
+	while (end > name && nout < EMBER_MAX_STACK_DEPTH) {
+		const char *p = end;
+		struct sym_frame part = *f;
+		char buf[PY_STACK_TEXT];
+		size_t n;
+
+		while (p > name && p[-1] != ';')
+			p--;
+		n = (size_t)(end - p) < sizeof(buf) ? (size_t)(end - p) : sizeof(buf) - 1;
+		memcpy(buf, p, n);
+		buf[n] = 0;
+		end = p > name ? p - 1 : p;
+		if (!n)
+			continue;
+		part.name = buf;
+		out[nout].python = false;
+		out[nout].resolved = true;
+		if (sym_frame__format(&part, out[nout].text, sizeof(out[nout].text)) < 0)
+			snprintf(out[nout].text, sizeof(out[nout].text), "[unknown]");
+		nout++;
+	}
+	return nout > first ? nout : first;
+}
+
 int py_stack__resolve(struct symbolizer *sym, const struct py_names *pn, uint32_t tgid, const uint64_t *ips,
 		      unsigned n, struct py_stack_frame *out, uint64_t st[PYS_MAX])
 {
@@ -53,6 +87,12 @@ int py_stack__resolve(struct symbolizer *sym, const struct py_names *pn, uint32_
 		if (next < npy && frames[i].resolved && !strcmp(frames[i].name, "_PyEval_EvalFrameDefault")) {
 			nout = put_python(pn, tgid, py, npy, &next, false, out, nout, st);
 			continue;
+		}
+		if (frames[i].jit && frames[i].resolved && strchr(frames[i].name, ';')) {
+			unsigned was = nout;
+			nout = put_scope(&frames[i], out, nout);
+			if (nout > was)
+				continue;
 		}
 		o = &out[nout++];
 		o->python = false;

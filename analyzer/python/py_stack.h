@@ -7,6 +7,8 @@
  * place).  Python frames the native stack has no activation left for (a
  * native walk cut short) go at its outer end, counted.  Names come from
  * analyzer/python/py_names.h; one whose record was lost reads "[python]".
+ * A JIT frame named by a scope of inlined methods in the process's perf map
+ * ("outer;middle;leaf", jvm/ember_jvmti.c) becomes one frame per method.
  */
 #ifndef EMBER_ANALYZER_PYTHON_PY_STACK_H
 #define EMBER_ANALYZER_PYTHON_PY_STACK_H
@@ -35,8 +37,9 @@ enum py_stack_stat {
 
 /*
  * The n ips of tgid (innermost first, as the BPF walk leaves them) into out
- * (room for EMBER_MAX_STACK_DEPTH), counting into st.  The number of frames,
- * or -errno (the symbolizer's).
+ * (room for EMBER_MAX_STACK_DEPTH), counting into st.  The number of frames
+ * (more than n when inlined JIT methods are split out, at most
+ * EMBER_MAX_STACK_DEPTH), or -errno (the symbolizer's).
  */
 int py_stack__resolve(struct symbolizer *sym, const struct py_names *pn, uint32_t tgid, const uint64_t *ips,
 		      unsigned n, struct py_stack_frame *out, uint64_t st[PYS_MAX]);
