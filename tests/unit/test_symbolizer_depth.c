@@ -37,6 +37,7 @@
 #include "symbolizer/gopclntab.h"
 #include "symbolizer/perfmap.h"
 #include "symbolizer/symbolizer.h"
+#include "analyzer/python/py_stack.h"
 #include "tests/unit/sym_testlib.h"
 
 static bool have_cc, have_gxx, have_go, have_rust;
@@ -753,6 +754,64 @@ static void write_perf_map(const char *root, const char *text)
 	assert_int_equal(write_file(p, text), 0);
 }
 
+/*
+ * Inlined JIT methods (jvm/ember_jvmti.c): a perf map name holding ';' is a
+ * scope, outermost first, and becomes one frame per method, innermost first;
+ * empty parts are skipped, a name of nothing but ';' stays one frame, and a
+ * scope of a couple of hundred parts fills the stack to its bound and no further.
+ */
+static void test_perf_map_scopes(void **state)
+{
+	static struct py_stack_frame out[EMBER_MAX_STACK_DEPTH];
+	uint64_t st[PYS_MAX] = { 0 }, ips[4];
+	char root[512], *text, *p;
+	struct symbolizer *s;
+	uint8_t *jit;
+	size_t cap = 8192;
+	int n;
+
+	(void)state;
+	snprintf(root, sizeof(root), "%s/root-scopes", tmpdir);
+	jit = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(jit != MAP_FAILED);
+	text = malloc(cap);
+	assert_non_null(text);
+	p = text + snprintf(text, cap, "%" PRIx64 " 100 a.B::outer\n%" PRIx64 " 10 a.B::outer;a.B::middle;a.B::leaf\n"
+			    "%" PRIx64 " 10 ;;;\n%" PRIx64 " 10 x;;y;\n%" PRIx64 " 10 ",
+			    (uint64_t)(uintptr_t)jit, (uint64_t)(uintptr_t)jit + 0x20, (uint64_t)(uintptr_t)jit + 0x40,
+			    (uint64_t)(uintptr_t)jit + 0x60, (uint64_t)(uintptr_t)jit + 0x80);
+	for (int i = 0; i < 200; i++)   /* 890 bytes: within the reader's 1024 */
+		p += sprintf(p, "m%d;", i);
+	strcpy(p, "\n");
+	write_perf_map(root, text);
+	free(text);
+	s = new_direct(root, false);
+	/* Innermost first; the others are return addresses (looked up one byte back). */
+	ips[0] = (uint64_t)(uintptr_t)jit + 0x25;
+	ips[1] = (uint64_t)(uintptr_t)jit + 0x41;
+	ips[2] = (uint64_t)(uintptr_t)jit + 0x61;
+	ips[3] = (uint64_t)(uintptr_t)jit + 0x81;
+	n = py_stack__resolve(s, NULL, (uint32_t)getpid(), ips, 4, out, st);
+	assert_int_equal(n, EMBER_MAX_STACK_DEPTH);
+	assert_string_equal(out[0].text, "a.B::leaf");
+	assert_string_equal(out[1].text, "a.B::middle");
+	assert_string_equal(out[2].text, "a.B::outer");
+	assert_string_equal(out[3].text, "___");
+	assert_string_equal(out[4].text, "y");
+	assert_string_equal(out[5].text, "x");
+	/* The long scope, innermost (last written) first, cut at the bound. */
+	assert_string_equal(out[6].text, "m199");
+	assert_string_equal(out[EMBER_MAX_STACK_DEPTH - 1].text, "m79");
+	for (int i = 0; i < n; i++)
+		assert_true(out[i].resolved && !out[i].python);
+	/* Without the scope, the body's own name. */
+	ips[0] = (uint64_t)(uintptr_t)jit + 0x10;
+	assert_int_equal(py_stack__resolve(s, NULL, (uint32_t)getpid(), ips, 1, out, st), 1);
+	assert_string_equal(out[0].text, "a.B::outer");
+	symbolizer__free(s);
+	munmap(jit, 4096);
+}
+
 static void test_perf_map_jit(void **state)
 {
 	struct symbolizer_stats st;
@@ -851,6 +910,7 @@ int main(void)
 		cmocka_unit_test(test_cxx_templates),
 		cmocka_unit_test(test_rust_mangled),
 		cmocka_unit_test(test_perf_map_jit),
+		cmocka_unit_test(test_perf_map_scopes),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
