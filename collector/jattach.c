@@ -27,6 +27,7 @@
 
 #define JATTACH_ANSWER_MAX 512
 #define JATTACH_POLL_MS 20
+#define JATTACH_AGENT_NAME "libember-jvmti.so"
 
 struct jattach_req { uint32_t pid; uint32_t pad; uint64_t start; };
 struct jattach_ans { uint32_t pid; int32_t err; uint64_t start; };
@@ -95,26 +96,102 @@ static int send_quit(int pidfd, uint32_t pid)
 	return kill((pid_t)pid, SIGQUIT) ? -errno : 0;
 }
 
-/* A maps line's path ends in "/libjvm.so": HotSpot (the attach protocol below is HotSpot's). */
+/*
+ * What pid maps: 0 (a libjvm.so: HotSpot, whose attach protocol this
+ * speaks), -EALREADY (and an agent of ember's, by its file's name, copied or
+ * not: loaded before, by this collector or another), or -ENOEXEC.
+ */
 static int maps_jvm(uint32_t pid)
 {
 	char path[64], line[4096];
-	bool jvm = false;
+	bool jvm = false, agent = false;
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
 	f = fopen(path, "re");
 	if (!f)
 		return errno == ENOENT ? -ESRCH : -errno;
-	while (!jvm && fgets(line, sizeof(line), f)) {
+	while (fgets(line, sizeof(line), f)) {
 		size_t n = strlen(line);
 
 		if (n && line[n - 1] == '\n')
 			line[--n] = 0;
-		jvm = n >= 10 && !strcmp(line + n - 10, "/libjvm.so");
+		jvm |= n >= 10 && !strcmp(line + n - 10, "/libjvm.so");
+		agent |= strstr(line, "/" JATTACH_AGENT_NAME) != NULL;
 	}
 	fclose(f);
-	return jvm ? 0 : -ENOEXEC;
+	return !jvm ? -ENOEXEC : agent ? -EALREADY : 0;
+}
+
+/*
+ * The agent where the JVM can load it: agent itself when the JVM's root has
+ * that very file at that path; else a copy the worker (the JVM's user) makes
+ * in the JVM's /tmp, in a directory of its own, whose path in the JVM's root
+ * goes to jvm_path and the directory's name to made (removed after the load:
+ * the mapping keeps the file).  0 or -errno.
+ */
+static int place_agent(uint32_t pid, const char *agent, uint64_t dev, uint64_t ino, char *jvm_path, size_t cap,
+		       char *made, size_t made_cap)
+{
+	char root[64], buf[65536];
+	_cleanup_close_ int rfd = -1, tfd = -1, dfd = -1, in = -1, out = -1;
+	struct stat sb;
+	ssize_t n;
+
+	made[0] = 0;
+	snprintf(root, sizeof(root), "/proc/%u/root", pid);
+	rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rfd < 0)
+		return errno == ENOENT ? -ESRCH : -EACCES;
+	if (!fstatat(rfd, agent + 1, &sb, 0) && (uint64_t)sb.st_dev == dev && (uint64_t)sb.st_ino == ino) {
+		snprintf(jvm_path, cap, "%s", agent);
+		return 0;
+	}
+	/* The JVM's /tmp, not through a link (a target's link could lead out of its root). */
+	tfd = openat(rfd, "tmp", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	in = open(agent, O_RDONLY | O_CLOEXEC);
+	if (tfd < 0 || in < 0 || fstat(in, &sb) || (uint64_t)sb.st_dev != dev || (uint64_t)sb.st_ino != ino)
+		return -ENOENT;
+	for (unsigned tries = 0; !made[0]; tries++) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		snprintf(made, made_cap, ".ember-jvmti.%ld.%u", (long)(ts.tv_nsec ^ getpid()), tries);
+		if (mkdirat(tfd, made, 0700)) {
+			made[0] = 0;
+			if (errno != EEXIST || tries > 16)
+				return -EACCES;
+		}
+	}
+	dfd = openat(tfd, made, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd >= 0)
+		out = openat(dfd, JATTACH_AGENT_NAME, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0500);
+	if (out < 0)
+		return -EACCES;
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		if (write(out, buf, (size_t)n) != n)
+			return -EACCES;
+	if (n < 0)
+		return -EIO;
+	snprintf(jvm_path, cap, "/tmp/%s/%s", made, JATTACH_AGENT_NAME);
+	return 0;
+}
+
+static void remove_copy(uint32_t pid, const char *made)
+{
+	char path[PATH_MAX];
+	int tfd;
+
+	if (!made[0])
+		return;
+	snprintf(path, sizeof(path), "/proc/%u/root/tmp", pid);
+	tfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (tfd < 0)
+		return;
+	snprintf(path, sizeof(path), "%s/%s", made, JATTACH_AGENT_NAME);
+	unlinkat(tfd, path, 0);
+	unlinkat(tfd, made, AT_REMOVEDIR);
+	close(tfd);
 }
 
 static int connect_to(const char *path)
@@ -176,14 +253,46 @@ static void sleep_ms(unsigned ms)
 	nanosleep(&ts, NULL);
 }
 
+static int attach_socket(uint32_t pid, uint32_t nspid, int pidfd, const char *status, size_t slen)
+{
+	char sock[PATH_MAX], trig[PATH_MAX];
+	uint64_t caught = 0;
+	bool made = false;
+	int fd, r;
+
+	snprintf(sock, sizeof(sock), "/proc/%u/root/tmp/.java_pid%u", pid, nspid);
+	fd = connect_to(sock);
+	if (fd >= 0)
+		return fd;
+	/* Without a handler, SIGQUIT would end the process (-Xrs, or not a JVM after all). */
+	if (proc_status__mask(status, slen, "SigCgt:", &caught) || !(caught & (1ull << (SIGQUIT - 1))))
+		return -EOPNOTSUPP;
+	snprintf(trig, sizeof(trig), "/proc/%u/root/tmp/.attach_pid%u", pid, nspid);
+	r = open(trig, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (r >= 0) {
+		close(r);
+		made = true;
+	} else if (errno != EEXIST) {
+		return -EACCES;
+	}
+	r = send_quit(pidfd, pid);
+	for (unsigned waited = 0; !r && fd < 0 && waited < JATTACH_TIMEOUT_S * 1000u; waited += JATTACH_POLL_MS) {
+		sleep_ms(JATTACH_POLL_MS);
+		fd = connect_to(sock);
+	}
+	if (made)
+		unlink(trig);
+	if (r)
+		return r;
+	return fd >= 0 ? fd : -ETIMEDOUT;
+}
+
 int jattach__attach(uint32_t pid, uint64_t start, const char *agent, uint64_t agent_dev, uint64_t agent_ino)
 {
-	char status[4096], sock[PATH_MAX], trig[PATH_MAX], seen[PATH_MAX + 64], req[PATH_MAX + 32];
+	char status[4096], jvm_path[PATH_MAX], made[64], req[PATH_MAX + 32];
 	uint32_t nspid[8];
-	uint64_t st = 0, caught = 0;
+	uint64_t st = 0;
 	_cleanup_close_ int pidfd = -1, fd = -1;
-	bool made = false;
-	struct stat sb;
 	long n;
 	int r, k;
 
@@ -199,42 +308,25 @@ int jattach__attach(uint32_t pid, uint64_t start, const char *agent, uint64_t ag
 	k = proc_status__ids(status, (size_t)n, "NSpid:", nspid, 8);
 	if (k < 1)
 		return -ESRCH;
-	if ((r = maps_jvm(pid)))
+	r = maps_jvm(pid);
+	if (r)
+		return r == -EALREADY ? 0 : r;
+	r = place_agent(pid, agent, agent_dev, agent_ino, jvm_path, sizeof(jvm_path), made, sizeof(made));
+	if (r)
 		return r;
-	snprintf(seen, sizeof(seen), "/proc/%u/root%s", pid, agent);
-	if (stat(seen, &sb) || (uint64_t)sb.st_dev != agent_dev || (uint64_t)sb.st_ino != agent_ino)
-		return -ENOENT;
-	snprintf(sock, sizeof(sock), "/proc/%u/root/tmp/.java_pid%u", pid, nspid[k - 1]);
-	fd = connect_to(sock);
+	fd = attach_socket(pid, nspid[k - 1], pidfd, status, (size_t)n);
 	if (fd < 0) {
-		/* Without a handler, SIGQUIT would end the process (-Xrs, or not a JVM after all). */
-		if (proc_status__mask(status, (size_t)n, "SigCgt:", &caught) || !(caught & (1ull << (SIGQUIT - 1))))
-			return -EOPNOTSUPP;
-		snprintf(trig, sizeof(trig), "/proc/%u/root/tmp/.attach_pid%u", pid, nspid[k - 1]);
-		r = open(trig, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-		if (r >= 0) {
-			close(r);
-			made = true;
-		} else if (errno != EEXIST) {
-			return -EACCES;
-		}
-		r = send_quit(pidfd, pid);
-		for (unsigned waited = 0; !r && fd < 0 && waited < JATTACH_TIMEOUT_S * 1000u; waited += JATTACH_POLL_MS) {
-			sleep_ms(JATTACH_POLL_MS);
-			fd = connect_to(sock);
-		}
-		if (made)
-			unlink(trig);
-		if (r)
-			return r == -ESRCH ? -ESRCH : r;
-		if (fd < 0)
-			return -ETIMEDOUT;
+		remove_copy(pid, made);
+		return fd;
 	}
 	/* Protocol 1: version, command and three arguments, each NUL-terminated. */
-	n = snprintf(req, sizeof(req), "1%cload%c%s%ctrue%c%c", 0, 0, agent, 0, 0, 0);
+	n = snprintf(req, sizeof(req), "1%cload%c%s%ctrue%c%c", 0, 0, jvm_path, 0, 0, 0);
 	if (n <= 0 || (size_t)n >= sizeof(req) || write(fd, req, (size_t)n) != n)
-		return -EPROTO;
-	return read_answer(fd);
+		r = -EPROTO;
+	else
+		r = read_answer(fd);
+	remove_copy(pid, made);
+	return r;
 }
 
 /* ---- the attacher ------------------------------------------------------------------- */
@@ -422,9 +514,9 @@ const char *jattach__strerror(int err)
 	case 0: return "loaded";
 	case ESRCH: return "the process exited";
 	case ENOEXEC: return "not a HotSpot JVM (no libjvm.so mapped)";
-	case ENOENT: return "the agent file is not at the same path in the process's root (a container?)";
+	case ENOENT: return "the agent cannot be put where the JVM sees it (its /tmp is missing or a link)";
 	case EOPNOTSUPP: return "the JVM does not catch SIGQUIT (-Xrs): it cannot be attached to";
-	case EACCES: return "the JVM's /tmp does not take the attach trigger file";
+	case EACCES: return "the JVM's /tmp does not take the agent's copy or the attach trigger file";
 	case ETIMEDOUT: return "the JVM did not answer (attaching disabled: -XX:+DisableAttachMechanism?)";
 	case EPROTO: return "the JVM's answer was malformed";
 	case EIO: return "the JVM refused to load the agent";

@@ -17,9 +17,12 @@
  *    root process could not.
  *  - The worker, as that user: checks the process still is the one asked
  *    for (its start time, through a pidfd that pins it); that it maps a
- *    libjvm.so; that the agent file is the same file (device and inode) in
- *    the target's root as in the collector's (else the JVM would load
- *    another file, or none: refused); finds the attach socket
+ *    libjvm.so, and no agent of ember's yet (a file of the agent's name:
+ *    then it is done); uses the agent's path when the target's root has the
+ *    very same file there (device and inode), else copies the agent, as
+ *    the target's user, into a new directory of the target's own /tmp (not
+ *    through a link), as gala-gopher does for containers, and removes the
+ *    copy after the load (the mapping keeps it); finds the attach socket
  *    /proc/<pid>/root/tmp/.java_pid<nspid>, or triggers the JVM to open it
  *    (/tmp/.attach_pid<nspid>, created O_EXCL|O_NOFOLLOW, and SIGQUIT, sent
  *    only when the process catches SIGQUIT: a process that does not would
@@ -30,7 +33,8 @@
  * buffer and only compared with the two forms HotSpot writes.
  *
  * Each process (pid and start time) is asked once: a JVM keeps the agent
- * until it exits, and the agent itself answers a second load at once.  The
+ * until it exits; a second collector's worker finds it in the JVM's maps,
+ * and the agent itself answers a second load at once.  The
  * table of processes asked is bounded; the entries of processes that exited
  * go first when it is full.
  *

@@ -12,6 +12,8 @@
 # library, its perf map kept).  A process that maps a libjvm.so but does not
 # catch SIGQUIT (a python3 loading a renamed library) is refused and lives.
 # A second collector's attach to A finds the agent there: nothing rewritten.
+# A JVM in its own pid and mount namespaces, which does not see the agent's
+# path, gets a copy in its /tmp, removed once loaded.
 . "$(dirname "$0")/lib.sh"
 need_bpf
 command -v javac >/dev/null && command -v java >/dev/null || skip "no JDK (openjdk-17-jdk-headless)"
@@ -82,7 +84,34 @@ echo "B: $total samples, $java_main in Java's main thread, $leaf ending in Ember
   || fail "B: only $leaf of $java_main samples of the main thread name the leaf"
 ok "B (nobody, no frame pointers): $leaf of $java_main samples name EmberChain::leaf"
 
-# 3. A process that maps a "libjvm.so" but would die of SIGQUIT: refused, alive.
+# 3. A JVM in its own pid and mount namespaces (a container's view: pid 1 there, ember's build
+#    directory hidden): the agent is copied into its /tmp, loaded, and the copy removed.
+(cd "$TMP" && exec unshare --pid --fork --mount --propagation private --mount-proc sh -c \
+  "mount -t tmpfs none '$B' && exec java ${JOPTS[*]} -XX:+PreserveFramePointer -cp '$TMP/cls' EmberChain 60" >/dev/null) &
+CLEANUP_PIDS+=("$!")
+C=
+for _ in $(seq 50); do
+  for p in $(pgrep -f "EmberChain 60"); do
+    [ "$p" != "$A" ] && [ "$p" != "$BJ" ] && grep -q libjvm "/proc/$p/maps" 2>/dev/null && C=$p
+  done
+  [ -n "$C" ] && break; sleep 0.1
+done
+[ -n "$C" ] || fail "the namespaced JVM did not start"
+CLEANUP_PIDS+=("$C")
+[ "$(awk '/^NSpid:/ {print $3}' "/proc/$C/status")" = 1 ] || fail "the namespaced JVM is not pid 1 in its namespace"
+[ ! -e "/proc/$C/root$AGENT_SO" ] || fail "the namespaced JVM sees the agent at its path"
+sleep 2
+prof "$C" "$TMP/c"
+grep -q '/tmp/\.ember-jvmti\.[^/]*/libember-jvmti\.so (deleted)' "/proc/$C/maps" \
+  || { grep ember "/proc/$C/maps"; tail -5 "$TMP/agent.log"; fail "the namespaced JVM does not map the agent's (removed) copy"; }
+! ls -d /tmp/.ember-jvmti.* 2>/dev/null || fail "the agent's copy was left in the JVM's /tmp"
+f=$TMP/c/oncpu.folded; leaf=$(folded_sum "$f" 'EmberChain::leaf')
+chain=$(folded_sum "$f" '(Interpreter|EmberChain::main);EmberChain::outer;EmberChain::middle;EmberChain::leaf(;[^;]*_\[k\])*$')
+[ "$leaf" -gt 50 ] && awk -v c="$chain" -v l="$leaf" 'BEGIN { exit !(c >= 0.9 * l) }' \
+  || fail "namespaced JVM: only $chain of $leaf leaf samples carry the chain"
+ok "a JVM in its own namespaces (pid 1, the agent's path hidden): a copy loaded and removed, $chain of $leaf leaf samples carry the chain"
+
+# 4. A process that maps a "libjvm.so" but would die of SIGQUIT: refused, alive.
 # (a library python3 has not loaded already: dlopen would hand that back instead)
 mkdir -p "$TMP/fake" && cp /lib/x86_64-linux-gnu/libbz2.so.1.0 "$TMP/fake/libjvm.so" || fail "no libbz2 to copy"
 # SIGQUIT back to its default (a shell's background job starts with it ignored): it would end the process.
@@ -102,6 +131,7 @@ ok "a process mapping libjvm.so without a SIGQUIT handler: refused, still runnin
 "$EMBER" stats --config "$TMP/ember.yaml" >"$TMP/stats" || fail "ember stats failed"
 stat_of() { awk -v n="$1" '$2 == n { print $3 }' "$TMP/stats"; }
 echo "collector: $(grep -E 'java_agent' "$TMP/stats" | awk '{printf "%s=%s ", $2, $3}')"
-[ "$(stat_of java_agent_requests)" = 3 ] && [ "$(stat_of java_agent_loaded)" = 2 ] && [ "$(stat_of java_agent_failures)" = 1 ] \
+[ "$(stat_of java_agent_requests)" = 4 ] && [ "$(stat_of java_agent_loaded)" = 3 ] && [ "$(stat_of java_agent_failures)" = 1 ] \
   || fail "the collector's Java counters: $(grep java_agent "$TMP/stats" | tr '\n' ' ')"
-ok "the collector asked 3 processes once each: 2 loaded, 1 refused"
+ok "the collector asked 4 processes once each: 3 loaded, 1 refused"
+rm -f "/tmp/perf-$A.map" "/tmp/perf-$BJ.map" /tmp/perf-1.map
