@@ -249,12 +249,28 @@ static Ember__StackSample *sample_new(const struct ember_rec_stack *h)
  * address: it is looked up at ip - 1, inside the call, since the byte after
  * a call to a noreturn function that ends its caller is the next function.
  */
-/* User ips, Python frames in their place (analyzer/python/py_stack.h). */
-static void add_user_frames(struct profile_builder *pb, Ember__StackSample *s, uint32_t tgid, const uint64_t *ips,
-			    unsigned n)
+/*
+ * User ips, Python frames in their place (analyzer/python/py_stack.h).
+ * java_only: a stack holding JIT frames named by the perf map (a JVM with
+ * ember's agent) keeps those alone, as gala-gopher's JFR stacks hold Java
+ * methods only; true is returned then, and the kernel frames go too.
+ */
+static bool add_user_frames(struct profile_builder *pb, Ember__StackSample *s, uint32_t tgid, const uint64_t *ips,
+			    unsigned n, bool java_only)
 {
 	uint64_t st[PYS_MAX] = { 0 };
 	int nf = py_stack__resolve(pb->sym, pb->py, tgid, ips, n, pb->frames, st);
+	bool jit = false;
+
+	for (int i = 0; java_only && i < nf && !jit; i++)
+		jit = pb->frames[i].jit;
+	if (jit) {
+		int k = 0;
+		for (int i = 0; i < nf; i++)
+			if (pb->frames[i].jit)
+				pb->frames[k++] = pb->frames[i];
+		nf = k;
+	}
 
 	/* The arrays hold n frames; a stack with inlined JIT methods has more. */
 	if (nf > (int)n) {
@@ -283,6 +299,7 @@ static void add_user_frames(struct profile_builder *pb, Ember__StackSample *s, u
 		pb->st[PS_FRAMES_UNKNOWN] += !f->resolved;
 		pb->st[PS_FRAMES]++;
 	}
+	return jit;
 }
 
 int profile__py_code_record(struct profile_builder *pb, struct py_names *names, const void *data, uint32_t len)
@@ -298,7 +315,7 @@ static void add_frames(struct profile_builder *pb, Ember__StackSample *s, uint32
 		       unsigned n, int kernel)
 {
 	if (!kernel) {
-		add_user_frames(pb, s, tgid, ips, n);
+		add_user_frames(pb, s, tgid, ips, n, false);
 		return;
 	}
 	struct sym_frame frames[EMBER_MAX_STACK_DEPTH];
@@ -379,7 +396,12 @@ int profile__stack_record(struct profile_builder *pb, const void *data, uint32_t
 	}
 	if (h.nuser) {
 		memcpy(ips, (const char *)data + sizeof(h) + h.nkern * sizeof(uint64_t), h.nuser * sizeof(uint64_t));
-		add_frames(pb, s, h.tgid, ips, h.nuser, 0);
+		if (add_user_frames(pb, s, h.tgid, ips, h.nuser, t->flame.set && t->flame.java_only)) {
+			/* Java frames only: the JVM's kernel frames go with its native ones. */
+			for (size_t i = 0; i < s->n_kernel_frames; i++)
+				free(s->kernel_frames[i]);
+			s->n_kernel_frames = s->n_kernel_resolved = 0;
+		}
 	}
 	w->v[w->n++] = s;
 	w->samples_total += h.count;

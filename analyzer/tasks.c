@@ -202,6 +202,7 @@ void task_def__to_pb(const struct task_def *t, struct task_pb *pb)
 		pb->flame.period_start_unix_ms = t->flame.period_start_unix_ms;
 		pb->flame.part = t->flame.part;
 		pb->flame.pyroscope_server = (char *)t->flame.pyroscope_server;
+		pb->flame.java_only = t->flame.java_only;
 		pb->task.flame = &pb->flame;
 	}
 	if (t->gala) {
@@ -313,6 +314,7 @@ int task_def__from_proto(const Ember__Task *p, struct task_def *ret, char *err, 
 		ret->flame.per_process = p->flame->per_process;
 		ret->flame.period_start_unix_ms = p->flame->period_start_unix_ms;
 		ret->flame.part = p->flame->part;
+		ret->flame.java_only = p->flame->java_only;
 		for (const char *c = p->flame->pyroscope_server; c && *c; c++)
 			if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '.' ||
 			      *c == '-' || *c == ':')) {

@@ -59,6 +59,7 @@ struct task_def {
 		uint64_t period_start_unix_ms;
 		uint32_t part;
 		char pyroscope_server[256];
+		bool java_only;      /* a Java process's stacks: its Java frames only (proto FlameOutput) */
 	} flame;
 	uint32_t gala;               /* origin "rest", network: bit i = gala-gopher table i (proto GalaTables) */
 	char gala_l7_protocols[128]; /* ... l7 tables for these protocols only: names, comma-separated */

@@ -14,6 +14,7 @@ static unsigned put_python(const struct py_names *pn, uint32_t tgid, const uint6
 		struct py_stack_frame *o = &out[nout++];
 
 		o->python = true;
+		o->jit = false;
 		o->resolved = !py_names__frame(pn, tgid, f & PY_FRAME_ADDR, o->text, sizeof(o->text));
 		if (!o->resolved) {
 			snprintf(o->text, sizeof(o->text), "[python]");
@@ -52,6 +53,7 @@ static unsigned put_scope(const struct sym_frame *f, struct py_stack_frame *out,
 			continue;
 		part.name = buf;
 		out[nout].python = false;
+		out[nout].jit = true;
 		out[nout].resolved = true;
 		if (sym_frame__format(&part, out[nout].text, sizeof(out[nout].text)) < 0)
 			snprintf(out[nout].text, sizeof(out[nout].text), "[unknown]");
@@ -96,6 +98,7 @@ int py_stack__resolve(struct symbolizer *sym, const struct py_names *pn, uint32_
 		}
 		o = &out[nout++];
 		o->python = false;
+		o->jit = frames[i].jit;
 		o->resolved = frames[i].resolved;
 		if (sym_frame__format(&frames[i], o->text, sizeof(o->text)) < 0)
 			snprintf(o->text, sizeof(o->text), "[unknown]");

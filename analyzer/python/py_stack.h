@@ -26,6 +26,7 @@ struct py_stack_frame {
 	char text[PY_STACK_TEXT];
 	bool resolved;      /* a symbol or a named Python frame */
 	bool python;
+	bool jit;           /* named by the process's perf map (a JIT's code: Java methods, the JVM's stubs) */
 };
 
 enum py_stack_stat {

@@ -81,7 +81,7 @@ static const struct param {
 	{ "output_dir", P_DIR, 0, 0, F_FL, F_FL, NULL },	/* gala-gopher's name for svg_dir */
 	{ "flame_dir", P_DIR, 0, 0, F_FL, F_FL, NULL },
 	{ "multi_instance", P_INT, 0, 1, F_FL, F_FL, NULL },
-	{ "native_stack", P_INT, 0, 1, F_FL, F_FL, NULL },	/* ember's stacks are native either way */
+	{ "native_stack", P_INT, 0, 1, F_FL, F_FL, NULL },	/* 0 with multi_instance 1: Java frames only */
 	{ "pyroscope_server", P_SERVER, 0, 0, F_FL, F_FL, NULL },
 	{ "l7_protocol", P_PROTOS, 0, 0, F_L7, F_L7, NULL },
 	{ "support_ssl", P_INT, 0, 1, F_L7, F_L7, NULL },	/* TLS plaintext: profiling.task.network.tls */

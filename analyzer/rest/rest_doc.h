@@ -86,7 +86,7 @@ struct rest_doc {
 	uint32_t svg_period_s;		/* 180 [30, 600] */
 	uint32_t report_period_s;	/* 60 [5, 600] */
 	bool multi_instance;		/* 0 [0, 1] */
-	bool native_stack;		/* 0 [0, 1], accepted: ember's stacks are native */
+	bool native_stack;		/* 0 [0, 1]; 0 with multi_instance 1: a Java process's stacks hold its Java frames only */
 	char svg_dir[REST_PATH_MAX];	/* "/var/log/gala-gopher/stacktrace" */
 	char flame_dir[REST_PATH_MAX];	/* "/var/log/gala-gopher/flamegraph" */
 	char pyroscope_server[REST_PATH_MAX];	/* "" */

@@ -157,6 +157,8 @@ static void start_task(struct rest_flame *f, unsigned p, const uint32_t *pids, u
 	fo.period_start_unix_ms = pe->start_unix_ms;
 	fo.part = f->d.multi_instance ? 0 : pe->parts;
 	fo.pyroscope_server = f->d.pyroscope_server;
+	/* gala-gopher's JFR method (multi_instance 1, native_stack 0): Java methods only. */
+	fo.java_only = f->d.multi_instance && !f->d.native_stack;
 	t.id = id;
 	t.kind = (Ember__TaskKind)f->kind[p]->wire;
 	t.n_pids = n;

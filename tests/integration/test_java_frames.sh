@@ -13,7 +13,8 @@
 # catch SIGQUIT (a python3 loading a renamed library) is refused and lives.
 # A second collector's attach to A finds the agent there: nothing rewritten.
 # A JVM in its own pid and mount namespaces, which does not see the agent's
-# path, gets a copy in its /tmp, removed once loaded.
+# path, gets a copy in its /tmp, removed once loaded.  gala-gopher's REST
+# flamegraph with native_stack 0 and multi_instance 1 shows Java frames only.
 . "$(dirname "$0")/lib.sh"
 need_bpf
 command -v javac >/dev/null && command -v java >/dev/null || skip "no JDK (openjdk-17-jdk-headless)"
@@ -41,8 +42,8 @@ f=$TMP/off/oncpu.folded; total=$(folded_total "$f"); named=$(folded_sum "$f" 'Em
 [ "$total" -gt 50 ] && [ "$named" = 0 ] || fail "option off: $named of $total samples named (expected unnamed JIT code)"
 ok "option off: agent not loaded, 0 of $total samples name a Java method"
 
-# 2. The option on, one agent, A then B.
-AGENT_PROFILING_YAML="  java: { agent: true }" start_agent
+# 2. The option on, one agent (with the REST API, for 5), A then B.
+AGENT_PROFILING_YAML="  java: { agent: true }" start_rest_agent
 prof() {  # pid out
   "$EMBER" profile --config "$TMP/ember.yaml" --pid "$1" --duration 3s --out "$2" >"$2.out" 2>"$2.err" \
     || { cat "$2.err"; fail "ember profile $1 failed"; }
@@ -127,6 +128,30 @@ kill -0 "$F" 2>/dev/null || fail "the process that does not catch SIGQUIT died"
 grep -q "java agent not loaded into pid $F: the JVM does not catch SIGQUIT" "$TMP/agent.log" \
   || { cat "$TMP/agent.log"; fail "no refusal logged for the fake JVM"; }
 ok "a process mapping libjvm.so without a SIGQUIT handler: refused, still running"
+
+# 5. gala-gopher's REST flamegraph with multi_instance 1 and native_stack 0 (its JFR method: Java
+#    methods only): A's stacks hold its Java frames alone; a native process's stacks stay whole.
+EMBER_USER=$("$EMBER" run --dump-config 2>/dev/null | awk '/^  user:/ {print $2; exit}'); EMBER_USER=${EMBER_USER:-ember}
+SVG=$TMP/svg FLAME=$TMP/flame
+mkdir -p "$SVG" "$FLAME"; chown "$EMBER_USER:$EMBER_USER" "$SVG" "$FLAME"; chmod 770 "$SVG" "$FLAME"
+"$PROGS/oncpu_chain" 60 >/dev/null & N=$!; CLEANUP_PIDS+=("$N")
+code=$(curl -s -o "$TMP/put.out" -w '%{http_code}' -X PUT "http://localhost:$REST_PORT/flamegraph" --data-urlencode \
+  json="{\"cmd\": {\"probe\": [\"oncpu\"]}, \"snoopers\": {\"proc_id\": [$A, $N]},
+  \"params\": {\"svg_period\": 30, \"perf_sample_period\": 10, \"multi_instance\": 1, \"native_stack\": 0,
+  \"svg_dir\": \"$SVG\", \"flame_dir\": \"$FLAME\"}, \"state\": \"running\"}")
+[ "$code" = 200 ] || { cat "$TMP/put.out"; fail "the flamegraph PUT: HTTP $code"; }
+for _ in $(seq 60); do [ -n "$(ls "$FLAME"/oncpu/*_oncpu_"$A".txt "$FLAME"/oncpu/*_oncpu_"$N".txt 2>/dev/null | sed -n 2p)" ] && break; sleep 1; done
+fa=$(ls "$FLAME"/oncpu/*_oncpu_"$A".txt 2>/dev/null | head -1); fn=$(ls "$FLAME"/oncpu/*_oncpu_"$N".txt 2>/dev/null | head -1)
+[ -s "$fa" ] && [ -s "$fn" ] || { ls -la "$FLAME"/oncpu; fail "no flame graph files for A and the native process"; }
+total=$(folded_total "$fa")
+java=$(folded_sum "$fa" "^\\[$A\\]java;call_stub;(Interpreter|EmberChain::main);EmberChain::outer;EmberChain::middle;EmberChain::leaf\$")
+echo "REST, native_stack 0: A $java of $total samples are [pid]java;call_stub;...;EmberChain::leaf and nothing else"
+sort -t' ' -k2 -nr "$fa" | head -2
+awk -v c="$java" -v t="$total" 'BEGIN { exit !(t > 50 && c >= 0.9 * t) }' || fail "native_stack 0: A's stacks are not Java frames alone"
+nat=$(folded_sum "$fn" "^\\[$N\\]oncpu_chain;(.*;)?outer;middle;leaf(;|\$)")
+[ "$nat" -gt 0 ] || fail "native_stack 0 took the native process's frames"
+ok "REST flamegraph, multi_instance 1 and native_stack 0: $java of $total of A's samples hold Java frames only; the native process keeps its own ($nat)"
+curl -s -X PUT "http://localhost:$REST_PORT/flamegraph" -d 'json={"state": "stopped"}' >/dev/null
 
 "$EMBER" stats --config "$TMP/ember.yaml" >"$TMP/stats" || fail "ember stats failed"
 stat_of() { awk -v n="$1" '$2 == n { print $3 }' "$TMP/stats"; }
