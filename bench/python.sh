@@ -2,7 +2,10 @@
 # What Python frames cost the on-CPU sampler, from the kernel's own accounting
 # (kernel.bpf_stats_enabled): BPF ns per target sample of python3.11 burning
 # CPU under a 64-frame Python stack (62 calls alternating between two
-# functions, the leaf and the module's frame), walked for its Python frames, beside the same script run by a copy
+# functions, the leaf and the module's frame: a walk checks each function's
+# code object once), walked for its Python frames; the same depth through 62
+# distinct functions (the worst case: every frame's code object is checked);
+# beside the same script run by a copy
 # of the interpreter whose Py_Version ember has no layout for (native frames
 # only: the walk is skipped), alternated ROUNDS (3) times, DUR (8) s each.
 # Prints each mode's BPF ns per sample (target <= 10000 ns with Python
@@ -40,9 +43,19 @@ def burn(end):
 print("ready", flush=True)
 rec_a(61, time.time() + float(sys.argv[1]))
 PYSRC
-# mode interpreter: one profile of DUR s -> "mode runs ns samples python_frames"
+# The worst case: 62 distinct functions, so that no frame's code object was checked before in its walk.
+python3 - "$T/distinct.py" <<'GEN'
+import sys
+with open(sys.argv[1], "w") as f:
+    f.write("import sys, time\n")
+    for i in range(62):
+        f.write(f"def d{i}(end):\n    return d{i + 1}(end)\n" if i < 61 else f"def d{i}(end):\n    return burn(end)\n")
+    f.write("def burn(end):\n    s = 0\n    while time.time() < end:\n        for i in range(10000):\n            s += i\n    return s\n")
+    f.write("print('ready', flush=True)\nd0(time.time() + float(sys.argv[1]))\n")
+GEN
+# mode interpreter [script]: one profile of DUR s -> "mode runs ns samples python_frames"
 one() {
-  "$2" "$T/deep.py" $((DUR + 3)) > "$T/w.out" & W=$!
+  "$2" "${3:-$T/deep.py}" $((DUR + 3)) > "$T/w.out" & W=$!
   for _ in $(seq 100); do grep -q ready "$T/w.out" && break; sleep 0.05; done
   snap "$T/s0"
   "$B/ember" profile --config "$T/ember.yaml" --pid $W --duration "${DUR}s" --out "$T/p-$1" >/dev/null 2>"$T/p.err" ||
@@ -51,7 +64,7 @@ one() {
   kill $W 2>/dev/null; wait $W 2>/dev/null; W=
   local samples frames
   samples=$(awk '{s += $NF} END {print s + 0}' "$T/p-$1/oncpu.folded")
-  frames=$(awk '{n = gsub(/deep\.py:/, "&"); f += n * $NF; s += $NF} END {printf "%.1f", s ? f / s : 0}' "$T/p-$1/oncpu.folded")
+  frames=$(awk '{n = gsub(/(deep|distinct)\.py:/, "&"); f += n * $NF; s += $NF} END {printf "%.1f", s ? f / s : 0}' "$T/p-$1/oncpu.folded")
   "$B/ember" stats --config "$T/ember.yaml" > "$T/st-$1" 2>/dev/null
   echo "$1 $(delta "$T/s0" "$T/s1" oncpu_sample) $samples $frames $(awk '$1 == "collector" && $2 == "bpf_python_walk_seconds" {n = $3 * 1e9} $1 == "collector" && $2 == "bpf_python_stacks" {s = $3} END {printf "%.0f %d\n", n, s}' "$T/st-$1")" >> "$T/res"
 }
@@ -62,6 +75,7 @@ read -r oruns ons < <(delta "$T/i0" "$T/i1" oncpu_sample)
 kill $I; wait $I 2>/dev/null; I=
 for r in $(seq "$ROUNDS"); do
   one python "$PY" || exit 1
+  one distinct "$PY" "$T/distinct.py" || exit 1
   one native "$T/python3.15" || exit 1
 done
 python3 - "$T/res" "$oruns" "$ons" <<'PYRES'
@@ -73,13 +87,14 @@ def per(mode):
     return v, [float(r[4]) for r in rows if r[0] == mode]
 # The walk itself, from the program's own clock (bpf_python_walk_seconds over bpf_python_stacks; the
 # counters are the agent's totals: each python run's rise over the run before it).
-walk, prev = [], (0, 0)
+walk, dwalk, prev = [], [], (0, 0)
 for r in rows:
     ns, stacks = int(r[5]), int(r[6])
-    if r[0] == "python" and stacks > prev[1]:
-        walk.append((ns - prev[0]) / (stacks - prev[1]))
+    if r[0] in ("python", "distinct") and stacks > prev[1]:
+        (walk if r[0] == "python" else dwalk).append((ns - prev[0]) / (stacks - prev[1]))
     prev = (ns, stacks)
 py, pyf = per("python")
+di, dif = per("distinct")
 na, naf = per("native")
 print(f"python_bpf_ns_per_sample: {st.median(py):.0f} ns (runs {', '.join(f'{x:.0f}' for x in py)}; "
       f"{st.median(pyf):.1f} Python frames a sample)")
@@ -88,4 +103,8 @@ print(f"python_bpf_ns_per_sample_native_only: {st.median(na):.0f} ns (runs {', '
 print(f"python_walk_ns_per_sample: {st.median(walk):.0f} ns (runs {', '.join(f'{x:.0f}' for x in walk)}; the walk's own "
       f"clock, 64-frame Python stack; difference of the medians above: {st.median(py) - st.median(na):.0f} ns; "
       f"other runs: {other:.0f} ns each)")
+print(f"python_bpf_ns_per_sample_distinct: {st.median(di):.0f} ns (runs {', '.join(f'{x:.0f}' for x in di)}; "
+      f"{st.median(dif):.1f} Python frames a sample, every one a different function: the worst case)")
+print(f"python_walk_ns_per_sample_distinct: {st.median(dwalk):.0f} ns (runs {', '.join(f'{x:.0f}' for x in dwalk)}; "
+      f"the walk's own clock)")
 PYRES

@@ -415,9 +415,15 @@ static __always_inline void py_code_names(__u64 addr, __u32 tgid, const struct p
 		count(BPF_CNT_PY_CODES_FULL);
 }
 
+#define PY_WALK_SEEN 2  /* code objects a walk remembers checking (a power of two: more would exceed, on 6.1, the 512 bytes of stack the verifier allows the thread programs' chain of calls) */
+
 struct py_walk {
 	__u64 frame;
-	__u64 last_code; /* the previous frame's code object: a recursion's frames check it once */
+	/* The code objects this walk checked last: within one walk (one sample) a code object checked
+	 * is still the one at its address, so a recursion's frames, or a few functions calling one
+	 * another, are checked once each. */
+	__u64 seen[PY_WALK_SEEN];
+	__u32 nseen;
 	__u32 base;    /* the first free slot of the stack */
 	__u32 tgid;
 	__u32 n;       /* Python frames so far */
@@ -425,12 +431,13 @@ struct py_walk {
 	struct py_layout l;
 };
 
-/* One frame: two reads (its first bytes, its code object's, unless the frame before ran it), the names when new. */
+/* One frame: two reads (its first bytes, its code object's, unless this walk checked it), the names when new. */
 static long py_step(__u32 i, struct py_walk *w)
 {
 	struct hstack *st = percpu_scratch(&scratch);
 	struct py_bytes *b = percpu_scratch(&py_bytes);
 	__u64 code, idx = (__u64)w->base + i;
+	bool seen = false;
 	__u8 entry;
 
 	asm volatile("" : "+r"(idx));
@@ -446,16 +453,19 @@ static long py_step(__u32 i, struct py_walk *w)
 	}
 	code = PY_U64(b->frame, w->l.fr_code, 127);
 	entry = b->frame[w->l.fr_entry & 127];
-	if (!code || (code != w->last_code && bpf_probe_read_user(b->code, PY_CODE_READ, (void *)code))) {
+	for (int k = 0; k < PY_WALK_SEEN; k++)
+		seen |= code == w->seen[k];
+	if (!code || (!seen && bpf_probe_read_user(b->code, PY_CODE_READ, (void *)code))) {
 		w->end = UW_READ_ERR;
 		return 1;
 	}
 	st->ips[idx] = PY_FRAME_TAG | (code & PY_FRAME_ADDR) | (entry ? PY_FRAME_ENTRY : 0);
 	w->n = i + 1;
 	w->frame = PY_U64(b->frame, w->l.fr_previous, 127);
-	if (code != w->last_code)
+	if (!seen) {
 		py_code_names(code, w->tgid, &w->l, b->code);
-	w->last_code = code;
+		w->seen[w->nseen++ & (PY_WALK_SEEN - 1)] = code;
+	}
 	return 0;
 }
 
