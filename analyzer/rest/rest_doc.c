@@ -176,6 +176,10 @@ const char *rest_doc__instead(const char *path)
 	if (path && !strcmp(path, "/proc"))
 		return "per-process metrics (utime, stime, page faults, threads, memory) are baseinfo's proc sub-item: "
 		       "PUT /baseinfo with {\"cmd\": {\"probe\": [\"proc\"]}, \"snoopers\": {...}, \"state\": \"running\"}";
+	if (path && !strcmp(path, "/jvm"))
+		return "the JVM's GC, thread and memory metrics are not measured; Java methods in flame graphs come from "
+		       "ember's JVMTI agent (profiling.java.agent: true) with PUT /flamegraph (native_stack 0 and "
+		       "multi_instance 1: Java frames only)";
 	return NULL;
 }
 

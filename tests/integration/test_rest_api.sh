@@ -8,7 +8,7 @@
 # and parameters of the PUTs before: GET says so, and the on-CPU stacks of
 # the process the scope names are in the folded file the stop writes.  The
 # stackprobe examples are taken.  Bad bodies each get a 4xx with a message
-# and change nothing; PUT /proc's 501 points to baseinfo's proc sub-item.
+# and change nothing; PUT /proc's 501 points to baseinfo's proc sub-item, PUT /jvm's to the Java agent.
 # Then the flamegraph feature at work,
 # one svg_period (30 s) for all of it: oncpu for a process named by comm,
 # one named by pid, one in a cgroup shaped as docker's selected by
@@ -198,6 +198,7 @@ expect "not json=" 400 "not json=<document>" "$(req -X PUT "$U/flamegraph" -d 'c
 expect "another method" 405 "use GET or PUT" "$(req -X DELETE "$U/flamegraph")"
 expect "a feature ember does not provide" 501 "jvm is not supported by ember; supported: flamegraph, l7, tcp" "$(req "$U/jvm")"
 expect "PUT /proc" 501 "baseinfo's proc sub-item: PUT /baseinfo" "$(req -X PUT "$U/proc" -d 'json={"cmd": {"probe": ["proc_io"]}}')"
+expect "PUT /jvm" 501 "profiling.java.agent: true" "$(req -X PUT "$U/jvm" -d 'json={"cmd": {"probe": ["jvm"]}}')"
 expect "no such feature" 404 "no such feature" "$(req "$U/nonsense")"
 [ "$(get)" = "$before" ] || fail "a refused PUT changed the configuration"
 ok "bad bodies get a 4xx with the reason and change nothing"
