@@ -87,8 +87,16 @@ ok "B (nobody, no frame pointers): $leaf of $java_main samples name EmberChain::
 
 # 3. A JVM in its own pid and mount namespaces (a container's view: pid 1 there, ember's build
 #    directory hidden): the agent is copied into its /tmp, loaded, and the copy removed.
-(cd "$TMP" && exec unshare --pid --fork --mount --propagation private --mount-proc sh -c \
-  "mount -t tmpfs none '$B' && exec java ${JOPTS[*]} -XX:+PreserveFramePointer -cp '$TMP/cls' EmberChain 60" >/dev/null) &
+#    In a chroot (a pristine root's test run) / is no mount point and cannot be made private:
+#    then only the build directory is, through a bind of itself, which the host may see too (its
+#    mount is shared): unmounted there at the end.
+PROP=private PRE=
+if [ -n "${JAVA_NS_FALLBACK:-}" ] || ! unshare --mount --propagation private true 2>/dev/null; then
+  PROP=unchanged PRE="mount --bind '$B' '$B' && mount --make-private '$B' && "
+  trap 'mountpoint -q "$B" && umount "$B"; cleanup' EXIT
+fi
+(cd "$TMP" && exec unshare --pid --fork --mount --propagation $PROP --mount-proc sh -c \
+  "${PRE}mount -t tmpfs none '$B' && exec java ${JOPTS[*]} -XX:+PreserveFramePointer -cp '$TMP/cls' EmberChain 60" >/dev/null) &
 CLEANUP_PIDS+=("$!")
 C=
 for _ in $(seq 50); do
