@@ -324,14 +324,18 @@ static void test_gala_gopher_names(void **state)
 	free(l7);
 }
 
-/* PUT /proc's 501 points to baseinfo's proc sub-item. */
+/* PUT /proc's 501 points to baseinfo's proc sub-item, PUT /jvm's to the Java agent; others have nothing instead. */
 static void test_instead(void **state)
 {
 	(void)state;
 	assert_true(rest_doc__known_unsupported("/proc"));
 	assert_non_null(rest_doc__instead("/proc"));
 	assert_contains(rest_doc__instead("/proc"), "baseinfo's proc sub-item");
-	assert_null(rest_doc__instead("/jvm"));
+	assert_true(rest_doc__known_unsupported("/jvm"));
+	assert_non_null(rest_doc__instead("/jvm"));
+	assert_contains(rest_doc__instead("/jvm"), "profiling.java.agent: true");
+	assert_true(rest_doc__known_unsupported("/ksli"));
+	assert_null(rest_doc__instead("/ksli"));
 }
 
 static void put_file(const char *dir, unsigned pid, const char *name, const char *text, size_t len)
