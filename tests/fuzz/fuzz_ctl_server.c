@@ -124,15 +124,20 @@ static int hook_net_cap(void *ctx, uint64_t ino, const struct net_cap *cap)
 	return cap->read == 7 ? -ENOMEM : 0;   /* a map update that fails, sometimes */
 }
 
-/* A Python runtime reaches the walk only checked: a stack task's target, a user address, every offset in bounds. */
-static int hook_py_proc(void *ctx, uint32_t pid, const struct py_proc *p)
+/* pid is a stack task's target, in some shard. */
+static bool stack_target(const struct collector *c, uint32_t pid)
 {
-	struct collector *c = ctx;
 	bool target = false;
 
 	for (unsigned s = 0; s < NSHARDS && !target; s++)
 		target = tasks__targets(c->tasks, s, profile_kind__mask(PROFILE_KIND_UNWINDS), pid, false);
-	if (!target)
+	return target;
+}
+
+/* A Python runtime reaches the walk only checked: a stack task's target, a user address, every offset in bounds. */
+static int hook_py_proc(void *ctx, uint32_t pid, const struct py_proc *p)
+{
+	if (!stack_target(ctx, pid))
 		abort();
 	if (!p)
 		return 0;
@@ -150,12 +155,7 @@ static int hook_py_proc(void *ctx, uint32_t pid, const struct py_proc *p)
 /* The Java agent goes only into a stack task's target. */
 static int hook_java_attach(void *ctx, uint32_t pid)
 {
-	struct collector *c = ctx;
-	bool target = false;
-
-	for (unsigned s = 0; s < NSHARDS && !target; s++)
-		target = tasks__targets(c->tasks, s, profile_kind__mask(PROFILE_KIND_UNWINDS), pid, false);
-	if (!target)
+	if (!stack_target(ctx, pid))
 		abort();
 	return 0;
 }
