@@ -21,6 +21,26 @@ struct {
 	__uint(max_entries, 1024);
 } net_targets SEC(".maps");
 
+/*
+ * A filter in front of net_targets, by tgid & 0xffff: non-zero for every
+ * target (and for processes that were one, until the programs detach).
+ * Every socket call of every process (the socket layer), every syscall (the
+ * syscall layer) asks it first: a plain load, where the hash lookup was
+ * most of a bystander's cost.  Bytes, not bits: a store needs no atomic
+ * (kernels before 5.12 have no atomic or).  The collector sets a target's
+ * byte before its entry goes in, BPF a followed child's after its entry, so
+ * no entry is ever behind a zero byte; a stale byte costs one lookup.
+ */
+#define NET_TARGET_BYTES 65536
+__u8 net_target_bytes[NET_TARGET_BYTES];
+
+static __always_inline struct net_target *target_of(__u32 tgid)
+{
+	if (!net_target_bytes[tgid & (NET_TARGET_BYTES - 1)])
+		return NULL;
+	return bpf_map_lookup_elem(&net_targets, &tgid);
+}
+
 /* Losses of a socket, handed to its next event (see struct net_event). */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -80,21 +100,36 @@ static __always_inline __u32 copy_in(struct scratch *s, __u32 off, __u64 src, __
 	return (__u32)n;
 }
 
-/* The data of an iovec array, up to `total` bytes and NET_MAX_IOV entries. */
+#define IOV_BATCH 4
+/*
+ * The data of an iovec array, up to `total` bytes and NET_MAX_IOV entries.
+ * The entries are read IOV_BATCH at a time: a user read's fixed cost is
+ * most of the copy of a head, and a write's array (head, body) is read once.
+ */
 static __always_inline __u32 copy_iov(struct scratch *s, __u64 iov, __u64 cnt, __u64 total, __u32 cap)
 {
 	__u32 off = 0;
 
-	for (int i = 0; i < NET_MAX_IOV; i++) {
-		struct iovec v;
+	if (cnt > NET_MAX_IOV)
+		cnt = NET_MAX_IOV;
+	for (int b = 0; b < NET_MAX_IOV; b += IOV_BATCH) {
+		struct iovec v[IOV_BATCH];
+		__u64 n = cnt - b;
 
-		if (i >= cnt || off >= total || off >= cap || off >= NET_MAX_PAYLOAD)
+		if (b >= cnt || off >= total || off >= cap || off >= NET_MAX_PAYLOAD)
 			break;
-		if (bpf_probe_read_user(&v, sizeof(v), (void *)(iov + i * sizeof(v))))
+		if (n > IOV_BATCH)
+			n = IOV_BATCH;
+		barrier_var(n);             /* the check below stays, for the verifier */
+		if (!n || n > IOV_BATCH || bpf_probe_read_user(v, n * sizeof(v[0]), (void *)(iov + b * sizeof(v[0]))))
 			break;
-		if (v.iov_len > total - off)
-			v.iov_len = total - off;
-		off += copy_in(s, off, (__u64)v.iov_base, v.iov_len, cap);
+		for (int i = 0; i < IOV_BATCH; i++) {
+			if (i >= n || off >= total || off >= cap || off >= NET_MAX_PAYLOAD)
+				break;
+			if (v[i].iov_len > total - off)
+				v[i].iov_len = total - off;
+			off += copy_in(s, off, (__u64)v[i].iov_base, v[i].iov_len, cap);
+		}
 	}
 	return off;
 }

@@ -44,7 +44,7 @@ static __always_inline void on_fork(__u32 ptgid, __u32 ctgid)
 
 	if (ptgid == ctgid)
 		return;  /* a thread */
-	t = bpf_map_lookup_elem(&net_targets, &ptgid);
+	t = target_of(ptgid);
 	if (!t)
 		return;
 	v.tasks = t->tasks;
@@ -54,6 +54,7 @@ static __always_inline void on_fork(__u32 ptgid, __u32 ctgid)
 		count(NET_CNT_FORKS_FULL);
 		return;
 	}
+	net_target_bytes[ctgid & (NET_TARGET_BYTES - 1)] = 1;   /* after the entry: see net_target_bytes */
 	count(NET_CNT_FORKS);
 	proc_event(NET_OP_FORK, ctgid, v.root, v.root);
 }
@@ -65,7 +66,7 @@ static __always_inline void on_exit(__u32 tgid, bool leader_gone)
 
 	if (!leader_gone)
 		return;
-	t = bpf_map_lookup_elem(&net_targets, &tgid);
+	t = target_of(tgid);
 	if (!t || !t->root)
 		return;
 	proc_event(NET_OP_EXIT, tgid, t->root, t->root);
@@ -105,7 +106,7 @@ int BPF_PROG(net_pexit_raw, struct task_struct *p)
 static __always_inline void on_exec(void)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-	struct net_target *t = bpf_map_lookup_elem(&net_targets, &tgid);
+	struct net_target *t = target_of(tgid);
 
 	if (t)
 		proc_event(NET_OP_MMAP_EXEC, tgid, 0, t->root);

@@ -171,7 +171,7 @@ static __always_inline void sl_first(const struct sock *sk, __u64 ino, int fd, c
 		s->e.ret = fd;
 		s->e.ino = ino;
 		s->e.root = c->root;
-		bpf_get_current_comm(s->e.comm, sizeof(s->e.comm));
+		comm_into(s->e.comm, true);
 		bpf_map_delete_elem(&sl_passive, &key);
 		count(NET_CNT_CALLS);
 		emit(s, 0);
@@ -186,7 +186,7 @@ static __always_inline int sl_recv_source(struct bpf_sock_addr *ctx, bool v6)
 	__u32 tgid = id >> 32;
 	struct sl_peer p = {};
 
-	if (!bpf_map_lookup_elem(&net_targets, &tgid))
+	if (!target_of(tgid))
 		return 1;
 	p.port = __builtin_bswap16((__u16)ctx->user_port);
 	if (v6) {
@@ -293,7 +293,7 @@ static __always_inline int sl_data(struct sock *sk, int ret, int flags, const bo
 	bool known, wire;
 	long nr;
 
-	if (!(t = bpf_map_lookup_elem(&net_targets, &tgid)))
+	if (!(t = target_of(tgid)))
 		return 0;
 	if (!write && (flags & MSG_PEEK)) {
 		count(NET_CNT_PEEKS);
@@ -415,13 +415,13 @@ static __always_inline void sl_connecting(const struct sock *sk)
 	struct net_target *t;
 	struct pt_regs *regs;
 
-	if (!(t = bpf_map_lookup_elem(&net_targets, &tgid)) || !(ino = sl_ino(sk)))
+	if (!(t = target_of(tgid)) || !(ino = sl_ino(sk)))
 		return;
 	regs = sl_regs();
 	cn.ts = bpf_ktime_get_ns();
 	cn.tid = (__u32)id;
 	cn.fd = sl_nr(regs) == NR_connect ? (__s32)sys_arg(regs, 1, true) : -1;
-	bpf_get_current_comm(cn.comm, sizeof(cn.comm));
+	comm_into(cn.comm, true);
 	remember_sock((struct sock *)sk, cn.fd, ino, t->root);
 	if (bpf_map_update_elem(&sl_connects, &key, &cn, BPF_ANY))
 		count(NET_CNT_INFLIGHT_FULL);
@@ -500,7 +500,7 @@ static __always_inline void sl_closing(const struct sock *sk, int newstate)
 		if (owner) {
 			s->e.tid = (__u32)id;
 			s->e.syscall = (__u16)nr;
-			bpf_get_current_comm(s->e.comm, sizeof(s->e.comm));
+			comm_into(s->e.comm, true);
 		}
 		count(NET_CNT_CALLS);
 		emit(s, 0);
@@ -557,7 +557,7 @@ SEC("tp_btf/vm_unmapped_area")
 int BPF_PROG(net_sl_mmap, unsigned long addr, struct vm_unmapped_area_info *info)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32, ms;
-	struct net_target *t = bpf_map_lookup_elem(&net_targets, &tgid);
+	struct net_target *t = target_of(tgid);
 
 	if (!t)
 		return 0;

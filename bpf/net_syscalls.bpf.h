@@ -187,7 +187,7 @@ static __always_inline int enter(struct pt_regs *regs, long nr, const bool btf)
 	struct net_target *t;
 	struct call c = {};
 
-	if (!op || !(t = bpf_map_lookup_elem(&net_targets, &tgid)))
+	if (!op || !(t = target_of(tgid)))
 		return 0;
 	c.ts = bpf_ktime_get_ns();
 	c.cap = t->tasks > t->prefix_tasks ? NET_MAX_PAYLOAD : NET_PREFIX_PAYLOAD;
@@ -251,7 +251,7 @@ static __always_inline int begin(struct scratch *s, const struct call *c, struct
 		s->e.l2_bytes = c->l2_bytes;
 		s->e.l2_ifindex = c->l2_ifindex;
 	}
-	bpf_get_current_comm(s->e.comm, sizeof(s->e.comm));
+	comm_into(s->e.comm, btf);
 	return 0;
 }
 
@@ -346,7 +346,7 @@ static __always_inline int enter_close(struct pt_regs *regs, const bool btf)
 	struct sock *sk;
 	int fd;
 
-	if (!(t = bpf_map_lookup_elem(&net_targets, &tgid)))
+	if (!(t = target_of(tgid)))
 		return 0;
 	c.root = t->root;
 	fd = (int)sys_arg(regs, 1, btf);

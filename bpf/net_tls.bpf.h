@@ -168,7 +168,7 @@ int net_tls(struct pt_regs *ctx)
 
 	if (!fn || fn > NET_TLS_FN_MAX)
 		return 0;
-	t = bpf_map_lookup_elem(&net_targets, &tgid);
+	t = target_of(tgid);
 	if (!t)
 		return 0;
 #if defined(__TARGET_ARCH_x86)

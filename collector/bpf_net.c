@@ -295,6 +295,23 @@ int bpf_net__attach(struct bpf_net *n)
 	return n->ap;
 }
 
+/*
+ * The target filter (bpf/net_event.bpf.h net_target_bytes) again from the
+ * table: the bytes of processes that left go.  Only while no program runs:
+ * a byte cleared under a live target would hide its calls.
+ */
+static void target_bytes_reset(struct bpf_net *n)
+{
+	int fd = bpf_map__fd(n->skel->maps.net_targets);
+	uint32_t key, *prev = NULL;
+
+	memset(n->skel->bss->net_target_bytes, 0, sizeof(n->skel->bss->net_target_bytes));
+	while (!bpf_map_get_next_key(fd, prev, &key)) {
+		n->skel->bss->net_target_bytes[key % sizeof(n->skel->bss->net_target_bytes)] = 1;
+		prev = &key;
+	}
+}
+
 void bpf_net__detach(struct bpf_net *n)
 {
 	if (!n->users || --n->users)
@@ -307,6 +324,7 @@ void bpf_net__detach(struct bpf_net *n)
 		bpf_link__destroy(n->cg_links[i]);
 		n->cg_links[i] = NULL;
 	}
+	target_bytes_reset(n);
 }
 
 int bpf_net__l2(struct bpf_net *n, bool on)
@@ -443,8 +461,12 @@ int bpf_net__target(struct bpf_net *n, uint32_t tgid, int on, bool prefix)
 		if (prefix && t.prefix_tasks)
 			t.prefix_tasks--;
 	}
-	if (t.tasks)
+	if (t.tasks) {
+		/* before the entry: see net_target_bytes */
+		__atomic_store_n(&n->skel->bss->net_target_bytes[tgid % sizeof(n->skel->bss->net_target_bytes)], 1,
+				 __ATOMIC_SEQ_CST);
 		return bpf_map_update_elem(fd, &tgid, &t, BPF_ANY) ? -errno : 0;
+	}
 	if (bpf_map_delete_elem(fd, &tgid) && errno != ENOENT)
 		return -errno;
 	unfollow_children(n, fd, tgid);
