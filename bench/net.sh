@@ -103,8 +103,11 @@ YAML
 mstat() { "$B/ember" stats --config "$T/mon.yaml" 2>/dev/null | awk -v k="$1" '$2 == k {print $3; exit}'; }
 run_monitor() {   # $1: the row's name, as for run_ember
   "$B/ember" run --config "$T/mon.yaml" > "$T/mon.log" 2>&1 & local M=$!
-  for _ in $(seq 200); do [ "$(mstat tasks_active)" = 1 ] && break; sleep 0.1; done
-  [ "$(mstat tasks_active)" = 1 ] || { echo "net: the monitors' capture did not start" >&2; cat "$T/mon.log" >&2; kill $M; return 1; }
+  # another nginx on the host is a worker the policy matches too: one capture each
+  for _ in $(seq 200); do [ "$(mstat tasks_active)" -ge 1 ] 2>/dev/null && break; sleep 0.1; done
+  local n; n=$(mstat tasks_active)
+  [ "${n:-0}" -ge 1 ] 2>/dev/null || { echo "net: the monitors' capture did not start" >&2; cat "$T/mon.log" >&2; kill $M; return 1; }
+  [ "$n" = 1 ] || echo "net: $n monitor captures (another nginx worker on this host): the monitor rows count them all" >&2
   local calls0 c1; calls0=$(mstat bpf_net_socket_calls); snap "$T/m0"
   local r; r=$(run_wrk)
   snap "$T/m1"; c1=$(mstat bpf_net_socket_calls)
