@@ -30,6 +30,7 @@ WRKCMD=(wrk); [ "$PIN" = 1 ] && WRKCMD=(taskset -c 1 wrk)
 T=$(mktemp -d /tmp/ember-bench.XXXXXX); chmod 755 "$T"
 trap 'kill $AGENT ${SYSAGENT:-} $NGINX 2>/dev/null; wait 2>/dev/null; rm -rf "$T"' EXIT
 . "$(dirname "$0")/lib/agent.sh"
+. "$(dirname "$0")/lib/nginx.sh"
 start_bench_agent || exit 1
 # The syscall layer's agent: idle (its programs attached only while its task runs) beside the first.
 cat > "$T/sys.yaml" <<YAML
@@ -45,16 +46,7 @@ for c in ember sys; do
   echo "net_layer_$c: $([ "$l" = 1 ] && echo socket || echo syscall)"
 done
 PORT=$(( 30000 + $$ % 5000 ))
-mkdir -p "$T/html" "$T/logs"; head -c 3000 /dev/zero | tr '\0' 'a' > "$T/html/small.txt"
-cat > "$T/nginx.conf" <<EOF
-worker_processes 1; daemon off; error_log $T/logs/error.log; pid $T/nginx.pid;
-events { worker_connections 1024; }
-http { access_log off; keepalive_requests 1000000;
-  server { listen 127.0.0.1:$PORT; root $T/html; } }
-EOF
-nginx -c "$T/nginx.conf" -p "$T" > /dev/null 2>&1 & NGINX=$!
-for _ in $(seq 100); do [ -s "$T/nginx.pid" ] && pgrep -P "$(cat "$T/nginx.pid")" >/dev/null && break; sleep 0.05; done
-W=$(pgrep -P "$(cat "$T/nginx.pid")" | head -1)
+start_bench_nginx || exit 1
 [ "$PIN" = 1 ] && { taskset -pc 0 "$W" > /dev/null || exit 1; echo "net_pinned: nginx's worker on CPU 0, wrk on CPU 1"; }
 [ -d /sys/kernel/tracing/events ] || mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || true
 have_bt=1; command -v bpftrace >/dev/null || have_bt=0

@@ -13,6 +13,7 @@
 # process, the median ns per event and the range.
 set -u
 ROOT=${EMBER_ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
+. "$(dirname "$0")/lib/nginx.sh"
 B=${EMBER_BUILD:-$ROOT/build}
 [ "$(id -u)" = 0 ] || { echo "net_events: SKIP (needs root)"; exit 0; }
 for t in nginx wrk; do command -v $t >/dev/null || { echo "net_events: $t missing (deploy/install-deps.sh installs it)"; exit 1; }; done
@@ -40,17 +41,7 @@ YAML
 for b in $BUILDS; do start_agent "${b%%=*}" "${b#*=}" || exit 1; done
 
 PORT=$(( 35000 + $$ % 5000 ))
-mkdir -p "$T/html" "$T/logs"; head -c "$SIZE" /dev/zero | tr '\0' 'a' > "$T/html/small.txt"
-cat > "$T/nginx.conf" <<EOF
-worker_processes 1; daemon off; error_log $T/logs/error.log; pid $T/nginx.pid;
-events { worker_connections 1024; }
-http { access_log off; keepalive_requests 1000000;
-  server { listen 127.0.0.1:$PORT; root $T/html; } }
-EOF
-nginx -c "$T/nginx.conf" -p "$T" > /dev/null 2>&1 & NGINX=$!
-for _ in $(seq 100); do [ -s "$T/nginx.pid" ] && pgrep -P "$(cat "$T/nginx.pid")" >/dev/null && break; sleep 0.05; done
-W=$(pgrep -P "$(cat "$T/nginx.pid")" | head -1)
-[ -n "$W" ] || { echo "net_events: nginx did not start" >&2; exit 1; }
+start_bench_nginx "$SIZE" || exit 1
 
 # CPU seconds of one of an agent's processes (by name, among the agent's children only:
 # other agents on the host are not ours to count).

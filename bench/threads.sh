@@ -26,6 +26,7 @@ DUR=${DUR:-5} ROUNDS=${ROUNDS:-5} CONNS=${CONNS:-16} PAIRS=${PAIRS:-2} FLOORS=${
 T=$(mktemp -d /tmp/ember-bench.XXXXXX); chmod 755 "$T"
 trap 'kill $AGENT ${NGINX:-} ${IDLE:-} ${FLOOR:-} 2>/dev/null; wait 2>/dev/null; rm -rf "$T"' EXIT
 . "$(dirname "$0")/lib/agent.sh"
+. "$(dirname "$0")/lib/nginx.sh"
 start_bench_agent || exit 1
 sv() { awk -v k="$2" '$1 == "collector" && $2 == k {print $3; exit}' "$1"; }
 stats_to() { "$B/ember" stats --config "$T/ember.yaml" > "$1" 2>/dev/null; }
@@ -34,17 +35,7 @@ delta() { python3 "$ROOT/bench/lib/bpfstats.py" diff "$@"; }
 PROGS='threads_(enter|exit|switch)_(btf|raw)'
 
 PORT=$(( 30000 + $$ % 5000 ))
-mkdir -p "$T/html" "$T/logs"; head -c 3000 /dev/zero | tr '\0' 'a' > "$T/html/small.txt"
-cat > "$T/nginx.conf" <<EOF
-worker_processes 1; daemon off; error_log $T/logs/error.log; pid $T/nginx.pid;
-events { worker_connections 1024; }
-http { access_log off; keepalive_requests 1000000;
-  server { listen 127.0.0.1:$PORT; root $T/html; } }
-EOF
-nginx -c "$T/nginx.conf" -p "$T" > /dev/null 2>&1 & NGINX=$!
-for _ in $(seq 100); do [ -s "$T/nginx.pid" ] && pgrep -P "$(cat "$T/nginx.pid")" >/dev/null && break; sleep 0.05; done
-W=$(pgrep -P "$(cat "$T/nginx.pid")" | head -1)
-[ -n "$W" ] || { echo "threads: nginx did not start" >&2; exit 1; }
+start_bench_nginx || exit 1
 
 run_wrk() { wrk -t 2 -c "$CONNS" -d "${DUR}s" "http://127.0.0.1:$PORT/small.txt" 2>&1 | awk '/Requests\/sec/ {print $2}'; }
 # A task on pid for the next command; waits until it is attached.  TASKP: its `ember profile`.

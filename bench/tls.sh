@@ -23,6 +23,7 @@ T=$(mktemp -d /tmp/ember-bench.XXXXXX); chmod 755 "$T"
 PIDS=()
 trap 'kill $AGENT "${PIDS[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$T"' EXIT
 . "$(dirname "$0")/lib/agent.sh"
+. "$(dirname "$0")/lib/nginx.sh"
 start_bench_agent || exit 1
 # The kernel's BPF accounting (two clock reads per program run) is on only in
 # the windows that measure BPF time, never in those that time the workload.
@@ -70,18 +71,8 @@ for fn in read write read_ex write_ex; do
 done
 
 # ---- 2. nginx over HTTPS ----------------------------------------------------------------
-openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=localhost -days 2 -keyout "$T/key.pem" -out "$T/cert.pem" >/dev/null 2>&1
 PORT=$(( 35000 + $$ % 5000 ))
-mkdir -p "$T/html" "$T/logs"; head -c 3000 /dev/zero | tr '\0' 'a' > "$T/html/small.txt"
-cat > "$T/nginx.conf" <<NGX
-worker_processes 1; daemon off; error_log $T/logs/error.log; pid $T/nginx.pid;
-events { worker_connections 1024; }
-http { access_log off; keepalive_requests 1000000;
-  server { listen 127.0.0.1:$PORT ssl; ssl_certificate $T/cert.pem; ssl_certificate_key $T/key.pem; root $T/html; } }
-NGX
-nginx -c "$T/nginx.conf" -p "$T" > /dev/null 2>&1 & PIDS+=("$!")
-for _ in $(seq 100); do [ -s "$T/nginx.pid" ] && pgrep -P "$(cat "$T/nginx.pid")" >/dev/null && break; sleep 0.05; done
-W=$(pgrep -P "$(cat "$T/nginx.pid")" | head -1)
+start_bench_nginx 3000 ssl; rc=$?; [ -n "$NGINX" ] && PIDS+=("$NGINX"); [ "$rc" = 0 ] || exit 1
 run_wrk() { wrk -t 2 -c "$CONNS" -d "${DUR}s" --latency "https://127.0.0.1:$PORT/small.txt" > "$T/wrk.out" 2>&1
   awk '/Requests\/sec/ {r=$2} /^ +99%/ {p=$2} END {print r, p}' "$T/wrk.out"; }
 run_wrk > /dev/null   # warm-up

@@ -11,22 +11,14 @@
 set -u
 OLD=$1 NEW=$2 ROUNDS=${3:-5} DUR=${DUR:-5}
 HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/nginx.sh"
 [ "$(id -u)" = 0 ] || { echo "ab_net_bpf: needs root" >&2; exit 1; }
 for t in nginx wrk; do command -v $t >/dev/null || { echo "ab_net_bpf: $t missing" >&2; exit 1; }; done
 T=$(mktemp -d /tmp/ember-ab.XXXXXX); chmod 755 "$T"
-AGENT="" NGINX=""
+AGENT="" NGINX="" IDLE=""
 trap 'kill $AGENT $NGINX $IDLE 2>/dev/null; wait 2>/dev/null; sysctl -qw kernel.bpf_stats_enabled=0; rm -rf "$T"' EXIT
 PORT=$(( 35000 + $$ % 5000 ))
-mkdir -p "$T/html" "$T/logs"; head -c 3000 /dev/zero | tr '\0' 'a' > "$T/html/small.txt"
-cat > "$T/nginx.conf" <<EOF
-worker_processes 1; daemon off; error_log $T/logs/error.log; pid $T/nginx.pid;
-events { worker_connections 1024; }
-http { access_log off; keepalive_requests 1000000;
-  server { listen 127.0.0.1:$PORT; root $T/html; } }
-EOF
-nginx -c "$T/nginx.conf" -p "$T" > /dev/null 2>&1 & NGINX=$!
-for _ in $(seq 100); do [ -s "$T/nginx.pid" ] && pgrep -P "$(cat "$T/nginx.pid")" >/dev/null && break; sleep 0.05; done
-W=$(pgrep -P "$(cat "$T/nginx.pid")" | head -1)
+start_bench_nginx || exit 1
 sleep 600 & IDLE=$!
 cat > "$T/ember.yaml" <<YAML
 ember: { run_dir: $T/run, output_dir: $T/out, log_level: warn }
