@@ -107,6 +107,7 @@ $(BUILD)/gen/bench/%.bpf.o: bench/%.bpf.c $(BUILD)/gen/vmlinux.h
 $(BUILD)/gen/bench/%.skel.h: $(BUILD)/gen/bench/%.bpf.o
 	$(BPFTOOL) gen skeleton $< name $(subst -,_,$*)_bpf > $@
 $(BUILD)/obj/bench/bench_hook_floor.o: $(BUILD)/gen/bench/hook_floor.skel.h
+$(BUILD)/obj/bench/bench_ringbuf.o: $(BUILD)/gen/bench/ringbuf_cost.skel.h
 
 $(BUILD)/gen/proto/%.pb-c.c $(BUILD)/gen/proto/%.pb-c.h: proto/%.proto
 	@mkdir -p $(@D)
