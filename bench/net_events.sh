@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # User-space CPU per network event: nginx (one worker) serving a file (SIZE
 # bytes, 3000 by default) to wrk on loopback under `ember profile --type
-# network` (L7 parsing on), and the CPU time (utime + stime, /proc/PID/stat)
+# network` (L7 parsing on), and the CPU time (its threads' runtime, schedstat)
 # the agent's collector and analyzer spend from the task's start to its end
 # (its last report included), divided by the events the collector forwarded
 # to the analyzer.  The exporter's is printed beside them.
@@ -44,11 +44,14 @@ PORT=$(( 35000 + $$ % 5000 ))
 start_bench_nginx "$SIZE" || exit 1
 
 # CPU seconds of one of an agent's processes (by name, among the agent's children only:
-# other agents on the host are not ours to count).
+# other agents on the host are not ours to count): the scheduler's runtime of each of its
+# threads, in ns (schedstat), not clock ticks: a run's analyzer time is a few tens of ticks.
+# A thread that ends between the readings takes its time with it: the agent's threads live
+# as long as it does.
 cpu_of() {   # $1 agent dir, $2 process name
   local p; p=$(pgrep -P "$(cat "$1/agent.pid")" -x "$2" | head -1)
   [ -n "$p" ] || { echo 0; return; }
-  awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); printf "%.3f", ($12 + $13) / hz }' "/proc/$p/stat"
+  cat /proc/"$p"/task/*/schedstat 2>/dev/null | awk '{ ns += $1 } END { printf "%.6f", ns / 1e9 }'
 }
 sv() { awk -v k="$2" '$1 == "collector" && $2 == k {print $3; exit}' "$1"; }
 round() {   # $1 name, $2 build dir
