@@ -15,10 +15,11 @@
  * sent and their bytes, and the hold: the longest stretch without a ring
  * drain (netprof's drain hook, called between the parts of a report), in
  * wall time and in this thread's CPU time (the same on a busy machine).
+ * First, net_record_ns_per_event: the analyzer's CPU per socket event
+ * (run_record).
  * Usage: bench_net_report [N...] (default 20000 100000 400000).
  * Output: one "name: value unit" line per figure.
  */
-#include <arpa/inet.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -117,9 +118,9 @@ static void drain(void *ctx)
 
 static uint64_t ev_ts = 1000000000ull;
 
-static void ev(struct netprof *np, uint16_t op, uint64_t ino, uint16_t rport, int64_t ret, const char *data)
+/* An event of connection ino into buf (sizeof(struct net_event) + NET_MAX_PAYLOAD bytes); returns its length. */
+static uint32_t ev_build(uint8_t *buf, uint16_t op, uint64_t ino, uint16_t rport, int64_t ret, const char *data)
 {
-	static uint8_t buf[sizeof(struct net_event) + NET_MAX_PAYLOAD];
 	struct net_event *e = (struct net_event *)buf;
 	uint32_t n = data ? (uint32_t)strlen(data) : 0;
 
@@ -138,13 +139,20 @@ static void ev(struct netprof *np, uint16_t op, uint64_t ino, uint16_t rport, in
 	e->type = SOCK_STREAM;
 	e->lport = 8080;
 	e->rport = rport;
-	inet_pton(AF_INET, "127.0.0.1", e->laddr);
-	inet_pton(AF_INET, "127.0.0.1", e->raddr);
+	memcpy(e->laddr, (const uint8_t[4]){ 127, 0, 0, 1 }, 4);
+	memcpy(e->raddr, (const uint8_t[4]){ 127, 0, 0, 1 }, 4);
 	e->payload = n;
 	memcpy(e->comm, "nginx", 6);
 	if (n)
 		memcpy(buf + sizeof(*e), data, n);
-	netprof__record(np, buf, (uint32_t)(sizeof(*e) + n));
+	return (uint32_t)(sizeof(*e) + n);
+}
+
+static void ev(struct netprof *np, uint16_t op, uint64_t ino, uint16_t rport, int64_t ret, const char *data)
+{
+	static uint8_t buf[sizeof(struct net_event) + NET_MAX_PAYLOAD];
+
+	netprof__record(np, buf, ev_build(buf, op, ino, rport, ret, data));
 }
 
 static void feed(struct netprof *np, uint64_t n, uint64_t *ino)
@@ -167,6 +175,126 @@ static void feed(struct netprof *np, uint64_t n, uint64_t *ino)
 		ev(np, NET_OP_WRITE, *ino, port, sizeof(resp) - 1, resp);
 	}
 	ev(np, NET_OP_CLOSE, *ino, (uint16_t)(40000 + *ino % 20000), 0, NULL);
+}
+
+/* ---- the per-event cost -------------------------------------------------------------- */
+
+#define REC_CONNS 16            /* wrk -c16, as bench/net.sh */
+#define REC_EXCHANGES 200000    /* per round */
+#define REC_ROUNDS 5
+#define REC_PER_S 36000         /* exchanges per simulated second: a report each */
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * The analyzer's own work per event, as bench/net.sh's load gives it: 16
+ * keep-alive connections taking turns (a request read, its response
+ * written), the default listing bound, a report per simulated second going
+ * out to the sink.  Only this thread's CPU time is counted, so the figure
+ * does not move with the host's other load as the live benches' do.
+ */
+static int run_record(void *zctx, const char *dir)
+{
+	struct task_def def = { .id = "bench", .kind = EMBER_TASK_NETWORK, .npids = 1, .pids = { PID },
+				.start_unix_ms = 1, .duration_ms = 3600000, .report_interval_ms = 1000 };
+	struct netprof_opts o = { .max_connections = 65536, .idle_timeout_ns = 3600000000000ull,
+				  .max_exchanges = 2000, .default_report_ms = 1000, .l7 = L7_CONFIG_DEFAULTS };
+	static const char req[] = "GET /small.txt HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n";
+	static const char resp[] = "HTTP/1.1 200 OK\r\nServer: nginx/1.22.1\r\nDate: Sat, 28 Nov 2026 23:00:00 GMT\r\n"
+				   "Content-Type: text/plain\r\nContent-Length: 6\r\nLast-Modified: Sat, 28 Nov 2026 "
+				   "22:00:00 GMT\r\nConnection: keep-alive\r\nETag: \"6a1f0c2b-6\"\r\n"
+				   "Accept-Ranges: bytes\r\n\r\nhello\n";
+	static uint8_t evs[REC_CONNS][2][sizeof(struct net_event) + NET_MAX_PAYLOAD];
+	uint32_t evlen[REC_CONNS][2];
+	uint64_t ns[REC_ROUNDS], ino = 1000000, st[NPS_MAX], events = 0, ms = timeutil__unix_ms();
+	struct sink s = { 0 };
+	struct publisher *pub = NULL;
+	struct task_mgr *tm = task_mgr__new(4);
+	struct netprof *np = NULL;
+	struct task_def *t;
+	pthread_t th;
+	int rc = 1;
+	char ep[160];
+
+	snprintf(ep, sizeof(ep), "ipc://%s/exporter-record.sock", dir);
+	s.sock = zmq_socket(zctx, ZMQ_PULL);
+	if (!tm || !s.sock || zmq_bind(s.sock, ep))
+		return 1;
+	pub = publisher__new(zctx, ep, 1000, 0);
+	if (!pub || task_mgr__add(tm, &def, &t))
+		return 1;
+	o.pub = pub;
+	o.tm = tm;
+	np = netprof__new(&o);
+	if (!np || netprof__open(np, t))
+		return 1;
+	pthread_create(&th, NULL, sink_run, &s);
+	/* the events are built once: only their times move, so the figure is the analyzer's work alone */
+	for (int c = 0; c < REC_CONNS; c++) {
+		ev(np, NET_OP_ACCEPT, ino + (uint64_t)c, (uint16_t)(40000 + c), 7, NULL);
+		events++;
+		evlen[c][0] = ev_build(evs[c][0], NET_OP_READ, ino + (uint64_t)c, (uint16_t)(40000 + c), sizeof(req) - 1, req);
+		evlen[c][1] = ev_build(evs[c][1], NET_OP_WRITE, ino + (uint64_t)c, (uint16_t)(40000 + c), sizeof(resp) - 1,
+				       resp);
+	}
+	for (int r = 0; r < REC_ROUNDS; r++) {
+		uint64_t c0 = cpu_ns();
+
+		for (uint64_t i = 0; i < REC_EXCHANGES; i++) {
+			uint64_t c = i % REC_CONNS;
+
+			for (int d = 0; d < 2; d++) {
+				((struct net_event *)evs[c][d])->ts_ns = ev_ts;
+				ev_ts += 10000;
+				netprof__record(np, evs[c][d], evlen[c][d]);
+			}
+			if ((r * REC_EXCHANGES + i + 1) % REC_PER_S == 0) {
+				ms += 1000;
+				netprof__tick(np, ms);
+			}
+		}
+		ns[r] = (cpu_ns() - c0) / (2 * REC_EXCHANGES);
+		events += 2 * REC_EXCHANGES;
+	}
+	netprof__stats(np, st);
+	/* every event recorded, every exchange parsed: else the figure is not the work it names */
+	if (st[NPS_RECORDS] != events || st[NPS_EXCHANGES] != (uint64_t)REC_ROUNDS * REC_EXCHANGES ||
+	    st[NPS_BAD_RECORDS] || st[NPS_PARSER_DROPPED]) {
+		fprintf(stderr, "bench_net_report: %llu records, %llu exchanges, %llu bad, %llu dropped; fed %llu "
+			"events, %llu exchanges\n", (unsigned long long)st[NPS_RECORDS],
+			(unsigned long long)st[NPS_EXCHANGES], (unsigned long long)st[NPS_BAD_RECORDS],
+			(unsigned long long)st[NPS_PARSER_DROPPED], (unsigned long long)events,
+			(unsigned long long)REC_ROUNDS * REC_EXCHANGES);
+		goto out;
+	}
+	qsort(ns, REC_ROUNDS, sizeof(ns[0]), cmp_u64);
+	printf("net_record_ns_per_event: %llu ns (range %llu-%llu over %d rounds of %d exchanges on %d connections; "
+	       "the analyzer's CPU for a socket event: parse, books, reports)\n",
+	       (unsigned long long)ns[REC_ROUNDS / 2], (unsigned long long)ns[0],
+	       (unsigned long long)ns[REC_ROUNDS - 1], REC_ROUNDS, REC_EXCHANGES, REC_CONNS);
+	rc = 0;
+out:
+	{
+		void *end = zmq_socket(zctx, ZMQ_PUSH);
+		zmq_msg_t m;
+
+		zmq_connect(end, ep);
+		zmq_msg_init_size(&m, 0);
+		zmq_msg_send(&m, end, 0);
+		pthread_join(th, NULL);
+		zmq_close(end);
+	}
+	netprof__free(np);
+	publisher__free(pub);
+	task_mgr__free(tm);
+	zmq_close(s.sock);
+	unlink(ep + strlen("ipc://"));
+	return rc;
 }
 
 /* ---- one N ---------------------------------------------------------------------------- */
@@ -260,7 +388,8 @@ int main(int argc, char **argv)
 		perror("bench_net_report: mkdtemp");
 		return 1;
 	}
-	if (argc > 1) {
+	rc = run_record(zctx, dir);
+	if (!rc && argc > 1) {
 		for (int i = 1; i < argc && !rc; i++) {
 			char *end;
 			unsigned long long n = strtoull(argv[i], &end, 10);
@@ -272,7 +401,7 @@ int main(int argc, char **argv)
 			}
 			rc = run_one(zctx, dir, n);
 		}
-	} else {
+	} else if (!rc) {
 		for (size_t i = 0; i < sizeof(def_n) / sizeof(def_n[0]) && !rc; i++)
 			rc = run_one(zctx, dir, def_n[i]);
 	}

@@ -44,7 +44,13 @@ struct netreport_flow {
 	uint32_t *sketch;       /* NET_SKETCH_BUCKETS, allocated at the first answered exchange */
 };
 
-/* Bump allocator for one report's messages: freed all at once after publishing. */
+/*
+ * Bump allocator for one report's messages: let go all at once after
+ * publishing.  Its chunks are kept for the next report (as many as the
+ * last one used): a busy window lists thousands of exchanges, and fresh
+ * pages for each window cost a page fault per 4 KiB (the allocator hands
+ * freed memory back to the system), more than the copies themselves.
+ */
 struct arena_chunk { struct arena_chunk *next; size_t used, size; _Alignas(16) uint8_t data[]; };
 
 /* A listed exchange: in the even sample, among the window's slowest (t->slowest says), or both. */
@@ -73,6 +79,8 @@ struct netreport {
 	uint64_t tls_unprobed;
 	uint64_t tls_unbound;        /* TLS plaintext events of its processes tied to no connection */
 	struct arena_chunk *arena;
+	struct arena_chunk *spare;   /* chunks of ARENA_CHUNK bytes, kept from the last report's arena */
+	size_t nspare;
 };
 
 /*
@@ -91,7 +99,8 @@ struct nreport {
 
 /* ---- arena ---------------------------------------------------------------------------- */
 
-static void *arena_alloc(struct netreport *t, size_t size)
+/* size bytes, not cleared (the caller writes them all) */
+static void *arena_raw(struct netreport *t, size_t size)
 {
 	struct arena_chunk *c = t->arena;
 
@@ -99,22 +108,33 @@ static void *arena_alloc(struct netreport *t, size_t size)
 	if (!c || c->used + size > c->size) {
 		size_t cap = size > ARENA_CHUNK ? size : ARENA_CHUNK;
 
-		c = malloc(sizeof(*c) + cap);
-		if (!c)
+		if (cap == ARENA_CHUNK && t->spare) {
+			c = t->spare;
+			t->spare = c->next;
+			t->nspare--;
+		} else if (!(c = malloc(sizeof(*c) + cap))) {
 			return NULL;
+		}
 		c->size = cap;
 		c->used = 0;
 		c->next = t->arena;
 		t->arena = c;
 	}
 	c->used += size;
-	return memset(c->data + c->used - size, 0, size);
+	return c->data + c->used - size;
+}
+
+static void *arena_alloc(struct netreport *t, size_t size)
+{
+	void *p = arena_raw(t, size);
+
+	return p ? memset(p, 0, size) : NULL;
 }
 
 static char *arena_str(struct netreport *t, const char *s)
 {
 	size_t n = strlen(s) + 1;
-	char *d = arena_alloc(t, n);
+	char *d = arena_raw(t, n);
 
 	return d ? memcpy(d, s, n) : (char *)"";
 }
@@ -125,6 +145,41 @@ static void arena_free(struct arena_chunk **a)
 		struct arena_chunk *n = (*a)->next;
 		free(*a);
 		*a = n;
+	}
+}
+
+/* A published report's chunks become t's spares, as many as it used; the spares beyond that go. */
+static void arena_recycle(struct netreport *t, struct arena_chunk **a)
+{
+	struct arena_chunk *keep = NULL, *c;
+	size_t n = 0;
+
+	while ((c = *a)) {
+		*a = c->next;
+		if (c->size == ARENA_CHUNK) {
+			c->next = keep;
+			keep = c;
+			n++;
+		} else {
+			free(c);
+		}
+	}
+	while (t->nspare > n) {
+		c = t->spare;
+		t->spare = c->next;
+		free(c);
+		t->nspare--;
+	}
+	while (keep) {
+		c = keep;
+		keep = c->next;
+		if (t->nspare < n) {
+			c->next = t->spare;
+			t->spare = c;
+			t->nspare++;
+		} else {
+			free(c);
+		}
 	}
 }
 
@@ -211,9 +266,9 @@ static void report_take(struct netreport *t, struct nreport *r)
 	t->tls_unbound = 0;
 }
 
-static void report_release(struct nreport *r)
+static void report_release(struct netreport *t, struct nreport *r)
 {
-	arena_free(&r->arena);
+	arena_recycle(t, &r->arena);
 	free(r->ex);
 	free(r->cl);
 	*r = (struct nreport){ 0 };
@@ -235,7 +290,8 @@ struct netreport *netreport__free(struct netreport *t)
 	if (!t)
 		return NULL;
 	report_take(t, &r);
-	report_release(&r);
+	report_release(t, &r);
+	arena_free(&t->spare);
 	flows_free(t);
 	free(t);
 	return NULL;
@@ -391,7 +447,7 @@ const char *netreport__side_name(uint8_t side)
 static Ember__NetExchange *exchange_copy(struct netreport *t, const Ember__NetExchange *from,
 					 const struct l7_record *r)
 {
-	Ember__NetExchange *x = arena_alloc(t, sizeof(*x));
+	Ember__NetExchange *x = arena_raw(t, sizeof(*x));
 
 	if (!x)
 		return NULL;
@@ -708,6 +764,6 @@ unsigned netreport__publish(struct netreport *t, const struct netreport_publish 
 	}
 	if (p->monitor)
 		reset_flows(t, p->sampler);
-	report_release(&r);
+	report_release(t, &r);
 	return published;
 }

@@ -650,9 +650,13 @@ static void late_records(void)
 }
 
 /* The report that is due, now. */
+/* Each call an hour past the last: every call is a report's time. */
 static void report_now(void)
 {
-	netprof__tick(F.np, timeutil__unix_ms() + 3600000 + 1);
+	static uint64_t later;
+
+	later += 3600000 + 1;
+	netprof__tick(F.np, timeutil__unix_ms() + later);
 }
 
 /*
@@ -713,50 +717,70 @@ static void test_report_parts(void **state)
 /*
  * A busy window lists an even sample of its exchanges (max_exchanges: 100
  * here), not its first ones, and its slowest besides; listed + not listed
- * = offered, and the list is in time order.
+ * = offered, and the list is in time order.  Three windows in a row: each
+ * lists its own exchanges only, in memory the one before used (the report's
+ * arena keeps its chunks).
  */
 static void test_listing_sample(void **state)
 {
 	static const unsigned slow[] = { 3, 150, 333, 480, 512, 640, 777, 888, 901, 999 };
-	struct totals r;
-	uint64_t st[NPS_MAX], last_i = 0;
-	unsigned listed = 0, late = 0, slow_seen = 0;
-	bool ordered = true;
-	char req[64];
+	static const char *const resp[] = { ok200, "HTTP/1.1 404 Not Found\r\nContent-Length: 2\r\n\r\nno",
+					    "HTTP/1.1 503 Busy\r\nContent-Length: 2\r\n\r\nno" };
+	static const int status[] = { 200, 404, 503 };
+	uint64_t st[NPS_MAX], not_listed = 0;
 
 	(void)state;
 	ev(NET_OP_CONNECT, 20, SOCK_STREAM, "10.0.0.2", 80, 40020, 0, NULL, 0);
-	for (unsigned i = 0; i < 1000; i++) {
-		bool is_slow = false;
+	for (unsigned w = 0; w < 3; w++) {
+		unsigned listed = 0, late = 0, slow_seen = 0, last_i = 0, strays = 0;
+		bool ordered = true;
+		struct totals r;
+		char req[64], want[32];
 
-		for (unsigned k = 0; k < sizeof(slow) / sizeof(slow[0]); k++)
-			is_slow |= slow[k] == i;
-		snprintf(req, sizeof(req), "GET /%u HTTP/1.1\r\nHost: x\r\n\r\n", i);
-		ev(NET_OP_WRITE, 20, SOCK_STREAM, "10.0.0.2", 80, 40020, (int64_t)strlen(req), req, 0);
-		/* latency: 100 us + up to 96 us; the slow ones 10 ms and more */
-		now_ns += is_slow ? 10000000ull + i * 1000ull : (i % 97) * 1000ull;
-		ev(NET_OP_READ, 20, SOCK_STREAM, "10.0.0.2", 80, 40020, (int64_t)strlen(ok200), ok200, 0);
-	}
-	report_now();
-	recv_report(&r);
-	for (const char *p = r.seq; (p = strstr(p, ":/")); p++) {
-		unsigned i = (unsigned)strtoul(p + 2, NULL, 10);
+		for (unsigned i = 0; i < 1000; i++) {
+			bool is_slow = false;
 
-		listed++;
-		late += i >= 500;
-		ordered &= !last_i || i > last_i;
-		last_i = i;
-		for (unsigned k = 0; k < sizeof(slow) / sizeof(slow[0]); k++)
-			slow_seen += slow[k] == i;
+			for (unsigned k = 0; k < sizeof(slow) / sizeof(slow[0]); k++)
+				is_slow |= slow[k] == i;
+			snprintf(req, sizeof(req), "GET /w%u/%u HTTP/1.1\r\nHost: x\r\n\r\n", w, i);
+			ev(NET_OP_WRITE, 20, SOCK_STREAM, "10.0.0.2", 80, 40020, (int64_t)strlen(req), req, 0);
+			/* latency: 100 us + up to 96 us; the slow ones 10 ms and more */
+			now_ns += is_slow ? 10000000ull + i * 1000ull : (i % 97) * 1000ull;
+			ev(NET_OP_READ, 20, SOCK_STREAM, "10.0.0.2", 80, 40020, (int64_t)strlen(resp[w]), resp[w], 0);
+		}
+		report_now();
+		recv_report(&r);
+		snprintf(want, sizeof(want), ":/w%u/", w);
+		for (const char *p = r.seq; (p = strstr(p, ":/")); p++) {
+			unsigned i;
+			const char *colon;
+
+			if (strncmp(p, want, strlen(want))) {
+				strays++;
+				continue;
+			}
+			i = (unsigned)strtoul(p + strlen(want), NULL, 10);
+			colon = strchr(p + 1, ':');
+			assert_non_null(colon);
+			assert_int_equal(atoi(colon + 1), status[w]);
+			listed++;
+			late += i >= 500;
+			ordered &= !last_i || i > last_i;
+			last_i = i;
+			for (unsigned k = 0; k < sizeof(slow) / sizeof(slow[0]); k++)
+				slow_seen += slow[k] == i;
+		}
+		assert_int_equal(strays, 0);
+		assert_int_equal(listed + r.not_listed, 1000);
+		assert_true(listed >= 100 && listed <= 110);
+		assert_int_equal(slow_seen, 10);
+		/* about half the sample from the window's second half (binomial: 50 +- 5) */
+		assert_true(late >= 25 && late <= 85);
+		assert_true(ordered);
+		not_listed += r.not_listed;
 	}
-	assert_int_equal(listed + r.not_listed, 1000);
-	assert_true(listed >= 100 && listed <= 110);
-	assert_int_equal(slow_seen, 10);
-	/* about half the sample from the window's second half (binomial: 50 +- 5) */
-	assert_true(late >= 25 && late <= 85);
-	assert_true(ordered);
 	netprof__stats(F.np, st);
-	assert_int_equal(st[NPS_EXCHANGES_NOT_LISTED], r.not_listed);
+	assert_int_equal(st[NPS_EXCHANGES_NOT_LISTED], not_listed);
 }
 
 /* The last report in parts: records drained while it goes out are past the task's end, not in a report. */
