@@ -68,6 +68,22 @@ struct {
 	__type(value, struct sl_thread);
 } sl_threads SEC(".maps");
 
+/*
+ * A followed socket's entry on the socket itself: what its data calls read
+ * and write each time (the turn, the cap), found from the socket in a few
+ * loads where socks' hash lookup cost more than a tenth of a call.  socks
+ * keeps the same entry for the L4 programs (retransmits, drops) and the
+ * connect's end, which read its owner only; this copy's turn and cap are
+ * the ones that move.  Made with the socks entry (sl_remember), gone with
+ * the socket's close event or the socket.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct sock_owner);
+} sl_socks SEC(".maps");
+
 /* Connections opened passively (any process's: the owner is known at its first call), by socket. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -128,6 +144,16 @@ static __always_inline __u64 sl_ino(const struct sock *sk)
 	return so->file->f_inode->i_ino;
 }
 
+/* A target's socket, first seen: its entry in socks and on the socket; the latter is returned. */
+static __always_inline struct sock_owner *sl_remember(struct sock *sk, int fd, __u64 ino, __u32 root)
+{
+	struct sock_owner o = { .tgid = bpf_get_current_pid_tgid() >> 32, .fd = fd, .ino = ino, .root = root,
+				.cap_read = CAP_DEFAULT, .cap_write = CAP_DEFAULT };
+
+	remember_sock(sk, fd, ino, root);
+	return bpf_sk_storage_get(&sl_socks, sk, &o, BPF_SK_STORAGE_GET_F_CREATE);
+}
+
 static __always_inline struct sl_thread *sl_thread_of(bool create)
 {
 	return bpf_task_storage_get(&sl_threads, bpf_get_current_task_btf(), 0,
@@ -156,7 +182,8 @@ static __always_inline struct scratch *sl_begin(const struct sock *sk, __u16 op,
  * now (its accept event goes first), any other was opened before the task
  * or by a call not seen.  The socket is remembered either way.
  */
-static __always_inline void sl_first(const struct sock *sk, __u64 ino, int fd, const struct call *c, __u64 now)
+static __always_inline struct sock_owner *sl_first(struct sock *sk, __u64 ino, int fd, const struct call *c,
+						  __u64 now)
 {
 	__u64 key = (__u64)sk, *est = bpf_map_lookup_elem(&sl_passive, &key);
 	__u64 id = bpf_get_current_pid_tgid();
@@ -176,7 +203,7 @@ static __always_inline void sl_first(const struct sock *sk, __u64 ino, int fd, c
 		count(NET_CNT_CALLS);
 		emit(s, 0);
 	}
-	remember_sock((struct sock *)sk, fd, ino, c->root);
+	return sl_remember(sk, fd, ino, c->root);
 }
 
 /* A target thread receiving a datagram with its address: the source, as the kernel returns it. */
@@ -282,7 +309,7 @@ static __always_inline __u32 sl_mmsg_index(struct sl_thread *th, const struct ca
 
 static __always_inline int sl_data(struct sock *sk, int ret, int flags, const bool write)
 {
-	__u64 id = bpf_get_current_pid_tgid(), now, ino, skey;
+	__u64 id = bpf_get_current_pid_tgid(), now, ino;
 	__u32 tgid = id >> 32, zero = 0, got = 0;
 	struct sl_thread *th;
 	struct net_target *t;
@@ -334,12 +361,9 @@ static __always_inline int sl_data(struct sock *sk, int ret, int flags, const bo
 		}
 	}
 	__builtin_memset(th->l2, 0, sizeof(th->l2));
-	skey = (__u64)sk;
-	o = bpf_map_lookup_elem(&socks, &skey);
-	if (!o) {
-		sl_first(sk, ino, c.fd, &c, now);
-		o = bpf_map_lookup_elem(&socks, &skey);
-	}
+	o = bpf_sk_storage_get(&sl_socks, sk, 0, 0);
+	if (!o)
+		o = sl_first(sk, ino, c.fd, &c, now);
 	/* Before the event is built: a Go write's plaintext goes out first, through the same scratch. */
 	wire = tls_on && known && tls_wire(regs, c.fd, ino, sk, true);
 	s = bpf_map_lookup_elem(&net_scratch, &zero);
@@ -422,7 +446,7 @@ static __always_inline void sl_connecting(const struct sock *sk)
 	cn.tid = (__u32)id;
 	cn.fd = sl_nr(regs) == NR_connect ? (__s32)sys_arg(regs, 1, true) : -1;
 	comm_into(cn.comm, true);
-	remember_sock((struct sock *)sk, cn.fd, ino, t->root);
+	sl_remember((struct sock *)sk, cn.fd, ino, t->root);
 	if (bpf_map_update_elem(&sl_connects, &key, &cn, BPF_ANY))
 		count(NET_CNT_INFLIGHT_FULL);
 	if (!(t->map_ms & NET_MAP_CONNECTED)) {
@@ -469,12 +493,15 @@ static __always_inline void sl_connected(const struct sock *sk, bool ok)
 static __always_inline void sl_closing(const struct sock *sk, int newstate)
 {
 	__u64 id = bpf_get_current_pid_tgid(), key = (__u64)sk, now;
-	struct sock_owner *o = bpf_map_lookup_elem(&socks, &key);
+	/* the entry on the socket has its turn; socks' alone (no room for the other) has none */
+	struct sock_owner *o = bpf_sk_storage_get(&sl_socks, (struct sock *)sk, 0, 0);
 	struct pt_regs *regs;
 	struct scratch *s;
 	bool owner;
 	long nr = -1;
 
+	if (!o)
+		o = bpf_map_lookup_elem(&socks, &key);
 	if (!o)
 		return;
 	owner = o->tgid == (__u32)(id >> 32);
@@ -505,6 +532,7 @@ static __always_inline void sl_closing(const struct sock *sk, int newstate)
 		count(NET_CNT_CALLS);
 		emit(s, 0);
 	}
+	bpf_sk_storage_delete(&sl_socks, (struct sock *)sk);
 	bpf_map_delete_elem(&socks, &key);
 }
 
