@@ -176,6 +176,7 @@ static struct net_bpf *open_variant(const struct bpf_net_opts *o, int ap, int tl
 	bpf_map__set_autocreate(skel->maps.sl_passive, ap == CTL_AP_SOCKET);
 	bpf_map__set_autocreate(skel->maps.sl_connects, ap == CTL_AP_SOCKET);
 	bpf_map__set_autocreate(skel->maps.sl_peers, ap == CTL_AP_SOCKET);
+	bpf_map__set_autocreate(skel->maps.sl_socks, ap == CTL_AP_SOCKET);
 	/* uprobe.multi (6.6+): needs only CAP_BPF + CAP_PERFMON, one link for many offsets. */
 	bpf_program__set_autoload(skel->progs.net_tls, tls);
 	if (tls)
