@@ -257,7 +257,8 @@ int net_fwd__event(struct net_fwd *f, const struct net_event *e, uint32_t len)
 		lost_remove(f, l);
 	}
 	shm_ring__commit(f->rings[sh], rec);
-	if (e->flags & NET_F_CUT_FIRST)
+	/* a cut call raises its connection's cap, a process event its TLS probes: their analyzer acts now */
+	if ((e->flags & NET_F_CUT_FIRST) || !e->family)
 		f->written[sh] = WRITTEN_NOW;
 	else if (!f->written[sh])
 		f->written[sh] = 1;

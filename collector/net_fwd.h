@@ -48,7 +48,8 @@ void net_fwd__notify(struct net_fwd *f);
  * an eighth of its ring waits (shm_ring__publish): for batches that come
  * faster than an analyzer needs waking.  net_fwd__notify must follow within
  * a bounded time (the collector's network timer).  A shard written an event
- * with NET_F_CUT_FIRST is woken now (shm_ring__notify).
+ * with NET_F_CUT_FIRST, or a process event (family 0: fork, exit, an
+ * executable mapping), is woken now (shm_ring__notify).
  */
 void net_fwd__publish(struct net_fwd *f);
 void net_fwd__stats(const struct net_fwd *f, struct net_fwd_stats *ret);

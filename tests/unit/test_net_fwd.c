@@ -328,7 +328,8 @@ static void test_publish_then_notify(void **state)
 /*
  * An event cut for the first time by its connection's cap (NET_F_CUT_FIRST)
  * wakes its analyzer at the publish that follows, without waiting for the
- * notify; the batch after it goes back to waiting.
+ * notify; the batch after it goes back to waiting; a process event wakes it
+ * at once too.
  */
 static void test_cut_first_wakes_now(void **state)
 {
@@ -357,6 +358,11 @@ static void test_cut_first_wakes_now(void **state)
 	net_fwd__event(f, &e, sizeof(e));
 	net_fwd__publish(f);
 	assert_false(readable(shm_ring__event_fd(r.c)));
+	/* a process event (no socket: family 0) does not wait either: its analyzer probes TLS libraries on it */
+	e = (struct net_event){ .tgid = pid_in(0, 1000), .tid = pid_in(0, 1000), .op = NET_OP_MMAP_EXEC };
+	net_fwd__event(f, &e, sizeof(e));
+	net_fwd__publish(f);
+	assert_true(readable(shm_ring__event_fd(r.c)));
 	net_fwd__free(f);
 	pair_free(&r);
 	free(g);
