@@ -177,6 +177,65 @@ static void feed(struct netprof *np, uint64_t n, uint64_t *ino)
 	ev(np, NET_OP_CLOSE, *ino, (uint16_t)(40000 + *ino % 20000), 0, NULL);
 }
 
+/* ---- one run's profiler and sink ---------------------------------------------------------- */
+
+/* A network task's profiler publishing to a sink thread over ipc (name: the socket's), as the analyzer's. */
+struct bench {
+	struct sink s;
+	struct publisher *pub;
+	struct task_mgr *tm;
+	struct netprof *np;
+	pthread_t th;
+	bool sinking;
+	char ep[160];
+};
+
+static int bench_start(struct bench *b, void *zctx, const char *dir, const char *name, struct netprof_opts *o)
+{
+	struct task_def def = { .id = "bench", .kind = EMBER_TASK_NETWORK, .npids = 1, .pids = { PID },
+				.start_unix_ms = 1, .duration_ms = 3600000, .report_interval_ms = 1000 };
+	struct task_def *t;
+
+	memset(b, 0, sizeof(*b));
+	snprintf(b->ep, sizeof(b->ep), "ipc://%s/exporter-%s.sock", dir, name);
+	b->tm = task_mgr__new(4);
+	b->s.sock = zmq_socket(zctx, ZMQ_PULL);
+	if (!b->tm || !b->s.sock || zmq_bind(b->s.sock, b->ep))
+		return -1;
+	b->pub = publisher__new(zctx, b->ep, 1000, 0);
+	if (!b->pub || task_mgr__add(b->tm, &def, &t))
+		return -1;
+	o->pub = b->pub;
+	o->tm = b->tm;
+	b->np = netprof__new(o);
+	if (!b->np || netprof__open(b->np, t))
+		return -1;
+	b->sinking = !pthread_create(&b->th, NULL, sink_run, &b->s);
+	return b->sinking ? 0 : -1;
+}
+
+/* Stops the sink (an empty message ends it) and frees what bench_start made. */
+static void bench_end(struct bench *b, void *zctx)
+{
+	if (b->sinking) {
+		void *end = zmq_socket(zctx, ZMQ_PUSH);
+		zmq_msg_t m;
+
+		zmq_connect(end, b->ep);
+		zmq_msg_init_size(&m, 0);
+		zmq_msg_send(&m, end, 0);
+		pthread_join(b->th, NULL);
+		zmq_close(end);
+	}
+	netprof__free(b->np);
+	publisher__free(b->pub);
+	task_mgr__free(b->tm);
+	if (b->s.sock)
+		zmq_close(b->s.sock);
+	if (b->ep[0])
+		unlink(b->ep + strlen("ipc://"));
+}
+
 /* ---- the per-event cost -------------------------------------------------------------- */
 
 #define REC_CONNS 16            /* wrk -c16, as bench/net.sh */
@@ -200,8 +259,6 @@ static int cmp_u64(const void *a, const void *b)
  */
 static int run_record(void *zctx, const char *dir)
 {
-	struct task_def def = { .id = "bench", .kind = EMBER_TASK_NETWORK, .npids = 1, .pids = { PID },
-				.start_unix_ms = 1, .duration_ms = 3600000, .report_interval_ms = 1000 };
 	struct netprof_opts o = { .max_connections = 65536, .idle_timeout_ns = 3600000000000ull,
 				  .max_exchanges = 2000, .default_report_ms = 1000, .l7 = L7_CONFIG_DEFAULTS };
 	static const char req[] = "GET /small.txt HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n";
@@ -212,28 +269,13 @@ static int run_record(void *zctx, const char *dir)
 	static uint8_t evs[REC_CONNS][2][sizeof(struct net_event) + NET_MAX_PAYLOAD];
 	uint32_t evlen[REC_CONNS][2];
 	uint64_t ns[REC_ROUNDS], ino = 1000000, st[NPS_MAX], events = 0, ms = timeutil__unix_ms();
-	struct sink s = { 0 };
-	struct publisher *pub = NULL;
-	struct task_mgr *tm = task_mgr__new(4);
-	struct netprof *np = NULL;
-	struct task_def *t;
-	pthread_t th;
+	struct bench b;
+	struct netprof *np;
 	int rc = 1;
-	char ep[160];
 
-	snprintf(ep, sizeof(ep), "ipc://%s/exporter-record.sock", dir);
-	s.sock = zmq_socket(zctx, ZMQ_PULL);
-	if (!tm || !s.sock || zmq_bind(s.sock, ep))
-		return 1;
-	pub = publisher__new(zctx, ep, 1000, 0);
-	if (!pub || task_mgr__add(tm, &def, &t))
-		return 1;
-	o.pub = pub;
-	o.tm = tm;
-	np = netprof__new(&o);
-	if (!np || netprof__open(np, t))
-		return 1;
-	pthread_create(&th, NULL, sink_run, &s);
+	if (bench_start(&b, zctx, dir, "record", &o))
+		goto out;
+	np = b.np;
 	/* the events are built once: only their times move, so the figure is the analyzer's work alone */
 	for (int c = 0; c < REC_CONNS; c++) {
 		ev(np, NET_OP_ACCEPT, ino + (uint64_t)c, (uint16_t)(40000 + c), 7, NULL);
@@ -279,21 +321,7 @@ static int run_record(void *zctx, const char *dir)
 	       (unsigned long long)ns[REC_ROUNDS - 1], REC_ROUNDS, REC_EXCHANGES, REC_CONNS);
 	rc = 0;
 out:
-	{
-		void *end = zmq_socket(zctx, ZMQ_PUSH);
-		zmq_msg_t m;
-
-		zmq_connect(end, ep);
-		zmq_msg_init_size(&m, 0);
-		zmq_msg_send(&m, end, 0);
-		pthread_join(th, NULL);
-		zmq_close(end);
-	}
-	netprof__free(np);
-	publisher__free(pub);
-	task_mgr__free(tm);
-	zmq_close(s.sock);
-	unlink(ep + strlen("ipc://"));
+	bench_end(&b, zctx);
 	return rc;
 }
 
@@ -301,34 +329,19 @@ out:
 
 static int run_one(void *zctx, const char *dir, uint64_t n)
 {
-	struct task_def def = { .id = "bench", .kind = EMBER_TASK_NETWORK, .npids = 1, .pids = { PID },
-				.start_unix_ms = 1, .duration_ms = 3600000, .report_interval_ms = 1000 };
 	struct netprof_opts o = { .max_connections = 65536, .idle_timeout_ns = 3600000000000ull,
 				  .max_exchanges = n, .default_report_ms = 1000, .l7 = L7_CONFIG_DEFAULTS,
 				  .drain = drain };
-	struct sink s = { 0 };
-	struct publisher *pub;
-	struct task_mgr *tm = task_mgr__new(4);
-	struct task_def *t;
-	struct netprof *np;
-	pthread_t th;
 	uint64_t ino = 0, t0, t1, c0, c1, st[NPS_MAX], batches0;
-	int hwm = 1000, rc = 1;
-	char ep[160];
+	struct bench b;
+	struct netprof *np;
+	int rc = 1;
+	char name[32];
 
-	snprintf(ep, sizeof(ep), "ipc://%s/exporter-%llu.sock", dir, (unsigned long long)n);
-	s.sock = zmq_socket(zctx, ZMQ_PULL);
-	if (!tm || !s.sock || zmq_bind(s.sock, ep))
-		return 1;
-	pub = publisher__new(zctx, ep, hwm, 0);
-	if (!pub || task_mgr__add(tm, &def, &t))
-		return 1;
-	o.pub = pub;
-	o.tm = tm;
-	np = netprof__new(&o);
-	if (!np || netprof__open(np, t))
-		return 1;
-	pthread_create(&th, NULL, sink_run, &s);
+	snprintf(name, sizeof(name), "%llu", (unsigned long long)n);
+	if (bench_start(&b, zctx, dir, name, &o))
+		goto out;
+	np = b.np;
 
 	feed(np, n, &ino);
 	netprof__stats(np, st);
@@ -348,7 +361,7 @@ static int run_one(void *zctx, const char *dir, uint64_t n)
 	netprof__stats(np, st);
 
 	/* Everything sent has arrived before the sink is stopped. */
-	while (__atomic_load_n(&s.msgs, __ATOMIC_RELAXED) < st[NPS_BATCHES] - batches0)
+	while (__atomic_load_n(&b.s.msgs, __ATOMIC_RELAXED) < st[NPS_BATCHES] - batches0)
 		usleep(1000);
 	printf("net_report_%llu_exchanges_ms: %.1f ms\n", (unsigned long long)n, (double)(t1 - t0) / 1e6);
 	printf("net_report_%llu_exchanges_cpu_ms: %.1f ms\n", (unsigned long long)n, (double)(c1 - c0) / 1e6);
@@ -356,24 +369,10 @@ static int run_one(void *zctx, const char *dir, uint64_t n)
 	printf("net_report_%llu_exchanges_hold_cpu_ms: %.1f ms\n", (unsigned long long)n, (double)H.max_gap_cpu / 1e6);
 	printf("net_report_%llu_exchanges_batches: %llu batches\n", (unsigned long long)n,
 	       (unsigned long long)(st[NPS_BATCHES] - batches0));
-	printf("net_report_%llu_exchanges_bytes: %.1f MB\n", (unsigned long long)n, (double)s.bytes / 1e6);
+	printf("net_report_%llu_exchanges_bytes: %.1f MB\n", (unsigned long long)n, (double)b.s.bytes / 1e6);
 	rc = 0;
 out:
-	{
-		void *end = zmq_socket(zctx, ZMQ_PUSH);
-		zmq_msg_t m;
-
-		zmq_connect(end, ep);
-		zmq_msg_init_size(&m, 0);
-		zmq_msg_send(&m, end, 0);
-		pthread_join(th, NULL);
-		zmq_close(end);
-	}
-	netprof__free(np);
-	publisher__free(pub);
-	task_mgr__free(tm);
-	zmq_close(s.sock);
-	unlink(ep + strlen("ipc://"));
+	bench_end(&b, zctx);
 	return rc;
 }
 
