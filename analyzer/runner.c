@@ -491,6 +491,18 @@ void runner__check(struct task_runner *r, uint64_t now_ms)
 	 * catches what they missed.
 	 */
 	mappings__tick(r->o.maps, now_ms);
+	/*
+	 * A task's stacks are symbolized when it is drained, perhaps after its
+	 * process exited and its perf map can no longer be opened: keep the map
+	 * as the JIT writes it.
+	 */
+	for (unsigned i = 0; i < task_mgr__count(r->o.tm); i++) {
+		const struct task_def *t = task_mgr__at(r->o.tm, i);
+
+		if (analyzer_kinds__flags(r->o.kinds, t->kind) & ANALYZER_KIND_F_USER_STACKS)
+			for (uint32_t j = 0; j < t->npids; j++)
+				(void)symbolizer__refresh_perf_map(r->o.sym, t->pids[j]);
+	}
 	for (unsigned i = 0; i < task_mgr__count(r->o.tm);) {
 		struct task_def *t = task_mgr__at(r->o.tm, i);
 

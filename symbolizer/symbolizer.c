@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -185,6 +186,8 @@ struct pid_entry {
 	struct perf_map *pmap;   /* JIT symbols, NULL until read */
 	size_t pmap_bytes;
 	uint64_t pmap_read_ns;
+	off_t pmap_size;         /* the file's size and mtime when pmap was read */
+	struct timespec pmap_mtime;
 	bool pmap_tried;
 };
 
@@ -710,6 +713,8 @@ static struct pid_entry *pid_get(struct symbolizer *s, uint32_t pid, bool *ret_f
 	return pe;
 }
 
+static void perf_map_read(struct symbolizer *s, struct pid_entry *pe);
+
 int symbolizer__preload(struct symbolizer *s, uint32_t pid)
 {
 	enum sym_reason reason;
@@ -724,6 +729,9 @@ int symbolizer__preload(struct symbolizer *s, uint32_t pid)
 		pid_read_maps(s, pe);
 	if (!pe->maps)
 		return -ENOENT;
+	/* JIT names too: a map read only at a miss would come too late for a process that has exited. */
+	if (s->opts.open_perf_map && (!pe->pmap_tried || may_refresh(pe->pmap_read_ns, s->perf_map_refresh_ns)))
+		perf_map_read(s, pe);
 	s->epoch++;
 	for (size_t i = 0; i < proc_maps__count(pe->maps); i++) {
 		const struct maps_entry *e = proc_maps__entry(pe->maps, i);
@@ -733,6 +741,16 @@ int symbolizer__preload(struct symbolizer *s, uint32_t pid)
 			loaded++;
 	}
 	return loaded;
+}
+
+int symbolizer__refresh_perf_map(struct symbolizer *s, uint32_t pid)
+{
+	struct pid_entry *pe = s ? pid_find(s, pid) : NULL;
+
+	if (!pe || !pe->pmap || !s->opts.open_perf_map || !may_refresh(pe->pmap_read_ns, s->perf_map_refresh_ns))
+		return 0;
+	perf_map_read(s, pe);
+	return 1;
 }
 
 void symbolizer__forget_pid(struct symbolizer *s, uint32_t pid)
@@ -819,6 +837,7 @@ static void perf_map_read(struct symbolizer *s, struct pid_entry *pe)
 	_cleanup_close_ int fd = -1;
 	struct perf_map_stats ps;
 	struct perf_map *pm;
+	struct stat sb = { 0 };
 
 	pe->pmap_tried = true;
 	pe->pmap_read_ns = now_ns();
@@ -826,6 +845,10 @@ static void perf_map_read(struct symbolizer *s, struct pid_entry *pe)
 	fd = s->opts.open_perf_map(s->opts.ctx, pe->pid);
 	if (fd < 0)
 		return; /* most processes have none: not an open failure worth counting */
+	/* A JIT only appends: the same size and mtime is the same map. */
+	if (fstat(fd, &sb) == 0 && pe->pmap && sb.st_size == pe->pmap_size &&
+	    sb.st_mtim.tv_sec == pe->pmap_mtime.tv_sec && sb.st_mtim.tv_nsec == pe->pmap_mtime.tv_nsec)
+		return;
 	pm = perf_map__read(fd, s->opts.max_perf_map_entries, 0);
 	if (!pm)
 		return;
@@ -835,6 +858,8 @@ static void perf_map_read(struct symbolizer *s, struct pid_entry *pe)
 	perf_map__free(pe->pmap);
 	s->st.perf_map_bytes -= pe->pmap_bytes;
 	pe->pmap = pm;
+	pe->pmap_size = sb.st_size;
+	pe->pmap_mtime = sb.st_mtim;
 	pe->pmap_bytes = perf_map__memory(pm);
 	s->st.perf_map_bytes += pe->pmap_bytes;
 }

@@ -26,9 +26,9 @@
  * Lifetimes: every string and build id pointer in a struct sym_frame is owned
  * by the symbolizer and stays valid until the next call of
  * symbolizer__resolve_user(), symbolizer__resolve_kernel(),
- * symbolizer__forget_pid() or symbolizer__free() on the same object (a later
- * call may evict the module or re-read the maps they point into).  Copy what
- * you keep.
+ * symbolizer__refresh_perf_map(), symbolizer__forget_pid() or
+ * symbolizer__free() on the same object (a later call may evict the module
+ * or re-read the maps they point into).  Copy what you keep.
  *
  * Not thread-safe: use one symbolizer per thread.  Library code: it never
  * logs or prints; it returns -errno and counts (symbolizer__stats()).
@@ -41,8 +41,10 @@
  *    PT_LOAD segments; a debug file whose build id differs is rejected.
  *  - Stripped Go binaries: names from .gopclntab (see gopclntab.h).
  *  - Perf maps (open_perf_map: /tmp/perf-<pid>.map in the target's mount
- *    namespace) name addresses in anonymous / JIT mappings; re-read when an
- *    address in such a mapping misses (at most once per perf_map_refresh_ms).
+ *    namespace) name addresses in anonymous / JIT mappings; read by
+ *    symbolizer__preload(), re-read when an address in such a mapping misses
+ *    and by symbolizer__refresh_perf_map() (each at most once per
+ *    perf_map_refresh_ms).
  *  - C++ and Rust names are demangled lazily with libiberty, cached per
  *    module (bounded by max_demangle_bytes), unless no_demangle.
  */
@@ -190,11 +192,19 @@ int symbolizer__resolve_kernel(struct symbolizer *s, const uint64_t *addrs, size
 			       struct sym_frame *ret);
 
 /*
- * Reads pid's maps and loads every executable file it maps, so that its
- * stacks can still be symbolized after it exits (the broker can no longer
- * open its files then).  Returns the number of modules available, or -errno.
+ * Reads pid's maps and perf map and loads every executable file it maps, so
+ * that its stacks can still be symbolized after it exits (the broker can no
+ * longer open its files then).  Returns the number of modules available, or
+ * -errno.
  */
 int symbolizer__preload(struct symbolizer *s, uint32_t pid);
+/*
+ * Re-reads pid's perf map if it has one and perf_map_refresh_ms has passed
+ * since the last read: code a JIT names while pid runs stays nameable after
+ * it exits.  The file is parsed again only if its size or mtime changed.
+ * Returns 1 if it looked, 0 if not due or pid has no perf map.
+ */
+int symbolizer__refresh_perf_map(struct symbolizer *s, uint32_t pid);
 /* Drops pid's cached maps (modules stay cached for other processes). */
 void symbolizer__forget_pid(struct symbolizer *s, uint32_t pid);
 

@@ -895,6 +895,114 @@ static void test_perf_map_jit(void **state)
 	munmap(mf, 4096);
 }
 
+/*
+ * A task's stacks are symbolized when it is drained, which may be after its
+ * process exited, when the broker can no longer open anything of it: the
+ * perf map read at preload and kept by symbolizer__refresh_perf_map() while
+ * the process lived must name its JIT frames then.
+ */
+struct gone_ctx {
+	const char *root;
+	bool gone;
+};
+
+static int gone_open_maps(void *ctx, uint32_t pid)
+{
+	const struct gone_ctx *g = ctx;
+
+	return g->gone ? -ESRCH : symbolizer__direct_open_maps((void *)g->root, pid);
+}
+
+static int gone_open_mapped_file(void *ctx, uint32_t pid, uint64_t start, uint64_t end, const char *path)
+{
+	const struct gone_ctx *g = ctx;
+
+	return g->gone ? -ESRCH : symbolizer__direct_open_mapped_file((void *)g->root, pid, start, end, path);
+}
+
+static int gone_open_perf_map(void *ctx, uint32_t pid)
+{
+	const struct gone_ctx *g = ctx;
+
+	return g->gone ? -ESRCH : symbolizer__direct_open_perf_map((void *)g->root, pid);
+}
+
+static struct symbolizer *new_gone(struct gone_ctx *g, int64_t refresh_ms)
+{
+	struct symbolizer_opts o = { .sz = sizeof(o) };
+	struct symbolizer *s;
+
+	o.ctx = g;
+	o.open_maps = gone_open_maps;
+	o.open_mapped_file = gone_open_mapped_file;
+	o.open_perf_map = gone_open_perf_map;
+	o.perf_map_refresh_ms = refresh_ms;
+	s = symbolizer__new(&o);
+	assert_non_null(s);
+	return s;
+}
+
+static void test_perf_map_after_exit(void **state)
+{
+	struct gone_ctx g = { 0 };
+	struct symbolizer_stats st;
+	struct sym_frame f[2];
+	uint64_t addrs[2];
+	char root[512], text[512];
+	const char *early;
+	struct symbolizer *s;
+	uint8_t *jit;
+
+	(void)state;
+	snprintf(root, sizeof(root), "%s/root-gone", tmpdir);
+	g.root = root;
+	jit = mmap(NULL, 8192, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_true(jit != MAP_FAILED);
+	snprintf(text, sizeof(text), "%" PRIx64 " 100 JS:*early /app/x.js:1\n", (uint64_t)(uintptr_t)jit);
+	write_perf_map(root, text);
+	addrs[0] = (uint64_t)(uintptr_t)jit + 0x10;
+	addrs[1] = (uint64_t)(uintptr_t)jit + 0x110;
+
+	s = new_gone(&g, -1);
+	assert_true(symbolizer__preload(s, (uint32_t)getpid()) >= 0);
+	/* The JIT names more code while the process runs; the runner's tick reads it. */
+	snprintf(text + strlen(text), sizeof(text) - strlen(text), "%" PRIx64 " 20 JS:*later /app/x.js:9\n",
+		 (uint64_t)(uintptr_t)jit + 0x100);
+	write_perf_map(root, text);
+	assert_int_equal(symbolizer__refresh_perf_map(s, (uint32_t)getpid()), 1);
+	g.gone = true;
+	assert_int_equal(symbolizer__resolve_user(s, (uint32_t)getpid(), addrs, 2, f), 2);
+	assert_string_equal(f[0].name, "JS:*early /app/x.js:1");
+	assert_string_equal(f[1].name, "JS:*later /app/x.js:9");
+	early = f[0].name;
+
+	/* An unchanged file is looked at, not parsed again: the names stay where they were. */
+	g.gone = false;
+	assert_int_equal(symbolizer__refresh_perf_map(s, (uint32_t)getpid()), 1);
+	assert_int_equal(symbolizer__resolve_user(s, (uint32_t)getpid(), addrs, 1, f), 1);
+	assert_ptr_equal(f[0].name, early);
+	symbolizer__stats(s, &st);
+	assert_int_equal(st.perf_map_reads, 3);
+	symbolizer__free(s);
+
+	/* Within perf_map_refresh_ms of the last read, the tick does not look. */
+	s = new_gone(&g, 60000);
+	assert_true(symbolizer__preload(s, (uint32_t)getpid()) >= 0);
+	assert_int_equal(symbolizer__refresh_perf_map(s, (uint32_t)getpid()), 0);
+	symbolizer__free(s);
+
+	/* A process with no perf map costs the tick nothing, and a pid never seen neither. */
+	g.root = "/nonexistent-root";
+	s = new_gone(&g, -1);
+	assert_true(symbolizer__preload(s, (uint32_t)getpid()) >= 0);
+	assert_int_equal(symbolizer__refresh_perf_map(s, (uint32_t)getpid()), 0);
+	assert_int_equal(symbolizer__refresh_perf_map(s, 1), 0);
+	symbolizer__stats(s, &st);
+	assert_int_equal(st.perf_map_reads, 1);
+	symbolizer__free(s);
+	munmap(jit, 8192);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -910,6 +1018,7 @@ int main(void)
 		cmocka_unit_test(test_cxx_templates),
 		cmocka_unit_test(test_rust_mangled),
 		cmocka_unit_test(test_perf_map_jit),
+		cmocka_unit_test(test_perf_map_after_exit),
 		cmocka_unit_test(test_perf_map_scopes),
 	};
 
