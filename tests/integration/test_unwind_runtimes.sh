@@ -104,7 +104,12 @@ cat > "$TMP/sig.c" <<'C'
 #include <sys/time.h>
 #include <time.h>
 volatile unsigned long sink;
-__attribute__((noinline)) void in_handler(void) { for (int i = 0; i < 8000000; i++) sink += i; }
+/* ~8 ms of the thread's CPU whatever the CPU's speed (a count of iterations took 3 ms on some hosts, 12 on others) */
+__attribute__((noinline)) void in_handler(void) {
+  struct timespec t0, t; clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+  do { for (int i = 0; i < 100000; i++) sink += i; clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t); }
+  while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < 8000000L);
+}
 void handler(int s) { (void)s; in_handler(); }
 __attribute__((noinline)) void interrupted(void) {
   struct timespec t0, t; clock_gettime(CLOCK_MONOTONIC, &t0);
