@@ -31,7 +31,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #define H1_LINE_KEEP   512           /* prefix of a line kept when it spans chunks */
 #define H1_LINE_LIMIT  (64 * 1024)   /* longer lines are not HTTP */
@@ -134,11 +133,29 @@ static bool is_http1_version(const char *p, size_t n)
 	return n >= 8 && !memcmp(p, "HTTP/1.", 7) && p[7] >= '0' && p[7] <= '9';
 }
 
+/*
+ * p[0..n) equals lower (a lowercase name) but for ASCII case.  Not
+ * strncasecmp: header names are ASCII whatever the locale, and the
+ * locale-aware call cost about 6% of the analyzer's time per event.
+ */
+static bool ascii_ieq(const char *p, const char *lower, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		char c = p[i];
+
+		if (c >= 'A' && c <= 'Z')
+			c = (char)(c + ('a' - 'A'));
+		if (c != lower[i])
+			return false;
+	}
+	return true;
+}
+
 static bool hdr_is(const char *p, size_t n, const char *name, size_t nlen, const char **val, size_t *vlen)
 {
 	size_t i;
 
-	if (n <= nlen || p[nlen] != ':' || strncasecmp(p, name, nlen))
+	if (n <= nlen || p[nlen] != ':' || !ascii_ieq(p, name, nlen))
 		return false;
 	i = nlen + 1;
 	while (i < n && (p[i] == ' ' || p[i] == '\t'))
@@ -155,7 +172,7 @@ static bool contains_ci(const char *p, size_t n, const char *needle)
 	size_t m = strlen(needle);
 
 	for (size_t i = 0; i + m <= n; i++)
-		if (!strncasecmp(p + i, needle, m))
+		if (ascii_ieq(p + i, needle, m))
 			return true;
 	return false;
 }
@@ -165,7 +182,7 @@ static void copy_charset(char *dst, const char *p, size_t n)
 	for (size_t i = 0; i + 8 <= n; i++) {
 		size_t j, k = 0;
 
-		if (strncasecmp(p + i, "charset=", 8))
+		if (!ascii_ieq(p + i, "charset=", 8))
 			continue;
 		j = i + 8;
 		if (j < n && p[j] == '"')
