@@ -28,6 +28,7 @@ struct task_runner {
 	bool jvm_refused_said;
 	uint64_t st[RUNS_MAX];     /* RUNS_RUNNING: read from the task manager */
 	int uw_hid, tls_hid, py_hid, jvm_hid; /* the unwinder's, the TLS, Python and JVM finders' handlers in o.maps, -1: none */
+	uint64_t perf_maps_ms;     /* the last look at the user-stack tasks' perf maps */
 };
 
 const struct counter_def runner_counters[RUNS_MAX] = {
@@ -483,6 +484,26 @@ static int all_pids_gone(const struct task_def *t)
 	return 1;
 }
 
+/*
+ * A task's stacks are symbolized when it is drained, perhaps after its
+ * process exited and its perf map can no longer be opened: keep the map as
+ * the JIT writes it.  Once a second at most: the loop turns far more often
+ * under load, and the symbolizer limits each pid's reads anyway.
+ */
+static void refresh_perf_maps(struct task_runner *r, uint64_t now_ms)
+{
+	if (now_ms - r->perf_maps_ms < 1000)
+		return;
+	r->perf_maps_ms = now_ms;
+	for (unsigned i = 0; i < task_mgr__count(r->o.tm); i++) {
+		const struct task_def *t = task_mgr__at(r->o.tm, i);
+
+		if (analyzer_kinds__flags(r->o.kinds, t->kind) & ANALYZER_KIND_F_USER_STACKS)
+			for (uint32_t j = 0; j < t->npids; j++)
+				(void)symbolizer__refresh_perf_map(r->o.sym, t->pids[j]);
+	}
+}
+
 void runner__check(struct task_runner *r, uint64_t now_ms)
 {
 	/*
@@ -491,18 +512,7 @@ void runner__check(struct task_runner *r, uint64_t now_ms)
 	 * catches what they missed.
 	 */
 	mappings__tick(r->o.maps, now_ms);
-	/*
-	 * A task's stacks are symbolized when it is drained, perhaps after its
-	 * process exited and its perf map can no longer be opened: keep the map
-	 * as the JIT writes it.
-	 */
-	for (unsigned i = 0; i < task_mgr__count(r->o.tm); i++) {
-		const struct task_def *t = task_mgr__at(r->o.tm, i);
-
-		if (analyzer_kinds__flags(r->o.kinds, t->kind) & ANALYZER_KIND_F_USER_STACKS)
-			for (uint32_t j = 0; j < t->npids; j++)
-				(void)symbolizer__refresh_perf_map(r->o.sym, t->pids[j]);
-	}
+	refresh_perf_maps(r, now_ms);
 	for (unsigned i = 0; i < task_mgr__count(r->o.tm);) {
 		struct task_def *t = task_mgr__at(r->o.tm, i);
 
