@@ -28,7 +28,9 @@ while (Date.now() < end) x += emberLateFunction(200000);
 console.log(x);
 JS
 # From $TMP: node may drop isolate-*.log files into its working directory.
-(cd "$TMP" && exec node --perf-basic-prof --interpreted-frames-native-stack "$TMP/hot.js" "$TMP/late" >/dev/null) & N=$!
+# --no-turbo-inlining: each function keeps its own frame (inlined into the
+# script's top level, a varying share of samples named only that).
+(cd "$TMP" && exec node --perf-basic-prof --interpreted-frames-native-stack --no-turbo-inlining "$TMP/hot.js" "$TMP/late" >/dev/null) & N=$!
 CLEANUP_PIDS+=("$N")
 sleep 1.5  # past start-up, the function is compiled and in the perf map
 [ -s "/tmp/perf-$N.map" ] || fail "node wrote no /tmp/perf-$N.map"
@@ -48,12 +50,11 @@ f="$TMP/prof/oncpu.folded"
 total=$(folded_total "$f")
 hot=$(folded_sum "$f" 'emberHotFunction')
 late=$(folded_sum "$f" 'emberLateFunction')
-# V8 may inline a function into the script's optimised top level (hot.js:1:1): both are the script's code.
 script=$(folded_sum "$f" 'JS:[^;]*/hot\.js:')
 anon=$(folded_sum "$f" '\[anon\]\+0x')
 echo "samples $total, in hot.js's named code $script, with emberHotFunction $hot, emberLateFunction $late, unnamed [anon] $anon"
 sort -t' ' -k2 -nr "$f" 2>/dev/null | awk '{print $NF, substr($0, length($0) > 200 ? length($0) - 200 : 1)}' | head -3
 awk -v s="$script" -v h="$hot" -v l="$late" -v a="$anon" -v t="$total" \
-  'BEGIN { exit !(t > 0 && s >= 0.8 * t && h > 0 && l >= 0.2 * t && a <= 0.1 * t) }' ||
-  fail "$script of $total samples in hot.js's named code (>= 80%), $hot with emberHotFunction (> 0), $late with emberLateFunction (>= 20%), $anon unnamed [anon] (<= 10%)"
+  'BEGIN { exit !(t > 0 && s >= 0.8 * t && h >= 0.15 * t && l >= 0.4 * t && a <= 0.1 * t) }' ||
+  fail "$script of $total samples in hot.js's named code (>= 80%), $hot with emberHotFunction (>= 15%), $late with emberLateFunction (>= 40%), $anon unnamed [anon] (<= 10%)"
 ok "$script/$total samples name hot.js's JS code from the perf map ($hot emberHotFunction, $late emberLateFunction, $anon unnamed)"
