@@ -743,11 +743,29 @@ int symbolizer__preload(struct symbolizer *s, uint32_t pid)
 	return loaded;
 }
 
+static bool jit_mapping(const struct maps_entry *e);
+
+/*
+ * Whether pid maps anonymous executable code, as a JIT does: its perf map
+ * may come later.  [vsyscall] is in every process (x86-64), JIT or not.
+ */
+static bool maps_jit_code(const struct pid_entry *pe)
+{
+	for (size_t i = 0; pe->maps && i < proc_maps__count(pe->maps); i++) {
+		const struct maps_entry *e = proc_maps__entry(pe->maps, i);
+
+		if ((e->perms & MAPS_PERM_X) && jit_mapping(e) && strcmp(e->name, "[vsyscall]"))
+			return true;
+	}
+	return false;
+}
+
 int symbolizer__refresh_perf_map(struct symbolizer *s, uint32_t pid)
 {
 	struct pid_entry *pe = s ? pid_find(s, pid) : NULL;
 
-	if (!pe || !pe->pmap || !s->opts.open_perf_map || !may_refresh(pe->pmap_read_ns, s->perf_map_refresh_ns))
+	if (!pe || !s->opts.open_perf_map || !may_refresh(pe->pmap_read_ns, s->perf_map_refresh_ns) ||
+	    (!pe->pmap && !maps_jit_code(pe)))
 		return 0;
 	perf_map_read(s, pe);
 	return 1;

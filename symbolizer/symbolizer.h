@@ -199,10 +199,11 @@ int symbolizer__resolve_kernel(struct symbolizer *s, const uint64_t *addrs, size
  */
 int symbolizer__preload(struct symbolizer *s, uint32_t pid);
 /*
- * Re-reads pid's perf map if it has one and perf_map_refresh_ms has passed
- * since the last read: code a JIT names while pid runs stays nameable after
- * it exits.  The file is parsed again only if its size or mtime changed.
- * Returns 1 if it looked, 0 if not due or pid has no perf map.
+ * Re-reads pid's perf map if perf_map_refresh_ms has passed since the last
+ * read, and pid had one or maps anonymous executable code (a JIT whose map
+ * may come later): code a JIT names while pid runs stays nameable after it
+ * exits.  The file is parsed again only if its size or mtime changed.
+ * Returns 1 if it looked, 0 if not.
  */
 int symbolizer__refresh_perf_map(struct symbolizer *s, uint32_t pid);
 /* Drops pid's cached maps (modules stay cached for other processes). */

@@ -754,6 +754,14 @@ static void write_perf_map(const char *root, const char *text)
 	assert_int_equal(write_file(p, text), 0);
 }
 
+static void unlink_perf_map(const char *root)
+{
+	char p[600];
+
+	snprintf(p, sizeof(p), "%s/tmp/perf-%d.map", root, (int)getpid());
+	assert_int_equal(unlink(p), 0);
+}
+
 /*
  * Inlined JIT methods (jvm/ember_jvmti.c): a perf map name holding ';' is a
  * scope, outermost first, and becomes one frame per method, innermost first;
@@ -985,13 +993,26 @@ static void test_perf_map_after_exit(void **state)
 	assert_int_equal(st.perf_map_reads, 3);
 	symbolizer__free(s);
 
+	/* A map written after the preload (a JIT agent loaded later): anonymous code asks for looks. */
+	unlink_perf_map(root);
+	s = new_gone(&g, -1);
+	assert_true(symbolizer__preload(s, (uint32_t)getpid()) >= 0);
+	write_perf_map(root, text);
+	assert_int_equal(symbolizer__refresh_perf_map(s, (uint32_t)getpid()), 1);
+	g.gone = true;
+	assert_int_equal(symbolizer__resolve_user(s, (uint32_t)getpid(), addrs, 2, f), 2);
+	assert_string_equal(f[1].name, "JS:*later /app/x.js:9");
+	g.gone = false;
+	symbolizer__free(s);
+
 	/* Within perf_map_refresh_ms of the last read, the tick does not look. */
 	s = new_gone(&g, 60000);
 	assert_true(symbolizer__preload(s, (uint32_t)getpid()) >= 0);
 	assert_int_equal(symbolizer__refresh_perf_map(s, (uint32_t)getpid()), 0);
 	symbolizer__free(s);
 
-	/* A process with no perf map costs the tick nothing, and a pid never seen neither. */
+	/* No perf map and no JIT code: the tick costs nothing, as for a pid never seen. */
+	munmap(jit, 8192);
 	g.root = "/nonexistent-root";
 	s = new_gone(&g, -1);
 	assert_true(symbolizer__preload(s, (uint32_t)getpid()) >= 0);
@@ -1000,7 +1021,6 @@ static void test_perf_map_after_exit(void **state)
 	symbolizer__stats(s, &st);
 	assert_int_equal(st.perf_map_reads, 1);
 	symbolizer__free(s);
-	munmap(jit, 8192);
 }
 
 int main(void)
