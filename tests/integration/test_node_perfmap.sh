@@ -50,7 +50,8 @@ f="$TMP/prof/oncpu.folded"
 total=$(folded_total "$f")
 hot=$(folded_sum "$f" 'emberHotFunction')
 late=$(folded_sum "$f" 'emberLateFunction')
-script=$(folded_sum "$f" 'JS:[^;]*/hot\.js:')
+# Any frame named with the script's path: node 18 writes "LazyCompile:*f /path/hot.js:6", node 20 "JS:*f /path/hot.js:6:27".
+script=$(folded_sum "$f" '/hot\.js:[0-9]')
 anon=$(folded_sum "$f" '\[anon\]\+0x')
 echo "samples $total, in hot.js's named code $script, with emberHotFunction $hot, emberLateFunction $late, unnamed [anon] $anon"
 sort -t' ' -k2 -nr "$f" 2>/dev/null | awk '{print $NF, substr($0, length($0) > 200 ? length($0) - 200 : 1)}' | head -3
