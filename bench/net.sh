@@ -9,6 +9,9 @@
 # one run, alternating.  Prints the throughput and p99 ratios, the agent's CPU,
 # the events per second and every drop (counted by ember; unaccounted =
 # calls seen minus events delivered minus drops counted).
+# Then the worker under a task against an unfollowed twin nginx, in
+# alternating short runs (TWIN_PAIRS pairs of SLICE seconds), after a control
+# pass without a task: a ratio the host's drift between rounds does not move.
 # Then the BPF cost per call from the kernel's own accounting, per layer: for
 # the target's socket calls, and for what every other process pays while a
 # task runs: read/write of another process (the syscall layer: the same
@@ -28,7 +31,7 @@ DUR=${DUR:-5} ROUNDS=${ROUNDS:-3} CONNS=${CONNS:-16}
 PIN=${PIN:-0}
 WRKCMD=(wrk); [ "$PIN" = 1 ] && WRKCMD=(taskset -c 1 wrk)
 T=$(mktemp -d /tmp/ember-bench.XXXXXX); chmod 755 "$T"
-trap 'kill $AGENT ${SYSAGENT:-} $NGINX 2>/dev/null; wait 2>/dev/null; rm -rf "$T"' EXIT
+trap 'kill $AGENT ${SYSAGENT:-} $NGINX ${TWIN_NGINX:-} 2>/dev/null; wait 2>/dev/null; rm -rf "$T"' EXIT
 . "$(dirname "$0")/lib/agent.sh"
 . "$(dirname "$0")/lib/nginx.sh"
 start_bench_agent || exit 1
@@ -127,6 +130,42 @@ run_wrk > /dev/null   # warm-up
 for i in $(seq "$ROUNDS"); do
   run_alone; run_ember; sys_ember ember_syscall; run_monitor; [ $have_bt = 1 ] && run_bpftrace
 done
+# Interleaved: the worker under a task against its twin (an identical nginx on
+# the next port that no task follows), in alternating SLICE-second wrk runs
+# under the same agent.  The host's speed drifts within seconds here, and the
+# two runs of a pair are at most 2 SLICE apart, where the rows above compare
+# runs up to a round apart.  A control pass with no task first: what the
+# twins differ by themselves.  The twin's socket calls still pay the socket
+# layer's filter (net_bpf_ns_per_other_sock), which this ratio leaves in.
+TWIN_PAIRS=${TWIN_PAIRS:-16} SLICE=${SLICE:-2}
+start_twin() {
+  local t=$T p=$PORT n=$NGINX w=$W
+  T=$T/twin PORT=$((PORT + 1)); mkdir -p "$T"
+  start_bench_nginx || { T=$t; return 1; }
+  TWIN_NGINX=$NGINX TWIN=$W TWIN_PORT=$PORT; T=$t PORT=$p NGINX=$n W=$w
+  [ "$PIN" = 1 ] && { taskset -pc 0 "$TWIN" > /dev/null || return 1; }
+  return 0
+}
+slice() { "${WRKCMD[@]}" -t 2 -c "$CONNS" -d "${SLICE}s" "http://127.0.0.1:$1/small.txt" 2>&1 | awk '/Requests\/sec/ {print $2}'; }
+twin_pairs() {   # $1: the row's name, $2: pairs; rows: name, the worker's req/s, the twin's
+  local a b
+  for i in $(seq "$2"); do
+    if [ $((i % 2)) = 1 ]; then b=$(slice "$TWIN_PORT"); a=$(slice "$PORT"); else a=$(slice "$PORT"); b=$(slice "$TWIN_PORT"); fi
+    echo "$1 ${a:-0} ${b:-0}" >> "$T/res"
+  done
+}
+if start_twin; then
+  twin_pairs twin_control $((TWIN_PAIRS / 2))
+  "$B/ember" profile --config "$CFG" --type network --pid "$W" --duration $((TWIN_PAIRS * 2 * SLICE + 6))s \
+    --out "$T/twinprof" >/dev/null 2>"$T/twinprof.err" &
+  TP=$!
+  for _ in $(seq 100); do grep -q profiling "$T/twinprof.err" && break; sleep 0.05; done
+  twin_pairs twin_ember "$TWIN_PAIRS"
+  wait $TP
+  kill "$TWIN_NGINX"; wait "$TWIN_NGINX" 2>/dev/null; TWIN_NGINX=""
+else
+  echo "net: the twin nginx did not start: no interleaved rows" >&2
+fi
 sysctl -qw kernel.bpf_stats_enabled=1
 run_ember ember_stats; sys_ember ember_syscall_stats; run_monitor monitor_stats
 sysctl -qw kernel.bpf_stats_enabled=0
@@ -185,7 +224,7 @@ for i in $(seq "$ROUNDS"); do
   done
 done
 kill $IDLE
-python3 - "$T/res" "$DUR" "$CONNS" <<'PY'
+python3 - "$T/res" "$DUR" "$CONNS" "$SLICE" <<'PY'
 import sys, statistics as st
 rows = [l.split() for l in open(sys.argv[1])]
 dur, conns = int(sys.argv[2]), int(sys.argv[3])
@@ -246,6 +285,24 @@ for sfx, layer, runs_per_call in (('', 'socket layer', 1), ('_syscall', 'syscall
         print(f"net_events_per_s_both_ends: {ev / (ms_ / 1000) / 1e3:.0f}k ({layer}; the worker and wrk followed, {ms_ / 1000:.1f} s); "
               f"drops: {rd + rf} counted ({rd} in the kernel, {rf} by the collector) of {rc} calls; unaccounted: {rc - ev - rd} "
               f"(a call is counted just before its event: readings may differ by the calls in flight at either reading)")
+def twin(name):
+    xs = sorted(float(r[1]) / float(r[2]) for r in rows if r[0] == name and float(r[2]) > 0)
+    if not xs:
+        return None
+    q = lambda f: xs[min(len(xs) - 1, int(f * len(xs)))]
+    return xs, f"median of {len(xs)} pairs; p25-p75 {q(0.25):.2f}-{q(0.75):.2f}, min-max {xs[0]:.2f}-{xs[-1]:.2f}"
+tc, te = twin('twin_control'), twin('twin_ember')
+if tc:
+    print(f"net_twin_control_ratio: {st.median(tc[0]):.2f}x ({tc[1]}; no task: the worker against its twin, "
+          f"what the interleaved method differs by itself)")
+if te:
+    other = row('other_sock')
+    filt = ""
+    if other and int(other[1]):
+        filt = (f"; the twin's filter, 2 runs per request at {int(other[2]) / int(other[1]):.0f} ns, is "
+                f"{2 * int(other[2]) / int(other[1]) / (1e9 / base_r) * 100:.1f}% of a request alone")
+    print(f"net_throughput_ratio_ember_interleaved: {st.median(te[0]):.2f}x ({te[1]}; socket layer; the followed worker "
+          f"against its unfollowed twin in alternating {sys.argv[4]} s runs under one agent{filt}; target >= 0.90)")
 mon = [r for r in rows if r[0] == 'monitor']
 if mon:
     mr = [float(r[1]) for r in mon]; mp = [ms(r[2]) for r in mon]
