@@ -160,7 +160,11 @@ if start_twin; then
     --out "$T/twinprof" >/dev/null 2>"$T/twinprof.err" &
   TP=$!
   for _ in $(seq 100); do grep -q profiling "$T/twinprof.err" && break; sleep 0.05; done
-  twin_pairs twin_ember "$TWIN_PAIRS"
+  if grep -q profiling "$T/twinprof.err"; then
+    twin_pairs twin_ember "$TWIN_PAIRS"
+  else
+    echo "net: the twin pass's task did not start: no interleaved ratio" >&2; cat "$T/twinprof.err" >&2
+  fi
   wait $TP
   kill "$TWIN_NGINX"; wait "$TWIN_NGINX" 2>/dev/null; TWIN_NGINX=""
 else
@@ -286,11 +290,13 @@ for sfx, layer, runs_per_call in (('', 'socket layer', 1), ('_syscall', 'syscall
               f"drops: {rd + rf} counted ({rd} in the kernel, {rf} by the collector) of {rc} calls; unaccounted: {rc - ev - rd} "
               f"(a call is counted just before its event: readings may differ by the calls in flight at either reading)")
 def twin(name):
-    xs = sorted(float(r[1]) / float(r[2]) for r in rows if r[0] == name and float(r[2]) > 0)
+    pairs = [r for r in rows if r[0] == name]
+    xs = sorted(float(r[1]) / float(r[2]) for r in pairs if float(r[1]) > 0 and float(r[2]) > 0)
     if not xs:
         return None
     q = lambda f: xs[min(len(xs) - 1, int(f * len(xs)))]
-    return xs, f"median of {len(xs)} pairs; p25-p75 {q(0.25):.2f}-{q(0.75):.2f}, min-max {xs[0]:.2f}-{xs[-1]:.2f}"
+    failed = f", {len(pairs) - len(xs)} pairs without a wrk figure left out" if len(pairs) > len(xs) else ""
+    return xs, f"median of {len(xs)} pairs{failed}; p25-p75 {q(0.25):.2f}-{q(0.75):.2f}, min-max {xs[0]:.2f}-{xs[-1]:.2f}"
 tc, te = twin('twin_control'), twin('twin_ember')
 if tc:
     print(f"net_twin_control_ratio: {st.median(tc[0]):.2f}x ({tc[1]}; no task: the worker against its twin, "

@@ -73,7 +73,10 @@ done
 python3 - "$T/rounds" <<'PY'
 import sys, statistics as st
 rows = [[float(v) for v in l.split()] for l in open(sys.argv[1])]
-rows = [r for r in rows if r[1] > 0 and r[0] > 0]
+ok = [r for r in rows if min(r) > 0]
+if len(ok) < len(rows):
+    print(f"ab_net: {len(rows) - len(ok)} rounds without a wrk figure left out")
+rows = ok
 def show(name, xs):
     xs = sorted(xs)
     print(f"{name}: {st.median(xs):.3f} (p25-p75 {xs[len(xs) // 4]:.3f}-{xs[(3 * len(xs)) // 4]:.3f}, "
