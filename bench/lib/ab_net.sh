@@ -77,6 +77,8 @@ ok = [r for r in rows if min(r) > 0]
 if len(ok) < len(rows):
     print(f"ab_net: {len(rows) - len(ok)} rounds without a wrk figure left out")
 rows = ok
+if not rows:
+    sys.exit("ab_net: no round gave a wrk figure for all three servers")
 def show(name, xs):
     xs = sorted(xs)
     print(f"{name}: {st.median(xs):.3f} (p25-p75 {xs[len(xs) // 4]:.3f}-{xs[(3 * len(xs)) // 4]:.3f}, "
