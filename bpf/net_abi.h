@@ -194,7 +194,7 @@ struct net_target {
 	__u32 map_ms;
 };
 
-/* Every place the program gives up counts here (per-CPU array "net_counters"). Append only. */
+/* Every place the program gives up counts here (per-CPU array "net_counters", struct net_counts). Append only. */
 enum net_counter {
 	NET_CNT_CALLS = 0,        /* socket calls of target processes traced */
 	NET_CNT_EVENTS,           /* events written to the ring buffer */
@@ -218,6 +218,10 @@ enum net_counter {
 	NET_CNT_SL_NO_SYSCALL,    /* socket-layer calls under no socket syscall (io_uring, splice): sizes only */
 	NET_CNT_CAPPED,           /* events whose data was cut to their connection's cap (struct net_cap): not counted in TRUNCATED */
 	NET_CNT_MAX,
+};
+/* The value of net_counters' one entry, per CPU. */
+struct net_counts {
+	__u64 n[NET_CNT_MAX];
 };
 
 #define NET_ASSERT_SIZE(t, n) _Static_assert(sizeof(t) == (n), #t " changed size: bump EMBER_ABI_VERSION")

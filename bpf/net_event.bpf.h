@@ -34,6 +34,13 @@ struct {
 #define NET_TARGET_BYTES 65536
 __u8 net_target_bytes[NET_TARGET_BYTES];
 
+/*
+ * Moves whenever an entry of net_targets changes or goes (the collector's
+ * changes, a followed child's exit): a copy of an entry taken at another
+ * number is stale (sock_owner.tgt_gen).  Bumped after the change.
+ */
+__u32 targets_gen = 1;
+
 static __always_inline struct net_target *target_of(__u32 tgid)
 {
 	if (!net_target_bytes[tgid & (NET_TARGET_BYTES - 1)])
@@ -59,6 +66,7 @@ struct {
 struct scratch {
 	struct net_event e;
 	__u8 data[3 * NET_MAX_PAYLOAD];     /* room for the verifier's view of offset + length */
+	__u64 unlooked;                     /* bytes this CPU wrote since wake_flag() last looked */
 };
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -67,16 +75,25 @@ struct {
 	__uint(max_entries, 1);
 } net_scratch SEC(".maps");
 
+/*
+ * The counters, one per-CPU entry of all of them (struct net_counts): a
+ * call's two or three counts touch one entry and a line or two, where an
+ * entry per counter cost a lookup and its own lines each.
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__type(key, __u32);
-	__type(value, __u64);
-	__uint(max_entries, NET_CNT_MAX);
+	__type(value, struct net_counts);
+	__uint(max_entries, 1);
 } net_counters SEC(".maps");
 
 static __always_inline void count(__u32 id)
 {
-	counter_inc(&net_counters, id);
+	__u32 zero = 0;
+	struct net_counts *c = bpf_map_lookup_elem(&net_counters, &zero);
+
+	if (c && id < NET_CNT_MAX)
+		c->n[id] += 1;
 }
 
 /* Copies up to cap - off bytes of user memory to s->data + off (cap <= NET_MAX_PAYLOAD); returns what it copied. */
@@ -176,10 +193,21 @@ static __always_inline void keep_losses(const struct net_event *e)
  */
 __u64 woken_at = ~0ULL;
 
-static __always_inline __u64 wake_flag(void)
+/*
+ * A CPU looks at the ring's fill only after writing a sixteenth of
+ * wake_bytes since its last look: the look is two helper calls reading
+ * positions the collector's CPU writes, a cost per event otherwise.  The
+ * collector is then woken at most that much per CPU later than the
+ * threshold; its timer drains the ring meanwhile.
+ */
+static __always_inline __u64 wake_flag(struct scratch *s, __u64 size)
 {
 	__u64 cons;
 
+	s->unlooked += size;
+	if (s->unlooked < wake_bytes / 16)
+		return BPF_RB_NO_WAKEUP;
+	s->unlooked = 0;
 	if (bpf_ringbuf_query(&net_events, BPF_RB_AVAIL_DATA) < wake_bytes)
 		return BPF_RB_NO_WAKEUP;
 	cons = bpf_ringbuf_query(&net_events, BPF_RB_CONS_POS);
@@ -204,7 +232,8 @@ static __always_inline void emit_now(struct scratch *s, __u32 payload, const boo
 	barrier_var(payload);
 	payload &= 2 * NET_MAX_PAYLOAD - 1;
 	if (!bpf_ringbuf_output(&net_events, s, sizeof(s->e) + payload,
-				now || (s->e.flags & NET_F_CUT_FIRST) ? BPF_RB_FORCE_WAKEUP : wake_flag())) {
+				now || (s->e.flags & NET_F_CUT_FIRST) ? BPF_RB_FORCE_WAKEUP :
+				wake_flag(s, sizeof(s->e) + payload))) {
 		count(NET_CNT_EVENTS);
 		return;
 	}

@@ -71,6 +71,7 @@ static __always_inline void on_exit(__u32 tgid, bool leader_gone)
 		return;
 	proc_event(NET_OP_EXIT, tgid, t->root, t->root);
 	bpf_map_delete_elem(&net_targets, &tgid);
+	__sync_fetch_and_add(&targets_gen, 1);
 }
 
 SEC("tp_btf/sched_process_fork")

@@ -41,6 +41,14 @@ struct sock_owner {
 	__u32 cap_gen;
 	/* Directions (1 read, 2 write) that had a call cut since their cap changed (NET_F_CUT_FIRST). */
 	__u32 cut_seen;
+	/*
+	 * Its process's entry in net_targets as of targets_gen tgt_gen (0:
+	 * none): the socket layer's data calls look the table up once per
+	 * change, not once per call.
+	 */
+	__u32 tgt_gen;
+	__u32 tgt_cap;      /* the bytes of data its calls copy at most */
+	__u32 tgt_root;     /* net_target.root */
 };
 #define CAP_DEFAULT 0xffffu
 struct {

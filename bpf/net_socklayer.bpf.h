@@ -45,7 +45,7 @@ struct sl_l2 {
 	__u32 pkts;
 	__u32 bytes;
 	__u32 ifindex;
-	__u32 pad;
+	__u32 gen;          /* l2_on when they were counted: packets of an earlier time the packets were asked for are stale */
 };
 
 /* A thread's socket-layer state (its own storage): only target threads have one. */
@@ -245,18 +245,39 @@ int net_sl_recvmsg6(struct bpf_sock_addr *ctx)
 	return sl_recv_source(ctx, true);
 }
 
+/*
+ * Non-zero while the packet programs are attached, a new number each time
+ * (the collector's): the data programs then look at the thread's packets.
+ * Without it they leave the thread's storage alone (a lookup per call).
+ */
+__u32 l2_on = 0;
+
+/* The thread's storage, for a target's packets: made here, as its call's event comes after them. */
+static __always_inline struct sl_thread *sl_l2_thread(void)
+{
+	struct sl_thread *th = sl_thread_of(false);
+
+	if (th || !target_of(bpf_get_current_pid_tgid() >> 32))
+		return th;
+	return sl_thread_of(true);
+}
+
 /* One packet of socket sk for the thread: in its socket's slot, else a free one, else the second's. */
 static __always_inline void sl_l2_add(struct sl_thread *th, const struct sock *sk, const struct sk_buff *skb,
 				      __u32 bytes, __u32 ifindex)
 {
 	struct sl_l2 *l = &th->l2[0];
+	__u32 gen = l2_on;
 
+	if (l->gen != gen)
+		__builtin_memset(th->l2, 0, sizeof(th->l2));
 	if (l->sk && l->sk != (__u64)sk) {
 		l = &th->l2[1];
 		if (l->sk != (__u64)sk)
 			__builtin_memset(l, 0, sizeof(*l));
 	}
 	l->sk = (__u64)sk;
+	th->l2[0].gen = th->l2[1].gen = gen;
 	if (l->skb != (__u64)skb) {
 		l->pkts++;
 		l->skb = (__u64)skb;
@@ -270,7 +291,7 @@ static __always_inline void sl_l2_add(struct sl_thread *th, const struct sock *s
 SEC("tp_btf/skb_copy_datagram_iovec")
 int BPF_PROG(net_sl_copy, const struct sk_buff *skb, int len)
 {
-	struct sl_thread *th = sl_thread_of(false);
+	struct sl_thread *th = sl_l2_thread();
 	struct sock *sk = skb->sk;
 
 	if (th && sk && len > 0)
@@ -282,7 +303,7 @@ int BPF_PROG(net_sl_copy, const struct sk_buff *skb, int len)
 SEC("tp_btf/net_dev_queue")
 int BPF_PROG(net_sl_l2_xmit, struct sk_buff *skb)
 {
-	struct sl_thread *th = sl_thread_of(false);
+	struct sl_thread *th = sl_l2_thread();
 	struct net_device *dev = skb->dev;
 	struct sock *sk = skb->sk;
 
@@ -310,8 +331,8 @@ static __always_inline __u32 sl_mmsg_index(struct sl_thread *th, const struct ca
 static __always_inline int sl_data(struct sock *sk, int ret, int flags, const bool write)
 {
 	__u64 id = bpf_get_current_pid_tgid(), now, ino;
-	__u32 tgid = id >> 32, zero = 0, got = 0;
-	struct sl_thread *th;
+	__u32 tgid = id >> 32, zero = 0, got = 0, gen;
+	struct sl_thread *th = NULL;
 	struct net_target *t;
 	struct sock_owner *o;
 	struct pt_regs *regs;
@@ -320,24 +341,56 @@ static __always_inline int sl_data(struct sock *sk, int ret, int flags, const bo
 	bool known, wire;
 	long nr;
 
-	if (!(t = target_of(tgid)))
+	if (!net_target_bytes[tgid & (NET_TARGET_BYTES - 1)])
 		return 0;
+	/*
+	 * A socket seen before keeps its inode in its storage (a socket's file
+	 * is its own for life), and its process's target entry while the table
+	 * does not change: the chain from the socket to its inode and the
+	 * table's lines, which the call itself does not touch, are read once.
+	 */
+	o = bpf_sk_storage_get(&sl_socks, sk, 0, 0);
+	gen = targets_gen;
+	if (o && o->tgid == tgid && o->tgt_gen == gen && gen) {
+		c.cap = o->tgt_cap;
+		c.root = o->tgt_root;
+	} else {
+		if (!(t = bpf_map_lookup_elem(&net_targets, &tgid)))
+			return 0;
+		c.cap = t->tasks > t->prefix_tasks ? NET_MAX_PAYLOAD : NET_PREFIX_PAYLOAD;
+		c.root = t->root;
+		if (o && o->tgid == tgid) {
+			o->tgt_cap = c.cap;
+			o->tgt_root = c.root;
+			o->tgt_gen = gen;
+		}
+	}
 	if (!write && (flags & MSG_PEEK)) {
 		count(NET_CNT_PEEKS);
 		return 0;
 	}
-	ino = sl_ino(sk);
-	th = sl_thread_of(true);
-	if (!ino || !th) {
+	if (o) {
+		ino = o->ino;
+		barrier_var(ino);   /* one load per pointer kind: the verifier refuses a shared one */
+	} else {
+		ino = sl_ino(sk);
+	}
+	if (!ino) {
 		count(NET_CNT_NOT_SOCKET);
 		return 0;
 	}
 	regs = sl_regs();
 	nr = sl_nr(regs);
+	/* The thread's storage holds packets (while a task asks for them) and an mmsg call's cursor only. */
+	if (l2_on || nr == NR_sendmmsg || nr == NR_recvmmsg) {
+		th = sl_thread_of(true);
+		if (!th) {
+			count(NET_CNT_NOT_SOCKET);
+			return 0;
+		}
+	}
 	now = bpf_ktime_get_ns();
 	c.ts = now;
-	c.cap = t->tasks > t->prefix_tasks ? NET_MAX_PAYLOAD : NET_PREFIX_PAYLOAD;
-	c.root = t->root;
 	c.op = write ? NET_OP_WRITE : NET_OP_READ;
 	c.fd = -1;
 	/* read is syscall 0 on x86: whether the registers name a socket call is `known`, not c.nr */
@@ -352,16 +405,16 @@ static __always_inline int sl_data(struct sock *sk, int ret, int flags, const bo
 	} else {
 		count(NET_CNT_SL_NO_SYSCALL);
 	}
-	for (int i = 0; i < 2; i++) {
-		if (th->l2[i].pkts && th->l2[i].sk == (__u64)sk) {
+	for (int i = 0; th && i < 2; i++) {
+		if (th->l2[i].pkts && th->l2[i].sk == (__u64)sk && th->l2[i].gen == l2_on) {
 			c.l2_sk = th->l2[i].sk;
 			c.l2_pkts = th->l2[i].pkts;
 			c.l2_bytes = th->l2[i].bytes;
 			c.l2_ifindex = th->l2[i].ifindex;
 		}
 	}
-	__builtin_memset(th->l2, 0, sizeof(th->l2));
-	o = bpf_sk_storage_get(&sl_socks, sk, 0, 0);
+	if (th && (th->l2[0].pkts | th->l2[1].pkts))
+		__builtin_memset(th->l2, 0, sizeof(th->l2));
 	if (!o)
 		o = sl_first(sk, ino, c.fd, &c, now);
 	/* Before the event is built: a Go write's plaintext goes out first, through the same scratch. */
@@ -401,7 +454,7 @@ static __always_inline int sl_data(struct sock *sk, int ret, int flags, const bo
 	}
 	if (ret > 0 && known)
 		c.cap = conn_cap(s, o, ino, write, (__u64)ret, c.cap);
-	if (known && (c.nr == NR_sendmmsg || c.nr == NR_recvmmsg)) {
+	if (known && th && (c.nr == NR_sendmmsg || c.nr == NR_recvmmsg)) {
 		__u32 i = sl_mmsg_index(th, &c, ret);
 
 		if (ret > 0)

@@ -32,6 +32,7 @@ struct bpf_net {
 	int cgroup_fd;              /* that root, opened at load (as root), -1 for none */
 	int sock_err;               /* why the socket layer was not loaded (-errno), 0 if it was or was not tried */
 	unsigned l2_users;
+	uint32_t l2_gen;           /* the last l2_on given the program */
 	int ap;                     /* CTL_AP_SOCKET, CTL_AP_TP_BTF or CTL_AP_RAW_TP: the variant loaded */
 	int tls;                    /* the TLS program loaded (the kernel has uprobe.multi) */
 	int ncpus;
@@ -340,6 +341,7 @@ int bpf_net__l2(struct bpf_net *n, bool on)
 			bpf_link__destroy(n->l2_links[i]);
 			n->l2_links[i] = NULL;
 		}
+		n->skel->bss->l2_on = 0;
 		return 0;
 	}
 	if (!p[0])
@@ -356,6 +358,8 @@ int bpf_net__l2(struct bpf_net *n, bool on)
 			return err;
 		}
 	}
+	/* a number of its own each time: packets counted in an earlier time are stale (bpf/net_socklayer.bpf.h) */
+	n->skel->bss->l2_on = ++n->l2_gen ? n->l2_gen : ++n->l2_gen;
 	return 0;
 }
 
@@ -447,6 +451,13 @@ void bpf_net__caps_clear(struct bpf_net *n, unsigned shard, unsigned nshards)
 	drop_caps(n, of_shard, &(struct shard_arg){ shard, nshards });
 }
 
+/* After net_targets changed: the sockets' copies of entries are stale (bpf/net_event.bpf.h targets_gen). */
+static void targets_changed(struct bpf_net *n)
+{
+	if (!__atomic_add_fetch(&n->skel->data->targets_gen, 1, __ATOMIC_SEQ_CST))
+		__atomic_add_fetch(&n->skel->data->targets_gen, 1, __ATOMIC_SEQ_CST);   /* 0 is no socket's copy */
+}
+
 int bpf_net__target(struct bpf_net *n, uint32_t tgid, int on, bool prefix)
 {
 	int fd = bpf_map__fd(n->skel->maps.net_targets);
@@ -466,11 +477,15 @@ int bpf_net__target(struct bpf_net *n, uint32_t tgid, int on, bool prefix)
 		/* before the entry: see net_target_bytes */
 		__atomic_store_n(&n->skel->bss->net_target_bytes[tgid % sizeof(n->skel->bss->net_target_bytes)], 1,
 				 __ATOMIC_SEQ_CST);
-		return bpf_map_update_elem(fd, &tgid, &t, BPF_ANY) ? -errno : 0;
+		if (bpf_map_update_elem(fd, &tgid, &t, BPF_ANY))
+			return -errno;
+		targets_changed(n);
+		return 0;
 	}
 	if (bpf_map_delete_elem(fd, &tgid) && errno != ENOENT)
 		return -errno;
 	unfollow_children(n, fd, tgid);
+	targets_changed(n);
 	return 0;
 }
 
@@ -545,19 +560,20 @@ int bpf_net__consume(struct bpf_net *n, bpf_net_event_fn cb, void *ctx)
 int bpf_net__counters(struct bpf_net *n, uint64_t *ret)
 {
 	int fd = bpf_map__fd(n->skel->maps.net_counters);
-	uint64_t *v = calloc((size_t)n->ncpus, sizeof(*v));
+	struct net_counts *v = calloc((size_t)n->ncpus, sizeof(*v));
+	uint32_t zero = 0;
+	int err = 0;
 
 	if (!v)
 		return -ENOMEM;
-	for (uint32_t k = 0; k < NET_CNT_MAX; k++) {
-		ret[k] = 0;
-		if (bpf_map_lookup_elem(fd, &k, v))
-			continue;
-		for (int c = 0; c < n->ncpus; c++)
-			ret[k] += v[c];
-	}
+	memset(ret, 0, sizeof(uint64_t) * NET_CNT_MAX);
+	if (bpf_map_lookup_elem(fd, &zero, v))
+		err = -errno;
+	for (int c = 0; !err && c < n->ncpus; c++)
+		for (unsigned k = 0; k < NET_CNT_MAX; k++)
+			ret[k] += v[c].n[k];
 	free(v);
-	return 0;
+	return err;
 }
 
 struct bpf_net *bpf_net__free(struct bpf_net *n)

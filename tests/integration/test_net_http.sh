@@ -5,7 +5,8 @@
 # and response sizes, time) and tshark on a capture of the same traffic as the
 # oracle of every exchange's columns and latency.  A 300 KB file goes out by
 # sendfile (sizes only, no data): the keep-alive exchanges after it are still
-# counted.  L4: what the clients wrote is what nginx read.
+# counted.  L4: what the clients wrote is what nginx read.  A task's end stops
+# the tracing of its process at once, on connections that stay open.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/net_servers.sh"
 need_bpf
@@ -19,8 +20,30 @@ AGENT_PROFILING_YAML="  task: { network: { max_exchanges_per_report: 10000000 } 
 start_agent
 start_nginx
 U=http://127.0.0.1:$NGINX_PORT
+# A second task, on a process with no sockets, keeps the programs attached after the first ends.
+sleep 300 & IDLE=$!; CLEANUP_PIDS+=("$IDLE")
+"$EMBER" profile --config "$TMP/ember.yaml" --type network --pid "$IDLE" --duration 120s --out "$TMP/idle" \
+  >/dev/null 2>"$TMP/idle.err" & IDLE_TASK=$!; CLEANUP_PIDS+=("$IDLE_TASK")
+for _ in $(seq 200); do grep -q profiling "$TMP/idle.err" && break; sleep 0.05; done
+grep -q profiling "$TMP/idle.err" || { cat "$TMP/idle.err"; fail "the idle task did not start"; }
 start_net_task http "$NGINX_PID" 8s
 start_capture http "$NGINX_PORT"   # the curl part: tshark's PDML of wrk's traffic would take minutes
+# A keep-alive connection opened under the task and used again after it (see below).
+python3 - "$NGINX_PORT" "$TMP/ka" <<'PY' > "$TMP/ka.out" 2>&1 & KA=$!; CLEANUP_PIDS+=("$KA")
+import http.client, os, sys, time
+c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=60)
+def get():
+    c.request("GET", "/small.txt"); r = c.getresponse(); r.read(); return r.status
+print("under the task:", get(), flush=True)
+open(sys.argv[2] + ".open", "w").close()
+while not os.path.exists(sys.argv[2] + ".go"):
+    time.sleep(0.05)
+print("after it:", [get() for _ in range(3)], flush=True)
+while not os.path.exists(sys.argv[2] + ".done"):   # open until the calls are read: its close would count
+    time.sleep(0.05)
+PY
+for _ in $(seq 200); do [ -e "$TMP/ka.open" ] && break; sleep 0.05; done
+[ -e "$TMP/ka.open" ] || { cat "$TMP/ka.out"; fail "the keep-alive client did not connect"; }
 
 # 30 requests, each on its own connection; one keep-alive connection with a 200/404/500
 # mix and the sendfile'd file in the middle; wrk on 4 keep-alive connections for 3 s, so that
@@ -31,6 +54,8 @@ curl -s -o /dev/null -o /dev/null -o /dev/null -o /dev/null -o /dev/null -o /dev
 stop_capture
 wrk -t 2 -c 4 -d 3s --latency "$U/small.txt" > "$TMP/wrk.out" 2>&1 || { cat "$TMP/wrk.out"; fail "wrk failed"; }
 wait_net_task http
+# The log of the task's time (the keep-alive client's requests after it are not the task's).
+cp "$TMP/nginx/logs/access.log" "$TMP/access-task.log"
 # Calls dropped on the way are counted, as calls: then the exchanges cannot be held exact.
 "$EMBER" stats --config "$TMP/ember.yaml" > "$TMP/stats.txt"
 drops=$(awk '$1 == "collector" && $2 ~ /^(ring_full_drops|bpf_net_ringbuf_full_drops)$/ {s += $3} END {print s + 0}' "$TMP/stats.txt")
@@ -55,11 +80,26 @@ echo "connection caps: $asked asked, $(st collector net_caps_written) written, $
 # bodies must not inherit them).
 agent_map_values net_caps > "$TMP/caps.txt" || fail "cannot read the collector's net_caps map"
 [ ! -s "$TMP/caps.txt" ] || fail "caps left after the task: $(head -3 "$TMP/caps.txt")"
+# Nor does the process stay a target on its open connections (each socket keeps a copy of its
+# process's target entry, stale once the table changes): with the programs still attached (the
+# idle task), three requests on the keep-alive connection after the task add no call.
+calls0=$(st collector bpf_net_socket_calls)
+touch "$TMP/ka.go"
+for _ in $(seq 200); do grep -q "after it" "$TMP/ka.out" && break; sleep 0.05; done
+grep -q "after it: \[200, 200, 200\]" "$TMP/ka.out" || { cat "$TMP/ka.out"; fail "the keep-alive requests after the task failed"; }
+"$EMBER" stats --config "$TMP/ember.yaml" > "$TMP/stats2.txt"
+touch "$TMP/ka.done"
+wait "$KA" || { cat "$TMP/ka.out"; fail "the keep-alive client failed"; }
+calls1=$(awk '$1 == "collector" && $2 == "bpf_net_socket_calls" {print $3; exit}' "$TMP/stats2.txt")
+[ -n "$calls0" ] && [ "$calls1" = "$calls0" ] ||
+  fail "nginx's calls were still traced after its task: $calls0 calls at its end, $calls1 after 3 more requests"
+kill "$IDLE_TASK" 2>/dev/null; wait "$IDLE_TASK" 2>/dev/null
+ok "a task's end stops its process's calls on a connection still open ($calls0 calls, none after)"
 wrk_n=$(awk '/requests in/ {print $1}' "$TMP/wrk.out")
-echo "wrk: $wrk_n requests; access log: $(wc -l < "$TMP/nginx/logs/access.log") lines"
+echo "wrk: $wrk_n requests; access log: $(wc -l < "$TMP/access-task.log") lines"
 
 # The server's truth: nginx's access log, line for line.
-python3 - "$TMP/http/network.json" "$TMP/nginx/logs/access.log" "$NGINX_PID" "$wrk_n" "$exact" <<'PY' || fail "ember's exchanges differ from nginx's access log"
+python3 - "$TMP/http/network.json" "$TMP/access-task.log" "$NGINX_PID" "$wrk_n" "$exact" <<'PY' || fail "ember's exchanges differ from nginx's access log"
 import json, sys, collections
 net, log, pid, wrk_n, exact = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5] == '1'
 
