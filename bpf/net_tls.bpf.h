@@ -54,13 +54,29 @@ struct {
 /* Set by the collector while any TLS probe is attached: until then no socket call looks for a TLS call. */
 __u32 tls_on = 0;
 
+/*
+ * TLS calls open per process, hashed by tgid: a socket call looks for the
+ * TLS call it is under only while its slot is not 0.  A process that links
+ * a TLS library but moves plain bytes (nginx on a plain port) then pays no
+ * lookup per call (two misses: its thread's key and its goroutine's).  An
+ * entry that goes in adds one, one that is deleted takes one away; one
+ * written over or evicted is never taken away, so a slot is never below
+ * its open calls: a stale count costs lookups, never a missed TLS call.
+ * The adds' results go unused (a plain atomic add: 5.10 has no fetch).
+ */
+#define TLS_OPEN_SLOTS 4096
+__u32 tls_open[TLS_OPEN_SLOTS];
+
 /* The TLS call the current thread (or its goroutine) is in, if any. */
 static __always_inline struct tls_call *tls_current(struct pt_regs *regs, const bool btf)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	struct tls_key k = { .id = id, .tgid = id >> 32 };
-	struct tls_call *tc = bpf_map_lookup_elem(&tls_calls, &k);
+	struct tls_call *tc;
 
+	if (!tls_open[k.tgid & (TLS_OPEN_SLOTS - 1)])
+		return NULL;
+	tc = bpf_map_lookup_elem(&tls_calls, &k);
 	if (tc)
 		return tc;
 #if defined(__TARGET_ARCH_x86)
@@ -206,6 +222,8 @@ int net_tls(struct pt_regs *ctx)
 		count(NET_CNT_TLS_CALLS);
 		if (bpf_map_update_elem(&tls_calls, &k, &c, BPF_ANY))
 			count(NET_CNT_TLS_INFLIGHT_FULL);
+		else
+			__sync_fetch_and_add(&tls_open[tgid & (TLS_OPEN_SLOTS - 1)], 1);
 		return 0;
 	}
 	tc = bpf_map_lookup_elem(&tls_calls, &k);
@@ -238,6 +256,7 @@ int net_tls(struct pt_regs *ctx)
 	/* A call that moved nothing (WANT_READ of a non-blocking socket, an error) has nothing to parse. */
 	if (ret > 0 && !tc->emitted)
 		tls_emit(tc, tgid, ret);
-	bpf_map_delete_elem(&tls_calls, &k);
+	if (!bpf_map_delete_elem(&tls_calls, &k))
+		__sync_fetch_and_add(&tls_open[tgid & (TLS_OPEN_SLOTS - 1)], -1);
 	return 0;
 }
