@@ -55,8 +55,18 @@ struct {
 	__type(value, struct net_lost);
 	__uint(max_entries, 16384);
 } net_lost SEC(".maps");
-/* Non-zero once anything was lost: until then no event pays for the lookup. */
-__u64 lost_pending = 0;
+/*
+ * Entries of net_lost per slot of socket inodes (ino & (LOST_SLOTS - 1)):
+ * an event looks its socket's losses up only while its slot is not 0.  A
+ * slot counts one up before an entry may go in and one down when one is
+ * deleted (or did not go in); an entry the LRU evicts is never counted
+ * down, so a slot is never below its entries.  A socket that closed with
+ * its losses still kept holds its slot up: the sockets sharing that slot
+ * pay the lookup, not every event after the first loss.  The adds' results
+ * go unused (a plain atomic add: 5.10 has no fetch).
+ */
+#define LOST_SLOTS 16384
+__u32 lost_slots[LOST_SLOTS];
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -155,9 +165,10 @@ static __always_inline __u32 copy_iov(struct scratch *s, __u64 iov, __u64 cnt, _
 static __always_inline void take_losses(struct net_event *e)
 {
 	__u64 key = e->ino;
+	__u32 *n = &lost_slots[key & (LOST_SLOTS - 1)];
 	struct net_lost *l;
 
-	if (!lost_pending)
+	if (!*n)
 		return;
 	l = bpf_map_lookup_elem(&net_lost, &key);
 	if (!l)
@@ -165,7 +176,8 @@ static __always_inline void take_losses(struct net_event *e)
 	e->lost_events += l->events;
 	e->lost_read_bytes += l->read_bytes;
 	e->lost_write_bytes += l->write_bytes;
-	bpf_map_delete_elem(&net_lost, &key);
+	if (!bpf_map_delete_elem(&net_lost, &key))
+		__sync_fetch_and_add(n, -1);
 }
 
 /* The event could not be sent: what it carried (and its own losses) waits for the next one. */
@@ -174,14 +186,26 @@ static __always_inline void keep_losses(const struct net_event *e)
 	__u64 key = e->ino, moved = e->ret > 0 ? (__u64)e->ret : 0;
 	struct net_lost l = { .events = e->lost_events + 1, .read_bytes = e->lost_read_bytes,
 			      .write_bytes = e->lost_write_bytes };
+	__u32 *n = &lost_slots[key & (LOST_SLOTS - 1)];
+	struct net_lost *old;
 
 	if (e->op == NET_OP_READ || e->op == NET_OP_TLS_READ)
 		l.read_bytes += moved;
 	else if (e->op == NET_OP_WRITE || e->op == NET_OP_TLS_WRITE)
 		l.write_bytes += moved;
-	__sync_fetch_and_add(&lost_pending, 1);
-	if (bpf_map_update_elem(&net_lost, &key, &l, BPF_ANY))
-		count(NET_CNT_LOST_FULL);
+	__sync_fetch_and_add(n, 1);
+	if (!bpf_map_update_elem(&net_lost, &key, &l, BPF_NOEXIST))
+		return;
+	__sync_fetch_and_add(n, -1);
+	/* Losses of the socket wait already (its call on another CPU lost too): these add to them. */
+	old = bpf_map_lookup_elem(&net_lost, &key);
+	if (old) {
+		__sync_fetch_and_add(&old->events, l.events);
+		__sync_fetch_and_add(&old->read_bytes, l.read_bytes);
+		__sync_fetch_and_add(&old->write_bytes, l.write_bytes);
+		return;
+	}
+	count(NET_CNT_LOST_FULL);
 }
 
 /*

@@ -55,6 +55,12 @@ print(f"  all: nginx {total_truth}, ember {total} + {lost_sum} lost (task: {task
       f"{st.get('ember_net_parser_dropped_messages', 0)}; calls without data or lost: {lost_calls}; connections with gaps: {gapped}")
 if not lost_calls or not gapped or not lost_sum: print("  the budget was never short: the test proves nothing"); bad += 1
 if total + lost_sum != total_truth or task['exchanges_lost'] != lost_sum: print("  <-- exchanges + lost != requests"); bad += 1
+# Calls lost whole ride on their socket's next event (the close at the latest): the task, the only
+# one, names each call the kernel and the collector could not pass on, connection by connection.
+whole = st.get('bpf_net_ringbuf_full_drops', 0) + st.get('net_events_ring_full_drops', 0)
+by_conn = sum(c['calls_lost'] for c in conns.values())
+print(f"  calls lost whole: {whole} counted where lost, {task['calls_lost']} in the task, {by_conn} on its connections")
+if task['calls_lost'] != whole or by_conn != whole: print("  <-- calls lost whole and calls booked to a connection differ"); bad += 1
 sys.exit(1 if bad else 0)
 PY
 ok "gaps from a starved payload budget cost the exchanges they touched, not the connection"
