@@ -418,7 +418,7 @@ static __always_inline int sl_data(struct sock *sk, int ret, int flags, const bo
 	if (!o)
 		o = sl_first(sk, ino, c.fd, &c, now);
 	/* Before the event is built: a Go write's plaintext goes out first, through the same scratch. */
-	wire = tls_on && known && tls_wire(regs, c.fd, ino, sk, true);
+	wire = known && tls_may_wrap(tgid) && tls_wire(regs, c.fd, ino, sk, true);
 	s = bpf_map_lookup_elem(&net_scratch, &zero);
 	if (!s || begin(s, &c, sk, ino, c.fd, ret, now, true))
 		return 0;

@@ -438,7 +438,8 @@ static __always_inline int leave(struct pt_regs *regs, long ret, const bool btf)
 		return 0;
 	}
 	/* Before the event is built: a Go write's plaintext goes out first, through the same scratch. */
-	wire = tls_on && (c.op == NET_OP_READ || c.op == NET_OP_WRITE) && tls_wire(regs, fd, ino, sk, btf);
+	wire = tls_may_wrap(id >> 32) && (c.op == NET_OP_READ || c.op == NET_OP_WRITE) &&
+	       tls_wire(regs, fd, ino, sk, btf);
 	/* its own zero key: percpu_scratch() here makes the program 10 instructions longer, 4 % more to verify */
 	s = bpf_map_lookup_elem(&net_scratch, &zero);
 	if (!s || begin(s, &c, sk, ino, fd, ret, now, btf))

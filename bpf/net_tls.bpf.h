@@ -72,11 +72,8 @@ static __always_inline struct tls_call *tls_current(struct pt_regs *regs, const 
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	struct tls_key k = { .id = id, .tgid = id >> 32 };
-	struct tls_call *tc;
+	struct tls_call *tc = bpf_map_lookup_elem(&tls_calls, &k);
 
-	if (!tls_open[k.tgid & (TLS_OPEN_SLOTS - 1)])
-		return NULL;
-	tc = bpf_map_lookup_elem(&tls_calls, &k);
 	if (tc)
 		return tc;
 #if defined(__TARGET_ARCH_x86)
@@ -127,6 +124,16 @@ static __always_inline void tls_emit(struct tls_call *tc, __u32 tgid, long ret)
 	if (ret > 0)
 		got = copy_in(s, 0, tc->buf, (__u64)ret, tc->cap);
 	emit(s, got);
+}
+
+/*
+ * Whether a socket call of process tgid may be under a TLS call, asked
+ * before tls_wire(): at the call site, so that its "no" joins the path
+ * where no TLS probe is attached (the verifier checks that path once).
+ */
+static __always_inline bool tls_may_wrap(__u32 tgid)
+{
+	return tls_on && tls_open[tgid & (TLS_OPEN_SLOTS - 1)];
 }
 
 /* A socket call under a TLS call: its socket is the TLS call's (and its object's). */
