@@ -13,9 +13,11 @@
 # rounds' second half swaps the servers the agents follow, since the slots
 # differ by themselves (about 2% here: an A/A run shows it).  Prints each
 # agent's median ratio and Y over X, with quartiles.  XENV / YENV: variables
-# for an agent's processes (e.g. YENV=EMBER_X=1).  ROUNDS (default 16, even).
+# for an agent's processes (e.g. YENV=EMBER_X=1); XPROF / YPROF: more of its
+# config's `profiling` mapping (e.g. YPROF='task: { network: { protocol_analyze:
+# { per_cpu_buffer: 128KB } } }').  ROUNDS (default 16, even).
 set -u
-[ $# = 2 ] || { sed -n 2,20p "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[ $# = 2 ] || { sed -n 2,18p "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 [ "$(id -u)" = 0 ] || { echo "ab_net: needs root" >&2; exit 1; }
 BX=$(cd "$1" && pwd) BY=$(cd "$2" && pwd)
 ROUNDS=${ROUNDS:-16} SLICE=${SLICE:-2} CONNS=${CONNS:-16}
@@ -26,11 +28,11 @@ trap 'kill $PIDS 2>/dev/null; wait 2>/dev/null; rm -rf "$T"' EXIT
 . "$(dirname "$0")/nginx.sh"
 T0=$T
 for v in x y; do
-  d=$BX e=${XENV:-}; [ $v = y ] && { d=$BY e=${YENV:-}; }
+  d=$BX e=${XENV:-} pr=${XPROF:-}; [ $v = y ] && { d=$BY e=${YENV:-} pr=${YPROF:-}; }
   cat > "$T0/$v.yaml" <<YAML
 ember: { run_dir: $T0/run$v, output_dir: $T0/out$v, log_level: warn }
 exporter: { backends: [file] }
-profiling: { continuous: { policies: [] } }
+profiling: { continuous: { policies: [] }${pr:+, $pr} }
 YAML
   env $e "$d/ember" run --config "$T0/$v.yaml" > "$T0/$v.log" 2>&1 & PIDS="$PIDS $!"
 done
