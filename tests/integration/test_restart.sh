@@ -54,7 +54,9 @@ sleep 3
 kill -9 "$C" || fail "no collector to kill"
 t_kill=$(date +%s%N)
 resumed=0
-for _ in $(seq 100); do C2=$(child_pid ember-collector); [ -n "$C2" ] && [ "$C2" != "$C" ] && \
+# A new collector loads and verifies every BPF program before its task can resume: 1.9 s on an
+# idle machine here, 3.6-4.6 s under this test's load; 15 s before calling it lost.
+for _ in $(seq 300); do C2=$(child_pid ember-collector); [ -n "$C2" ] && [ "$C2" != "$C" ] && \
   grep -q "resumed task" <(tail -n +"$(grep -n "was killed by signal 9" "$TMP/agent.log" | tail -1 | cut -d: -f1)" "$TMP/agent.log") && { resumed=1; break; }; sleep 0.05; done
 t_up=$(date +%s%N)
 [ "$resumed" = 1 ] || { tail -30 "$TMP/agent.log"; fail "the task was not resumed after the collector's restart"; }
@@ -68,8 +70,8 @@ total=$(folded_total "$TMP/prof2/oncpu.folded")
 expect=$(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN { printf "%d", (b - a) / 0.009 }')
 echo "collector back and the task resumed $(( (t_up - t_kill) / 1000000 )) ms after the kill; samples $total of ~$expect"
 # The window the dead collector held (up to 2 s) and the time until the task was re-attached
-# (measured: 1-2 s here, longer on a slow host) are lost; 90% of the rest of what the CPU time
-# stands for must be there.
+# (measured: 3.6-4.6 s here, longer on a slow host) are lost; 90% of the rest of what the CPU
+# time stands for must be there.
 gap=$(( (t_up - t_kill) / 1000000 ))
 awk -v t="$total" -v e="$expect" -v g="$gap" 'BEGIN { exit !(t >= 0.9 * e * (8000 - g - 2000) / 8000 && t <= 1.02 * e) }' ||
   fail "$total of ~$expect samples with the task re-attached $gap ms after the kill: it did not go on after the collector's restart"
