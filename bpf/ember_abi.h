@@ -11,7 +11,7 @@
 #include <linux/types.h>
 #endif
 
-#define EMBER_ABI_VERSION 11
+#define EMBER_ABI_VERSION 12
 #define EMBER_MAX_STACK_DEPTH 127 /* kernel.perf_event_max_stack default */
 #define EMBER_COMM_LEN 16
 
@@ -178,10 +178,15 @@ struct ember_rec_pycode {
 	char qualname[96];
 };
 
-/* Sent after each drain of the in-kernel maps, for every kind drained. */
+/*
+ * Sent after each drain of the in-kernel maps, for every kind drained.  A
+ * drain's stacks and its markers lie together in a shard's ring, nothing
+ * between them; the last marker carries EMBER_WINDOW_F_LAST.
+ */
+#define EMBER_WINDOW_F_LAST 1u
 struct ember_rec_window {
 	__u32 kind;
-	__u32 pad;
+	__u32 flags;        /* EMBER_WINDOW_F_* */
 	__u64 start_ns;     /* CLOCK_REALTIME ns */
 	__u64 end_ns;
 	__u64 stacks;       /* records sent in this window */

@@ -90,14 +90,19 @@ static void send_markers(struct stack_drain *d, uint64_t start, uint64_t end)
 {
 	for (unsigned s = 0; s < d->col->nshards; s++) {
 		struct collector_shard *sh = &d->col->shards[s];
-		const struct profile_kind *k;
+		const struct profile_kind *k, *last = NULL;
 		bool first = true;
 
-		/* One marker per stack kind: the analyzer closes that kind's window; ring drops ride on the first. */
+		/* One marker per stack kind: the analyzer closes that kind's window; ring drops ride on the
+		 * first, and the last ends the drain (the analyzer holds its stacks in the ring till then). */
+		for (unsigned i = 0; (k = profile_kind__at(i)); i++)
+			if (k->flags & PROFILE_KIND_STACKS)
+				last = k;
 		for (unsigned i = 0; (k = profile_kind__at(i)); i++) {
 			if (!(k->flags & PROFILE_KIND_STACKS))
 				continue;
-			struct ember_rec_window w = { .kind = k->id, .start_ns = start, .end_ns = end,
+			struct ember_rec_window w = { .kind = k->id, .flags = k == last ? EMBER_WINDOW_F_LAST : 0,
+						      .start_ns = start, .end_ns = end,
 						      .stacks = first ? sh->window_stacks : 0,
 						      .ring_drops = first ? sh->window_drops : 0 };
 			(void)shm_ring__write(sh->ring, EMBER_REC_WINDOW, &w, sizeof(w));

@@ -119,7 +119,11 @@ struct shm_ring {
 	uint64_t stage_cap;
 
 	/* consumer */
-	uint64_t cpos;         /* our position; the page holds the published copy */
+	uint64_t cpos;         /* our position */
+	uint64_t handed;       /* the position last stored in the page */
+	uint64_t hold_pos;     /* the first record held, while held */
+	bool held;
+	bool hand_back;        /* a hold ended in the callback: hand back after it */
 	uint32_t sleep_seq;
 
 	struct shm_ring_stats st;
@@ -307,11 +311,13 @@ void shm_ring__stats(const struct shm_ring *r, struct shm_ring_stats *ret)
 
 const struct counter_def shm_ring_consumer_counters[SRC_MAX] = {
 	[SRC_CONSUMED] = { .name = "ring_consumed" },
+	[SRC_HOLD_OVERFLOWS] = { .name = "ring_hold_overflows" },
 };
 
 void shm_ring__consumer_stats(const struct shm_ring *r, uint64_t ret[SRC_MAX])
 {
 	ret[SRC_CONSUMED] = r->st.consumed;
+	ret[SRC_HOLD_OVERFLOWS] = r->st.hold_overflows;
 }
 
 /*
@@ -655,7 +661,7 @@ struct shm_ring *shm_ring__attach(int data_fd, int cons_fd, int event_fd)
 		c = prod;
 		atomic_store_explicit(&r->cons->cons_pos, c, memory_order_release);
 	}
-	r->cpos = c;
+	r->cpos = r->handed = c;
 	/* Continue the previous consumer's sequence: restarting at 0 could
 	 * repeat the value the producer last answered and lose a wake-up. */
 	r->sleep_seq = atomic_load_explicit(&r->cons->sleep_seq, memory_order_relaxed);
@@ -666,11 +672,41 @@ struct shm_ring *shm_ring__attach(int data_fd, int cons_fd, int event_fd)
 	return TAKE_PTR(r);
 }
 
+/* Hands back the space read, up to a hold. */
 static void cons_publish(struct shm_ring *r)
 {
-	/* release: our (and the callback's) reads of the records before cpos
+	uint64_t pos = r->cpos;
+
+	r->hand_back = false;
+	if (r->held && r->cpos - r->hold_pos > r->size / 2) {
+		r->held = false;
+		r->st.hold_overflows++;
+	}
+	if (r->held)
+		pos = r->hold_pos;
+	if (pos == r->handed)
+		return;
+	r->handed = pos;
+	/* release: our (and the callback's) reads of the records before pos
 	 * complete before the producer can see their space as free. */
-	atomic_store_explicit(&r->cons->cons_pos, r->cpos, memory_order_release);
+	atomic_store_explicit(&r->cons->cons_pos, pos, memory_order_release);
+}
+
+void shm_ring__hold(struct shm_ring *r)
+{
+	/* In a callback cpos is still the delivered record's position. */
+	if (!r->producer && !r->held) {
+		r->held = true;
+		r->hold_pos = r->cpos;
+	}
+}
+
+void shm_ring__release(struct shm_ring *r)
+{
+	if (r->producer || !r->held)
+		return;
+	r->held = false;
+	r->hand_back = true;
 }
 
 /*
@@ -754,14 +790,15 @@ int shm_ring__consume(struct shm_ring *r, shm_ring_record_fn cb, void *ctx, size
 			break;
 		}
 		/* Hand space back during long batches too, so the producer does
-		 * not see a full ring while we work through a whole lap. */
-		if (r->cpos - published >= batch) {
+		 * not see a full ring while we work through a whole lap, and at
+		 * once at the end of a hold: a successor must not read its batch
+		 * again once the consumer has made it durable. */
+		if (r->cpos - published >= batch || r->hand_back) {
 			cons_publish(r);
 			published = r->cpos;
 		}
 	}
-	if (r->cpos != published)
-		cons_publish(r);
+	cons_publish(r);
 	return ret ? ret : n;
 bad:
 	/* Release what was delivered; the rest is unreadable for good: the

@@ -58,6 +58,7 @@ struct shm_ring_stats {
 	uint64_t consumed;       /* records delivered to the callback */
 	uint64_t consumed_bytes; /* payload bytes delivered */
 	uint64_t corrupt;        /* consume calls that found a bad position or length */
+	uint64_t hold_overflows; /* holds let go because they kept over half the ring */
 };
 
 /* ---- producer side ------------------------------------------------------ */
@@ -170,6 +171,24 @@ typedef int (*shm_ring_record_fn)(void *ctx, uint32_t type, const void *data, ui
 int shm_ring__consume(struct shm_ring *r, shm_ring_record_fn cb, void *ctx, size_t max_records);
 
 /*
+ * A hold keeps records the consumer has read from going back to the
+ * producer, so that a consumer attaching after this one dies (a restarted
+ * analyzer) reads them again: for a batch of records whose effect the
+ * consumer makes durable only at the batch's last record (a window of stacks
+ * published at its marker).  shm_ring__hold() from a callback holds from the
+ * record being delivered on (outside one, from the next record); a hold
+ * already in place stays where it is.  shm_ring__release() ends it: from a
+ * callback, the record being delivered goes back with those before it, as
+ * soon as the callback returns (outside one, at the next consume).  A
+ * hold the consumer reads more than half the ring past is let go (counted in
+ * hold_overflows): the producer would otherwise see the ring full.  The
+ * producer sees only positions; it trusts the consumer no more than before.
+ * No-ops on a producer handle.
+ */
+void shm_ring__hold(struct shm_ring *r);
+void shm_ring__release(struct shm_ring *r);
+
+/*
  * Announces that the consumer is about to sleep on the wake fd.  Drains
  * pending wake-ups first, so a level-triggered poll loop does not spin.
  * Returns 1 if records are already waiting (consume instead of sleeping),
@@ -190,6 +209,7 @@ void shm_ring__stats(const struct shm_ring *r, struct shm_ring_stats *ret);
  */
 enum shm_ring_consumer_stat {
 	SRC_CONSUMED,            /* records delivered to the callback */
+	SRC_HOLD_OVERFLOWS,      /* holds let go: over half the ring */
 	SRC_MAX
 };
 extern const struct counter_def shm_ring_consumer_counters[SRC_MAX];
