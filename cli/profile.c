@@ -556,21 +556,27 @@ static int loss_list(const unsigned *idx, size_t n, const struct ctl_stats_ans *
 	return found;
 }
 
-/* supervisor_collector_restarts from the run dir's supervisor.stats (root's, 0644); 0 when unreadable. */
-static uint64_t collector_restarts(const char *run_dir)
+/* The supervisor's restart counts (supervisor.stats in the run dir, root's, 0644); 0s when unreadable. */
+struct restarts { uint64_t analyzer, exporter, collector; };
+
+static struct restarts read_restarts(const char *run_dir)
 {
+	static const char *const names[] = { "supervisor_analyzer_restarts", "supervisor_exporter_restarts",
+					     "supervisor_collector_restarts" };
+	uint64_t v3[3] = { 0 };
 	char path[600], line[256], name[128];
-	unsigned long long v, n = 0;
+	unsigned long long v;
 	FILE *f;
 
 	snprintf(path, sizeof(path), "%s/supervisor.stats", run_dir);
-	if (!(f = fopen(path, "re")))
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "%127s %llu", name, &v) == 2 && !strcmp(name, "supervisor_collector_restarts"))
-			n = v;
-	fclose(f);
-	return n;
+	if ((f = fopen(path, "re"))) {
+		while (fgets(line, sizeof(line), f))
+			for (unsigned i = 0; i < 3; i++)
+				if (sscanf(line, "%127s %llu", name, &v) == 2 && !strcmp(name, names[i]))
+					v3[i] = v;
+		fclose(f);
+	}
+	return (struct restarts){ v3[0], v3[1], v3[2] };
 }
 
 /*
@@ -579,7 +585,7 @@ static uint64_t collector_restarts(const char *run_dir)
  * saying nothing moved is a proof, a line naming counters a warning.
  */
 static void print_losses(const struct profile_req *q, const struct ctl_stats_ans *a, const struct ctl_stats_ans *b,
-			 uint64_t restarts)
+			 struct restarts r0, struct restarts r1)
 {
 	const struct profile_kind *k = profile_kind__by_wire(q->kind);
 	struct ctl_kind_losses kl;
@@ -587,11 +593,20 @@ static void print_losses(const struct profile_req *q, const struct ctl_stats_ans
 	size_t off = 0, poff = 0;
 	int any;
 
-	if (restarts) {
+	if (r1.analyzer != r0.analyzer || r1.exporter != r0.exporter)
+		/* A new analyzer reads its predecessor's open window again (the ring holds a window's
+		 * stacks till it is published; one over half the ring is let go, ring_hold_overflows), and
+		 * a new exporter goes on from the files, which take each window as it arrives: a window
+		 * on its way from one to the other is in neither, and no counter sees it. */
+		fprintf(stderr, "ember: RESTARTED while the task ran: the analyzer %llu time(s), the exporter %llu "
+			"time(s); the task resumed where they stopped, but a window on its way from the analyzer "
+			"to the exporter at that moment is not in the profile and not counted\n",
+			(unsigned long long)(r1.analyzer - r0.analyzer), (unsigned long long)(r1.exporter - r0.exporter));
+	if (r1.collector != r0.collector) {
 		/* A new collector counts from 0, and what the old one held when it died is not in any counter. */
 		fprintf(stderr, "ember: LOST: the collector restarted %llu time(s) while the task ran; the task resumed, "
 			"what the collector held then (its open window, until the task was attached again) is not in "
-			"the profile and not counted\n", (unsigned long long)restarts);
+			"the profile and not counted\n", (unsigned long long)(r1.collector - r0.collector));
 		return;
 	}
 
@@ -617,7 +632,7 @@ int cmd_profile(int argc, char **argv)
 	void *zctx = NULL;
 	struct ctl_stats_ans st0 = { 0 }, st1 = { 0 };
 	char sock[600];
-	uint64_t restarts0 = 0;
+	struct restarts restarts0 = { 0 };
 	char bad[PATH_MAX + 64];
 	int rc, done, have_st0, keep = 0;
 
@@ -660,7 +675,7 @@ int cmd_profile(int argc, char **argv)
 	for (uint64_t until = timeutil__mono_ms() + SUBMIT_WAIT_MS;
 	     !(have_st0 = !ctl_client__query_stats(sock, &st0)) && timeutil__mono_ms() < until && !agent_died(&ag, "exited unexpectedly");)
 		usleep(50000);
-	restarts0 = collector_restarts(ag.ai.run_dir);
+	restarts0 = read_restarts(ag.ai.run_dir);
 	if (!zctx || submit_all(zctx, &ag, &q, task_id) ||
 	    wait_done(&ag, &q, task_id, cfg->profiling.flush_interval_ns / 1000000))
 		goto cleanup;
@@ -671,7 +686,7 @@ int cmd_profile(int argc, char **argv)
 		goto cleanup;
 	}
 	if (have_st0 && !ctl_client__query_stats(sock, &st1))
-		print_losses(&q, &st0, &st1, collector_restarts(ag.ai.run_dir) - restarts0);
+		print_losses(&q, &st0, &st1, restarts0, read_restarts(ag.ai.run_dir));
 	rc = 0;
 cleanup:
 	if (ag.priv > 0) {

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <ftw.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -1125,6 +1126,45 @@ static char *slurp(const char *dir, const char *name)
 	return s;
 }
 
+/* A batch of one task's one stack (user frames innermost first), for the file backend. */
+struct one_stack {
+	Ember__Task task;
+	Ember__StackSample smp, *sp;
+	Ember__ProfileBatch b;
+};
+
+static void one_stack_init(struct one_stack *o, const char *id, Ember__TaskKind kind, char **user, size_t nuser,
+			   uint64_t count)
+{
+	ember__task__init(&o->task);
+	o->task.id = (char *)id;
+	o->task.kind = kind;
+	ember__stack_sample__init(&o->smp);
+	o->smp.pid = 7;
+	o->smp.process_name = "srv";
+	o->smp.user_frames = user;
+	o->smp.n_user_frames = nuser;
+	o->smp.count = count;
+	o->sp = &o->smp;
+	ember__profile_batch__init(&o->b);
+	o->b.task = &o->task;
+	o->b.samples = &o->sp;
+	o->b.n_samples = 1;
+}
+
+/* The file backend writing into a new directory dir (a mkdtemp template). */
+static void *file_backend_in(char *dir, struct ember_config *cfg)
+{
+	char err[256];
+	void *st;
+
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(config__set(cfg, "ember.output_dir", dir, err, sizeof(err)), 0);
+	st = exporter_backend__find("file")->init(cfg, err, sizeof(err));
+	assert_non_null(st);
+	return st;
+}
+
 /*
  * Through the file backend: an off-CPU task whose one stack came in 26
  * windows.  Its two SVGs say which weight they show, the time graph's
@@ -1134,41 +1174,24 @@ static void test_file_backend_offcpu(void **state)
 {
 	const struct exporter_backend_ops *ops = exporter_backend__find("file");
 	struct ember_config *cfg = config__new();
-	char dir[] = "/tmp/ember-test-fg-XXXXXX", err[256], sub[256], title[256], count_title[256], tdir[600];
+	char dir[] = "/tmp/ember-test-fg-XXXXXX", sub[256], title[256], count_title[256], tdir[600];
 	char *user[] = { "do_read", "__libc_start_main", "main" }, *kern[] = { "schedule" };
-	Ember__Task task;
-	Ember__StackSample smp, *sp = &smp;
-	Ember__ProfileBatch b;
+	struct one_stack o;
 	Ember__TaskEvent ev;
 	char *s;
 	void *st;
 
 	(void)state;
 	assert_non_null(ops);
-	assert_non_null(mkdtemp(dir));
-	assert_int_equal(config__set(cfg, "ember.output_dir", dir, err, sizeof(err)), 0);
-	ember__task__init(&task);
-	task.id = "off-1";
-	task.kind = EMBER__TASK_KIND__OFF_CPU;
-	ember__stack_sample__init(&smp);
-	smp.pid = 7;
-	smp.process_name = "srv";
-	smp.user_frames = user;
-	smp.n_user_frames = 3;
-	smp.kernel_frames = kern;
-	smp.n_kernel_frames = 1;
-	smp.count = 1;
-	smp.weight = 1500000;	/* 1.5 ms blocked, in ns */
-	ember__profile_batch__init(&b);
-	b.task = &task;
-	b.samples = &sp;
-	b.n_samples = 1;
-	st = ops->init(cfg, err, sizeof(err));
-	assert_non_null(st);
+	st = file_backend_in(dir, cfg);
+	one_stack_init(&o, "off-1", EMBER__TASK_KIND__OFF_CPU, user, 3, 1);
+	o.smp.kernel_frames = kern;
+	o.smp.n_kernel_frames = 1;
+	o.smp.weight = 1500000;	/* 1.5 ms blocked, in ns */
 	for (int i = 0; i < 26; i++)
-		ops->on_profile(st, &b);
+		ops->on_profile(st, &o.b);
 	ember__task_event__init(&ev);
-	ev.task = &task;
+	ev.task = &o.task;
 	ev.state = EMBER__TASK_EVENT__STATE__FINISHED;
 	ops->on_task_event(st, &ev);
 	snprintf(tdir, sizeof(tdir), "%s/off-1", dir);
@@ -1195,6 +1218,57 @@ static void test_file_backend_offcpu(void **state)
 	s = slurp(tdir, "task.json");
 	assert_non_null(s);
 	free(s);
+	ops->free(st);
+	config__free(cfg);
+	nftw(dir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
+}
+
+static int readable(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	return poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
+}
+
+/*
+ * A window reaches the files at once, not at the exporter's next 250-ms tick:
+ * the backend's event fd turns readable with a window its files lack (the
+ * exporter then ticks it), and the tick writes it and clears the fd.  What
+ * the exporter holds unwritten dies with it.
+ */
+static void test_file_backend_window_at_once(void **state)
+{
+	const struct exporter_backend_ops *ops = exporter_backend__find("file");
+	struct ember_config *cfg = config__new();
+	char dir[] = "/tmp/ember-test-fg-XXXXXX", tdir[600];
+	char *user[] = { "spin", "main" };
+	struct one_stack o;
+	char *s;
+	void *st;
+	int fd;
+
+	(void)state;
+	st = file_backend_in(dir, cfg);
+	one_stack_init(&o, "on-1", EMBER__TASK_KIND__ON_CPU, user, 2, 3);
+	assert_non_null(ops->event_fd);
+	fd = ops->event_fd(st);
+	assert_true(fd >= 0);
+	snprintf(tdir, sizeof(tdir), "%s/on-1", dir);
+	for (int w = 1; w <= 2; w++) {
+		char want[64];
+
+		assert_false(readable(fd));
+		ops->on_profile(st, &o.b);
+		ops->on_profile(st, &o.b);	/* a second analyzer's part of the window: one wake-up */
+		assert_true(readable(fd));
+		ops->tick(st, 0, 0);
+		assert_false(readable(fd));
+		s = slurp(tdir, "oncpu.folded");
+		assert_non_null(s);
+		snprintf(want, sizeof(want), "srv;main;spin %d\n", 6 * w);
+		assert_string_equal(s, want);
+		free(s);
+	}
 	ops->free(st);
 	config__free(cfg);
 	nftw(dir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
@@ -1242,6 +1316,7 @@ int main(void)
 		cmocka_unit_test(test_svg_stack_count),
 		cmocka_unit_test(test_svg_long_title),
 		cmocka_unit_test(test_file_backend_offcpu),
+		cmocka_unit_test(test_file_backend_window_at_once),
 		cmocka_unit_test(test_write_errors),
 	};
 
