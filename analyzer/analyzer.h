@@ -53,6 +53,7 @@ struct analyzer {
 	void *zctx;
 	struct ctl_client *cc;
 	struct shm_ring *ring;
+	bool ring_held;              /* a drain's stacks are held in the ring (on_record) */
 	struct symbolizer *sym;
 	struct mappings *maps;        /* followed processes' executable mappings, for uw and tls */
 	struct unwinder *uw;          /* NULL: frame pointers only */

@@ -72,18 +72,23 @@ static int on_record(void *ctx, uint32_t type, const void *data, uint32_t len)
 	/* A drain's stacks stay in the ring till its last marker, after which every kind's window is
 	 * published: a successor of an analyzer killed in between reads them again, and no window is
 	 * part-read by a dead analyzer and lost. */
-	if (type == EMBER_REC_STACK)
+	if (type == EMBER_REC_STACK && !a->ring_held) {
 		shm_ring__hold(a->ring);
-	else if (type != EMBER_REC_PYCODE && type != EMBER_REC_WINDOW)
+		a->ring_held = true;
+	} else if (a->ring_held && type != EMBER_REC_STACK && type != EMBER_REC_PYCODE && type != EMBER_REC_WINDOW) {
 		shm_ring__release(a->ring);	/* past the drain (its last marker was dropped) */
+		a->ring_held = false;
+	}
 	if (analyzer_kinds__record(a->kinds, type, data, len))
 		a->ring_st[ARS_BAD_RECORDS]++;
 	/* The window closes a drain of the collector's: the ring's drops up to it are the ring's. */
 	if (type == EMBER_REC_WINDOW && len == sizeof(w)) {
 		memcpy(&w, data, sizeof(w));
 		a->ring_st[ARS_WINDOW_DROPS] += w.ring_drops;
-		if (w.flags & EMBER_WINDOW_F_LAST)
+		if ((w.flags & EMBER_WINDOW_F_LAST) && a->ring_held) {
 			shm_ring__release(a->ring);
+			a->ring_held = false;
+		}
 	}
 	return 0;
 }
