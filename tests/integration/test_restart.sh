@@ -12,10 +12,19 @@ sleep 2.5
 A=$(child_pid ember-analyzer)
 kill -9 "$A" || fail "no analyzer to kill"
 echo "killed analyzer $A"
-sleep 2
+sleep 1.5
+# The exporter dies just after its files took a window (each write is a new inode), not at a fixed time:
+# that fell within ms of a window's arrival 1 run in ~35, and a window on its way when the
+# exporter dies is lost (ember profile says RESTARTED).  That the files take a window as it
+# arrives, rather than at the exporter's next tick, is test_flamegraph's check.
+folded=$(ls -d "$AGENT_OUT"/cli-*/oncpu.folded 2>/dev/null | head -1)
+[ -n "$folded" ] || fail "no oncpu.folded in the agent's output 4 s into the task"
+m0=$(stat -c %i "$folded" 2>/dev/null)
+for _ in $(seq 300); do m=$(stat -c %i "$folded" 2>/dev/null); [ "$m" != "$m0" ] && break; sleep 0.01; done
+[ "$m" != "$m0" ] || fail "the exporter wrote no window in 3 s"
 X=$(child_pid ember-exporter)
 kill -9 "$X" || fail "no exporter to kill"
-echo "killed exporter $X"
+echo "killed exporter $X just after it wrote a window"
 wait $P || { cat "$TMP/p.err"; cat "$TMP/agent.log"; fail "ember profile failed after the restarts"; }
 cpu1=$(cpu_secs "$W")
 cat "$TMP/p.err"
