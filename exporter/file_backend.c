@@ -46,7 +46,7 @@ struct ftask {
 	struct net_report *net;       /* network: the summary */
 	struct thread_timeline *tl;   /* threads: every event so far, for the timeline */
 	uint64_t thread_events, thread_lost, thread_unwritten;
-	uint64_t samples, stacks, windows;
+	uint64_t samples, windows;
 	uint64_t start_ms, duration_ms;
 	char attach_point[32];
 	int dirty;
@@ -108,6 +108,38 @@ static int valid_id(const char *id)
 }
 
 /*
+ * A flame graph's files hold its stacks and weights, not how many windows
+ * made them: that count goes beside them, for a restarted exporter.
+ */
+#define WINDOWS_FILE ".windows"
+
+static int write_windows_cb(FILE *out, void *ctx)
+{
+	return fprintf(out, "%llu\n", (unsigned long long)((const struct ftask *)ctx)->windows) < 0 ? -EIO : 0;
+}
+
+/* 0 unless .windows is a regular file holding a count (not a FIFO or a link planted there). */
+static uint64_t read_windows(const struct file_backend *fb, const struct ftask *t)
+{
+	char path[1200], buf[32];
+	struct stat st;
+	ssize_t n = -1;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s/" WINDOWS_FILE, fb->dir, t->id);
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	if (!fstat(fd, &st) && S_ISREG(st.st_mode))
+		n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	return strtoull(buf, NULL, 10);
+}
+
+/*
  * A restarted exporter picks up what it wrote before for a task still running,
  * so the final files cover the whole task, not just the windows after the restart.
  */
@@ -143,6 +175,7 @@ static void resume(struct file_backend *fb, struct ftask *t)
 		}
 	}
 	t->samples = flamegraph__total(t->fg);
+	t->windows = read_windows(fb, t);
 	fb->tasks_resumed++;
 }
 
@@ -253,7 +286,6 @@ static void file_on_profile(void *st, const Ember__ProfileBatch *b)
 			(void)flamegraph__add(t->fg_time, f.v, f.n, s->weight / 1000);
 		stack_sample__release(&f);
 		t->samples += s->count;
-		t->stacks++;
 	}
 	t->dirty = 1;
 	if (!fb->pending) {
@@ -333,6 +365,7 @@ struct json_ctx { const struct ftask *t; const char *state; };
 static int write_json_cb(FILE *out, void *ctx)
 {
 	const struct json_ctx *c = ctx;
+	struct flamegraph_stats fs;
 
 	if (c->t->tl) {
 		struct thread_timeline_stats ts;
@@ -372,12 +405,15 @@ static int write_json_cb(FILE *out, void *ctx)
 		fputs("}\n", out);
 		return 0;
 	}
+	/* stacks: the folded file's lines, which a restarted exporter reads back (the records
+	 * received would count a stack once per window, and only since the restart). */
+	flamegraph__stats(c->t->fg, &fs);
 	fprintf(out,
 		"{\"task_id\":\"%s\",\"kind\":\"%s\",\"state\":\"%s\",\"start_unix_ms\":%llu,\"duration_ms\":%llu,"
 		"\"samples\":%llu,\"stacks\":%llu,\"windows\":%llu,\"attach_point\":\"%s\"",
 		c->t->id, c->t->kind->name, c->state, (unsigned long long)c->t->start_ms,
 		(unsigned long long)c->t->duration_ms, (unsigned long long)c->t->samples,
-		(unsigned long long)c->t->stacks, (unsigned long long)c->t->windows, c->t->attach_point);
+		(unsigned long long)fs.unique_stacks, (unsigned long long)c->t->windows, c->t->attach_point);
 	put_trigger(out, c->t);
 	fputs("}\n", out);
 	return 0;
@@ -514,6 +550,7 @@ static int write_task(struct file_backend *fb, struct ftask *t, const char *fina
 		write_file(fb, dir, t, PF_FOLDED, write_folded_cb, t->fg);
 		write_file(fb, dir, t, PF_SVG, write_svg_cb, &sc);
 	}
+	write_one(fb, dir, WINDOWS_FILE, write_windows_cb, t);
 done:
 	if (final_state && fb->write_errors == errors) {
 		struct json_ctx jc = { t, final_state };

@@ -1165,6 +1165,18 @@ static void *file_backend_in(char *dir, struct ember_config *cfg)
 	return st;
 }
 
+/* The task's end through the file backend st; tdir gets the task's directory under dir. */
+static void finish_task(void *st, Ember__Task *task, const char *dir, char *tdir, size_t len)
+{
+	Ember__TaskEvent ev;
+
+	ember__task_event__init(&ev);
+	ev.task = task;
+	ev.state = EMBER__TASK_EVENT__STATE__FINISHED;
+	exporter_backend__find("file")->on_task_event(st, &ev);
+	snprintf(tdir, len, "%s/%s", dir, task->id);
+}
+
 /*
  * Through the file backend: an off-CPU task whose one stack came in 26
  * windows.  Its two SVGs say which weight they show, the time graph's
@@ -1177,7 +1189,6 @@ static void test_file_backend_offcpu(void **state)
 	char dir[] = "/tmp/ember-test-fg-XXXXXX", sub[256], title[256], count_title[256], tdir[600];
 	char *user[] = { "do_read", "__libc_start_main", "main" }, *kern[] = { "schedule" };
 	struct one_stack o;
-	Ember__TaskEvent ev;
 	char *s;
 	void *st;
 
@@ -1190,11 +1201,7 @@ static void test_file_backend_offcpu(void **state)
 	o.smp.weight = 1500000;	/* 1.5 ms blocked, in ns */
 	for (int i = 0; i < 26; i++)
 		ops->on_profile(st, &o.b);
-	ember__task_event__init(&ev);
-	ev.task = &o.task;
-	ev.state = EMBER__TASK_EVENT__STATE__FINISHED;
-	ops->on_task_event(st, &ev);
-	snprintf(tdir, sizeof(tdir), "%s/off-1", dir);
+	finish_task(st, &o.task, dir, tdir, sizeof(tdir));
 
 	s = slurp(tdir, "offcpu.svg");
 	assert_non_null(s);
@@ -1274,6 +1281,46 @@ static void test_file_backend_window_at_once(void **state)
 	nftw(dir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
 }
 
+/*
+ * An exporter restarted mid-task goes on from the files: the new one's
+ * task.json counts the samples, distinct stacks and windows of both.
+ */
+static void test_file_backend_resume(void **state)
+{
+	const struct exporter_backend_ops *ops = exporter_backend__find("file");
+	struct ember_config *cfg = config__new();
+	char dir[] = "/tmp/ember-test-fg-XXXXXX", err[256], tdir[600];
+	char *user[] = { "spin", "main" }, *user2[] = { "wait", "main" };
+	struct one_stack o, o2;
+	char *s;
+	void *st;
+
+	(void)state;
+	st = file_backend_in(dir, cfg);
+	one_stack_init(&o, "on-2", EMBER__TASK_KIND__ON_CPU, user, 2, 3);
+	one_stack_init(&o2, "on-2", EMBER__TASK_KIND__ON_CPU, user2, 2, 1);
+	ops->on_profile(st, &o.b);
+	ops->tick(st, 0, 0);
+	ops->on_profile(st, &o.b);
+	ops->on_profile(st, &o2.b);
+	ops->tick(st, 0, 0);
+	ops->free(st);		/* killed: no final write */
+	st = ops->init(cfg, err, sizeof(err));
+	assert_non_null(st);
+	ops->on_profile(st, &o.b);
+	finish_task(st, &o.task, dir, tdir, sizeof(tdir));
+	s = slurp(tdir, "task.json");
+	assert_non_null(s);
+	assert_non_null(strstr(s, "\"samples\":10,\"stacks\":2,\"windows\":4,"));
+	free(s);
+	s = slurp(tdir, "oncpu.folded");
+	assert_string_equal(s, "srv;main;spin 9\nsrv;main;wait 1\n");
+	free(s);
+	ops->free(st);
+	config__free(cfg);
+	nftw(dir, rm_cb, 8, FTW_DEPTH | FTW_PHYS);
+}
+
 static void test_write_errors(void **state)
 {
 	struct flamegraph *fg = flamegraph__new(0);
@@ -1317,6 +1364,7 @@ int main(void)
 		cmocka_unit_test(test_svg_long_title),
 		cmocka_unit_test(test_file_backend_offcpu),
 		cmocka_unit_test(test_file_backend_window_at_once),
+		cmocka_unit_test(test_file_backend_resume),
 		cmocka_unit_test(test_write_errors),
 	};
 
