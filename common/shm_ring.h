@@ -180,7 +180,8 @@ int shm_ring__consume(struct shm_ring *r, shm_ring_record_fn cb, void *ctx, size
  * already in place stays where it is.  shm_ring__release() ends it: from a
  * callback, the record being delivered goes back with those before it, as
  * soon as the callback returns (outside one, at the next consume).  A
- * hold the consumer reads more than half the ring past is let go (counted in
+ * hold found more than half a ring behind the consumer where space goes back
+ * (each quarter ring read, each consume's end) is let go (counted in
  * hold_overflows): the producer would otherwise see the ring full.  The
  * producer sees only positions; it trusts the consumer no more than before.
  * No-ops on a producer handle.
